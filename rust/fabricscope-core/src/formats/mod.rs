@@ -1,0 +1,278 @@
+//! One module per input format, plus content-based detection.
+//!
+//! Line-oriented readers implement [`LineReader`]: the driver (`crate::read`) hands them
+//! complete lines in bounded chunks, so a 10 GB file never sits in memory. Directory-shaped
+//! inputs (a copied sysfs tree) are read by [`sysfs::read_tree`].
+
+pub mod ethtool;
+pub mod prometheus;
+pub mod sysfs;
+
+use crate::error::{Position, Result};
+use crate::read::ReadContext;
+
+/// A supported input format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Prometheus text exposition 0.0.4 (timestamps in milliseconds).
+    Prometheus,
+    /// OpenMetrics 1.0 text (timestamps in seconds, `# EOF`).
+    OpenMetrics,
+    /// `ethtool -S <iface>` output, one or more snapshots.
+    Ethtool,
+    /// A copied `/sys/class/{infiniband,net}` tree (a directory).
+    SysfsTree,
+    /// `path:value` lines as `grep -H . /sys/class/infiniband/*/ports/*/counters/*` prints them.
+    SysfsGrep,
+}
+
+/// Static description of a format for `fabricscope formats`.
+#[derive(Debug, Clone, Copy)]
+pub struct FormatInfo {
+    /// The format.
+    pub format: Format,
+    /// Name used by `format=`.
+    pub name: &'static str,
+    /// What produces it.
+    pub produced_by: &'static str,
+    /// How detection recognises it.
+    pub detection: &'static str,
+    /// Where timestamps come from.
+    pub timestamps: &'static str,
+}
+
+/// Every format, in the order `fabricscope formats` lists them.
+pub static FORMATS: &[FormatInfo] = &[
+    FormatInfo {
+        format: Format::Prometheus,
+        name: "prometheus",
+        produced_by: "node_exporter (infiniband, ethtool), infiniband_exporter, DCGM exporter, Prometheus /federate",
+        detection: "`# HELP`/`# TYPE` lines or `name{labels} value` samples",
+        timestamps: "per-sample (ms); else timestamp lines, file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::OpenMetrics,
+        name: "openmetrics",
+        produced_by: "OpenMetrics 1.0 exporters and scrapes (`# EOF` terminated)",
+        detection: "as prometheus, plus `# EOF` or `# UNIT`",
+        timestamps: "per-sample (s); else timestamp lines, file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::Ethtool,
+        name: "ethtool",
+        produced_by: "`ethtool -S <iface>` (mlx5 and generic drivers), appended snapshots",
+        detection: "a `NIC statistics:` line",
+        timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::SysfsTree,
+        name: "sysfs",
+        produced_by: "a copy of /sys/class/infiniband and /sys/class/net (directory)",
+        detection: "a directory containing class/infiniband or class/net, or ports/<n>/counters",
+        timestamps: "a `timestamp` file at the tree root; else directory name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::SysfsGrep,
+        name: "sysfs-grep",
+        produced_by: "`grep -H . /sys/class/infiniband/*/ports/*/{counters,hw_counters}/*` (path:value lines)",
+        detection: "lines `/sys/class/.../<counter>:<value>` or `.../ports/<n>/...:<value>`",
+        timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+    },
+];
+
+impl Format {
+    /// Name used by `format=`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Prometheus => "prometheus",
+            Format::OpenMetrics => "openmetrics",
+            Format::Ethtool => "ethtool",
+            Format::SysfsTree => "sysfs",
+            Format::SysfsGrep => "sysfs-grep",
+        }
+    }
+
+    /// Parse a `format=` name (case-insensitive; `auto` is handled by the caller).
+    pub fn from_name(name: &str) -> Option<Format> {
+        let lower = name.to_ascii_lowercase();
+        FORMATS.iter().find(|f| f.name == lower).map(|f| f.format).or(match lower.as_str() {
+            "prom" | "node_exporter" | "federate" => Some(Format::Prometheus),
+            "om" => Some(Format::OpenMetrics),
+            "ethtool-s" => Some(Format::Ethtool),
+            "sysfs-tree" => Some(Format::SysfsTree),
+            _ => None,
+        })
+    }
+
+    /// A fresh line reader for this format (`None` for directory formats).
+    pub fn line_reader(self) -> Option<Box<dyn LineReader>> {
+        match self {
+            Format::Prometheus => Some(Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::Prometheus))),
+            Format::OpenMetrics => Some(Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::OpenMetrics))),
+            Format::Ethtool => Some(Box::new(ethtool::EthtoolReader::new())),
+            Format::SysfsGrep => Some(Box::new(sysfs::SysfsGrepReader::new())),
+            Format::SysfsTree => None,
+        }
+    }
+}
+
+/// A reader of line-oriented text.
+pub trait LineReader: Send {
+    /// Consume a chunk of complete lines. `chunk` ends with `\n` except possibly the last chunk of
+    /// the input; `start` is the position of `chunk[0]` (line numbers are 1-based). Implementations
+    /// strip a trailing `\r` from each line.
+    fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()>;
+    /// Called once after the last chunk (flush pending state, check a missing `# EOF`, ...).
+    fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()>;
+}
+
+/// Iterate the lines of a chunk with their positions. Yields the line without `\n` or `\r\n`.
+pub fn lines(chunk: &[u8], start: Position) -> impl Iterator<Item = (&[u8], Position)> {
+    let mut offset = 0usize;
+    let mut line_no = start.line.unwrap_or(1);
+    std::iter::from_fn(move || {
+        if offset >= chunk.len() {
+            return None;
+        }
+        let rest = &chunk[offset..];
+        let (line, advance) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], i + 1),
+            None => (rest, rest.len()),
+        };
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let pos = Position { line: Some(line_no), byte_offset: start.byte_offset + offset as u64 };
+        offset += advance;
+        line_no += 1;
+        Some((line, pos))
+    })
+}
+
+/// A directive line that text readers without their own metadata understand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Directive {
+    /// A timestamp line (see [`crate::timestamp::parse_timestamp_line`]); nanoseconds UTC.
+    Time(i64),
+    /// `# host: NAME`, `# hostname: NAME`, `host=NAME`.
+    Host(String),
+    /// A command echo naming the interface: `# ethtool -S eth0`, `$ ethtool -S eth0`.
+    Device(String),
+}
+
+/// Recognise a directive line. Returns `None` for anything else.
+pub fn parse_directive(line: &str) -> Option<Directive> {
+    let t = line.trim();
+    if t.is_empty() {
+        return None;
+    }
+    let body = t.trim_start_matches(['#', '$', '>']).trim_start();
+    for key in ["hostname:", "hostname=", "host:", "host=", "node:", "node="] {
+        if body.len() > key.len() && body[..key.len()].eq_ignore_ascii_case(key) {
+            let name = body[key.len()..].trim();
+            if !name.is_empty() && !name.contains(char::is_whitespace) {
+                return Some(Directive::Host(name.to_owned()));
+            }
+        }
+    }
+    let words: Vec<&str> = body.split_whitespace().collect();
+    if let Some(i) = words.iter().position(|w| *w == "ethtool" || w.ends_with("/ethtool")) {
+        let rest = &words[i + 1..];
+        if let Some(flag) = rest.iter().position(|w| *w == "-S" || *w == "--statistics") {
+            if let Some(dev) = rest.get(flag + 1) {
+                return Some(Directive::Device((*dev).to_owned()));
+            }
+        }
+    }
+    crate::timestamp::parse_timestamp_line(t).map(Directive::Time)
+}
+
+/// Detect the format of a file from its first bytes (already decompressed). `name` is the file
+/// name, used only as a tie-breaker.
+pub fn detect(head: &[u8], name: &str) -> Option<Format> {
+    let text = String::from_utf8_lossy(head);
+    let mut prom_score = 0u32;
+    let mut openmetrics = false;
+    let mut sysfs_grep = 0u32;
+    for raw in text.lines().take(200) {
+        let line = raw.trim_end();
+        let trimmed = line.trim_start();
+        if trimmed == "NIC statistics:" {
+            return Some(Format::Ethtool);
+        }
+        if line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+            prom_score += 2;
+        } else if line.starts_with("# UNIT ") || line == "# EOF" {
+            openmetrics = true;
+            prom_score += 2;
+        } else if looks_like_sysfs_grep(line) {
+            sysfs_grep += 1;
+        } else if looks_like_prom_sample(line) {
+            prom_score += 1;
+        }
+    }
+    if sysfs_grep > 0 && sysfs_grep >= prom_score {
+        return Some(Format::SysfsGrep);
+    }
+    if prom_score > 0 {
+        return Some(if openmetrics { Format::OpenMetrics } else { Format::Prometheus });
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower.contains("ethtool") && text.contains(": ") {
+        return Some(Format::Ethtool);
+    }
+    None
+}
+
+fn looks_like_sysfs_grep(line: &str) -> bool {
+    (line.starts_with("/sys/") || line.contains("/ports/") || line.contains("/class/net/"))
+        && line.rsplit_once(':').is_some_and(|(p, _)| !p.contains(' '))
+}
+
+fn looks_like_prom_sample(line: &str) -> bool {
+    let b = line.as_bytes();
+    let Some(&first) = b.first() else { return false };
+    if !(first.is_ascii_alphabetic() || first == b'_' || first == b':') {
+        return false;
+    }
+    let name_end = b.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')).unwrap_or(b.len());
+    if name_end == b.len() {
+        return false;
+    }
+    matches!(b[name_end], b'{' | b' ')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_formats_from_content() {
+        assert_eq!(detect(b"# HELP x y\n# TYPE x counter\nx 1\n", "a.txt"), Some(Format::Prometheus));
+        assert_eq!(detect(b"# TYPE x counter\nx_total 1\n# EOF\n", "a"), Some(Format::OpenMetrics));
+        assert_eq!(detect(b"node_ethtool_x{device=\"eth0\"} 1\n", "a"), Some(Format::Prometheus));
+        assert_eq!(detect(b"1764686822\nNIC statistics:\n     rx_packets: 1\n", "x"), Some(Format::Ethtool));
+        assert_eq!(
+            detect(b"/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data:123\n", "x"),
+            Some(Format::SysfsGrep)
+        );
+        assert_eq!(detect(b"\x00\x01\x02garbage", "x"), None);
+        assert_eq!(detect(b"", "x"), None);
+    }
+
+    #[test]
+    fn directives() {
+        assert_eq!(parse_directive("# ethtool -S eth2"), Some(Directive::Device("eth2".into())));
+        assert_eq!(parse_directive("$ sudo ethtool -S ens1f0np0"), Some(Directive::Device("ens1f0np0".into())));
+        assert_eq!(parse_directive("# host: gpu017"), Some(Directive::Host("gpu017".into())));
+        assert_eq!(parse_directive("1764686822"), Some(Directive::Time(1_764_686_822_000_000_000)));
+        assert_eq!(parse_directive("     rx_packets: 5"), None);
+    }
+
+    #[test]
+    fn lines_carry_positions_and_strip_crlf() {
+        let got: Vec<_> = lines(b"a\r\nbb\nccc", Position { line: Some(10), byte_offset: 100 }).collect();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], (&b"a"[..], Position { line: Some(10), byte_offset: 100 }));
+        assert_eq!(got[1], (&b"bb"[..], Position { line: Some(11), byte_offset: 103 }));
+        assert_eq!(got[2], (&b"ccc"[..], Position { line: Some(12), byte_offset: 106 }));
+    }
+}

@@ -1,0 +1,759 @@
+//! The read driver: expands paths, decompresses, detects formats, streams line chunks into
+//! readers, resolves hosts and timestamps, and reports per input. Several inputs are read in
+//! parallel (rayon); each input streams in bounded chunks.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use arrow_array::RecordBatch;
+use rayon::prelude::*;
+
+use crate::error::{Error, Position, Result, excerpt};
+use crate::formats::{self, Format};
+use crate::schema::{Attribute, AttributeBuilder, Sample, SampleBuilder};
+use crate::timestamp::timestamp_from_file_name;
+
+/// Resource bounds. Every limit has an option that raises it; errors name that option.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Longest accepted line in bytes (`max_line_bytes`).
+    pub max_line_bytes: usize,
+    /// Most bytes one compressed input may expand to (`max_decompressed_bytes`).
+    pub max_decompressed_bytes: u64,
+    /// Most labels on one Prometheus sample (`max_labels`).
+    pub max_labels: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_line_bytes: 1 << 20, max_decompressed_bytes: 256 << 30, max_labels: 128 }
+    }
+}
+
+/// How to read.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Force a format; `None` detects per input from content.
+    pub format: Option<Format>,
+    /// Host for inputs that name none (labels and in-file directives win).
+    pub host: Option<String>,
+    /// Timestamp (ns, UTC) for inputs without their own (in-file lines and file names win).
+    pub time_ns: Option<i64>,
+    /// Raise on the first bad record (true) or count and skip bad records (false).
+    pub strict: bool,
+    /// Rows per emitted batch.
+    pub batch_rows: usize,
+    /// Bytes per chunk handed to a reader.
+    pub chunk_bytes: usize,
+    /// Resource bounds.
+    pub limits: Limits,
+    /// Compressed bytes consumed so far, for progress bars.
+    pub progress: Option<Arc<AtomicU64>>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: None,
+            host: None,
+            time_ns: None,
+            strict: true,
+            batch_rows: 1 << 20,
+            chunk_bytes: 4 << 20,
+            limits: Limits::default(),
+            progress: None,
+        }
+    }
+}
+
+/// Where the timestamps of an input's rows came from, when the format has none of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeSource {
+    /// Every row had a timestamp from the input itself.
+    InFile,
+    /// A timestamp in the file or directory name.
+    FileName,
+    /// The explicit `time` argument.
+    Argument,
+    /// The file's modification time (last resort; a warning is reported).
+    Mtime,
+}
+
+impl TimeSource {
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeSource::InFile => "in-file",
+            TimeSource::FileName => "file-name",
+            TimeSource::Argument => "argument",
+            TimeSource::Mtime => "mtime",
+        }
+    }
+}
+
+/// What happened to one input.
+#[derive(Debug, Clone)]
+pub struct InputReport {
+    /// The input path (a file, or a sysfs tree root).
+    pub path: PathBuf,
+    /// The format used, if one was determined.
+    pub format: Option<Format>,
+    /// Decompressed bytes read.
+    pub bytes: u64,
+    /// Sample rows produced.
+    pub rows: u64,
+    /// Attribute rows produced.
+    pub attribute_rows: u64,
+    /// Records skipped as malformed (lenient mode).
+    pub bad_records: u64,
+    /// The first few problems, as messages naming position and expectation.
+    pub errors: Vec<String>,
+    /// Non-fatal remarks (mtime used as time, host unknown, ...).
+    pub warnings: Vec<String>,
+    /// Where fallback timestamps came from (`InFile` when none were needed).
+    pub time_source: TimeSource,
+    /// True when the input could not be read at all (lenient mode keeps going).
+    pub failed: bool,
+}
+
+impl InputReport {
+    fn new(path: &Path) -> Self {
+        InputReport {
+            path: path.to_path_buf(),
+            format: None,
+            bytes: 0,
+            rows: 0,
+            attribute_rows: 0,
+            bad_records: 0,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            time_source: TimeSource::InFile,
+            failed: false,
+        }
+    }
+}
+
+/// Output of the driver, delivered to the caller's sink as it is produced.
+#[derive(Debug)]
+pub enum Event {
+    /// A batch of the samples table.
+    Samples(RecordBatch),
+    /// A batch of the port-attributes table.
+    Attributes(RecordBatch),
+}
+
+const MAX_REPORTED_ERRORS: usize = 20;
+
+/// State a reader works against: builders, options, error policy, host and time fallbacks.
+pub struct ReadContext<'a> {
+    /// The input being read.
+    pub path: &'a Path,
+    /// Sample rows.
+    pub samples: SampleBuilder,
+    /// Attribute rows.
+    pub attributes: AttributeBuilder,
+    opts: &'a ReadOptions,
+    fallback_time: Option<(i64, TimeSource)>,
+    host_hint: Option<String>,
+    report: InputReport,
+    sink: &'a (dyn Fn(Event) -> bool + Sync),
+    cancel: &'a AtomicBool,
+}
+
+impl<'a> ReadContext<'a> {
+    fn new(
+        path: &'a Path,
+        format: Format,
+        opts: &'a ReadOptions,
+        sink: &'a (dyn Fn(Event) -> bool + Sync),
+        cancel: &'a AtomicBool,
+    ) -> Self {
+        let mut report = InputReport::new(path);
+        report.format = Some(format);
+        ReadContext {
+            path,
+            samples: SampleBuilder::new(format.name()),
+            attributes: AttributeBuilder::new(format.name()),
+            opts,
+            fallback_time: None,
+            host_hint: None,
+            report,
+            sink,
+            cancel,
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ReadOptions {
+        self.opts
+    }
+
+    /// True in strict mode.
+    pub fn strict(&self) -> bool {
+        self.opts.strict
+    }
+
+    /// Build a format error for this input.
+    pub fn format_error(&self, position: Position, expected: &str, found: &[u8]) -> Error {
+        Error::Format { path: self.path.to_path_buf(), position, expected: expected.to_owned(), found: excerpt(found, 80) }
+    }
+
+    /// Report a malformed record: an error in strict mode, counted and skipped otherwise.
+    pub fn bad_record(&mut self, position: Position, expected: &str, found: &[u8]) -> Result<()> {
+        let err = self.format_error(position, expected, found);
+        if self.opts.strict {
+            return Err(err);
+        }
+        self.report.bad_records += 1;
+        if self.report.errors.len() < MAX_REPORTED_ERRORS {
+            self.report.errors.push(err.to_string());
+        }
+        Ok(())
+    }
+
+    /// Report a bad record with a ready-made error (limits, ...).
+    pub fn bad_record_error(&mut self, err: Error) -> Result<()> {
+        if self.opts.strict {
+            return Err(err);
+        }
+        self.report.bad_records += 1;
+        if self.report.errors.len() < MAX_REPORTED_ERRORS {
+            self.report.errors.push(err.to_string());
+        }
+        Ok(())
+    }
+
+    /// Add a non-fatal remark to the report (deduplicated).
+    pub fn warn(&mut self, msg: impl Into<String>) {
+        let msg = msg.into();
+        if !self.report.warnings.contains(&msg) && self.report.warnings.len() < MAX_REPORTED_ERRORS {
+            self.report.warnings.push(msg);
+        }
+    }
+
+    /// Timestamp for rows whose input gave none: file name, argument, then mtime (warned).
+    pub fn fallback_time_ns(&mut self) -> Result<i64> {
+        if let Some((t, src)) = self.fallback_time {
+            self.report.time_source = src;
+            return Ok(t);
+        }
+        let (t, src) = resolve_fallback_time(self.path, self.opts)?;
+        if src == TimeSource::Mtime {
+            self.warn(format!(
+                "no timestamp in the input, its name or the arguments: using the file's mtime ({})",
+                format_ns(t)
+            ));
+        }
+        self.fallback_time = Some((t, src));
+        self.report.time_source = src;
+        Ok(t)
+    }
+
+    /// Host for rows whose input names none: the explicit argument, else a hint from the path
+    /// (sysfs trees), else `unknown` (warned).
+    pub fn fallback_host(&mut self) -> String {
+        if let Some(h) = &self.opts.host {
+            return h.clone();
+        }
+        if let Some(h) = &self.host_hint {
+            return h.clone();
+        }
+        self.warn("no host in the input and no host argument: rows use host \"unknown\"");
+        "unknown".to_owned()
+    }
+
+    /// Explicit host argument, if any.
+    pub fn host_argument(&self) -> Option<&str> {
+        self.opts.host.as_deref()
+    }
+
+    /// Append a sample; emits a batch when the builder is full.
+    pub fn push(&mut self, s: &Sample) -> Result<()> {
+        self.samples.push(s);
+        if self.samples.len() >= self.opts.batch_rows {
+            self.flush_samples()?;
+        }
+        Ok(())
+    }
+
+    /// Append an attribute.
+    pub fn push_attribute(&mut self, host: &str, device: &str, a: &Attribute<'_>) -> Result<()> {
+        self.attributes.push(a.time_ns, host, device, a.port, a.key, a.value);
+        self.report.attribute_rows += 1;
+        if self.attributes.len() >= self.opts.batch_rows {
+            self.flush_attributes()?;
+        }
+        Ok(())
+    }
+
+    fn flush_samples(&mut self) -> Result<()> {
+        if self.samples.is_empty() {
+            return Ok(());
+        }
+        self.report.rows += self.samples.len() as u64;
+        let batch = self.samples.finish().map_err(|e| Error::InvalidArgument(format!("arrow: {e}")))?;
+        if !(self.sink)(Event::Samples(batch)) {
+            self.cancel.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn flush_attributes(&mut self) -> Result<()> {
+        if self.attributes.is_empty() {
+            return Ok(());
+        }
+        let batch = self.attributes.finish().map_err(|e| Error::InvalidArgument(format!("arrow: {e}")))?;
+        if !(self.sink)(Event::Attributes(batch)) {
+            self.cancel.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// True when the consumer went away or another input failed in strict mode.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    fn finish(mut self) -> Result<InputReport> {
+        self.flush_samples()?;
+        self.flush_attributes()?;
+        Ok(self.report)
+    }
+}
+
+/// Human-readable UTC time for messages.
+pub fn format_ns(t: i64) -> String {
+    chrono::DateTime::from_timestamp_nanos(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn resolve_fallback_time(path: &Path, opts: &ReadOptions) -> Result<(i64, TimeSource)> {
+    // The file name first, then up to two parent directory names (`snap-20261202T1447Z/sys`).
+    for comp in path.components().rev().take(3) {
+        if let Some(t) = timestamp_from_file_name(&comp.as_os_str().to_string_lossy()) {
+            return Ok((t, TimeSource::FileName));
+        }
+    }
+    if let Some(t) = opts.time_ns {
+        return Ok((t, TimeSource::Argument));
+    }
+    let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let mtime = meta.modified().map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let ns = match mtime.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    };
+    Ok((ns, TimeSource::Mtime))
+}
+
+/// One unit of work after expanding the given paths.
+#[derive(Debug, Clone)]
+enum Unit {
+    File(PathBuf),
+    SysfsTree { root: PathBuf, host_hint: Option<String> },
+    Failed(PathBuf, String),
+}
+
+/// Is `dir` the root of a sysfs copy (`.../sys`, `.../class`, `.../infiniband`, or one device)?
+fn sysfs_root_kind(dir: &Path) -> bool {
+    dir.join("class/infiniband").is_dir()
+        || dir.join("class/net").is_dir()
+        || dir.join("infiniband").is_dir() && dir.file_name().is_some_and(|n| n == "class")
+        || dir.file_name().is_some_and(|n| n == "infiniband" || n == "net") && has_child_with(dir, "ports")
+        || dir.join("ports").is_dir()
+}
+
+fn has_child_with(dir: &Path, sub: &str) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| rd.flatten().any(|e| e.path().join(sub).is_dir()))
+}
+
+fn local_hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// The host a sysfs tree belongs to: the live machine for `/sys`, else the directory that
+/// contains `sys/` (`gpu017/sys/class/infiniband/...` gives `gpu017`).
+fn sysfs_host_hint(root: &Path) -> Option<String> {
+    let canon = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    if canon.starts_with("/sys") {
+        return local_hostname();
+    }
+    let mut p = canon.as_path();
+    loop {
+        if p.file_name().is_some_and(|n| n == "sys") {
+            return p.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned());
+        }
+        match p.parent() {
+            Some(parent) => p = parent,
+            None => return None,
+        }
+    }
+}
+
+fn expand(paths: &[PathBuf], opts: &ReadOptions) -> Result<Vec<Unit>> {
+    let mut units = Vec::new();
+    let mut visited = std::collections::HashSet::new();
+    for p in paths {
+        let meta = match std::fs::metadata(p) {
+            Ok(m) => m,
+            Err(source) => {
+                let err = Error::Io { path: p.clone(), source };
+                if opts.strict {
+                    return Err(err);
+                }
+                units.push(Unit::Failed(p.clone(), err.to_string()));
+                continue;
+            }
+        };
+        if meta.is_dir() {
+            walk(p, opts, &mut units, &mut visited)?;
+        } else {
+            units.push(Unit::File(p.clone()));
+        }
+    }
+    Ok(units)
+}
+
+fn walk(
+    dir: &Path,
+    opts: &ReadOptions,
+    units: &mut Vec<Unit>,
+    visited: &mut std::collections::HashSet<PathBuf>,
+) -> Result<()> {
+    // Symlink loops: never enter the same real directory twice.
+    let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !visited.insert(canon) {
+        return Ok(());
+    }
+    if opts.format == Some(Format::SysfsTree) || (opts.format.is_none() && sysfs_root_kind(dir)) {
+        units.push(Unit::SysfsTree { root: dir.to_path_buf(), host_hint: sysfs_host_hint(dir) });
+        return Ok(());
+    }
+    let entries = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(source) => {
+            let err = Error::Io { path: dir.to_path_buf(), source };
+            if opts.strict {
+                return Err(err);
+            }
+            units.push(Unit::Failed(dir.to_path_buf(), err.to_string()));
+            return Ok(());
+        }
+    };
+    let mut children: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    children.sort();
+    for child in children {
+        let name = child.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.starts_with('.') {
+            continue; // editor swap files, .git, our own cron state
+        }
+        match std::fs::metadata(&child) {
+            Ok(m) if m.is_dir() => walk(&child, opts, units, visited)?,
+            Ok(_) => units.push(Unit::File(child)),
+            Err(source) => {
+                // dangling symlink or permission problem
+                let err = Error::Io { path: child.clone(), source };
+                if opts.strict {
+                    return Err(err);
+                }
+                units.push(Unit::Failed(child, err.to_string()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Total size in bytes of the inputs `paths` expand to (for progress bars).
+pub fn total_input_bytes(paths: &[PathBuf]) -> u64 {
+    let lenient = ReadOptions { strict: false, ..ReadOptions::default() };
+    let Ok(units) = expand(paths, &lenient) else { return 0 };
+    units
+        .iter()
+        .map(|u| match u {
+            Unit::File(p) => std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
+            Unit::SysfsTree { .. } | Unit::Failed(..) => 0,
+        })
+        .sum()
+}
+
+/// Read every input under `paths`, delivering batches to `sink` as they are produced (from
+/// several threads). `sink` returns false to stop early. Returns one report per input, in input
+/// order. In strict mode the first error (in input order) is returned instead.
+pub fn read_paths(
+    paths: &[PathBuf],
+    opts: &ReadOptions,
+    sink: &(dyn Fn(Event) -> bool + Sync),
+) -> Result<Vec<InputReport>> {
+    if paths.is_empty() {
+        return Err(Error::InvalidArgument("no input paths given".into()));
+    }
+    let units = expand(paths, opts)?;
+    let cancel = AtomicBool::new(false);
+    let results: Vec<Result<InputReport>> = units
+        .par_iter()
+        .with_max_len(1)
+        .map(|unit| {
+            if cancel.load(Ordering::Relaxed) {
+                let path = match unit {
+                    Unit::File(p) | Unit::Failed(p, _) | Unit::SysfsTree { root: p, .. } => p,
+                };
+                let mut r = InputReport::new(path);
+                r.failed = true;
+                r.errors.push("not read: reading was stopped".into());
+                return Ok(r);
+            }
+            let res = read_unit(unit, opts, sink, &cancel);
+            match res {
+                Err(e) if opts.strict => {
+                    cancel.store(true, Ordering::Relaxed);
+                    Err(e)
+                }
+                Err(e) => {
+                    let path = e.path().map_or_else(|| PathBuf::from("?"), Path::to_path_buf);
+                    let mut r = InputReport::new(&path);
+                    r.failed = true;
+                    r.errors.push(e.to_string());
+                    Ok(r)
+                }
+                ok => ok,
+            }
+        })
+        .collect();
+    results.into_iter().collect()
+}
+
+fn read_unit(
+    unit: &Unit,
+    opts: &ReadOptions,
+    sink: &(dyn Fn(Event) -> bool + Sync),
+    cancel: &AtomicBool,
+) -> Result<InputReport> {
+    match unit {
+        Unit::Failed(path, msg) => {
+            let mut r = InputReport::new(path);
+            r.failed = true;
+            r.errors.push(msg.clone());
+            Ok(r)
+        }
+        Unit::SysfsTree { root, host_hint } => {
+            let mut ctx = ReadContext::new(root, Format::SysfsTree, opts, sink, cancel);
+            ctx.host_hint.clone_from(host_hint);
+            formats::sysfs::read_tree(root, &mut ctx)?;
+            ctx.finish()
+        }
+        Unit::File(path) => read_file(path, opts, sink, cancel),
+    }
+}
+
+/// Counts compressed bytes as they are read, for progress.
+struct Counting<R> {
+    inner: R,
+    progress: Option<Arc<AtomicU64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(p) = &self.progress {
+            p.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Codec {
+    Plain,
+    Gzip,
+    Zstd,
+}
+
+impl Codec {
+    fn name(self) -> &'static str {
+        match self {
+            Codec::Plain => "plain",
+            Codec::Gzip => "gzip",
+            Codec::Zstd => "zstd",
+        }
+    }
+}
+
+fn open_decompressed(path: &Path, opts: &ReadOptions) -> Result<(Box<dyn Read + Send>, Codec)> {
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let file = File::open(path).map_err(io)?;
+    let mut buffered = BufReader::with_capacity(1 << 20, Counting { inner: file, progress: opts.progress.clone() });
+    let head = buffered.fill_buf().map_err(io)?;
+    let codec = if head.starts_with(&[0x1f, 0x8b]) {
+        Codec::Gzip
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Codec::Zstd
+    } else {
+        Codec::Plain
+    };
+    let reader: Box<dyn Read + Send> = match codec {
+        Codec::Plain => Box::new(buffered),
+        Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
+        Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(buffered).map_err(io)?),
+    };
+    Ok((reader, codec))
+}
+
+/// Read until `buf` holds `want` bytes or the input ends. Returns true at end of input.
+fn fill(reader: &mut dyn Read, buf: &mut Vec<u8>, want: usize, path: &Path, codec: Codec, produced: u64) -> Result<bool> {
+    while buf.len() < want {
+        let old = buf.len();
+        buf.resize(want, 0);
+        match reader.read(&mut buf[old..]) {
+            Ok(0) => {
+                buf.truncate(old);
+                return Ok(true);
+            }
+            Ok(n) => buf.truncate(old + n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(old),
+            Err(e) => {
+                buf.truncate(old);
+                return Err(match codec {
+                    Codec::Plain => Error::Io { path: path.to_path_buf(), source: e },
+                    _ => Error::Decompress {
+                        path: path.to_path_buf(),
+                        codec: codec.name(),
+                        byte_offset: produced + old as u64,
+                        message: e.to_string(),
+                    },
+                });
+            }
+        }
+    }
+    Ok(false)
+}
+
+fn read_file(
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &(dyn Fn(Event) -> bool + Sync),
+    cancel: &AtomicBool,
+) -> Result<InputReport> {
+    let (mut reader, codec) = open_decompressed(path, opts)?;
+    let chunk = opts.chunk_bytes.max(64 << 10);
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk + (64 << 10));
+    let mut eof = fill(&mut *reader, &mut buf, chunk, path, codec, 0)?;
+
+    // Encoding: strip a UTF-8 BOM; refuse UTF-16/32 with a clear message.
+    let mut pos = Position { line: Some(1), byte_offset: 0 };
+    if buf.starts_with(&[0xef, 0xbb, 0xbf]) {
+        buf.drain(..3);
+        pos.byte_offset = 3;
+    } else if buf.starts_with(&[0xff, 0xfe]) || buf.starts_with(&[0xfe, 0xff]) {
+        return Err(Error::Format {
+            path: path.to_path_buf(),
+            position: Position { line: Some(1), byte_offset: 0 },
+            expected: "UTF-8 text".into(),
+            found: "a UTF-16/UTF-32 byte-order mark (convert with `iconv -f UTF-16 -t UTF-8`)".into(),
+        });
+    }
+
+    let format = match opts.format {
+        Some(f) => f,
+        None => {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let head = &buf[..buf.len().min(64 << 10)];
+            match formats::detect(head, &name) {
+                Some(f) => f,
+                None if buf.is_empty() => {
+                    // An empty input is not an error: it simply has no rows.
+                    let mut r = InputReport::new(path);
+                    r.warnings.push("empty input".into());
+                    return Ok(r);
+                }
+                None => {
+                    return Err(Error::UnknownFormat {
+                        path: path.to_path_buf(),
+                        reason: format!("first bytes {}", excerpt(head, 40)),
+                    });
+                }
+            }
+        }
+    };
+    let Some(mut line_reader) = format.line_reader() else {
+        return Err(Error::InvalidArgument(format!(
+            "{}: format {} reads directories, not files",
+            path.display(),
+            format.name()
+        )));
+    };
+    let mut ctx = ReadContext::new(path, format, opts, sink, cancel);
+    let max_line = opts.limits.max_line_bytes;
+    loop {
+        if ctx.cancelled() {
+            break;
+        }
+        if eof {
+            if !buf.is_empty() {
+                line_reader.feed(&buf, pos, &mut ctx)?;
+                pos.byte_offset += buf.len() as u64;
+            }
+            break;
+        }
+        if let Some(last_nl) = memchr::memrchr(b'\n', &buf) {
+            let end = last_nl + 1;
+            line_reader.feed(&buf[..end], pos, &mut ctx)?;
+            let newlines = memchr::memchr_iter(b'\n', &buf[..end]).count() as u64;
+            pos.line = pos.line.map(|l| l + newlines);
+            pos.byte_offset += end as u64;
+            buf.drain(..end);
+            let want = chunk.max(buf.len() + (64 << 10));
+            eof = fill(&mut *reader, &mut buf, want, path, codec, pos.byte_offset)?;
+        } else if buf.len() > max_line {
+            // One line longer than the limit: report it, then skip to its end.
+            ctx.bad_record_error(Error::LimitExceeded {
+                path: path.to_path_buf(),
+                position: pos,
+                what: "line length",
+                limit: max_line as u64,
+                option: "max_line_bytes",
+            })?;
+            let mut skipped = buf.len() as u64;
+            buf.clear();
+            loop {
+                eof = fill(&mut *reader, &mut buf, chunk, path, codec, pos.byte_offset + skipped)?;
+                if let Some(nl) = memchr::memchr(b'\n', &buf) {
+                    skipped += nl as u64 + 1;
+                    buf.drain(..=nl);
+                    break;
+                }
+                skipped += buf.len() as u64;
+                buf.clear();
+                if eof {
+                    break;
+                }
+            }
+            pos.byte_offset += skipped;
+            pos.line = pos.line.map(|l| l + 1);
+            if !eof {
+                eof = fill(&mut *reader, &mut buf, chunk, path, codec, pos.byte_offset)?;
+            }
+        } else {
+            let want = buf.len() + chunk.min(max_line + 1);
+            eof = fill(&mut *reader, &mut buf, want, path, codec, pos.byte_offset)?;
+        }
+        if codec != Codec::Plain && pos.byte_offset + buf.len() as u64 > opts.limits.max_decompressed_bytes {
+            return Err(Error::LimitExceeded {
+                path: path.to_path_buf(),
+                position: pos,
+                what: "decompressed size",
+                limit: opts.limits.max_decompressed_bytes,
+                option: "max_decompressed_bytes",
+            });
+        }
+    }
+    line_reader.finish(&mut ctx)?;
+    let mut report = ctx.finish()?;
+    report.bytes = pos.byte_offset;
+    Ok(report)
+}

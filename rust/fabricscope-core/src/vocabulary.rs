@@ -1,0 +1,740 @@
+//! The counter vocabulary: one registry of canonical counters and of every source spelling that
+//! maps to them. Readers never hard-code canonical names; they ask [`lookup`]. Writers (the
+//! simulator, later) use the same spellings, so a name cannot drift between what we write and read.
+//!
+//! Conventions:
+//! * Canonical names carry their unit as a suffix (`_bytes`, `_packets`, `_errors`, `_us`, ...).
+//! * Per-priority counters share one canonical name; the priority goes to its own column.
+//! * `multiply` is the factor *we* apply at parse time; `scale` is the factor between the hardware
+//!   register and the stored value (recorded per row), so saturation can be checked against the
+//!   register width even when an exporter already multiplied (node_exporter's `*_data_*_bytes`).
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Unit of a canonical counter's stored value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// Octets.
+    Bytes,
+    /// Packets or frames.
+    Packets,
+    /// Discrete events or errors.
+    Events,
+    /// Microseconds.
+    Microseconds,
+    /// Hardware ticks (IB `PortXmitWait`: one tick is a port-dependent time).
+    Ticks,
+    /// Bits.
+    Bits,
+    /// Bytes per second (a gauge).
+    BytesPerSecond,
+    /// Percent 0-100 (a gauge).
+    Percent,
+    /// Degrees Celsius (a gauge).
+    Celsius,
+    /// An enumerated state id (a gauge).
+    StateId,
+    /// Lane count (a gauge).
+    Lanes,
+    /// Milliseconds.
+    Milliseconds,
+}
+
+impl Unit {
+    /// Stable lowercase name used in tables and docs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Bytes => "bytes",
+            Unit::Packets => "packets",
+            Unit::Events => "events",
+            Unit::Microseconds => "microseconds",
+            Unit::Ticks => "ticks",
+            Unit::Bits => "bits",
+            Unit::BytesPerSecond => "bytes_per_s",
+            Unit::Percent => "percent",
+            Unit::Celsius => "celsius",
+            Unit::StateId => "state_id",
+            Unit::Lanes => "lanes",
+            Unit::Milliseconds => "milliseconds",
+        }
+    }
+}
+
+/// Whether a value accumulates (rate it) or is an instantaneous reading (never rate it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Cumulative, monotonic until it wraps, saturates or resets.
+    Counter,
+    /// Instantaneous reading.
+    Gauge,
+}
+
+impl Kind {
+    /// `counter` or `gauge`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+        }
+    }
+}
+
+/// What a counter does at the top of its range, in hardware units (before `scale`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Overflow {
+    /// Stops at `2^bits - 1` and stays there (IBA PMA PortCounters).
+    Saturate(u8),
+    /// Wraps to zero at `2^bits` (mlx5 Q counters: 32; extended and PPCNT counters: 64).
+    Wrap(u8),
+    /// IB data/packet counters in sysfs: 32-bit saturating unless the PMA advertises extended
+    /// width, in which case 64-bit; the file name does not say which.
+    SaturateOrWide {
+        /// Width of the basic PortCounters field.
+        basic: u8,
+        /// Width when extended counters are in use.
+        extended: u8,
+    },
+    /// Not applicable (gauges).
+    None,
+}
+
+impl Overflow {
+    /// Human-readable description: `saturate@32`, `wrap@64`, `saturate@32|wrap@64`, `none`.
+    pub fn describe(self) -> String {
+        match self {
+            Overflow::Saturate(b) => format!("saturate@{b}"),
+            Overflow::Wrap(b) => format!("wrap@{b}"),
+            Overflow::SaturateOrWide { basic, extended } => format!("saturate@{basic}|wrap@{extended}"),
+            Overflow::None => "none".to_owned(),
+        }
+    }
+}
+
+/// Which layer of the stack a counter describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layer {
+    /// InfiniBand or Ethernet/RoCE network.
+    Network,
+    /// GPU-to-GPU NVLink.
+    Nvlink,
+    /// PCIe between host, NIC and GPU.
+    Pcie,
+    /// CXL memory.
+    Cxl,
+    /// The device itself (temperature, clocks).
+    Device,
+}
+
+impl Layer {
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Network => "network",
+            Layer::Nvlink => "nvlink",
+            Layer::Pcie => "pcie",
+            Layer::Cxl => "cxl",
+            Layer::Device => "device",
+        }
+    }
+}
+
+/// A canonical counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterDef {
+    /// Canonical name, unit suffixed.
+    pub name: &'static str,
+    /// Unit of stored values.
+    pub unit: Unit,
+    /// Counter or gauge.
+    pub kind: Kind,
+    /// Behaviour at the top of the range (typical; a spelling may override).
+    pub overflow: Overflow,
+    /// Stack layer.
+    pub layer: Layer,
+    /// Whether the counter is reported per priority (priority column set).
+    pub per_priority: bool,
+    /// One-line meaning, with the source of the definition.
+    pub description: &'static str,
+}
+
+/// The namespace a raw spelling lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Namespace {
+    /// Path relative to a sysfs port directory (`counters/port_xmit_data`, `hw_counters/out_of_buffer`)
+    /// or to a net device directory (`statistics/rx_bytes`, `speed`).
+    Sysfs,
+    /// `ethtool -S` names; per-priority names use a `{p}` placeholder (`rx_prio{p}_pause`).
+    Ethtool,
+    /// Prometheus metric names (node_exporter, infiniband_exporter, DCGM exporter).
+    Prometheus,
+}
+
+impl Namespace {
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Namespace::Sysfs => "sysfs",
+            Namespace::Ethtool => "ethtool",
+            Namespace::Prometheus => "prometheus",
+        }
+    }
+}
+
+/// One source spelling of a canonical counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spelling {
+    /// Namespace of `raw`.
+    pub namespace: Namespace,
+    /// The raw spelling, exactly as the source writes it (after trimming).
+    pub raw: &'static str,
+    /// Canonical counter it maps to.
+    pub counter: &'static str,
+    /// Factor applied at parse time (4 for 4-octet data words read raw).
+    pub multiply: u32,
+    /// Factor between hardware register and stored value, recorded per row.
+    pub scale: u32,
+    /// Overflow behaviour of this source when it differs from the counter's default.
+    pub overflow: Option<Overflow>,
+}
+
+/// The resolved meaning of a raw name: what a reader needs per row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    /// The canonical counter.
+    pub def: &'static CounterDef,
+    /// Factor to apply to the raw value.
+    pub multiply: u32,
+    /// Factor recorded in the `scale` column.
+    pub scale: u32,
+    /// Effective overflow behaviour for this source.
+    pub overflow: Overflow,
+}
+
+const fn c(
+    name: &'static str,
+    unit: Unit,
+    kind: Kind,
+    overflow: Overflow,
+    layer: Layer,
+    per_priority: bool,
+    description: &'static str,
+) -> CounterDef {
+    CounterDef { name, unit, kind, overflow, layer, per_priority, description }
+}
+
+use Kind::{Counter as CTR, Gauge as GAU};
+use Layer::{Device as DEV, Network as NET, Nvlink as NVL, Pcie as PCI};
+use Overflow::{None as NOOVF, Saturate as SAT, Wrap as WRAP};
+use Unit::{
+    Bits, Bytes, BytesPerSecond, Celsius, Events, Lanes, Microseconds, Packets, Percent, StateId, Ticks,
+};
+
+const IB_DATA: Overflow = Overflow::SaturateOrWide { basic: 32, extended: 64 };
+
+/// Every canonical counter. Sources: kernel `drivers/infiniband/core/sysfs.c` (PMA widths),
+/// `drivers/infiniband/hw/mlx5/counters.c` (hw_counters), mlx5 `counters.rst` (ethtool), IBA spec
+/// via perfquery man page (4-octet data words), DCGM `dcgm_fields.h`.
+pub static COUNTERS: &[CounterDef] = &[
+    // --- InfiniBand PMA PortCounters / PortCountersExtended -------------------------------------
+    c("port_xmit_data_bytes", Bytes, CTR, IB_DATA, NET, false, "Data octets transmitted on all VLs (PMA PortXmitData, counted in 4-octet words, stored as bytes)"),
+    c("port_rcv_data_bytes", Bytes, CTR, IB_DATA, NET, false, "Data octets received on all VLs (PMA PortRcvData, counted in 4-octet words, stored as bytes)"),
+    c("port_xmit_packets", Packets, CTR, IB_DATA, NET, false, "Packets transmitted on all VLs, including errors (PMA PortXmitPkts)"),
+    c("port_rcv_packets", Packets, CTR, IB_DATA, NET, false, "Packets received on all VLs, including errors (PMA PortRcvPkts)"),
+    c("unicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets transmitted (PMA PortUnicastXmitPkts, extended only)"),
+    c("unicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets received (PMA PortUnicastRcvPkts, extended only)"),
+    c("multicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets transmitted (PMA PortMulticastXmitPkts, extended only)"),
+    c("multicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets received (PMA PortMulticastRcvPkts, extended only)"),
+    c("symbol_errors", Events, CTR, SAT(16), NET, false, "Minor link errors detected on one or more physical lanes (PMA SymbolErrorCounter)"),
+    c("link_error_recovery_events", Events, CTR, SAT(8), NET, false, "Successful link error recoveries (PMA LinkErrorRecoveryCounter)"),
+    c("link_downed_events", Events, CTR, SAT(8), NET, false, "Link error recoveries that failed and took the link down (PMA LinkDownedCounter)"),
+    c("port_rcv_errors", Events, CTR, SAT(16), NET, false, "Received packets containing an error (PMA PortRcvErrors)"),
+    c("port_rcv_remote_physical_errors", Events, CTR, SAT(16), NET, false, "Received packets marked with the EBP delimiter (PMA PortRcvRemotePhysicalErrors)"),
+    c("port_rcv_switch_relay_errors", Events, CTR, SAT(16), NET, false, "Received packets discarded because they could not be forwarded (PMA PortRcvSwitchRelayErrors)"),
+    c("port_xmit_discards", Packets, CTR, SAT(16), NET, false, "Outbound packets discarded because the port is down or congested (PMA PortXmitDiscards)"),
+    c("port_xmit_constraint_errors", Events, CTR, SAT(8), NET, false, "Packets not transmitted because of partition/raw constraints (PMA PortXmitConstraintErrors)"),
+    c("port_rcv_constraint_errors", Events, CTR, SAT(8), NET, false, "Packets received and discarded because of constraints (PMA PortRcvConstraintErrors)"),
+    c("local_link_integrity_errors", Events, CTR, SAT(4), NET, false, "Times the local physical error count exceeded its threshold (PMA LocalLinkIntegrityErrors)"),
+    c("excessive_buffer_overrun_errors", Events, CTR, SAT(4), NET, false, "Consecutive flow-control update periods with buffer overrun (PMA ExcessiveBufferOverrunErrors)"),
+    c("vl15_dropped_packets", Packets, CTR, SAT(16), NET, false, "Incoming VL15 packets dropped for lack of buffers (PMA VL15Dropped)"),
+    c("qp1_dropped_packets", Packets, CTR, SAT(16), NET, false, "QP1 MADs dropped (PMA QP1Dropped)"),
+    c("port_xmit_wait_ticks", Ticks, CTR, SAT(32), NET, false, "Ticks during which the port had data to send but sent none (PMA PortXmitWait): congestion"),
+    c("port_local_physical_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: local physical errors"),
+    c("port_malformed_packet_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: malformed packets"),
+    c("port_buffer_overrun_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: buffer overruns"),
+    c("port_dlid_mapping_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: DLID mapping errors"),
+    c("port_vl_mapping_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: VL mapping errors"),
+    c("port_looping_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: looping errors"),
+    // --- port attributes as gauges -------------------------------------------------------------
+    c("link_rate_bytes_per_s", BytesPerSecond, GAU, NOOVF, NET, false, "Effective data rate of the link (sysfs `rate`, exporter rate gauges)"),
+    c("link_width_lanes", Lanes, GAU, NOOVF, NET, false, "Active link width in lanes (1X/2X/4X/8X)"),
+    c("port_state_id", StateId, GAU, NOOVF, NET, false, "Logical port state: 1 down, 2 init, 3 armed, 4 active, 5 act defer"),
+    c("port_phys_state_id", StateId, GAU, NOOVF, NET, false, "Physical port state: 1 sleep, 2 polling, 3 disabled, 4 training, 5 link up, 6 error recovery, 7 phy test"),
+    // --- mlx5 hw_counters (RDMA transport, congestion) -------------------------------------------
+    c("rx_write_requests", Events, CTR, WRAP(32), NET, false, "RDMA WRITE requests received (mlx5 Q counter)"),
+    c("rx_read_requests", Events, CTR, WRAP(32), NET, false, "RDMA READ requests received (mlx5 Q counter)"),
+    c("rx_atomic_requests", Events, CTR, WRAP(32), NET, false, "Atomic requests received (mlx5 Q counter)"),
+    c("rx_out_of_buffer_packets", Packets, CTR, WRAP(32), NET, false, "Packets dropped for lack of receive WQEs (mlx5 Q counter out_of_buffer / ethtool rx_out_of_buffer)"),
+    c("out_of_sequence_packets", Packets, CTR, WRAP(32), NET, false, "Out-of-sequence packets received: loss signal on RoCE (mlx5 Q counter)"),
+    c("duplicate_requests", Events, CTR, WRAP(32), NET, false, "Duplicate requests received: retransmissions (mlx5 Q counter)"),
+    c("rnr_nak_retry_errors", Events, CTR, WRAP(32), NET, false, "RNR NAK retries exceeded (mlx5 Q counter)"),
+    c("packet_seq_errors", Events, CTR, WRAP(32), NET, false, "NAK sequence errors received: go-back-N triggers (mlx5 Q counter)"),
+    c("implied_nak_seq_errors", Events, CTR, WRAP(32), NET, false, "Implied NAK sequence errors (mlx5 Q counter)"),
+    c("local_ack_timeout_errors", Events, CTR, WRAP(32), NET, false, "Local ACK timeouts: lost packets or ACKs (mlx5 Q counter)"),
+    c("rp_cnp_ignored_packets", Packets, CTR, WRAP(64), NET, false, "CNPs received and ignored by the reaction point: congestion control off"),
+    c("rp_cnp_handled_packets", Packets, CTR, WRAP(64), NET, false, "CNPs handled by the reaction point (sender throttled)"),
+    c("np_ecn_marked_roce_packets", Packets, CTR, WRAP(64), NET, false, "RoCEv2 packets received with ECN CE at the notification point"),
+    c("np_cnp_sent_packets", Packets, CTR, WRAP(64), NET, false, "CNPs sent by the notification point"),
+    c("req_cqe_errors", Events, CTR, WRAP(32), NET, false, "Requester completions with error"),
+    c("req_cqe_flush_errors", Events, CTR, WRAP(32), NET, false, "Requester completions flushed with error"),
+    c("resp_cqe_errors", Events, CTR, WRAP(32), NET, false, "Responder completions with error"),
+    c("resp_cqe_flush_errors", Events, CTR, WRAP(32), NET, false, "Responder completions flushed with error"),
+    c("req_remote_access_errors", Events, CTR, WRAP(32), NET, false, "Remote access errors seen by the requester"),
+    c("resp_remote_access_errors", Events, CTR, WRAP(32), NET, false, "Remote access errors seen by the responder"),
+    c("req_remote_invalid_requests", Events, CTR, WRAP(32), NET, false, "Remote invalid request errors seen by the requester"),
+    c("resp_local_length_errors", Events, CTR, WRAP(32), NET, false, "Local length errors at the responder"),
+    c("roce_adp_retrans_events", Events, CTR, WRAP(32), NET, false, "Adaptive retransmissions (MLNX_OFED 5.0+/kernel 5.6+)"),
+    c("roce_adp_retrans_to_events", Events, CTR, WRAP(32), NET, false, "Adaptive retransmission timeouts"),
+    c("roce_slow_restart_events", Events, CTR, WRAP(32), NET, false, "Slow restarts"),
+    c("roce_slow_restart_cnp_packets", Packets, CTR, WRAP(32), NET, false, "CNPs that triggered slow restart"),
+    c("roce_slow_restart_trans_events", Events, CTR, WRAP(32), NET, false, "Transitions to slow restart"),
+    c("rx_dct_connect_events", Events, CTR, WRAP(32), NET, false, "DCT connect requests received"),
+    c("rx_icrc_encapsulated_packets", Packets, CTR, WRAP(32), NET, false, "Packets received with an encapsulated ICRC"),
+    // --- Ethernet PHY / PPCNT (ethtool -S, mlx5) --------------------------------------------------
+    c("phy_rx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes received on the wire, including Ethernet header and FCS (rx_bytes_phy)"),
+    c("phy_tx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes transmitted on the wire (tx_bytes_phy)"),
+    c("phy_rx_packets", Packets, CTR, WRAP(64), NET, false, "Packets received on the wire (rx_packets_phy)"),
+    c("phy_tx_packets", Packets, CTR, WRAP(64), NET, false, "Packets transmitted on the wire (tx_packets_phy)"),
+    c("phy_rx_crc_errors", Events, CTR, WRAP(64), NET, false, "Frames received with FCS errors (rx_crc_errors_phy)"),
+    c("phy_rx_symbol_errors", Events, CTR, WRAP(64), NET, false, "PHY symbol errors (rx_symbol_err_phy)"),
+    c("phy_rx_pcs_symbol_errors", Events, CTR, WRAP(64), NET, false, "PCS symbol errors (rx_pcs_symbol_err_phy)"),
+    c("phy_rx_corrected_bits", Bits, CTR, WRAP(64), NET, false, "Bits corrected by FEC (rx_corrected_bits_phy)"),
+    c("phy_rx_bits", Bits, CTR, WRAP(64), NET, false, "Bits received, the BER denominator (rx_bits_phy)"),
+    c("phy_rx_discards", Packets, CTR, WRAP(64), NET, false, "Packets dropped for lack of buffers on the physical port: adapter congested (rx_discards_phy)"),
+    c("phy_tx_discards", Packets, CTR, WRAP(64), NET, false, "Packets discarded on transmit (tx_discards_phy)"),
+    c("phy_tx_errors", Events, CTR, WRAP(64), NET, false, "Transmit errors (tx_errors_phy)"),
+    c("phy_rx_pause_ctrl_frames", Packets, CTR, WRAP(64), NET, false, "Pause control frames received (rx_pause_ctrl_phy)"),
+    c("phy_tx_pause_ctrl_frames", Packets, CTR, WRAP(64), NET, false, "Pause control frames sent (tx_pause_ctrl_phy)"),
+    c("phy_link_down_events", Events, CTR, WRAP(64), NET, false, "Link down events (link_down_events_phy)"),
+    c("rx_buffer_passed_thres_events", Events, CTR, WRAP(64), NET, false, "Events with the receive buffer above 85% (rx_buffer_passed_thres_phy)"),
+    c("rx_pause_frames", Packets, CTR, WRAP(64), NET, true, "PFC (per priority) or 802.3x (priority null) pause frames received"),
+    c("tx_pause_frames", Packets, CTR, WRAP(64), NET, true, "PFC (per priority) or 802.3x (priority null) pause frames sent"),
+    c("rx_pause_duration_us", Microseconds, CTR, WRAP(64), NET, true, "Time the port was paused by received pause frames, microseconds"),
+    c("tx_pause_duration_us", Microseconds, CTR, WRAP(64), NET, true, "Time this port paused its peer, microseconds"),
+    c("rx_pause_transitions", Events, CTR, WRAP(64), NET, true, "Xoff to Xon transitions of received pause"),
+    c("tx_pause_storm_warning_events", Events, CTR, WRAP(64), NET, false, "Pause stall exceeded the minor watermark"),
+    c("tx_pause_storm_error_events", Events, CTR, WRAP(64), NET, false, "Pause stall hit the critical watermark: pause TX disabled, drops possible"),
+    c("prio_rx_bytes", Bytes, CTR, WRAP(64), NET, true, "Bytes received on a priority (rx_prio<p>_bytes)"),
+    c("prio_tx_bytes", Bytes, CTR, WRAP(64), NET, true, "Bytes sent on a priority (tx_prio<p>_bytes)"),
+    c("prio_rx_packets", Packets, CTR, WRAP(64), NET, true, "Packets received on a priority"),
+    c("prio_tx_packets", Packets, CTR, WRAP(64), NET, true, "Packets sent on a priority"),
+    c("prio_rx_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority"),
+    c("prio_rx_buf_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority for lack of buffer"),
+    c("prio_rx_cong_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority by congestion"),
+    c("prio_rx_ecn_marked_packets", Packets, CTR, WRAP(64), NET, true, "Packets ECN-marked by the device on a priority (rx_prio<p>_marked)"),
+    c("vport_rdma_rx_unicast_bytes", Bytes, CTR, WRAP(64), NET, false, "RoCE unicast bytes received (rx_vport_rdma_unicast_bytes)"),
+    c("vport_rdma_tx_unicast_bytes", Bytes, CTR, WRAP(64), NET, false, "RoCE unicast bytes sent (tx_vport_rdma_unicast_bytes)"),
+    c("vport_rdma_rx_unicast_packets", Packets, CTR, WRAP(64), NET, false, "RoCE unicast packets received"),
+    c("vport_rdma_tx_unicast_packets", Packets, CTR, WRAP(64), NET, false, "RoCE unicast packets sent"),
+    c("pci_outbound_stalled_rd_percent", Percent, GAU, NOOVF, PCI, false, "Share of the last second PCIe reads were stalled (outbound_pci_stalled_rd, a gauge)"),
+    c("pci_outbound_stalled_wr_percent", Percent, GAU, NOOVF, PCI, false, "Share of the last second PCIe writes were stalled (outbound_pci_stalled_wr, a gauge)"),
+    c("pci_outbound_stalled_rd_events", Events, CTR, WRAP(64), PCI, false, "Seconds with PCIe read stalls above 30%"),
+    c("pci_outbound_stalled_wr_events", Events, CTR, WRAP(64), PCI, false, "Seconds with PCIe write stalls above 30%"),
+    // --- netdev software statistics ---------------------------------------------------------------
+    c("netdev_rx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes received by the netdev (software, excludes RDMA)"),
+    c("netdev_tx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes sent by the netdev (software, excludes RDMA)"),
+    c("netdev_rx_packets", Packets, CTR, WRAP(64), NET, false, "Packets received by the netdev"),
+    c("netdev_tx_packets", Packets, CTR, WRAP(64), NET, false, "Packets sent by the netdev"),
+    c("netdev_rx_errors", Events, CTR, WRAP(64), NET, false, "Receive errors on the netdev"),
+    c("netdev_tx_errors", Events, CTR, WRAP(64), NET, false, "Transmit errors on the netdev"),
+    c("netdev_rx_dropped", Packets, CTR, WRAP(64), NET, false, "Packets dropped on receive by the netdev"),
+    c("netdev_tx_dropped", Packets, CTR, WRAP(64), NET, false, "Packets dropped on transmit by the netdev"),
+    c("netdev_carrier_changes", Events, CTR, WRAP(64), NET, false, "Carrier up/down transitions (link flaps)"),
+    // --- GPU: NVLink, PCIe, device (DCGM) -----------------------------------------------------------
+    c("nvlink_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, NVL, false, "NVLink transmit rate incl. headers (DCGM_FI_PROF_NVLINK_TX_BYTES, field 1011: a rate)"),
+    c("nvlink_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, NVL, false, "NVLink receive rate incl. headers (DCGM_FI_PROF_NVLINK_RX_BYTES, field 1012: a rate)"),
+    c("nvlink_bandwidth_total", Events, CTR, WRAP(64), NVL, false, "DCGM NVLink bandwidth counter summed over lanes (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL)"),
+    c("nvlink_crc_flit_errors", Events, CTR, WRAP(64), NVL, false, "NVLink flow-control CRC errors"),
+    c("nvlink_crc_data_errors", Events, CTR, WRAP(64), NVL, false, "NVLink data CRC errors"),
+    c("nvlink_replay_errors", Events, CTR, WRAP(64), NVL, false, "NVLink replays"),
+    c("nvlink_recovery_errors", Events, CTR, WRAP(64), NVL, false, "NVLink recoveries"),
+    c("pcie_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe transmit rate incl. headers (DCGM_FI_PROF_PCIE_TX_BYTES: a rate)"),
+    c("pcie_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe receive rate incl. headers (DCGM_FI_PROF_PCIE_RX_BYTES: a rate)"),
+    c("pcie_replay_events", Events, CTR, WRAP(64), PCI, false, "GPU PCIe replays (DCGM_FI_DEV_PCIE_REPLAY_COUNTER)"),
+    c("gpu_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU temperature (DCGM_FI_DEV_GPU_TEMP)"),
+    c("gpu_memory_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU memory temperature (DCGM_FI_DEV_MEMORY_TEMP)"),
+];
+
+const fn s(namespace: Namespace, raw: &'static str, counter: &'static str) -> Spelling {
+    Spelling { namespace, raw, counter, multiply: 1, scale: 1, overflow: None }
+}
+/// A 4-octet-word data counter read raw: we multiply by 4.
+const fn words(namespace: Namespace, raw: &'static str, counter: &'static str, overflow: Option<Overflow>) -> Spelling {
+    Spelling { namespace, raw, counter, multiply: 4, scale: 4, overflow }
+}
+/// A data counter the exporter already multiplied by 4: record the scale, do not multiply again.
+const fn words_done(namespace: Namespace, raw: &'static str, counter: &'static str, overflow: Option<Overflow>) -> Spelling {
+    Spelling { namespace, raw, counter, multiply: 1, scale: 4, overflow }
+}
+const fn ovf(namespace: Namespace, raw: &'static str, counter: &'static str, overflow: Overflow) -> Spelling {
+    Spelling { namespace, raw, counter, multiply: 1, scale: 1, overflow: Some(overflow) }
+}
+
+use Namespace::{Ethtool as ETH, Prometheus as PROM, Sysfs as SYS};
+
+/// Every known spelling.
+pub static SPELLINGS: &[Spelling] = &[
+    // --- sysfs: /sys/class/infiniband/<dev>/ports/<n>/... (kernel core/sysfs.c, hw/mlx5/counters.c)
+    words(SYS, "counters/port_xmit_data", "port_xmit_data_bytes", None),
+    words(SYS, "counters/port_rcv_data", "port_rcv_data_bytes", None),
+    s(SYS, "counters/port_xmit_packets", "port_xmit_packets"),
+    s(SYS, "counters/port_rcv_packets", "port_rcv_packets"),
+    s(SYS, "counters/unicast_xmit_packets", "unicast_xmit_packets"),
+    s(SYS, "counters/unicast_rcv_packets", "unicast_rcv_packets"),
+    s(SYS, "counters/multicast_xmit_packets", "multicast_xmit_packets"),
+    s(SYS, "counters/multicast_rcv_packets", "multicast_rcv_packets"),
+    s(SYS, "counters/symbol_error", "symbol_errors"),
+    s(SYS, "counters/link_error_recovery", "link_error_recovery_events"),
+    s(SYS, "counters/link_downed", "link_downed_events"),
+    s(SYS, "counters/port_rcv_errors", "port_rcv_errors"),
+    s(SYS, "counters/port_rcv_remote_physical_errors", "port_rcv_remote_physical_errors"),
+    s(SYS, "counters/port_rcv_switch_relay_errors", "port_rcv_switch_relay_errors"),
+    s(SYS, "counters/port_xmit_discards", "port_xmit_discards"),
+    s(SYS, "counters/port_xmit_constraint_errors", "port_xmit_constraint_errors"),
+    s(SYS, "counters/port_rcv_constraint_errors", "port_rcv_constraint_errors"),
+    s(SYS, "counters/local_link_integrity_errors", "local_link_integrity_errors"),
+    s(SYS, "counters/excessive_buffer_overrun_errors", "excessive_buffer_overrun_errors"),
+    s(SYS, "counters/VL15_dropped", "vl15_dropped_packets"),
+    s(SYS, "counters/port_xmit_wait", "port_xmit_wait_ticks"),
+    // legacy mlx4 counters_ext (kernels < 4.5): 64-bit, data still in words
+    words(SYS, "counters_ext/port_xmit_data_64", "port_xmit_data_bytes", Some(WRAP(64))),
+    words(SYS, "counters_ext/port_rcv_data_64", "port_rcv_data_bytes", Some(WRAP(64))),
+    ovf(SYS, "counters_ext/port_xmit_packets_64", "port_xmit_packets", WRAP(64)),
+    ovf(SYS, "counters_ext/port_rcv_packets_64", "port_rcv_packets", WRAP(64)),
+    s(SYS, "counters_ext/port_unicast_xmit_packets", "unicast_xmit_packets"),
+    s(SYS, "counters_ext/port_unicast_rcv_packets", "unicast_rcv_packets"),
+    s(SYS, "counters_ext/port_multicast_xmit_packets", "multicast_xmit_packets"),
+    s(SYS, "counters_ext/port_multicast_rcv_packets", "multicast_rcv_packets"),
+    s(SYS, "hw_counters/rx_write_requests", "rx_write_requests"),
+    s(SYS, "hw_counters/rx_read_requests", "rx_read_requests"),
+    s(SYS, "hw_counters/rx_atomic_requests", "rx_atomic_requests"),
+    s(SYS, "hw_counters/out_of_buffer", "rx_out_of_buffer_packets"),
+    s(SYS, "hw_counters/out_of_sequence", "out_of_sequence_packets"),
+    s(SYS, "hw_counters/duplicate_request", "duplicate_requests"),
+    s(SYS, "hw_counters/rnr_nak_retry_err", "rnr_nak_retry_errors"),
+    s(SYS, "hw_counters/packet_seq_err", "packet_seq_errors"),
+    s(SYS, "hw_counters/implied_nak_seq_err", "implied_nak_seq_errors"),
+    s(SYS, "hw_counters/local_ack_timeout_err", "local_ack_timeout_errors"),
+    s(SYS, "hw_counters/rp_cnp_ignored", "rp_cnp_ignored_packets"),
+    s(SYS, "hw_counters/rp_cnp_handled", "rp_cnp_handled_packets"),
+    s(SYS, "hw_counters/np_ecn_marked_roce_packets", "np_ecn_marked_roce_packets"),
+    s(SYS, "hw_counters/np_cnp_sent", "np_cnp_sent_packets"),
+    s(SYS, "hw_counters/req_cqe_error", "req_cqe_errors"),
+    s(SYS, "hw_counters/req_cqe_flush_error", "req_cqe_flush_errors"),
+    s(SYS, "hw_counters/resp_cqe_error", "resp_cqe_errors"),
+    s(SYS, "hw_counters/resp_cqe_flush_error", "resp_cqe_flush_errors"),
+    s(SYS, "hw_counters/req_remote_access_errors", "req_remote_access_errors"),
+    s(SYS, "hw_counters/resp_remote_access_errors", "resp_remote_access_errors"),
+    s(SYS, "hw_counters/req_remote_invalid_request", "req_remote_invalid_requests"),
+    s(SYS, "hw_counters/resp_local_length_error", "resp_local_length_errors"),
+    s(SYS, "hw_counters/roce_adp_retrans", "roce_adp_retrans_events"),
+    s(SYS, "hw_counters/roce_adp_retrans_to", "roce_adp_retrans_to_events"),
+    s(SYS, "hw_counters/roce_slow_restart", "roce_slow_restart_events"),
+    s(SYS, "hw_counters/roce_slow_restart_cnps", "roce_slow_restart_cnp_packets"),
+    s(SYS, "hw_counters/roce_slow_restart_trans", "roce_slow_restart_trans_events"),
+    s(SYS, "hw_counters/rx_dct_connect", "rx_dct_connect_events"),
+    s(SYS, "hw_counters/rx_icrc_encapsulated", "rx_icrc_encapsulated_packets"),
+    // /sys/class/net/<if>/...: speed is in Mb/s; 1 Mb/s = 125000 B/s
+    Spelling { namespace: SYS, raw: "speed", counter: "link_rate_bytes_per_s", multiply: 125_000, scale: 125_000, overflow: None },
+    s(SYS, "carrier_changes", "netdev_carrier_changes"),
+    s(SYS, "statistics/rx_bytes", "netdev_rx_bytes"),
+    s(SYS, "statistics/tx_bytes", "netdev_tx_bytes"),
+    s(SYS, "statistics/rx_packets", "netdev_rx_packets"),
+    s(SYS, "statistics/tx_packets", "netdev_tx_packets"),
+    s(SYS, "statistics/rx_errors", "netdev_rx_errors"),
+    s(SYS, "statistics/tx_errors", "netdev_tx_errors"),
+    s(SYS, "statistics/rx_dropped", "netdev_rx_dropped"),
+    s(SYS, "statistics/tx_dropped", "netdev_tx_dropped"),
+    // --- ethtool -S (mlx5 counters.rst; old prio%d_%s naming of kernels ~4.7-4.9) ------------------
+    s(ETH, "rx_bytes_phy", "phy_rx_bytes"),
+    s(ETH, "tx_bytes_phy", "phy_tx_bytes"),
+    s(ETH, "rx_packets_phy", "phy_rx_packets"),
+    s(ETH, "tx_packets_phy", "phy_tx_packets"),
+    s(ETH, "rx_crc_errors_phy", "phy_rx_crc_errors"),
+    s(ETH, "rx_symbol_err_phy", "phy_rx_symbol_errors"),
+    s(ETH, "rx_pcs_symbol_err_phy", "phy_rx_pcs_symbol_errors"),
+    s(ETH, "rx_corrected_bits_phy", "phy_rx_corrected_bits"),
+    s(ETH, "rx_bits_phy", "phy_rx_bits"),
+    s(ETH, "rx_discards_phy", "phy_rx_discards"),
+    s(ETH, "tx_discards_phy", "phy_tx_discards"),
+    s(ETH, "tx_errors_phy", "phy_tx_errors"),
+    s(ETH, "rx_pause_ctrl_phy", "phy_rx_pause_ctrl_frames"),
+    s(ETH, "tx_pause_ctrl_phy", "phy_tx_pause_ctrl_frames"),
+    s(ETH, "link_down_events_phy", "phy_link_down_events"),
+    s(ETH, "rx_buffer_passed_thres_phy", "rx_buffer_passed_thres_events"),
+    s(ETH, "rx_global_pause", "rx_pause_frames"),
+    s(ETH, "tx_global_pause", "tx_pause_frames"),
+    s(ETH, "rx_global_pause_duration", "rx_pause_duration_us"),
+    s(ETH, "tx_global_pause_duration", "tx_pause_duration_us"),
+    s(ETH, "rx_global_pause_transition", "rx_pause_transitions"),
+    s(ETH, "tx_pause_storm_warning_events", "tx_pause_storm_warning_events"),
+    s(ETH, "tx_pause_storm_error_events", "tx_pause_storm_error_events"),
+    s(ETH, "rx_prio{p}_pause", "rx_pause_frames"),
+    s(ETH, "tx_prio{p}_pause", "tx_pause_frames"),
+    s(ETH, "rx_prio{p}_pause_duration", "rx_pause_duration_us"),
+    s(ETH, "tx_prio{p}_pause_duration", "tx_pause_duration_us"),
+    s(ETH, "rx_prio{p}_pause_transition", "rx_pause_transitions"),
+    s(ETH, "rx_prio{p}_bytes", "prio_rx_bytes"),
+    s(ETH, "tx_prio{p}_bytes", "prio_tx_bytes"),
+    s(ETH, "rx_prio{p}_packets", "prio_rx_packets"),
+    s(ETH, "tx_prio{p}_packets", "prio_tx_packets"),
+    s(ETH, "rx_prio{p}_discards", "prio_rx_discards"),
+    s(ETH, "rx_prio{p}_buf_discard", "prio_rx_buf_discards"),
+    s(ETH, "rx_prio{p}_cong_discard", "prio_rx_cong_discards"),
+    s(ETH, "rx_prio{p}_marked", "prio_rx_ecn_marked_packets"),
+    s(ETH, "prio{p}_rx_octets", "prio_rx_bytes"),
+    s(ETH, "prio{p}_tx_octets", "prio_tx_bytes"),
+    s(ETH, "prio{p}_rx_frames", "prio_rx_packets"),
+    s(ETH, "prio{p}_tx_frames", "prio_tx_packets"),
+    s(ETH, "prio{p}_rx_pause", "rx_pause_frames"),
+    s(ETH, "prio{p}_tx_pause", "tx_pause_frames"),
+    s(ETH, "prio{p}_rx_pause_duration", "rx_pause_duration_us"),
+    s(ETH, "prio{p}_tx_pause_duration", "tx_pause_duration_us"),
+    s(ETH, "prio{p}_rx_pause_transition", "rx_pause_transitions"),
+    ovf(ETH, "rx_out_of_buffer", "rx_out_of_buffer_packets", WRAP(32)),
+    s(ETH, "rx_vport_rdma_unicast_bytes", "vport_rdma_rx_unicast_bytes"),
+    s(ETH, "tx_vport_rdma_unicast_bytes", "vport_rdma_tx_unicast_bytes"),
+    s(ETH, "rx_vport_rdma_unicast_packets", "vport_rdma_rx_unicast_packets"),
+    s(ETH, "tx_vport_rdma_unicast_packets", "vport_rdma_tx_unicast_packets"),
+    s(ETH, "outbound_pci_stalled_rd", "pci_outbound_stalled_rd_percent"),
+    s(ETH, "outbound_pci_stalled_wr", "pci_outbound_stalled_wr_percent"),
+    s(ETH, "outbound_pci_stalled_rd_events", "pci_outbound_stalled_rd_events"),
+    s(ETH, "outbound_pci_stalled_wr_events", "pci_outbound_stalled_wr_events"),
+    s(ETH, "rx_bytes", "netdev_rx_bytes"),
+    s(ETH, "tx_bytes", "netdev_tx_bytes"),
+    s(ETH, "rx_packets", "netdev_rx_packets"),
+    s(ETH, "tx_packets", "netdev_tx_packets"),
+    // --- Prometheus: node_exporter infiniband collector (collector/infiniband_linux.go) -------------
+    words_done(PROM, "node_infiniband_port_data_transmitted_bytes_total", "port_xmit_data_bytes", None),
+    words_done(PROM, "node_infiniband_port_data_received_bytes_total", "port_rcv_data_bytes", None),
+    s(PROM, "node_infiniband_port_packets_transmitted_total", "port_xmit_packets"),
+    s(PROM, "node_infiniband_port_packets_received_total", "port_rcv_packets"),
+    s(PROM, "node_infiniband_unicast_packets_transmitted_total", "unicast_xmit_packets"),
+    s(PROM, "node_infiniband_unicast_packets_received_total", "unicast_rcv_packets"),
+    s(PROM, "node_infiniband_multicast_packets_transmitted_total", "multicast_xmit_packets"),
+    s(PROM, "node_infiniband_multicast_packets_received_total", "multicast_rcv_packets"),
+    words_done(PROM, "node_infiniband_legacy_data_transmitted_bytes_total", "port_xmit_data_bytes", Some(WRAP(64))),
+    words_done(PROM, "node_infiniband_legacy_data_received_bytes_total", "port_rcv_data_bytes", Some(WRAP(64))),
+    ovf(PROM, "node_infiniband_legacy_packets_transmitted_total", "port_xmit_packets", WRAP(64)),
+    ovf(PROM, "node_infiniband_legacy_packets_received_total", "port_rcv_packets", WRAP(64)),
+    s(PROM, "node_infiniband_legacy_unicast_packets_transmitted_total", "unicast_xmit_packets"),
+    s(PROM, "node_infiniband_legacy_unicast_packets_received_total", "unicast_rcv_packets"),
+    s(PROM, "node_infiniband_legacy_multicast_packets_transmitted_total", "multicast_xmit_packets"),
+    s(PROM, "node_infiniband_legacy_multicast_packets_received_total", "multicast_rcv_packets"),
+    s(PROM, "node_infiniband_link_downed_total", "link_downed_events"),
+    s(PROM, "node_infiniband_link_error_recovery_total", "link_error_recovery_events"),
+    s(PROM, "node_infiniband_port_constraint_errors_received_total", "port_rcv_constraint_errors"),
+    s(PROM, "node_infiniband_port_constraint_errors_transmitted_total", "port_xmit_constraint_errors"),
+    s(PROM, "node_infiniband_port_discards_transmitted_total", "port_xmit_discards"),
+    s(PROM, "node_infiniband_port_discards_received_total", "port_rcv_switch_relay_errors"),
+    s(PROM, "node_infiniband_port_errors_received_total", "port_rcv_errors"),
+    s(PROM, "node_infiniband_port_receive_remote_physical_errors_total", "port_rcv_remote_physical_errors"),
+    s(PROM, "node_infiniband_port_transmit_wait_total", "port_xmit_wait_ticks"),
+    s(PROM, "node_infiniband_symbol_error_total", "symbol_errors"),
+    s(PROM, "node_infiniband_local_link_integrity_errors_total", "local_link_integrity_errors"),
+    s(PROM, "node_infiniband_excessive_buffer_overrun_errors_total", "excessive_buffer_overrun_errors"),
+    s(PROM, "node_infiniband_vl15_dropped_total", "vl15_dropped_packets"),
+    s(PROM, "node_infiniband_rate_bytes_per_second", "link_rate_bytes_per_s"),
+    s(PROM, "node_infiniband_state_id", "port_state_id"),
+    s(PROM, "node_infiniband_physical_state_id", "port_phys_state_id"),
+    s(PROM, "node_infiniband_out_of_buffer_total", "rx_out_of_buffer_packets"),
+    s(PROM, "node_infiniband_out_of_sequence_packets_received_total", "out_of_sequence_packets"),
+    s(PROM, "node_infiniband_duplicate_requests_packets_total", "duplicate_requests"),
+    s(PROM, "node_infiniband_packet_sequence_errors_total", "packet_seq_errors"),
+    s(PROM, "node_infiniband_implied_nak_seq_errors_total", "implied_nak_seq_errors"),
+    s(PROM, "node_infiniband_local_ack_timeout_errors_total", "local_ack_timeout_errors"),
+    s(PROM, "node_infiniband_rnr_nak_retry_packets_received_total", "rnr_nak_retry_errors"),
+    s(PROM, "node_infiniband_np_cnp_packets_sent_total", "np_cnp_sent_packets"),
+    s(PROM, "node_infiniband_np_ecn_marked_roce_packets_received_total", "np_ecn_marked_roce_packets"),
+    s(PROM, "node_infiniband_rp_cnp_packets_handled_total", "rp_cnp_handled_packets"),
+    s(PROM, "node_infiniband_rp_cnp_ignored_packets_received_total", "rp_cnp_ignored_packets"),
+    s(PROM, "node_infiniband_req_cqe_error_total", "req_cqe_errors"),
+    s(PROM, "node_infiniband_resp_cqe_error_total", "resp_cqe_errors"),
+    s(PROM, "node_infiniband_req_remote_access_errors_total", "req_remote_access_errors"),
+    s(PROM, "node_infiniband_resp_remote_access_errors_total", "resp_remote_access_errors"),
+    // --- Prometheus: treydock/SckyzO infiniband_exporter (Data already x4) --------------------------
+    words_done(PROM, "infiniband_hca_port_transmit_data_bytes_total", "port_xmit_data_bytes", Some(WRAP(64))),
+    words_done(PROM, "infiniband_hca_port_receive_data_bytes_total", "port_rcv_data_bytes", Some(WRAP(64))),
+    words_done(PROM, "infiniband_switch_port_transmit_data_bytes_total", "port_xmit_data_bytes", Some(WRAP(64))),
+    words_done(PROM, "infiniband_switch_port_receive_data_bytes_total", "port_rcv_data_bytes", Some(WRAP(64))),
+    ovf(PROM, "infiniband_hca_port_transmit_packets_total", "port_xmit_packets", WRAP(64)),
+    ovf(PROM, "infiniband_hca_port_receive_packets_total", "port_rcv_packets", WRAP(64)),
+    ovf(PROM, "infiniband_switch_port_transmit_packets_total", "port_xmit_packets", WRAP(64)),
+    ovf(PROM, "infiniband_switch_port_receive_packets_total", "port_rcv_packets", WRAP(64)),
+    s(PROM, "infiniband_hca_port_unicast_transmit_packets_total", "unicast_xmit_packets"),
+    s(PROM, "infiniband_hca_port_unicast_receive_packets_total", "unicast_rcv_packets"),
+    s(PROM, "infiniband_switch_port_unicast_transmit_packets_total", "unicast_xmit_packets"),
+    s(PROM, "infiniband_switch_port_unicast_receive_packets_total", "unicast_rcv_packets"),
+    s(PROM, "infiniband_hca_port_multicast_transmit_packets_total", "multicast_xmit_packets"),
+    s(PROM, "infiniband_hca_port_multicast_receive_packets_total", "multicast_rcv_packets"),
+    s(PROM, "infiniband_switch_port_multicast_transmit_packets_total", "multicast_xmit_packets"),
+    s(PROM, "infiniband_switch_port_multicast_receive_packets_total", "multicast_rcv_packets"),
+    s(PROM, "infiniband_hca_port_symbol_error_total", "symbol_errors"),
+    s(PROM, "infiniband_switch_port_symbol_error_total", "symbol_errors"),
+    s(PROM, "infiniband_hca_port_link_error_recovery_total", "link_error_recovery_events"),
+    s(PROM, "infiniband_switch_port_link_error_recovery_total", "link_error_recovery_events"),
+    s(PROM, "infiniband_hca_port_link_downed_total", "link_downed_events"),
+    s(PROM, "infiniband_switch_port_link_downed_total", "link_downed_events"),
+    s(PROM, "infiniband_hca_port_receive_errors_total", "port_rcv_errors"),
+    s(PROM, "infiniband_switch_port_receive_errors_total", "port_rcv_errors"),
+    s(PROM, "infiniband_hca_port_receive_remote_physical_errors_total", "port_rcv_remote_physical_errors"),
+    s(PROM, "infiniband_switch_port_receive_remote_physical_errors_total", "port_rcv_remote_physical_errors"),
+    s(PROM, "infiniband_hca_port_receive_switch_relay_errors_total", "port_rcv_switch_relay_errors"),
+    s(PROM, "infiniband_switch_port_receive_switch_relay_errors_total", "port_rcv_switch_relay_errors"),
+    s(PROM, "infiniband_hca_port_transmit_discards_total", "port_xmit_discards"),
+    s(PROM, "infiniband_switch_port_transmit_discards_total", "port_xmit_discards"),
+    s(PROM, "infiniband_hca_port_transmit_constraint_errors_total", "port_xmit_constraint_errors"),
+    s(PROM, "infiniband_switch_port_transmit_constraint_errors_total", "port_xmit_constraint_errors"),
+    s(PROM, "infiniband_hca_port_receive_constraint_errors_total", "port_rcv_constraint_errors"),
+    s(PROM, "infiniband_switch_port_receive_constraint_errors_total", "port_rcv_constraint_errors"),
+    s(PROM, "infiniband_hca_port_local_link_integrity_errors_total", "local_link_integrity_errors"),
+    s(PROM, "infiniband_switch_port_local_link_integrity_errors_total", "local_link_integrity_errors"),
+    s(PROM, "infiniband_hca_port_excessive_buffer_overrun_errors_total", "excessive_buffer_overrun_errors"),
+    s(PROM, "infiniband_switch_port_excessive_buffer_overrun_errors_total", "excessive_buffer_overrun_errors"),
+    s(PROM, "infiniband_hca_port_vl15_dropped_total", "vl15_dropped_packets"),
+    s(PROM, "infiniband_switch_port_vl15_dropped_total", "vl15_dropped_packets"),
+    s(PROM, "infiniband_hca_port_qp1_dropped_total", "qp1_dropped_packets"),
+    s(PROM, "infiniband_switch_port_qp1_dropped_total", "qp1_dropped_packets"),
+    s(PROM, "infiniband_hca_port_transmit_wait_total", "port_xmit_wait_ticks"),
+    s(PROM, "infiniband_switch_port_transmit_wait_total", "port_xmit_wait_ticks"),
+    s(PROM, "infiniband_hca_port_local_physical_errors_total", "port_local_physical_errors"),
+    s(PROM, "infiniband_switch_port_local_physical_errors_total", "port_local_physical_errors"),
+    s(PROM, "infiniband_hca_port_malformed_packet_errors_total", "port_malformed_packet_errors"),
+    s(PROM, "infiniband_switch_port_malformed_packet_errors_total", "port_malformed_packet_errors"),
+    s(PROM, "infiniband_hca_port_buffer_overrun_errors_total", "port_buffer_overrun_errors"),
+    s(PROM, "infiniband_switch_port_buffer_overrun_errors_total", "port_buffer_overrun_errors"),
+    s(PROM, "infiniband_hca_port_dli_mapping_errors_total", "port_dlid_mapping_errors"),
+    s(PROM, "infiniband_switch_port_dli_mapping_errors_total", "port_dlid_mapping_errors"),
+    s(PROM, "infiniband_hca_port_vl_mapping_errors_total", "port_vl_mapping_errors"),
+    s(PROM, "infiniband_switch_port_vl_mapping_errors_total", "port_vl_mapping_errors"),
+    s(PROM, "infiniband_hca_port_looping_errors_total", "port_looping_errors"),
+    s(PROM, "infiniband_switch_port_looping_errors_total", "port_looping_errors"),
+    s(PROM, "infiniband_hca_rate_bytes_per_second", "link_rate_bytes_per_s"),
+    s(PROM, "infiniband_switch_port_rate_bytes_per_second", "link_rate_bytes_per_s"),
+    // --- Prometheus: DCGM exporter (etc/default-counters.csv, dcp-metrics-included.csv) ------------
+    s(PROM, "DCGM_FI_PROF_NVLINK_TX_BYTES", "nvlink_tx_bytes_per_s"),
+    s(PROM, "DCGM_FI_PROF_NVLINK_RX_BYTES", "nvlink_rx_bytes_per_s"),
+    s(PROM, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "nvlink_bandwidth_total"),
+    s(PROM, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "nvlink_crc_flit_errors"),
+    s(PROM, "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "nvlink_crc_data_errors"),
+    s(PROM, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "nvlink_replay_errors"),
+    s(PROM, "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "nvlink_recovery_errors"),
+    s(PROM, "DCGM_FI_PROF_PCIE_TX_BYTES", "pcie_tx_bytes_per_s"),
+    s(PROM, "DCGM_FI_PROF_PCIE_RX_BYTES", "pcie_rx_bytes_per_s"),
+    s(PROM, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "pcie_replay_events"),
+    s(PROM, "DCGM_FI_DEV_GPU_TEMP", "gpu_temperature_celsius"),
+    s(PROM, "DCGM_FI_DEV_MEMORY_TEMP", "gpu_memory_temperature_celsius"),
+];
+
+struct Registry {
+    by_name: HashMap<&'static str, &'static CounterDef>,
+    by_spelling: HashMap<(Namespace, &'static str), Mapping>,
+}
+
+static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
+    let by_name: HashMap<&'static str, &'static CounterDef> = COUNTERS.iter().map(|d| (d.name, d)).collect();
+    let mut by_spelling = HashMap::with_capacity(SPELLINGS.len());
+    for sp in SPELLINGS {
+        // A spelling naming an unknown counter is a bug in this file; the unit test
+        // `every_spelling_names_a_counter` catches it, and here we simply skip it.
+        if let Some(def) = by_name.get(sp.counter) {
+            by_spelling.insert(
+                (sp.namespace, sp.raw),
+                Mapping { def, multiply: sp.multiply, scale: sp.scale, overflow: sp.overflow.unwrap_or(def.overflow) },
+            );
+        }
+    }
+    Registry { by_name, by_spelling }
+});
+
+/// Resolve a raw spelling in a namespace. Per-priority ethtool names must be passed in their
+/// template form (`rx_prio{p}_pause`); see [`split_priority`].
+pub fn lookup(namespace: Namespace, raw: &str) -> Option<Mapping> {
+    REGISTRY.by_spelling.get(&(namespace, raw)).copied()
+}
+
+/// A canonical counter by name.
+pub fn counter(name: &str) -> Option<&'static CounterDef> {
+    REGISTRY.by_name.get(name).copied()
+}
+
+/// Split a per-priority ethtool name into its template and priority: `rx_prio3_pause` gives
+/// (`rx_prio{p}_pause`, 3) and the old `prio3_rx_pause` gives (`prio{p}_rx_pause`, 3). Returns
+/// `None` for names without a priority 0-7.
+pub fn split_priority(name: &str) -> Option<(String, u8)> {
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while let Some(pos) = name[i..].find("prio") {
+        let at = i + pos;
+        let digit_at = at + 4;
+        let boundary_before = at == 0 || bytes[at - 1] == b'_';
+        if boundary_before
+            && digit_at < bytes.len()
+            && (b'0'..=b'7').contains(&bytes[digit_at])
+            && (digit_at + 1 == bytes.len() || bytes[digit_at + 1] == b'_')
+        {
+            let template = format!("{}prio{{p}}{}", &name[..at], &name[digit_at + 1..]);
+            return Some((template, bytes[digit_at] - b'0'));
+        }
+        i = at + 4;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_names_a_counter() {
+        for sp in SPELLINGS {
+            assert!(counter(sp.counter).is_some(), "spelling {:?} names unknown counter {}", sp.raw, sp.counter);
+        }
+    }
+
+    #[test]
+    fn canonical_names_are_unique_and_unit_suffixed() {
+        let mut seen = std::collections::HashSet::new();
+        for d in COUNTERS {
+            assert!(seen.insert(d.name), "duplicate counter {}", d.name);
+        }
+    }
+
+    #[test]
+    fn spellings_are_unique_per_namespace() {
+        let mut seen = std::collections::HashSet::new();
+        for sp in SPELLINGS {
+            assert!(seen.insert((sp.namespace, sp.raw)), "duplicate spelling {:?}", sp.raw);
+        }
+    }
+
+    #[test]
+    fn ib_data_words_are_multiplied_once() {
+        let m = lookup(Namespace::Sysfs, "counters/port_xmit_data").expect("known");
+        assert_eq!((m.multiply, m.scale, m.def.name), (4, 4, "port_xmit_data_bytes"));
+        let m = lookup(Namespace::Prometheus, "node_infiniband_port_data_transmitted_bytes_total").expect("known");
+        assert_eq!((m.multiply, m.scale), (1, 4));
+        assert_eq!(m.overflow, Overflow::SaturateOrWide { basic: 32, extended: 64 });
+    }
+
+    #[test]
+    fn priority_split_handles_both_namings() {
+        assert_eq!(split_priority("rx_prio3_pause"), Some(("rx_prio{p}_pause".into(), 3)));
+        assert_eq!(split_priority("prio0_rx_octets"), Some(("prio{p}_rx_octets".into(), 0)));
+        assert_eq!(split_priority("rx_prio7_pause_duration"), Some(("rx_prio{p}_pause_duration".into(), 7)));
+        assert_eq!(split_priority("rx_prio8_pause"), None);
+        assert_eq!(split_priority("rx_prio31_bytes"), None);
+        assert_eq!(split_priority("rx_global_pause"), None);
+        assert_eq!(lookup(Namespace::Ethtool, "prio{p}_rx_octets").map(|m| m.def.name), Some("prio_rx_bytes"));
+    }
+}
