@@ -1,0 +1,46 @@
+//! Driver behaviour shared by all formats: compression, encodings, limits, lenient mode.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use common::{read, read_with, temp_file};
+use fabricscope_core::{Error, ReadOptions};
+
+#[test]
+fn empty_file_gives_no_rows_and_a_warning() {
+    let p = temp_file("empty.prom", b"");
+    let out = read(&p).unwrap();
+    assert!(out.rows.is_empty());
+    assert_eq!(out.reports[0].warnings, vec!["empty input".to_owned()]);
+}
+
+#[test]
+fn binary_garbage_is_an_unknown_format_error_naming_the_file() {
+    let p = temp_file("garbage.bin", &[0u8, 159, 146, 150, 1, 2, 3, 255]);
+    let err = read(&p).err().unwrap();
+    assert!(matches!(err, Error::UnknownFormat { .. }), "{err}");
+    assert!(err.to_string().contains("garbage.bin"));
+}
+
+#[test]
+fn utf16_is_refused_with_advice() {
+    let p = temp_file("utf16.prom", &[0xff, 0xfe, b'#', 0, b' ', 0]);
+    let err = read(&p).err().unwrap();
+    assert!(err.to_string().contains("iconv"), "{err}");
+}
+
+#[test]
+fn missing_path_is_an_io_error_in_strict_mode_and_a_failed_report_in_lenient_mode() {
+    let p = std::path::PathBuf::from("/nonexistent/fabricscope/x.prom");
+    assert!(matches!(read(&p).err().unwrap(), Error::Io { .. }));
+    let out = read_with(&[p], &ReadOptions { strict: false, ..ReadOptions::default() }).unwrap();
+    assert!(out.reports[0].failed);
+}
+
+#[test]
+fn truncated_gzip_is_a_decompress_error() {
+    // a gzip header followed by nothing useful
+    let p = temp_file("cut.prom.gz", &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x4b]);
+    let err = read(&p).err().unwrap();
+    assert!(matches!(err, Error::Decompress { codec: "gzip", .. }), "{err}");
+}
