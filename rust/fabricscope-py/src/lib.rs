@@ -1,1 +1,24 @@
-//! placeholder
+//! `fabricscope._native`: the thin binding over `fabricscope-core`. Converts arguments, exports
+//! Arrow through the PyCapsule interface (pyo3-arrow), and maps errors in `error.rs`.
+
+mod error;
+mod reader;
+
+use pyo3::prelude::*;
+
+/// The native module. Private: the public API is the `fabricscope` Python package.
+#[pymodule(gil_used = false)]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", fabricscope_core::VERSION)?;
+    m.add("SCHEMA_VERSION", fabricscope_core::SCHEMA_VERSION)?;
+    m.add("DEBUG_BUILD", cfg!(debug_assertions))?;
+    error::register(m)?;
+    m.add_class::<reader::Scanner>()?;
+    m.add_function(wrap_pyfunction!(reader::read, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::formats, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::counters, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::samples_schema_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::attributes_schema_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::_panic_for_test, m)?)?;
+    Ok(())
+}

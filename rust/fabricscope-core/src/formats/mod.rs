@@ -234,10 +234,18 @@ fn looks_like_prom_sample(line: &str) -> bool {
         return false;
     }
     let name_end = b.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')).unwrap_or(b.len());
-    if name_end == b.len() {
-        return false;
-    }
-    matches!(b[name_end], b'{' | b' ')
+    let rest = match b.get(name_end) {
+        Some(b'{') => match line[name_end..].rfind('}') {
+            Some(close) => &line[name_end + close + 1..],
+            None => return false,
+        },
+        Some(b' ' | b'\t') => &line[name_end..],
+        _ => return false,
+    };
+    // The value token must be a number: `pub fn main() {` is not a sample.
+    rest.split_whitespace().next().is_some_and(|v| {
+        v.parse::<f64>().is_ok() || matches!(v, "NaN" | "+Inf" | "-Inf" | "Inf")
+    })
 }
 
 #[cfg(test)]
@@ -256,6 +264,8 @@ mod tests {
         );
         assert_eq!(detect(b"\x00\x01\x02garbage", "x"), None);
         assert_eq!(detect(b"", "x"), None);
+        assert_eq!(detect(b"pub fn main() {\n    let x = 1;\n}\n", "main.rs"), None);
+        assert_eq!(detect(b"up 1\n", "x"), Some(Format::Prometheus));
     }
 
     #[test]

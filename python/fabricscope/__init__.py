@@ -1,0 +1,46 @@
+"""fabricscope: fabric telemetry analyzer for GPU clusters.
+
+Reads what InfiniBand and RoCEv2 fabrics export (Prometheus/OpenMetrics text, ``ethtool -S``,
+sysfs counter trees) into one canonical samples table.
+
+Example:
+    >>> import fabricscope
+    >>> df = fabricscope.read("sample_traces")
+    >>> sorted(df["source"].unique().to_list())[:2]
+    ['ethtool', 'prometheus']
+"""
+
+from fabricscope import exceptions
+from fabricscope._native import __version__
+from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
+from fabricscope.vocabulary import SCHEMA_VERSION, counters, formats
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "InputReport",
+    "ReadResult",
+    "Scan",
+    "__version__",
+    "counters",
+    "exceptions",
+    "formats",
+    "load",
+    "read",
+    "scan",
+]
+
+
+def _warn_debug_build() -> None:
+    from fabricscope import _native
+
+    if _native.DEBUG_BUILD:
+        import warnings
+
+        warnings.warn(
+            "fabricscope._native is a debug build and parses far slower; build with --release",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+_warn_debug_build()

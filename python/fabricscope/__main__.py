@@ -1,0 +1,5 @@
+"""``python -m fabricscope``."""
+
+from fabricscope.cli import main
+
+raise SystemExit(main())

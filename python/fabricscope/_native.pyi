@@ -1,0 +1,75 @@
+"""Type stubs for the Rust extension ``fabricscope._native`` (private; use ``fabricscope``)."""
+
+from collections.abc import Iterator
+from os import PathLike
+from typing import Any
+
+__version__: str
+SCHEMA_VERSION: int
+DEBUG_BUILD: bool
+
+class FabricscopeError(Exception):
+    path: str | None
+    line: int | None
+    byte_offset: int | None
+    expected: str | None
+    found: str | None
+
+class InputError(FabricscopeError): ...
+class FormatError(FabricscopeError): ...
+class UnknownFormatError(FormatError): ...
+class DecompressionError(FormatError): ...
+class LimitExceededError(FabricscopeError): ...
+class InternalError(FabricscopeError): ...
+
+class _ArrowStream:
+    """An Arrow table or batch exporting ``__arrow_c_stream__``/``__arrow_c_array__``."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class _ArrowSchema:
+    def __arrow_c_schema__(self) -> object: ...
+
+def read(
+    paths: list[str | PathLike[str]],
+    *,
+    format: str | None = None,
+    host: str | None = None,
+    time_ns: int | None = None,
+    strict: bool = True,
+    batch_rows: int = ...,
+    max_line_bytes: int = ...,
+    max_labels: int = ...,
+    max_decompressed_bytes: int = ...,
+) -> tuple[_ArrowStream, _ArrowStream, list[dict[str, Any]]]:
+    """Parse inputs with the GIL released; returns (samples, attributes, reports)."""
+
+class Scanner(Iterator[tuple[str, Any]]):
+    """Background parser yielding ``("samples" | "attributes", RecordBatch)``."""
+
+    def __init__(
+        self,
+        paths: list[str | PathLike[str]],
+        *,
+        format: str | None = None,
+        host: str | None = None,
+        time_ns: int | None = None,
+        strict: bool = True,
+        batch_rows: int = ...,
+        max_line_bytes: int = ...,
+        max_labels: int = ...,
+        max_decompressed_bytes: int = ...,
+    ) -> None: ...
+    def __iter__(self) -> Scanner: ...
+    def __next__(self) -> tuple[str, Any]: ...
+    def reports(self) -> list[dict[str, Any]] | None: ...
+    @property
+    def bytes_read(self) -> int: ...
+    @property
+    def bytes_total(self) -> int: ...
+
+def formats() -> list[dict[str, str]]: ...
+def counters() -> list[dict[str, Any]]: ...
+def samples_schema_arrow() -> _ArrowSchema: ...
+def attributes_schema_arrow() -> _ArrowSchema: ...
+def _panic_for_test() -> None: ...

@@ -1,0 +1,281 @@
+"""Reading telemetry into Polars frames.
+
+All parsing happens in Rust with the GIL released; Arrow batches cross into Polars zero-copy
+through the Arrow PyCapsule interface.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+import polars as pl
+
+from fabricscope import _native
+
+__all__ = ["InputReport", "ReadResult", "TimeLike", "load", "read", "scan"]
+
+_log = logging.getLogger("fabricscope")
+
+PathLike: TypeAlias = "str | os.PathLike[str]"
+TimeLike: TypeAlias = "_dt.datetime | int | float | str | None"
+
+
+@dataclass(frozen=True)
+class InputReport:
+    """What happened to one input.
+
+    Attributes:
+        path: The input file or sysfs tree root.
+        format: Format used (None when it could not be determined).
+        bytes: Decompressed bytes read.
+        rows: Sample rows produced.
+        attribute_rows: Port-attribute rows produced.
+        bad_records: Records skipped as malformed (lenient mode).
+        errors: The first problems, each naming file, line or byte offset, and what was expected.
+        warnings: Non-fatal remarks (mtime used as time, host unknown, ...).
+        time_source: Where fallback timestamps came from: ``in-file``, ``file-name``,
+            ``argument`` or ``mtime``.
+        failed: True when the input could not be read at all.
+    """
+
+    path: str
+    format: str | None
+    bytes: int
+    rows: int
+    attribute_rows: int
+    bad_records: int
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    time_source: str = "in-file"
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Everything one read produced.
+
+    Attributes:
+        samples: The canonical samples table (see ``docs/schema.md``).
+        attributes: The port-attributes table (link layer, rate text, firmware, GUIDs, ...).
+        reports: One :class:`InputReport` per input, in input order.
+    """
+
+    samples: pl.DataFrame
+    attributes: pl.DataFrame
+    reports: list[InputReport]
+
+    @property
+    def bad_records(self) -> int:
+        """Total malformed records skipped over all inputs."""
+        return sum(r.bad_records for r in self.reports)
+
+    def reports_frame(self) -> pl.DataFrame:
+        """The reports as a frame, one row per input."""
+        return pl.DataFrame([r.__dict__ for r in self.reports]) if self.reports else pl.DataFrame()
+
+
+def _paths(paths: PathLike | Sequence[PathLike]) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    out = [os.fspath(p) for p in paths]
+    if not out:
+        raise ValueError("no input paths given")
+    return out
+
+
+def _time_ns(time: TimeLike) -> int | None:
+    """Convert a user-facing timestamp into integer nanoseconds since the epoch (UTC)."""
+    if time is None:
+        return None
+    if isinstance(time, _dt.datetime):
+        if time.tzinfo is None:
+            time = time.replace(tzinfo=_dt.timezone.utc)
+        delta = time - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+    if isinstance(time, bool):
+        raise TypeError("time must be a datetime, epoch seconds or an ISO 8601 string")
+    if isinstance(time, (int, float)):
+        return round(time * 1_000_000_000)
+    if isinstance(time, str):
+        text = time.strip()
+        try:
+            return _time_ns(float(text))
+        except ValueError:
+            pass
+        try:
+            return _time_ns(_dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
+        except ValueError as e:
+            raise ValueError(f"time {time!r}: expected epoch seconds or ISO 8601") from e
+    raise TypeError("time must be a datetime, epoch seconds or an ISO 8601 string")
+
+
+def _native_kwargs(
+    format: str,
+    host: str | None,
+    time: TimeLike,
+    strict: bool,
+    batch_rows: int,
+    max_line_bytes: int,
+) -> dict[str, object]:
+    return {
+        "format": format,
+        "host": host,
+        "time_ns": _time_ns(time),
+        "strict": strict,
+        "batch_rows": batch_rows,
+        "max_line_bytes": max_line_bytes,
+    }
+
+
+def _reports(raw: list[dict[str, object]] | None) -> list[InputReport]:
+    reports = [InputReport(**r) for r in (raw or [])]  # type: ignore[arg-type]
+    for r in reports:
+        for w in r.warnings:
+            _log.warning("%s: %s", r.path, w)
+        if r.bad_records:
+            _log.warning("%s: skipped %d bad record(s); first: %s", r.path, r.bad_records, r.errors[:1])
+    return reports
+
+
+def load(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    format: str = "auto",
+    host: str | None = None,
+    time: TimeLike = None,
+    strict: bool = True,
+    batch_rows: int = 1 << 20,
+    max_line_bytes: int = 1 << 20,
+) -> ReadResult:
+    """Read inputs into samples, port attributes and per-input reports.
+
+    Args:
+        paths: Files or directories (walked recursively; sysfs trees are recognised). Files may
+            be gzip- or zstd-compressed.
+        format: ``"auto"`` (detect from content) or a name from :func:`fabricscope.formats`.
+        host: Host for inputs that name none (labels and in-file ``# host:`` lines win).
+        time: Timestamp for inputs that carry none (in-file timestamp lines and timestamps in
+            file names win): a datetime, epoch seconds, or an ISO 8601 string.
+        strict: Raise on the first malformed record (default) or skip and count bad records.
+        batch_rows: Rows per Arrow batch.
+        max_line_bytes: Longest accepted line.
+
+    Returns:
+        A :class:`ReadResult`.
+
+    Raises:
+        fabricscope.exceptions.FabricscopeError: an input is unreadable or malformed (strict).
+
+    Example:
+        >>> import fabricscope
+        >>> res = fabricscope.load("sample_traces/ethtool")
+        >>> res.samples.columns[:4]
+        ['time', 'host', 'device', 'port']
+    """
+    samples, attributes, reports = _native.read(
+        _paths(paths), **_native_kwargs(format, host, time, strict, batch_rows, max_line_bytes)
+    )
+    return ReadResult(pl.DataFrame(samples), pl.DataFrame(attributes), _reports(reports))
+
+
+def read(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    format: str = "auto",
+    host: str | None = None,
+    time: TimeLike = None,
+    strict: bool = True,
+) -> pl.DataFrame:
+    """Read inputs into the canonical samples table.
+
+    One row per observation: ``time`` (UTC, ns), ``host``, ``device``, ``port``, ``priority``,
+    ``counter`` (canonical name, or the raw name when unknown), ``value_u64`` (exact integers),
+    ``value_f64`` (other numbers), ``scale``, ``is_counter`` and ``source``.
+
+    Args:
+        paths: Files or directories. See :func:`load`.
+        format: ``"auto"`` or a format name.
+        host: Host for inputs that name none.
+        time: Timestamp for inputs that carry none.
+        strict: Raise on the first malformed record, or skip and count (see :func:`load`).
+
+    Returns:
+        The samples as a Polars DataFrame.
+
+    Example:
+        >>> import fabricscope
+        >>> df = fabricscope.read("sample_traces/prometheus")
+        >>> df.filter(df["counter"] == "port_xmit_data_bytes").height > 0
+        True
+    """
+    return load(paths, format=format, host=host, time=time, strict=strict).samples
+
+
+class Scan:
+    """Iterator over bounded-size sample frames; see :func:`scan`."""
+
+    def __init__(self, scanner: _native.Scanner, include_attributes: bool) -> None:
+        self._scanner = scanner
+        self._include_attributes = include_attributes
+        self.reports: list[InputReport] | None = None
+
+    def __iter__(self) -> Iterator[pl.DataFrame] | Iterator[tuple[str, pl.DataFrame]]:
+        for kind, batch in self._scanner:
+            if self._include_attributes:
+                yield kind, pl.DataFrame(batch)
+            elif kind == "samples":
+                yield pl.DataFrame(batch)
+        self.reports = _reports(self._scanner.reports())
+
+    @property
+    def bytes_read(self) -> int:
+        """Input bytes consumed so far (for progress bars)."""
+        return self._scanner.bytes_read
+
+    @property
+    def bytes_total(self) -> int:
+        """Total input bytes (0 when unknown)."""
+        return self._scanner.bytes_total
+
+
+def scan(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    format: str = "auto",
+    host: str | None = None,
+    time: TimeLike = None,
+    strict: bool = True,
+    batch_rows: int = 1 << 20,
+    include_attributes: bool = False,
+) -> Scan:
+    """Stream inputs larger than memory as frames of at most ``batch_rows`` rows.
+
+    Parsing runs on a background thread and waits while the consumer is busy, so memory stays
+    bounded. Iterate the result; afterwards ``.reports`` holds the per-input reports.
+
+    Args:
+        paths: Files or directories. See :func:`load`.
+        format: ``"auto"`` or a format name.
+        host: Host for inputs that name none.
+        time: Timestamp for inputs that carry none.
+        strict: Raise on the first malformed record, or skip and count.
+        batch_rows: Most rows per yielded frame.
+        include_attributes: Yield ``(kind, frame)`` pairs with kind ``"samples"`` or
+            ``"attributes"`` instead of sample frames only.
+
+    Returns:
+        A :class:`Scan` iterator.
+
+    Example:
+        >>> import fabricscope
+        >>> total = sum(f.height for f in fabricscope.scan("sample_traces", batch_rows=1000))
+        >>> total > 0
+        True
+    """
+    kwargs = _native_kwargs(format, host, time, strict, batch_rows, 1 << 20)
+    return Scan(_native.Scanner(_paths(paths), **kwargs), include_attributes)

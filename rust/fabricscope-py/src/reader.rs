@@ -1,0 +1,283 @@
+//! `read`, `Scanner`, `formats`, `counters`: argument conversion and Arrow export only.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+use fabricscope_core::vocabulary::{COUNTERS, SPELLINGS};
+use fabricscope_core::{
+    Error, Event, FORMATS, Format, InputReport, Limits, ReadOptions, attributes_schema, read_paths, samples_schema,
+    total_input_bytes,
+};
+use pyo3::exceptions::{PyStopIteration, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
+
+use crate::error::{guarded, to_py_err};
+
+#[allow(clippy::too_many_arguments)]
+fn options(
+    format: Option<&str>,
+    host: Option<String>,
+    time_ns: Option<i64>,
+    strict: bool,
+    batch_rows: usize,
+    max_line_bytes: usize,
+    max_labels: usize,
+    max_decompressed_bytes: u64,
+) -> PyResult<ReadOptions> {
+    let format = match format {
+        None => None,
+        Some(f) if f.eq_ignore_ascii_case("auto") => None,
+        Some(f) => Some(Format::from_name(f).ok_or_else(|| {
+            let names: Vec<&str> = FORMATS.iter().map(|i| i.name).collect();
+            PyValueError::new_err(format!("unknown format {f:?}; expected \"auto\" or one of {}", names.join(", ")))
+        })?),
+    };
+    if batch_rows == 0 {
+        return Err(PyValueError::new_err("batch_rows must be positive"));
+    }
+    Ok(ReadOptions {
+        format,
+        host,
+        time_ns,
+        strict,
+        batch_rows,
+        limits: Limits { max_line_bytes, max_decompressed_bytes, max_labels },
+        ..ReadOptions::default()
+    })
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &InputReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", r.path.display().to_string())?;
+    d.set_item("format", r.format.map(Format::name))?;
+    d.set_item("bytes", r.bytes)?;
+    d.set_item("rows", r.rows)?;
+    d.set_item("attribute_rows", r.attribute_rows)?;
+    d.set_item("bad_records", r.bad_records)?;
+    d.set_item("errors", r.errors.clone())?;
+    d.set_item("warnings", r.warnings.clone())?;
+    d.set_item("time_source", r.time_source.as_str())?;
+    d.set_item("failed", r.failed)?;
+    Ok(d)
+}
+
+/// Read every input and return `(samples, attributes, reports)`.
+#[pyfunction]
+#[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
+                    max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30))]
+#[allow(clippy::too_many_arguments)]
+pub fn read<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    format: Option<&str>,
+    host: Option<String>,
+    time_ns: Option<i64>,
+    strict: bool,
+    batch_rows: usize,
+    max_line_bytes: usize,
+    max_labels: usize,
+    max_decompressed_bytes: u64,
+) -> PyResult<(PyTable, PyTable, Vec<Bound<'py, PyDict>>)> {
+    let opts = options(format, host, time_ns, strict, batch_rows, max_line_bytes, max_labels, max_decompressed_bytes)?;
+    let (result, samples, attributes) = guarded(py, move || {
+        let samples = Mutex::new(Vec::<RecordBatch>::new());
+        let attributes = Mutex::new(Vec::<RecordBatch>::new());
+        let sink = |ev: Event| {
+            match ev {
+                Event::Samples(b) => samples.lock().map(|mut v| v.push(b)).is_ok(),
+                Event::Attributes(b) => attributes.lock().map(|mut v| v.push(b)).is_ok(),
+            }
+        };
+        let result = read_paths(&paths, &opts, &sink);
+        (result, samples.into_inner().unwrap_or_default(), attributes.into_inner().unwrap_or_default())
+    })?;
+    let reports = result.map_err(|e| to_py_err(py, &e))?;
+    let samples = PyTable::try_new(samples, samples_schema())?;
+    let attributes = PyTable::try_new(attributes, attributes_schema())?;
+    let reports = reports.iter().map(|r| report_dict(py, r)).collect::<PyResult<Vec<_>>>()?;
+    Ok((samples, attributes, reports))
+}
+
+enum Msg {
+    Batch(Event),
+    Done(Result<Vec<InputReport>, Error>),
+    Panicked(String),
+}
+
+/// Streams `("samples" | "attributes", RecordBatch)` pairs while a background thread parses, so
+/// inputs larger than memory can be processed batch by batch. Iterating releases the GIL while
+/// waiting.
+#[pyclass(module = "fabricscope._native", name = "Scanner")]
+pub struct Scanner {
+    // Mutex only to make the class Sync for pyo3; there is one consumer.
+    rx: Option<Arc<Mutex<Receiver<Msg>>>>,
+    reports: Option<Vec<InputReport>>,
+    progress: Arc<AtomicU64>,
+    total: u64,
+}
+
+#[pymethods]
+impl Scanner {
+    #[new]
+    #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
+                        max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        format: Option<&str>,
+        host: Option<String>,
+        time_ns: Option<i64>,
+        strict: bool,
+        batch_rows: usize,
+        max_line_bytes: usize,
+        max_labels: usize,
+        max_decompressed_bytes: u64,
+    ) -> PyResult<Self> {
+        let mut opts =
+            options(format, host, time_ns, strict, batch_rows, max_line_bytes, max_labels, max_decompressed_bytes)?;
+        let progress = Arc::new(AtomicU64::new(0));
+        opts.progress = Some(progress.clone());
+        let total = py.detach(|| total_input_bytes(&paths));
+        // A small bound keeps memory flat: the parser waits while Python consumes.
+        let (tx, rx): (SyncSender<Msg>, Receiver<Msg>) = sync_channel(4);
+        std::thread::Builder::new()
+            .name("fabricscope-scan".into())
+            .spawn(move || {
+                let done_tx = tx.clone();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let sink = |ev: Event| tx.send(Msg::Batch(ev)).is_ok();
+                    read_paths(&paths, &opts, &sink)
+                }));
+                let msg = match outcome {
+                    Ok(res) => Msg::Done(res),
+                    Err(p) => Msg::Panicked(
+                        p.downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_default(),
+                    ),
+                };
+                let _ = done_tx.send(msg);
+            })
+            .map_err(|e| PyValueError::new_err(format!("cannot start the reader thread: {e}")))?;
+        Ok(Scanner { rx: Some(Arc::new(Mutex::new(rx))), reports: None, progress, total })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<(&'static str, PyRecordBatch)> {
+        let Some(rx) = self.rx.clone() else { return Err(PyStopIteration::new_err(())) };
+        let msg = py.detach(move || rx.lock().map_err(|_| std::sync::mpsc::RecvError).and_then(|r| r.recv()));
+        match msg {
+            Ok(Msg::Batch(Event::Samples(b))) => Ok(("samples", PyRecordBatch::new(b))),
+            Ok(Msg::Batch(Event::Attributes(b))) => Ok(("attributes", PyRecordBatch::new(b))),
+            Ok(Msg::Done(Ok(reports))) => {
+                self.reports = Some(reports);
+                self.rx = None;
+                Err(PyStopIteration::new_err(()))
+            }
+            Ok(Msg::Done(Err(e))) => {
+                self.rx = None;
+                Err(to_py_err(py, &e))
+            }
+            Ok(Msg::Panicked(what)) => {
+                self.rx = None;
+                Err(crate::error::InternalError::new_err(format!("internal error (please report): {what}")))
+            }
+            Err(_) => {
+                self.rx = None;
+                Err(crate::error::InternalError::new_err("the reader thread stopped without a result"))
+            }
+        }
+    }
+
+    /// Per-input reports; available once iteration has finished.
+    fn reports<'py>(&self, py: Python<'py>) -> PyResult<Option<Vec<Bound<'py, PyDict>>>> {
+        self.reports.as_ref().map(|rs| rs.iter().map(|r| report_dict(py, r)).collect()).transpose()
+    }
+
+    /// Input bytes consumed so far (compressed size for compressed inputs).
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        self.progress.load(Ordering::Relaxed)
+    }
+
+    /// Total input bytes (0 if unknown).
+    #[getter]
+    fn bytes_total(&self) -> u64 {
+        self.total
+    }
+}
+
+/// The supported formats.
+#[pyfunction]
+pub fn formats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    FORMATS
+        .iter()
+        .map(|f| {
+            let d = PyDict::new(py);
+            d.set_item("name", f.name)?;
+            d.set_item("produced_by", f.produced_by)?;
+            d.set_item("detection", f.detection)?;
+            d.set_item("timestamps", f.timestamps)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// The counter vocabulary: one dict per canonical counter, with its source spellings.
+#[pyfunction]
+pub fn counters(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    COUNTERS
+        .iter()
+        .map(|c| {
+            let d = PyDict::new(py);
+            d.set_item("name", c.name)?;
+            d.set_item("unit", c.unit.as_str())?;
+            d.set_item("kind", c.kind.as_str())?;
+            d.set_item("overflow", c.overflow.describe())?;
+            d.set_item("layer", c.layer.as_str())?;
+            d.set_item("per_priority", c.per_priority)?;
+            d.set_item("description", c.description)?;
+            let spellings: Vec<String> = SPELLINGS
+                .iter()
+                .filter(|s| s.counter == c.name)
+                .map(|s| {
+                    let mut out = format!("{}:{}", s.namespace.as_str(), s.raw);
+                    if s.multiply != 1 {
+                        out.push_str(&format!(" (x{})", s.multiply));
+                    }
+                    out
+                })
+                .collect();
+            d.set_item("spellings", spellings)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// Arrow schema of the samples table.
+#[pyfunction]
+pub fn samples_schema_arrow() -> PySchema {
+    PySchema::new(samples_schema())
+}
+
+/// Arrow schema of the port-attributes table.
+#[pyfunction]
+pub fn attributes_schema_arrow() -> PySchema {
+    PySchema::new(attributes_schema())
+}
+
+/// Raise a Rust panic inside the guarded boundary (tests check it becomes `InternalError`).
+#[pyfunction]
+pub fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
+    guarded(py, || -> () { panic!("deliberate test panic") })
+}
