@@ -313,9 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--progress", action="store_true", help="show progress even when stderr is not a TTY")
     parse.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parse.add_argument("--batch-rows", type=int, default=1 << 20, help=argparse.SUPPRESS)
-    parse.add_argument(
-        "--max-line-bytes", type=int, default=1 << 20, help="longest accepted line (default 1 MiB)"
-    )
+    parse.add_argument("--max-line-bytes", type=int, default=1 << 20, help="longest accepted line (default 1 MiB)")
     parse.set_defaults(func=_cmd_parse)
 
     fmts = sub.add_parser("formats", help="list the formats fabricscope reads")
@@ -332,9 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING if args.verbose else logging.ERROR, format="fabricscope: %(message)s"
-    )
+    logging.basicConfig(level=logging.WARNING if args.verbose else logging.ERROR, format="fabricscope: %(message)s")
     try:
         return int(args.func(args))
     except BrokenPipeError:

@@ -1,8 +1,48 @@
-//! Prometheus text exposition 0.0.4 and OpenMetrics 1.0. (Being implemented.)
+//! Prometheus text exposition 0.0.4 and OpenMetrics 1.0, as node_exporter, infiniband_exporter,
+//! DCGM exporter and Prometheus `/federate` write them, one scrape or many concatenated
+//! (`while :; do date +%s; curl -s host:9100/metrics; sleep 10; done >> scrapes.prom`).
+//!
+//! Lines:
+//! * `# HELP` and `# UNIT` are skipped; `# TYPE` records the family type (it decides `is_counter`
+//!   for metrics the vocabulary does not know); `# EOF` ends an OpenMetrics exposition, and more
+//!   content after it is a new, concatenated scrape. Any other comment, and any bare line that is
+//!   not a sample, is tried as a directive: a timestamp line dates the following samples that carry
+//!   no timestamp of their own, `# host: NAME` names the host of series without host labels.
+//! * Samples `name{labels} value [timestamp] [# exemplar]`. Label values may hold `\\`, `\"`, `\n`
+//!   escapes and any of `}`, `,`, `=`, blanks; blanks after commas and a trailing comma are allowed,
+//!   and fields may be separated by any run of spaces and tabs.
+//!
+//! Values: a plain integer token (`123`, `+123`) is read exactly as a u64, never through a float;
+//! anything else (`1.493376e+07`, `-3`, `NaN`, `+Inf`, integers beyond u64) through f64 and
+//! [`Value::from_f64`]. Timestamps: milliseconds (Prometheus) or seconds (OpenMetrics), stored as
+//! ns; a Prometheus timestamp with a fraction or below 1e11 is read as seconds, an OpenMetrics
+//! integer timestamp of 1e11 or more as milliseconds (both warned once).
+//!
+//! Each series is resolved once per distinct `name{labels}` text and cached:
+//! * host: label `exported_instance` or `instance` (port stripped), else `hostname`, `Hostname`,
+//!   `host`, `node`, else a `# host:` directive, else the host argument / `unknown`;
+//! * device: `gpu<gpu>` for DCGM metrics, the infiniband_exporter `guid` (`0x` + 16 lowercase hex
+//!   digits), else label `device`, else empty; port: label `port` (u16); priority: label
+//!   `priority`/`prio` 0-7, or the priority in a `node_ethtool_*` name;
+//! * counter: the vocabulary's canonical name (`node_ethtool_*` names are mapped back to their
+//!   `ethtool -S` spelling first), else the raw metric name. Labels that are neither identity nor
+//!   metadata are appended in sorted canonical form (`name{duplex="full",mode="1000baseT"}`) so
+//!   distinct series never collapse into one;
+//! * metadata labels (`UUID`, `modelName`, `job`, `pod`, ...) become port attributes, once per
+//!   (host, device, port, key, value) and input; `*_info` series with value 1 become attributes
+//!   only (every label except host/device/port identity), with no sample row;
+//! * DCGM blank sentinels (int64 >= 0x7ffffffffffffff0, fp64 2^47..2^47+5) become null values.
+//!
+//! An empty label value is the same as no label (Prometheus semantics) and is ignored.
 
-use crate::error::{Position, Result};
-use crate::formats::LineReader;
+use ahash::{AHashMap, AHashSet};
+use memchr::{memchr2, memchr3};
+
+use crate::error::{Error, Position, Result};
+use crate::formats::{Directive, LineReader, lines, parse_directive};
 use crate::read::ReadContext;
+use crate::schema::{Attribute, Sample, Value};
+use crate::vocabulary::{self, Kind, Mapping, Namespace};
 
 /// Which dialect: decides the unit of sample timestamps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,24 +53,1025 @@ pub enum Flavor {
     OpenMetrics,
 }
 
+/// Cached series beyond this count are dropped and resolved again (bounded memory on inputs with
+/// millions of distinct series).
+const MAX_CACHED_SERIES: usize = 1 << 20;
+/// DCGM int64 blank / not-found / not-supported values start here (`DCGM_INT64_BLANK`).
+const DCGM_INT64_BLANK: u64 = 0x7fff_ffff_ffff_fff0;
+/// DCGM fp64 blank values are 2^47 plus 0..=5 (`DCGM_FP64_BLANK`), printed as floats.
+const DCGM_FP64_BLANK: u64 = 1 << 47;
+/// Below this magnitude an integer timestamp is taken as seconds (1e11 ms is March 1973).
+const SECONDS_LIMIT: u64 = 100_000_000_000;
+const NS_PER_S: i64 = 1_000_000_000;
+const NS_PER_MS: i64 = 1_000_000;
+
+/// Labels naming the host, in order of preference. The first present one is the host; any other
+/// present one becomes an attribute.
+const HOST_LABELS: &[&str] = &["exported_instance", "instance", "hostname", "Hostname", "host", "node"];
+
+/// Labels that describe a series rather than distinguish it: kept as attributes, not in the name.
+const METADATA_LABELS: &[&str] = &[
+    "UUID",
+    "uuid",
+    "modelName",
+    "pci_bus_id",
+    "DCGM_FI_DRIVER_VERSION",
+    "job",
+    "exported_job",
+    "container",
+    "namespace",
+    "pod",
+    "service",
+    "endpoint",
+    "switch",
+    "hca",
+    "lid",
+];
+
+/// A `# TYPE` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MetricType {
+    Counter,
+    Gauge,
+    Histogram,
+    GaugeHistogram,
+    Summary,
+    Info,
+    StateSet,
+    Untyped,
+}
+
+impl MetricType {
+    fn parse(s: &[u8]) -> Option<MetricType> {
+        Some(match s {
+            b"counter" => MetricType::Counter,
+            b"gauge" => MetricType::Gauge,
+            b"histogram" => MetricType::Histogram,
+            b"gaugehistogram" => MetricType::GaugeHistogram,
+            b"summary" => MetricType::Summary,
+            b"info" => MetricType::Info,
+            b"stateset" => MetricType::StateSet,
+            b"untyped" | b"unknown" => MetricType::Untyped,
+            _ => return None,
+        })
+    }
+}
+
+/// Data needed only on the first sample of a series (attributes) or by `*_info` series.
+#[derive(Debug)]
+struct Cold {
+    host: Box<str>,
+    device: Box<str>,
+    attrs: Vec<(Box<str>, Box<str>)>,
+    /// An `*_info` series: attributes when its value is 1, an ordinary sample otherwise.
+    info: bool,
+    /// Counter name of an info series, interned only if a value other than 1 shows up.
+    counter_name: Box<str>,
+    emitted: bool,
+}
+
+/// Everything a sample line needs, resolved once per distinct series text.
+#[derive(Debug)]
+struct Series {
+    host: i32,
+    device: i32,
+    port: Option<u16>,
+    priority: Option<u8>,
+    /// Counter key; -1 while an info series has not needed one.
+    counter: i32,
+    multiply: u32,
+    scale: u32,
+    is_counter: bool,
+    dcgm: bool,
+    cold: Option<Box<Cold>>,
+}
+
+/// Why a sample line could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fail {
+    /// Malformed: what was expected.
+    Bad(&'static str),
+    /// More labels than `max_labels`.
+    TooManyLabels,
+}
+
+/// What resolving a series text gave.
+enum Resolved {
+    Series(Series),
+    /// The line was a directive after all (`time: 1764686822` looks like a sample).
+    Directive,
+}
+
+/// Where the fields of a sample line are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Parts<'a> {
+    /// End of `name{labels}`.
+    key_end: usize,
+    value: &'a [u8],
+    timestamp: Option<&'a [u8]>,
+}
+
+/// One parsed label.
+#[derive(Debug)]
+struct Label<'a> {
+    name: &'a str,
+    value: String,
+    role: Role,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Distinguishes series: appended to the counter name.
+    Extra,
+    /// Consumed as host, device, port or priority (or empty).
+    Identity,
+    /// Describes the series: becomes an attribute.
+    Metadata,
+}
+
+type AttrKey = (i32, i32, Option<u16>, Box<str>, Box<str>);
+
 /// Streaming reader for Prometheus/OpenMetrics text.
 pub struct PrometheusReader {
     flavor: Flavor,
+    series: AHashMap<Box<[u8]>, Series>,
+    types: AHashMap<Box<str>, MetricType>,
+    seen_attrs: AHashSet<AttrKey>,
+    /// Last timestamp directive: dates samples without their own timestamp.
+    directive_time: Option<i64>,
+    /// Last `# host: NAME` directive.
+    directive_host: Option<String>,
+    fallback_time: Option<i64>,
+    fallback_host: Option<String>,
+    /// Content seen since the last `# EOF`.
+    open_exposition: bool,
+    warned_seconds: bool,
+    warned_millis: bool,
+    warned_port: bool,
 }
 
 impl PrometheusReader {
     /// A reader for one input.
     pub fn new(flavor: Flavor) -> Self {
-        PrometheusReader { flavor }
+        PrometheusReader {
+            flavor,
+            series: AHashMap::new(),
+            types: AHashMap::new(),
+            seen_attrs: AHashSet::new(),
+            directive_time: None,
+            directive_host: None,
+            fallback_time: None,
+            fallback_host: None,
+            open_exposition: false,
+            warned_seconds: false,
+            warned_millis: false,
+            warned_port: false,
+        }
+    }
+
+    fn line(&mut self, raw: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
+        let line = trim_blanks(raw);
+        let Some(&first) = line.first() else { return Ok(()) };
+        if first == b'#' {
+            return self.comment(line, pos, ctx);
+        }
+        self.open_exposition = true;
+        let parts = match split_sample(line) {
+            Ok(p) => p,
+            Err(expected) => return self.not_a_sample(line, pos, expected, ctx),
+        };
+        let Some((value, float_syntax)) = parse_value(parts.value) else {
+            return self.not_a_sample(line, pos, "a sample value (a number, NaN, +Inf or -Inf)", ctx);
+        };
+        let ts = match parts.timestamp {
+            Some(tok) => match self.parse_timestamp(tok, ctx) {
+                Some(t) => Some(t),
+                None => return self.not_a_sample(line, pos, "a timestamp after the value", ctx),
+            },
+            None => None,
+        };
+        let key = line.get(..parts.key_end).unwrap_or(line);
+
+        // Hot path: a series seen before.
+        if let Some(s) = self.series.get_mut(key) {
+            let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
+            return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
+        }
+
+        let series = match self.resolve(line, key, ctx) {
+            Ok(Resolved::Series(s)) => s,
+            Ok(Resolved::Directive) => return Ok(()),
+            Err(Fail::Bad(expected)) => return self.not_a_sample(line, pos, expected, ctx),
+            Err(Fail::TooManyLabels) => {
+                let limit = ctx.options().limits.max_labels as u64;
+                return ctx.bad_record_error(Error::LimitExceeded {
+                    path: ctx.path.to_path_buf(),
+                    position: pos,
+                    what: "number of labels on one sample",
+                    limit,
+                    option: "max_labels",
+                });
+            }
+        };
+        if self.series.len() >= MAX_CACHED_SERIES {
+            self.series.clear();
+        }
+        let s = self.series.entry(key.into()).or_insert(series);
+        let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
+        emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx)
+    }
+
+    fn comment(&mut self, line: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
+        if let Some(rest) = line.strip_prefix(b"# ") {
+            let rest = trim_blanks(rest);
+            if rest == b"EOF" {
+                self.open_exposition = false;
+                return Ok(());
+            }
+            self.open_exposition = true;
+            if rest.starts_with(b"HELP ") || rest.starts_with(b"UNIT ") || rest == b"HELP" || rest == b"UNIT" {
+                return Ok(());
+            }
+            if let Some(decl) = rest.strip_prefix(b"TYPE") {
+                return self.type_line(decl, line, pos, ctx);
+            }
+        } else {
+            self.open_exposition = true;
+        }
+        if let Ok(text) = std::str::from_utf8(line) {
+            match parse_directive(text) {
+                Some(Directive::Time(t)) => self.directive_time = Some(t),
+                Some(Directive::Host(h)) => self.set_host(h),
+                Some(Directive::Device(_)) | None => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn type_line(&mut self, decl: &[u8], line: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
+        const EXPECTED: &str = "`# TYPE <metric name> <counter|gauge|histogram|summary|untyped|...>`";
+        let mut words = decl.split(|b| *b == b' ' || *b == b'\t').filter(|w| !w.is_empty());
+        let (Some(name), Some(kind), None) = (words.next(), words.next(), words.next()) else {
+            return ctx.bad_record(pos, EXPECTED, line);
+        };
+        let (Some(kind), true) = (MetricType::parse(kind), valid_metric_name(name)) else {
+            return ctx.bad_record(pos, EXPECTED, line);
+        };
+        let Ok(name) = std::str::from_utf8(name) else {
+            return ctx.bad_record(pos, EXPECTED, line);
+        };
+        if self.types.get(name) != Some(&kind) {
+            self.types.insert(name.into(), kind);
+            // Cached series may have been resolved without (or with another) type.
+            self.series.clear();
+        }
+        Ok(())
+    }
+
+    fn set_host(&mut self, host: String) {
+        if self.directive_host.as_deref() != Some(host.as_str()) {
+            self.directive_host = Some(host);
+            self.series.clear();
+        }
+    }
+
+    /// A line that is not a valid sample: a directive (timestamp or host line), else a bad record.
+    fn not_a_sample(&mut self, line: &[u8], pos: Position, expected: &str, ctx: &mut ReadContext<'_>) -> Result<()> {
+        if let Ok(text) = std::str::from_utf8(line) {
+            match parse_directive(text) {
+                Some(Directive::Time(t)) => {
+                    self.directive_time = Some(t);
+                    return Ok(());
+                }
+                Some(Directive::Host(h)) => {
+                    self.set_host(h);
+                    return Ok(());
+                }
+                Some(Directive::Device(_)) | None => {}
+            }
+        }
+        ctx.bad_record(pos, expected, line)
+    }
+
+    fn parse_timestamp(&mut self, tok: &[u8], ctx: &mut ReadContext<'_>) -> Option<i64> {
+        let int = parse_i64(tok);
+        match (self.flavor, int) {
+            (Flavor::Prometheus, Some(v)) if v.unsigned_abs() >= SECONDS_LIMIT => v.checked_mul(NS_PER_MS),
+            (Flavor::OpenMetrics, Some(v)) if v.unsigned_abs() >= SECONDS_LIMIT => {
+                if !self.warned_millis {
+                    self.warned_millis = true;
+                    ctx.warn("OpenMetrics timestamps look like milliseconds (>= 1e11): read as milliseconds");
+                }
+                v.checked_mul(NS_PER_MS)
+            }
+            (flavor, _) => {
+                let ns = parse_seconds(tok)?;
+                if flavor == Flavor::Prometheus && !self.warned_seconds {
+                    self.warned_seconds = true;
+                    ctx.warn("Prometheus timestamps look like seconds (a fraction, or below 1e11), not milliseconds: read as seconds");
+                }
+                Some(ns)
+            }
+        }
+    }
+
+    /// Type of the family `name` belongs to (`foo_total` belongs to `# TYPE foo counter`).
+    fn family_type(&self, name: &str) -> Option<MetricType> {
+        if let Some(t) = self.types.get(name) {
+            return Some(*t);
+        }
+        ["_total", "_created", "_count", "_sum", "_bucket", "_gcount", "_gsum", "_info"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix).and_then(|base| self.types.get(base)).copied())
+    }
+
+    /// Resolve a series text seen for the first time.
+    fn resolve(&mut self, line: &[u8], key: &[u8], ctx: &mut ReadContext<'_>) -> Result<Resolved, Fail> {
+        let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
+        let (name_bytes, rest) = key.split_at(name_end);
+        if !valid_metric_name(name_bytes) {
+            return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
+        }
+        let name = std::str::from_utf8(name_bytes).map_err(|_| Fail::Bad("an ASCII metric name"))?;
+        if rest.is_empty() && name.ends_with(':') {
+            // `time: 1764686822` and `host: gpu017` are directives, not metrics named `time:`.
+            if let Ok(text) = std::str::from_utf8(line) {
+                match parse_directive(text) {
+                    Some(Directive::Time(t)) => {
+                        self.directive_time = Some(t);
+                        return Ok(Resolved::Directive);
+                    }
+                    Some(Directive::Host(h)) => {
+                        self.set_host(h);
+                        return Ok(Resolved::Directive);
+                    }
+                    Some(Directive::Device(_)) | None => {}
+                }
+            }
+        }
+        let mut labels = parse_labels(rest, ctx.options().limits.max_labels)?;
+        let dcgm = name.starts_with("DCGM_FI_");
+
+        for l in &mut labels {
+            if l.value.is_empty() {
+                l.role = Role::Identity;
+            }
+        }
+        // Host.
+        let mut host: Option<String> = None;
+        for hk in HOST_LABELS {
+            if let Some(l) = labels.iter_mut().find(|l| l.name == *hk && l.role == Role::Extra) {
+                if host.is_none() {
+                    let v = if hk.ends_with("instance") { strip_port(&l.value) } else { &l.value };
+                    host = Some(v.to_owned());
+                    l.role = Role::Identity;
+                } else {
+                    l.role = Role::Metadata;
+                }
+            }
+        }
+        // Device.
+        let mut device = String::new();
+        let gpu = if dcgm { take_label(&mut labels, "gpu", Role::Identity) } else { None };
+        if let Some(g) = gpu {
+            device = format!("gpu{g}");
+            take_label(&mut labels, "device", Role::Metadata);
+        } else if let Some(g) = take_label(&mut labels, "guid", Role::Identity) {
+            device = normalize_guid(&g);
+        } else if let Some(d) = take_label(&mut labels, "device", Role::Identity) {
+            device = d;
+        }
+        // Port.
+        let mut port = None;
+        if let Some(l) = labels.iter_mut().find(|l| l.name == "port" && l.role == Role::Extra) {
+            if let Some(p) = parse_port(&l.value) {
+                port = Some(p);
+                l.role = Role::Identity;
+            } else if !self.warned_port {
+                self.warned_port = true;
+                ctx.warn(
+                    "a `port` label is not a port number 0-65535: port left null, the label kept in the counter name",
+                );
+            }
+        }
+        // Priority.
+        let mut label_priority = None;
+        for pk in ["priority", "prio"] {
+            if let Some(l) = labels.iter_mut().find(|l| l.name == pk && l.role == Role::Extra) {
+                if let [d @ b'0'..=b'7'] = l.value.as_bytes() {
+                    label_priority = Some(d - b'0');
+                    l.role = Role::Identity;
+                }
+            }
+        }
+        for l in &mut labels {
+            if l.role == Role::Extra && METADATA_LABELS.contains(&l.name) {
+                l.role = Role::Metadata;
+            }
+        }
+
+        let family = self.family_type(name);
+        let (mapping, name_priority) = map_counter(name);
+        let info = mapping.is_none()
+            && name.ends_with("_info")
+            && matches!(family, None | Some(MetricType::Gauge | MetricType::Info | MetricType::Untyped));
+        let is_counter = mapping.map_or_else(|| type_is_counter(name, family), |m| m.def.kind == Kind::Counter);
+        let base = mapping.map_or(name, |m| m.def.name);
+
+        let mut extras: Vec<&Label<'_>> = labels.iter().filter(|l| l.role == Role::Extra).collect();
+        let counter_name = if extras.is_empty() {
+            base.to_owned()
+        } else {
+            extras.sort_unstable_by(|a, b| a.name.cmp(b.name));
+            let mut s = String::with_capacity(base.len() + 16 * extras.len());
+            s.push_str(base);
+            s.push('{');
+            for (i, l) in extras.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                s.push_str(l.name);
+                s.push_str("=\"");
+                push_escaped(&mut s, &l.value);
+                s.push('"');
+            }
+            s.push('}');
+            s
+        };
+        let attrs: Vec<(Box<str>, Box<str>)> = labels
+            .iter()
+            .filter(|l| l.role == Role::Metadata || (info && l.role == Role::Extra))
+            .map(|l| (l.name.into(), l.value.as_str().into()))
+            .collect();
+
+        let host = match host.or_else(|| self.directive_host.clone()) {
+            Some(h) => h,
+            None => self.fallback_host.get_or_insert_with(|| ctx.fallback_host()).clone(),
+        };
+        let host_key = ctx.samples.host(&host);
+        let device_key = ctx.samples.device(&device);
+        let counter = if info { -1 } else { ctx.samples.counter(&counter_name) };
+        let cold = (info || !attrs.is_empty()).then(|| {
+            Box::new(Cold {
+                host: host.into(),
+                device: device.into(),
+                attrs,
+                info,
+                counter_name: if info { counter_name.into() } else { Box::default() },
+                emitted: false,
+            })
+        });
+        Ok(Resolved::Series(Series {
+            host: host_key,
+            device: device_key,
+            port,
+            priority: name_priority.or(label_priority),
+            counter,
+            multiply: mapping.map_or(1, |m| m.multiply),
+            scale: mapping.map_or(1, |m| m.scale),
+            is_counter,
+            dcgm,
+            cold,
+        }))
     }
 }
 
 impl LineReader for PrometheusReader {
-    fn feed(&mut self, _chunk: &[u8], _start: Position, _ctx: &mut ReadContext<'_>) -> Result<()> {
-        let _ = self.flavor;
+    fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
+        for (line, pos) in lines(chunk, start) {
+            self.line(line, pos, ctx)?;
+        }
         Ok(())
     }
-    fn finish(&mut self, _ctx: &mut ReadContext<'_>) -> Result<()> {
+
+    fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
+        if self.flavor == Flavor::OpenMetrics && self.open_exposition {
+            ctx.warn("the OpenMetrics input does not end with `# EOF`: the last exposition may be truncated");
+        }
         Ok(())
+    }
+}
+
+/// Time of a sample: its own timestamp, else the last timestamp directive, else the input's
+/// fallback (file name, argument, mtime), computed once.
+fn sample_time(ts: Option<i64>, directive: Option<i64>, fallback: &mut Option<i64>, ctx: &mut ReadContext<'_>) -> Result<i64> {
+    if let Some(t) = ts.or(directive) {
+        return Ok(t);
+    }
+    if let Some(t) = *fallback {
+        return Ok(t);
+    }
+    let t = ctx.fallback_time_ns()?;
+    *fallback = Some(t);
+    Ok(t)
+}
+
+/// Push one sample of a resolved series (and, the first time, its attributes).
+fn emit(
+    s: &mut Series,
+    value: Value,
+    float_syntax: bool,
+    time_ns: i64,
+    seen: &mut AHashSet<AttrKey>,
+    ctx: &mut ReadContext<'_>,
+) -> Result<()> {
+    let value = if s.dcgm && is_dcgm_blank(value, float_syntax) { Value::Null } else { value };
+    if let Some(cold) = s.cold.as_deref_mut() {
+        let is_one = value == Value::U64(1);
+        if !cold.emitted && (!cold.info || is_one) {
+            cold.emitted = true;
+            for (k, v) in &cold.attrs {
+                if seen.insert((s.host, s.device, s.port, k.clone(), v.clone())) {
+                    let a = Attribute { time_ns, host: s.host, device: s.device, port: s.port, key: k, value: v };
+                    ctx.push_attribute(&cold.host, &cold.device, &a)?;
+                }
+            }
+        }
+        if cold.info {
+            if is_one {
+                return Ok(());
+            }
+            if s.counter < 0 {
+                s.counter = ctx.samples.counter(&cold.counter_name);
+            }
+        } else {
+            s.cold = None;
+        }
+    }
+    ctx.push(&Sample {
+        time_ns,
+        host: s.host,
+        device: s.device,
+        port: s.port,
+        priority: s.priority,
+        counter: s.counter,
+        value: value.multiplied(s.multiply),
+        scale: s.scale,
+        is_counter: s.is_counter,
+    })
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+fn trim_blanks(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|b| !is_blank(*b)).unwrap_or(s.len());
+    let end = s.iter().rposition(|b| !is_blank(*b)).map_or(start, |i| i + 1);
+    s.get(start..end).unwrap_or_default()
+}
+
+fn skip_blanks(s: &[u8], mut i: usize) -> usize {
+    while s.get(i).is_some_and(|b| is_blank(*b)) {
+        i += 1;
+    }
+    i
+}
+
+fn find_blank(s: &[u8], i: usize) -> usize {
+    s.get(i..).and_then(|r| memchr2(b' ', b'\t', r)).map_or(s.len(), |o| i + o)
+}
+
+/// Position of the `}` closing the label set opened at `open`, honouring quoted values.
+fn find_close(line: &[u8], open: usize) -> Option<usize> {
+    let mut i = open + 1;
+    loop {
+        i += memchr2(b'"', b'}', line.get(i..)?)?;
+        if line.get(i) == Some(&b'}') {
+            return Some(i);
+        }
+        i += 1;
+        loop {
+            i += memchr2(b'"', b'\\', line.get(i..)?)?;
+            if line.get(i) == Some(&b'\\') {
+                i += 2;
+            } else {
+                i += 1;
+                break;
+            }
+        }
+    }
+}
+
+/// Split a sample line (leading blanks already trimmed) into series text, value and timestamp.
+fn split_sample(line: &[u8]) -> Result<Parts<'_>, &'static str> {
+    let name_end = memchr3(b'{', b' ', b'\t', line).ok_or("a metric name followed by a value")?;
+    let mut key_end = name_end;
+    let mut i = name_end;
+    if line.get(i) != Some(&b'{') {
+        i = skip_blanks(line, i);
+    }
+    if line.get(i) == Some(&b'{') {
+        key_end = find_close(line, i).ok_or("a closing quote and `}` after the labels")? + 1;
+        i = key_end;
+    }
+    let v_start = skip_blanks(line, i);
+    if v_start == line.len() {
+        return Err("a sample value after the series");
+    }
+    let v_end = find_blank(line, v_start);
+    let value = line.get(v_start..v_end).unwrap_or_default();
+    let t_start = skip_blanks(line, v_end);
+    let timestamp = match line.get(t_start) {
+        None | Some(b'#') => None,
+        Some(_) => {
+            let t_end = find_blank(line, t_start);
+            let after = skip_blanks(line, t_end);
+            if !matches!(line.get(after), None | Some(b'#')) {
+                return Err("the end of the line (or an exemplar) after the timestamp");
+            }
+            Some(line.get(t_start..t_end).unwrap_or_default())
+        }
+    };
+    Ok(Parts { key_end, value, timestamp })
+}
+
+fn valid_metric_name(name: &[u8]) -> bool {
+    match name.split_first() {
+        Some((first, rest)) => {
+            (first.is_ascii_alphabetic() || *first == b'_' || *first == b':')
+                && rest.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')
+        }
+        None => false,
+    }
+}
+
+/// Parse `{name="value", ...}` (possibly preceded by blanks), or nothing.
+fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> {
+    let mut out: Vec<Label<'_>> = Vec::new();
+    let mut i = skip_blanks(rest, 0);
+    match rest.get(i) {
+        None => return Ok(out),
+        Some(b'{') => i += 1,
+        Some(_) => return Err(Fail::Bad("`{` or a blank after the metric name")),
+    }
+    loop {
+        i = skip_blanks(rest, i);
+        match rest.get(i) {
+            None => return Err(Fail::Bad("a closing `}` after the labels")),
+            Some(b'}') => {
+                i += 1;
+                break;
+            }
+            Some(_) => {}
+        }
+        let start = i;
+        while rest.get(i).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+            i += 1;
+        }
+        let name_bytes = rest.get(start..i).unwrap_or_default();
+        if name_bytes.first().is_none_or(u8::is_ascii_digit) {
+            return Err(Fail::Bad("a label name ([a-zA-Z_][a-zA-Z0-9_]*)"));
+        }
+        let name = std::str::from_utf8(name_bytes).map_err(|_| Fail::Bad("an ASCII label name"))?;
+        i = skip_blanks(rest, i);
+        if rest.get(i) != Some(&b'=') {
+            return Err(Fail::Bad("`=` after a label name"));
+        }
+        i = skip_blanks(rest, i + 1);
+        if rest.get(i) != Some(&b'"') {
+            return Err(Fail::Bad("a double-quoted label value"));
+        }
+        i += 1;
+        let mut value = Vec::new();
+        loop {
+            let tail = rest.get(i..).unwrap_or_default();
+            let off = memchr2(b'"', b'\\', tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
+            value.extend_from_slice(tail.get(..off).unwrap_or_default());
+            i += off;
+            if rest.get(i) == Some(&b'"') {
+                i += 1;
+                break;
+            }
+            match rest.get(i + 1) {
+                Some(b'\\') => value.push(b'\\'),
+                Some(b'"') => value.push(b'"'),
+                Some(b'n') => value.push(b'\n'),
+                // Unknown escapes are kept as written (`C:\dir`).
+                Some(&c) => value.extend_from_slice(&[b'\\', c]),
+                None => return Err(Fail::Bad("a closing quote after a label value")),
+            }
+            i += 2;
+        }
+        let value = String::from_utf8(value).map_err(|_| Fail::Bad("a UTF-8 label value"))?;
+        if out.len() >= max_labels {
+            return Err(Fail::TooManyLabels);
+        }
+        if out.iter().any(|l| l.name == name) {
+            return Err(Fail::Bad("distinct label names in one series"));
+        }
+        out.push(Label { name, value, role: Role::Extra });
+        i = skip_blanks(rest, i);
+        match rest.get(i) {
+            Some(b',') => i += 1,
+            Some(b'}') => {
+                i += 1;
+                break;
+            }
+            _ => return Err(Fail::Bad("`,` or `}` after a label value")),
+        }
+    }
+    if skip_blanks(rest, i) != rest.len() {
+        return Err(Fail::Bad("a sample value after the labels"));
+    }
+    Ok(out)
+}
+
+/// Take a not-yet-consumed, non-empty label's value and give it `role`.
+fn take_label(labels: &mut [Label<'_>], name: &str, role: Role) -> Option<String> {
+    let l = labels.iter_mut().find(|l| l.name == name && l.role == Role::Extra)?;
+    l.role = role;
+    Some(l.value.clone())
+}
+
+/// `[::1]:9100` -> `::1`, `gpu017:9100` -> `gpu017`; a bare IPv6 address is left alone.
+fn strip_port(s: &str) -> &str {
+    if let Some(rest) = s.strip_prefix('[') {
+        return rest.split_once(']').map_or(s, |(addr, _)| addr);
+    }
+    match s.split_once(':') {
+        Some((host, port)) if !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => s,
+    }
+}
+
+/// A node GUID as `0x` + 16 lowercase hex digits (`0x7CFE...`, `7cfe:9003:003b:4b96` and short
+/// `0x2c9030001` forms agree); anything else lowercased as it is.
+fn normalize_guid(v: &str) -> String {
+    let t = v.trim();
+    let body = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    let hex: String = body.chars().filter(|c| *c != ':').collect();
+    if (1..=16).contains(&hex.len())
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        && let Ok(n) = u64::from_str_radix(&hex, 16)
+    {
+        return format!("0x{n:016x}");
+    }
+    t.to_ascii_lowercase()
+}
+
+fn parse_port(v: &str) -> Option<u16> {
+    let v = v.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok()
+}
+
+/// The vocabulary mapping of a metric name, and the priority its name carries.
+fn map_counter(name: &str) -> (Option<Mapping>, Option<u8>) {
+    if let Some(m) = vocabulary::lookup(Namespace::Prometheus, name) {
+        return (Some(m), None);
+    }
+    if let Some(rest) = name.strip_prefix("node_ethtool_") {
+        let stripped = rest.strip_suffix("_total");
+        for candidate in stripped.into_iter().chain([rest]) {
+            let ethtool = unrename_ethtool(candidate);
+            if let Some((template, p)) = vocabulary::split_priority(&ethtool)
+                && let Some(m) = vocabulary::lookup(Namespace::Ethtool, &template)
+            {
+                return (Some(m), Some(p));
+            }
+            if let Some(m) = vocabulary::lookup(Namespace::Ethtool, &ethtool) {
+                return (Some(m), None);
+            }
+        }
+    }
+    (None, None)
+}
+
+/// Undo node_exporter's `buildEthtoolFQName` renaming: `received` -> `rx`, `transmitted` -> `tx`
+/// at `_` boundaries (`received_prio3_pause` -> `rx_prio3_pause`).
+fn unrename_ethtool(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for (i, word) in name.split('_').enumerate() {
+        if i > 0 {
+            out.push('_');
+        }
+        out.push_str(match word {
+            "received" => "rx",
+            "transmitted" => "tx",
+            w => w,
+        });
+    }
+    out
+}
+
+fn type_is_counter(name: &str, family: Option<MetricType>) -> bool {
+    if name.ends_with("_created") {
+        return false;
+    }
+    match family {
+        Some(MetricType::Counter) => true,
+        Some(MetricType::Histogram | MetricType::Summary) => {
+            name.ends_with("_count") || name.ends_with("_sum") || name.ends_with("_bucket")
+        }
+        Some(MetricType::Gauge | MetricType::GaugeHistogram | MetricType::Info | MetricType::StateSet) => false,
+        Some(MetricType::Untyped) | None => name.ends_with("_total"),
+    }
+}
+
+fn push_escaped(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// A sample value, and whether it was written in float syntax.
+fn parse_value(tok: &[u8]) -> Option<(Value, bool)> {
+    let digits = tok.strip_prefix(b"+").unwrap_or(tok);
+    if !digits.is_empty() {
+        let mut v: u64 = 0;
+        let mut exact = true;
+        for &d in digits {
+            if !d.is_ascii_digit() {
+                exact = false;
+                break;
+            }
+            match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(d - b'0'))) {
+                Some(x) => v = x,
+                None => {
+                    exact = false;
+                    break;
+                }
+            }
+        }
+        if exact {
+            return Some((Value::U64(v), false));
+        }
+    }
+    let s = std::str::from_utf8(tok).ok()?;
+    // Rust also accepts `infinity`; Go (the exporters) writes `+Inf`, `-Inf`, `NaN`.
+    let f: f64 = s.parse().ok()?;
+    Some((Value::from_f64(f), true))
+}
+
+fn is_dcgm_blank(v: Value, float_syntax: bool) -> bool {
+    match v {
+        Value::U64(x) => x >= DCGM_INT64_BLANK || (float_syntax && (DCGM_FP64_BLANK..=DCGM_FP64_BLANK + 5).contains(&x)),
+        Value::F64(f) => f >= DCGM_INT64_BLANK as f64,
+        Value::Null => false,
+    }
+}
+
+/// A plain integer token with an optional sign.
+fn parse_i64(tok: &[u8]) -> Option<i64> {
+    let (neg, digits) = match tok.split_first() {
+        Some((b'-', r)) => (true, r),
+        Some((b'+', r)) => (false, r),
+        _ => (false, tok),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// Seconds (`1764686822`, `1764686822.123456789`, `1.7646868e9`) to ns; decimal forms exactly.
+fn parse_seconds(tok: &[u8]) -> Option<i64> {
+    let (neg, body) = match tok.split_first() {
+        Some((b'-', r)) => (true, r),
+        Some((b'+', r)) => (false, r),
+        _ => (false, tok),
+    };
+    let (int, frac) = match memchr::memchr(b'.', body) {
+        Some(dot) => (body.get(..dot)?, body.get(dot + 1..)?),
+        None => (body, &b""[..]),
+    };
+    let decimal = !(int.is_empty() && frac.is_empty())
+        && int.iter().all(u8::is_ascii_digit)
+        && frac.iter().all(u8::is_ascii_digit);
+    if decimal {
+        let mut secs: i64 = 0;
+        for &d in int {
+            secs = secs.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
+        }
+        let mut frac_ns: i64 = 0;
+        for k in 0..9 {
+            frac_ns = frac_ns * 10 + frac.get(k).map_or(0, |d| i64::from(d - b'0'));
+        }
+        let ns = secs.checked_mul(NS_PER_S)?.checked_add(frac_ns)?;
+        return Some(if neg { -ns } else { ns });
+    }
+    let f: f64 = std::str::from_utf8(tok).ok()?.parse().ok()?;
+    let ns = f * 1e9;
+    (ns.is_finite() && ns.abs() < 9.2e18).then(|| ns.round() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_exact_integers_or_floats() {
+        assert_eq!(parse_value(b"18446744073709551615"), Some((Value::U64(u64::MAX), false)));
+        assert_eq!(parse_value(b"+7"), Some((Value::U64(7), false)));
+        assert_eq!(parse_value(b"9007199254740993"), Some((Value::U64(9_007_199_254_740_993), false)));
+        assert_eq!(parse_value(b"18446744073709551616"), Some((Value::F64(18_446_744_073_709_551_616.0), true)));
+        assert_eq!(parse_value(b"1.493376e+07"), Some((Value::U64(14_933_760), true)));
+        assert_eq!(parse_value(b"-3.5"), Some((Value::F64(-3.5), true)));
+        assert_eq!(parse_value(b"+Inf"), Some((Value::F64(f64::INFINITY), true)));
+        assert_eq!(parse_value(b"-Inf"), Some((Value::F64(f64::NEG_INFINITY), true)));
+        assert_eq!(parse_value(b"Inf"), Some((Value::F64(f64::INFINITY), true)));
+        assert!(matches!(parse_value(b"NaN"), Some((Value::F64(v), true)) if v.is_nan()));
+        assert_eq!(parse_value(b""), None);
+        assert_eq!(parse_value(b"+"), None);
+        assert_eq!(parse_value(b"12abc"), None);
+        assert_eq!(parse_value(b"\xff"), None);
+    }
+
+    #[test]
+    fn series_end_honours_quotes_and_escapes() {
+        let l = br#"m{a="}",b="x\"}y"} 1 2"#;
+        let p = split_sample(l).expect("sample");
+        assert_eq!(&l[..p.key_end], br#"m{a="}",b="x\"}y"}"#);
+        assert_eq!((p.value, p.timestamp), (&b"1"[..], Some(&b"2"[..])));
+        let p = split_sample(b"m\t\t 5 \t").expect("sample");
+        assert_eq!((p.key_end, p.value, p.timestamp), (1, &b"5"[..], None));
+        let p = split_sample(b"m {a=\"b\"} 5 # {trace_id=\"x\"} 1").expect("sample");
+        assert_eq!((p.key_end, p.value, p.timestamp), (9, &b"5"[..], None));
+        assert!(split_sample(b"m{a=\"b").is_err());
+        assert!(split_sample(b"m{a=\"b\\").is_err());
+        assert!(split_sample(b"m").is_err());
+        assert!(split_sample(b"m 1 2 3").is_err());
+        assert!(split_sample(b"m{a=\"b\"}").is_err());
+    }
+
+    #[test]
+    fn labels_unescape_and_allow_blanks_and_a_trailing_comma() {
+        let l = parse_labels(br#"{gpu="0", UUID="x" , p="a\\b\"c\nd",}"#, 128).expect("labels");
+        let got: Vec<_> = l.iter().map(|l| (l.name, l.value.as_str())).collect();
+        assert_eq!(got, vec![("gpu", "0"), ("UUID", "x"), ("p", "a\\b\"c\nd")]);
+        assert_eq!(parse_labels(b"{a=\"1\",b=\"2\"}", 1).err(), Some(Fail::TooManyLabels));
+        assert!(parse_labels(b"{a=\"1\",a=\"2\"}", 9).is_err());
+        assert!(parse_labels(b"{1a=\"1\"}", 9).is_err());
+        assert!(parse_labels(b"{a=\"\xff\"}", 9).is_err());
+        assert!(parse_labels(b"{a=1}", 9).is_err());
+        assert!(parse_labels(b"", 9).is_ok_and(|l| l.is_empty()));
+        assert!(parse_labels(b"{}", 9).is_ok_and(|l| l.is_empty()));
+    }
+
+    #[test]
+    fn hosts_lose_their_port() {
+        assert_eq!(strip_port("gpu017:9100"), "gpu017");
+        assert_eq!(strip_port("10.0.0.5:9100"), "10.0.0.5");
+        assert_eq!(strip_port("[::1]:9100"), "::1");
+        assert_eq!(strip_port("[fd00::17]"), "fd00::17");
+        assert_eq!(strip_port("fe80::1"), "fe80::1");
+        assert_eq!(strip_port("gpu017"), "gpu017");
+        assert_eq!(strip_port("gpu017:"), "gpu017:");
+    }
+
+    #[test]
+    fn guids_normalise() {
+        assert_eq!(normalize_guid("0x7CFE9003003B4B96"), "0x7cfe9003003b4b96");
+        assert_eq!(normalize_guid("7cfe:9003:003b:4b96"), "0x7cfe9003003b4b96");
+        assert_eq!(normalize_guid("0x2c9030001"), "0x00000002c9030001");
+        assert_eq!(normalize_guid("Not-A-GUID"), "not-a-guid");
+    }
+
+    #[test]
+    fn ethtool_names_map_back() {
+        assert_eq!(unrename_ethtool("received_prio3_pause"), "rx_prio3_pause");
+        assert_eq!(unrename_ethtool("port_received_dropped"), "port_rx_dropped");
+        let (m, p) = map_counter("node_ethtool_received_prio3_pause");
+        assert_eq!((m.map(|m| m.def.name), p), (Some("rx_pause_frames"), Some(3)));
+        let (m, p) = map_counter("node_ethtool_received_packets_total");
+        assert_eq!((m.map(|m| m.def.name), p), (Some("netdev_rx_packets"), None));
+        let (m, p) = map_counter("node_ethtool_prio5_received_octets");
+        assert_eq!((m.map(|m| m.def.name), p), (Some("prio_rx_bytes"), Some(5)));
+        assert_eq!(map_counter("node_ethtool_received_broadcast").0, None);
+    }
+
+    #[test]
+    fn timestamps_in_seconds_are_exact() {
+        assert_eq!(parse_seconds(b"1764686822"), Some(1_764_686_822_000_000_000));
+        assert_eq!(parse_seconds(b"1764686822.123456789"), Some(1_764_686_822_123_456_789));
+        assert_eq!(parse_seconds(b"1764686822.5"), Some(1_764_686_822_500_000_000));
+        assert_eq!(parse_seconds(b"-1.5"), Some(-1_500_000_000));
+        assert_eq!(parse_seconds(b"1.7e9"), Some(1_700_000_000_000_000_000));
+        assert_eq!(parse_seconds(b"1e30"), None);
+        assert_eq!(parse_seconds(b"NaN"), None);
+        assert_eq!(parse_seconds(b"."), None);
+        assert_eq!(parse_i64(b"-1700000000000"), Some(-1_700_000_000_000));
+        assert_eq!(parse_i64(b"99999999999999999999"), None);
+    }
+
+    #[test]
+    fn dcgm_blanks() {
+        assert!(is_dcgm_blank(Value::U64(9_223_372_036_854_775_794), false));
+        assert!(!is_dcgm_blank(Value::U64(9_223_372_036_854_775_791), false));
+        assert!(is_dcgm_blank(Value::U64(140_737_488_355_328), true));
+        assert!(!is_dcgm_blank(Value::U64(140_737_488_355_328), false));
+        assert!(is_dcgm_blank(Value::F64(9.3e18), true));
     }
 }

@@ -1,0 +1,45 @@
+# Developer and CI entry points. Every target sets up what it needs on a fresh machine.
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PIP     := $(PY) -m pip --disable-pip-version-check -q
+
+.PHONY: setup demo test test-rust test-python lint fmt bench docs clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+# Builds the Rust extension in release mode and installs the package with its test extras.
+setup: $(PY)
+	$(PIP) install -e '.[test]'
+
+demo: setup
+	$(VENV)/bin/fabricscope parse sample_traces/ -o out/samples.parquet
+
+test-rust:
+	cargo test --workspace --locked
+
+test-python: setup
+	$(PY) -m pytest -q
+
+test: test-rust test-python
+
+lint: setup
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+fmt:
+	cargo fmt --all
+	$(VENV)/bin/ruff format .
+
+bench: setup
+	$(PIP) install -e '.[test,bench]'
+	$(PY) bench/bench_parse.py
+
+docs: setup
+	$(PY) docs/generate_counters.py > docs/counters.md
+
+clean:
+	rm -rf $(VENV) target out

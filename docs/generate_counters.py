@@ -1,0 +1,43 @@
+"""Print docs/counters.md from the live registry: `python docs/generate_counters.py > docs/counters.md`."""
+
+from __future__ import annotations
+
+import fabricscope
+
+
+def main() -> None:
+    c = fabricscope.counters()
+    print("# Counter vocabulary")
+    print()
+    print("Generated from `rust/fabricscope-core/src/vocabulary.rs` by `make docs`; do not edit.")
+    print("`fabricscope counters` prints the same registry.")
+    print()
+    print("- **unit** is the unit of the stored value (after parse-time conversion).")
+    print("- **overflow**: `saturate@N` pegs at 2^N-1 (IB PMA), `wrap@N` wraps at 2^N,")
+    print("  `saturate@32|wrap@64` is 32-bit saturating or 64-bit depending on PMA capability.")
+    print("- Spellings are `namespace:raw`; `(xN)` marks values multiplied at parse time")
+    print("  (4-octet data words). Ethtool `{p}` is the priority 0-7, which goes to `priority`.")
+    print()
+    for layer in ["network", "nvlink", "pcie", "cxl", "device"]:
+        part = c.filter(c["layer"] == layer)
+        if part.is_empty():
+            continue
+        print(f"## Layer: {layer}")
+        print()
+        print("| counter | unit | kind | overflow | per priority | meaning | spellings |")
+        print("|---|---|---|---|---|---|---|")
+        for r in part.iter_rows(named=True):
+            sp = "<br>".join(f"`{s}`" for s in r["spellings"])
+            pp = "yes" if r["per_priority"] else ""
+            print(f"| `{r['name']}` | {r['unit']} | {r['kind']} | {r['overflow']} | {pp} | {r['description']} | {sp} |")
+        print()
+    print("## Formats")
+    print()
+    print("| format | produced by | detection | timestamps |")
+    print("|---|---|---|---|")
+    for r in fabricscope.formats().iter_rows(named=True):
+        print(f"| `{r['name']}` | {r['produced_by']} | {r['detection']} | {r['timestamps']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""The fabricscope command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from fabricscope.cli import main
+
+
+def test_parse_writes_parquet_and_summary(
+    tmp_path: Path, samples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o" / "samples.parquet"
+    assert main(["parse", str(samples_dir), "-o", str(out), "-q"]) == 0
+    text = capsys.readouterr().out
+    assert "federate-rail0.prom" in text and "gpu03-eth2.log" in text
+    assert f"wrote {out}" in text
+    df = pl.read_parquet(out)
+    import fabricscope
+
+    assert df.height == fabricscope.read(samples_dir).height
+    assert {"time", "host", "device", "counter", "value_u64"} <= set(df.columns)
+    attrs = pl.read_parquet(tmp_path / "o" / "samples.attributes.parquet")
+    assert "link_layer" in attrs["key"].cast(pl.String).to_list()
+    assert not (tmp_path / "o" / "samples.parquet.tmp").exists()
+
+
+def test_parse_json_summary_counts_rows(tmp_path: Path, samples_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", str(samples_dir / "ethtool"), "--json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["samples"] == sum(i["rows"] for i in doc["inputs"])
+    assert doc["inputs"][0]["format"] == "ethtool"
+    assert doc["inputs"][0]["time_source"] == "in-file"
+
+
+def test_unreadable_input_exits_3_and_leaves_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.parquet"
+    assert main(["parse", str(tmp_path / "missing.prom"), "-o", str(out), "-q"]) == 3
+    assert "cannot read input" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_malformed_input_strict_exits_3_lenient_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "bad.prom"
+    p.write_text('a{instance="h"} 1 1796200000000\na{instance="h" 2\n')
+    assert main(["parse", str(p), "-q"]) == 3
+    assert "line 2" in capsys.readouterr().err
+    assert main(["parse", str(p), "-q", "--lenient"]) == 0
+    assert "line 2" in capsys.readouterr().out
+
+
+def test_formats_and_counters_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["formats", "--output-format", "csv"]) == 0
+    assert "sysfs-grep" in capsys.readouterr().out
+    assert main(["counters", "--layer", "nvlink", "--output-format", "json"]) == 0
+    names = [c["name"] for c in json.loads(capsys.readouterr().out)]
+    assert "nvlink_tx_bytes_per_s" in names and "port_xmit_data_bytes" not in names
+
+
+def test_console_script_help_and_progress(tmp_path: Path, samples_dir: Path) -> None:
+    exe = Path(sys.executable).parent / "fabricscope"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
+    h = subprocess.run([*cmd, "parse", "--help"], capture_output=True, text=True, check=True)
+    assert "examples:" in h.stdout
+    r = subprocess.run(
+        [*cmd, "parse", str(samples_dir), "--progress", "-o", str(tmp_path / "s.parquet")],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "MB/s" in r.stderr and "rows" in r.stderr
