@@ -1,6 +1,7 @@
 //! The one error type of the core. The binding crate maps each variant to a Python exception in
 //! exactly one place (`fabricscope-py/src/error.rs`).
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// Where in an input a problem was found. Line numbers are 1-based; byte offsets are 0-based and
@@ -127,7 +128,7 @@ pub fn excerpt(bytes: &[u8], max: usize) -> String {
                 out.push_str("...\"");
                 return out;
             }
-            out.push_str(&format!("\\x{b:02x}"));
+            let _ = write!(out, "\\x{b:02x}");
             n += 1;
         }
     }

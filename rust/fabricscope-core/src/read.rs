@@ -198,7 +198,12 @@ impl<'a> ReadContext<'a> {
 
     /// Build a format error for this input.
     pub fn format_error(&self, position: Position, expected: &str, found: &[u8]) -> Error {
-        Error::Format { path: self.path.to_path_buf(), position, expected: expected.to_owned(), found: excerpt(found, 80) }
+        Error::Format {
+            path: self.path.to_path_buf(),
+            position,
+            expected: expected.to_owned(),
+            found: excerpt(found, 80),
+        }
     }
 
     /// Report a malformed record: an error in strict mode, counted and skipped otherwise.
@@ -356,13 +361,20 @@ enum Unit {
     Failed(PathBuf, String),
 }
 
-/// Is `dir` the root of a sysfs copy (`.../sys`, `.../class`, `.../infiniband`, or one device)?
+/// Is `dir` the root of a sysfs copy: `.../sys`, `.../class`, `.../class/{infiniband,net}`, one
+/// IB device, one net device, `.../ports`, or one port directory?
 fn sysfs_root_kind(dir: &Path) -> bool {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     dir.join("class/infiniband").is_dir()
         || dir.join("class/net").is_dir()
-        || dir.join("infiniband").is_dir() && dir.file_name().is_some_and(|n| n == "class")
-        || dir.file_name().is_some_and(|n| n == "infiniband" || n == "net") && has_child_with(dir, "ports")
+        || (name == "class" && (dir.join("infiniband").is_dir() || dir.join("net").is_dir()))
+        || (name == "infiniband" && has_child_with(dir, "ports"))
+        || (name == "net" && has_child_with(dir, "statistics"))
         || dir.join("ports").is_dir()
+        || (dir.join("statistics").is_dir() && dir.join("operstate").is_file())
+        || (name == "ports" && (has_child_with(dir, "counters") || has_child_with(dir, "hw_counters")))
+        || dir.join("counters").is_dir()
+        || dir.join("hw_counters").is_dir()
 }
 
 fn has_child_with(dir: &Path, sub: &str) -> bool {
@@ -476,7 +488,7 @@ pub fn total_input_bytes(paths: &[PathBuf]) -> u64 {
     units
         .iter()
         .map(|u| match u {
-            Unit::File(p) => std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
+            Unit::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
             Unit::SysfsTree { .. } | Unit::Failed(..) => 0,
         })
         .sum()
@@ -605,7 +617,14 @@ fn open_decompressed(path: &Path, opts: &ReadOptions) -> Result<(Box<dyn Read + 
 }
 
 /// Read until `buf` holds `want` bytes or the input ends. Returns true at end of input.
-fn fill(reader: &mut dyn Read, buf: &mut Vec<u8>, want: usize, path: &Path, codec: Codec, produced: u64) -> Result<bool> {
+fn fill(
+    reader: &mut dyn Read,
+    buf: &mut Vec<u8>,
+    want: usize,
+    path: &Path,
+    codec: Codec,
+    produced: u64,
+) -> Result<bool> {
     while buf.len() < want {
         let old = buf.len();
         buf.resize(want, 0);
@@ -658,9 +677,10 @@ fn read_file(
         });
     }
 
-    let format = match opts.format {
-        Some(f) => f,
-        None => {
+    let format = if let Some(f) = opts.format {
+        f
+    } else {
+        {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let head = &buf[..buf.len().min(64 << 10)];
             match formats::detect(head, &name) {

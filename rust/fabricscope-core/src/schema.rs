@@ -27,8 +27,8 @@ use std::sync::Arc;
 use ahash::AHashMap;
 use arrow_array::types::Int32Type;
 use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, RecordBatch, StringArray, TimestampNanosecondArray,
-    UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, RecordBatch, StringArray,
+    TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
 use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -98,11 +98,7 @@ impl Value {
     /// float represents exactly (<= 2^53) become `U64`, so `1.493376e+07` and `14933760` agree.
     pub fn from_f64(v: f64) -> Value {
         const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-        if v >= 0.0 && v <= EXACT && v.fract() == 0.0 {
-            Value::U64(v as u64)
-        } else {
-            Value::F64(v)
-        }
+        if (0.0..=EXACT).contains(&v) && v.fract() == 0.0 { Value::U64(v as u64) } else { Value::F64(v) }
     }
 
     /// Apply a parse-time multiplier. Integer overflow falls back to a float rather than wrapping.
@@ -190,14 +186,13 @@ struct NullableColumn<T> {
 
 impl<T: Copy + Default> NullableColumn<T> {
     fn push(&mut self, v: Option<T>) {
-        match v {
-            Some(x) => {
-                self.values.push(x);
-                if let Some(b) = &mut self.valid {
-                    b.append(true);
-                }
+        if let Some(x) = v {
+            self.values.push(x);
+            if let Some(b) = &mut self.valid {
+                b.append(true);
             }
-            None => {
+        } else {
+            {
                 let b = self.valid.get_or_insert_with(|| {
                     let mut b = BooleanBufferBuilder::new(self.values.capacity().max(1024));
                     b.append_n(self.values.len(), true);
@@ -473,8 +468,28 @@ mod tests {
         let h = b.host("gpu01");
         let d = b.device("mlx5_0");
         let c = b.counter("port_xmit_data_bytes");
-        b.push(&Sample { time_ns: 1, host: h, device: d, port: Some(1), priority: None, counter: c, value: Value::U64(u64::MAX), scale: 4, is_counter: true });
-        b.push(&Sample { time_ns: 2, host: h, device: d, port: None, priority: Some(3), counter: c, value: Value::Null, scale: 1, is_counter: false });
+        b.push(&Sample {
+            time_ns: 1,
+            host: h,
+            device: d,
+            port: Some(1),
+            priority: None,
+            counter: c,
+            value: Value::U64(u64::MAX),
+            scale: 4,
+            is_counter: true,
+        });
+        b.push(&Sample {
+            time_ns: 2,
+            host: h,
+            device: d,
+            port: None,
+            priority: Some(3),
+            counter: c,
+            value: Value::Null,
+            scale: 1,
+            is_counter: false,
+        });
         let batch = b.finish().expect("valid batch");
         assert_eq!(batch.num_rows(), 2);
         let port = batch.column(3).as_any().downcast_ref::<UInt16Array>().expect("u16");

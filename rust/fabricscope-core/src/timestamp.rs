@@ -23,7 +23,7 @@ pub fn parse_timestamp_line(line: &str) -> Option<i64> {
         s = rest.trim_start();
     }
     for key in ["timestamp:", "timestamp=", "time:", "time=", "date:", "date="] {
-        if s.len() >= key.len() && s[..key.len()].eq_ignore_ascii_case(key) {
+        if s.get(..key.len()).is_some_and(|p| p.eq_ignore_ascii_case(key)) {
             s = s[key.len()..].trim_start();
             break;
         }
@@ -95,29 +95,29 @@ pub fn timestamp_from_file_name(name: &str) -> Option<i64> {
             continue;
         }
         let run = digit_run(i);
-        // YYYYMMDD[T_-]HHMMSS
-        if run == 8 && i + 9 < n && matches!(b[i + 8], b'T' | b'_' | b'-') && digit_run(i + 9) >= 6 {
-            if let Some(ns) = ymd_hms(&name[i..i + 8], &name[i + 9..i + 15], "%Y%m%d", "%H%M%S") {
-                return Some(ns);
-            }
+        // YYYYMMDD[T_-]HHMMSS. `get` rather than indexing: names may hold multi-byte UTF-8.
+        if run == 8
+            && matches!(b.get(i + 8), Some(b'T' | b'_' | b'-'))
+            && i + 9 < n
+            && digit_run(i + 9) >= 6
+            && let (Some(d), Some(t)) = (name.get(i..i + 8), name.get(i + 9..i + 15))
+            && let Some(ns) = ymd_hms(d, t, "%Y%m%d", "%H%M%S")
+        {
+            return Some(ns);
         }
         // YYYY-MM-DD[T_ ]HH[:-]MM[:-]SS
-        if run == 4 && i + 19 <= n {
-            let date = &name[i..i + 10];
-            let sep = b[i + 10];
-            if matches!(sep, b'T' | b'_' | b' ') {
-                let time = name[i + 11..i + 19].replace('-', ":");
-                if let Some(ns) = ymd_hms(date, &time, "%Y-%m-%d", "%H:%M:%S") {
-                    return Some(ns);
-                }
-            }
+        if run == 4
+            && matches!(b.get(i + 10), Some(b'T' | b'_' | b' '))
+            && let (Some(date), Some(time)) = (name.get(i..i + 10), name.get(i + 11..i + 19))
+            && let Some(ns) = ymd_hms(date, &time.replace('-', ":"), "%Y-%m-%d", "%H:%M:%S")
+        {
+            return Some(ns);
         }
-        if run == 10 {
-            if let Ok(secs) = name[i..i + 10].parse::<i64>() {
-                if plausible_epoch_seconds(secs) {
-                    return Some(secs * NS_PER_S);
-                }
-            }
+        if run == 10
+            && let Some(Ok(secs)) = name.get(i..i + 10).map(str::parse::<i64>)
+            && plausible_epoch_seconds(secs)
+        {
+            return Some(secs * NS_PER_S);
         }
         i += run.max(1);
     }
@@ -163,5 +163,7 @@ mod tests {
         assert_eq!(timestamp_from_file_name("snap-1764686822.txt.gz"), Some(T));
         assert_eq!(timestamp_from_file_name("mlx5_0-port1.txt"), None);
         assert_eq!(timestamp_from_file_name("12345678901234.txt"), None);
+        assert_eq!(timestamp_from_file_name("2026éééééééé.txt"), None);
+        assert_eq!(timestamp_from_file_name("20261202Tééé.txt"), None);
     }
 }

@@ -226,15 +226,14 @@ const fn c(
 use Kind::{Counter as CTR, Gauge as GAU};
 use Layer::{Device as DEV, Network as NET, Nvlink as NVL, Pcie as PCI};
 use Overflow::{None as NOOVF, Saturate as SAT, Wrap as WRAP};
-use Unit::{
-    Bits, Bytes, BytesPerSecond, Celsius, Events, Lanes, Microseconds, Packets, Percent, StateId, Ticks,
-};
+use Unit::{Bits, Bytes, BytesPerSecond, Celsius, Events, Lanes, Microseconds, Packets, Percent, StateId, Ticks};
 
 const IB_DATA: Overflow = Overflow::SaturateOrWide { basic: 32, extended: 64 };
 
 /// Every canonical counter. Sources: kernel `drivers/infiniband/core/sysfs.c` (PMA widths),
 /// `drivers/infiniband/hw/mlx5/counters.c` (hw_counters), mlx5 `counters.rst` (ethtool), IBA spec
 /// via perfquery man page (4-octet data words), DCGM `dcgm_fields.h`.
+#[rustfmt::skip]
 pub static COUNTERS: &[CounterDef] = &[
     // --- InfiniBand PMA PortCounters / PortCountersExtended -------------------------------------
     c("port_xmit_data_bytes", Bytes, CTR, IB_DATA, NET, false, "Data octets transmitted on all VLs (PMA PortXmitData, counted in 4-octet words, stored as bytes)"),
@@ -245,6 +244,17 @@ pub static COUNTERS: &[CounterDef] = &[
     c("unicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets received (PMA PortUnicastRcvPkts, extended only)"),
     c("multicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets transmitted (PMA PortMulticastXmitPkts, extended only)"),
     c("multicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets received (PMA PortMulticastRcvPkts, extended only)"),
+    // Old mlx4 kernels (< 4.5) expose 64-bit copies in `counters_ext/` beside the basic
+    // 32-bit `counters/` files (node_exporter calls them `legacy_*`). Both exist on one port with
+    // different values, so they are distinct series; analysis prefers these when present.
+    c("ext_port_xmit_data_bytes", Bytes, CTR, WRAP(64), NET, false, "64-bit PortXmitData from legacy counters_ext (4-octet words, stored as bytes)"),
+    c("ext_port_rcv_data_bytes", Bytes, CTR, WRAP(64), NET, false, "64-bit PortRcvData from legacy counters_ext (4-octet words, stored as bytes)"),
+    c("ext_port_xmit_packets", Packets, CTR, WRAP(64), NET, false, "64-bit PortXmitPkts from legacy counters_ext"),
+    c("ext_port_rcv_packets", Packets, CTR, WRAP(64), NET, false, "64-bit PortRcvPkts from legacy counters_ext"),
+    c("ext_unicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets transmitted, legacy counters_ext"),
+    c("ext_unicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets received, legacy counters_ext"),
+    c("ext_multicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets transmitted, legacy counters_ext"),
+    c("ext_multicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets received, legacy counters_ext"),
     c("symbol_errors", Events, CTR, SAT(16), NET, false, "Minor link errors detected on one or more physical lanes (PMA SymbolErrorCounter)"),
     c("link_error_recovery_events", Events, CTR, SAT(8), NET, false, "Successful link error recoveries (PMA LinkErrorRecoveryCounter)"),
     c("link_downed_events", Events, CTR, SAT(8), NET, false, "Link error recoveries that failed and took the link down (PMA LinkDownedCounter)"),
@@ -373,7 +383,12 @@ const fn words(namespace: Namespace, raw: &'static str, counter: &'static str, o
     Spelling { namespace, raw, counter, multiply: 4, scale: 4, overflow }
 }
 /// A data counter the exporter already multiplied by 4: record the scale, do not multiply again.
-const fn words_done(namespace: Namespace, raw: &'static str, counter: &'static str, overflow: Option<Overflow>) -> Spelling {
+const fn words_done(
+    namespace: Namespace,
+    raw: &'static str,
+    counter: &'static str,
+    overflow: Option<Overflow>,
+) -> Spelling {
     Spelling { namespace, raw, counter, multiply: 1, scale: 4, overflow }
 }
 const fn ovf(namespace: Namespace, raw: &'static str, counter: &'static str, overflow: Overflow) -> Spelling {
@@ -383,6 +398,7 @@ const fn ovf(namespace: Namespace, raw: &'static str, counter: &'static str, ove
 use Namespace::{Ethtool as ETH, Prometheus as PROM, Sysfs as SYS};
 
 /// Every known spelling.
+#[rustfmt::skip]
 pub static SPELLINGS: &[Spelling] = &[
     // --- sysfs: /sys/class/infiniband/<dev>/ports/<n>/... (kernel core/sysfs.c, hw/mlx5/counters.c)
     words(SYS, "counters/port_xmit_data", "port_xmit_data_bytes", None),
@@ -407,14 +423,14 @@ pub static SPELLINGS: &[Spelling] = &[
     s(SYS, "counters/VL15_dropped", "vl15_dropped_packets"),
     s(SYS, "counters/port_xmit_wait", "port_xmit_wait_ticks"),
     // legacy mlx4 counters_ext (kernels < 4.5): 64-bit, data still in words
-    words(SYS, "counters_ext/port_xmit_data_64", "port_xmit_data_bytes", Some(WRAP(64))),
-    words(SYS, "counters_ext/port_rcv_data_64", "port_rcv_data_bytes", Some(WRAP(64))),
-    ovf(SYS, "counters_ext/port_xmit_packets_64", "port_xmit_packets", WRAP(64)),
-    ovf(SYS, "counters_ext/port_rcv_packets_64", "port_rcv_packets", WRAP(64)),
-    s(SYS, "counters_ext/port_unicast_xmit_packets", "unicast_xmit_packets"),
-    s(SYS, "counters_ext/port_unicast_rcv_packets", "unicast_rcv_packets"),
-    s(SYS, "counters_ext/port_multicast_xmit_packets", "multicast_xmit_packets"),
-    s(SYS, "counters_ext/port_multicast_rcv_packets", "multicast_rcv_packets"),
+    words(SYS, "counters_ext/port_xmit_data_64", "ext_port_xmit_data_bytes", None),
+    words(SYS, "counters_ext/port_rcv_data_64", "ext_port_rcv_data_bytes", None),
+    s(SYS, "counters_ext/port_xmit_packets_64", "ext_port_xmit_packets"),
+    s(SYS, "counters_ext/port_rcv_packets_64", "ext_port_rcv_packets"),
+    s(SYS, "counters_ext/port_unicast_xmit_packets", "ext_unicast_xmit_packets"),
+    s(SYS, "counters_ext/port_unicast_rcv_packets", "ext_unicast_rcv_packets"),
+    s(SYS, "counters_ext/port_multicast_xmit_packets", "ext_multicast_xmit_packets"),
+    s(SYS, "counters_ext/port_multicast_rcv_packets", "ext_multicast_rcv_packets"),
     s(SYS, "hw_counters/rx_write_requests", "rx_write_requests"),
     s(SYS, "hw_counters/rx_read_requests", "rx_read_requests"),
     s(SYS, "hw_counters/rx_atomic_requests", "rx_atomic_requests"),
@@ -523,14 +539,14 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PROM, "node_infiniband_unicast_packets_received_total", "unicast_rcv_packets"),
     s(PROM, "node_infiniband_multicast_packets_transmitted_total", "multicast_xmit_packets"),
     s(PROM, "node_infiniband_multicast_packets_received_total", "multicast_rcv_packets"),
-    words_done(PROM, "node_infiniband_legacy_data_transmitted_bytes_total", "port_xmit_data_bytes", Some(WRAP(64))),
-    words_done(PROM, "node_infiniband_legacy_data_received_bytes_total", "port_rcv_data_bytes", Some(WRAP(64))),
-    ovf(PROM, "node_infiniband_legacy_packets_transmitted_total", "port_xmit_packets", WRAP(64)),
-    ovf(PROM, "node_infiniband_legacy_packets_received_total", "port_rcv_packets", WRAP(64)),
-    s(PROM, "node_infiniband_legacy_unicast_packets_transmitted_total", "unicast_xmit_packets"),
-    s(PROM, "node_infiniband_legacy_unicast_packets_received_total", "unicast_rcv_packets"),
-    s(PROM, "node_infiniband_legacy_multicast_packets_transmitted_total", "multicast_xmit_packets"),
-    s(PROM, "node_infiniband_legacy_multicast_packets_received_total", "multicast_rcv_packets"),
+    words_done(PROM, "node_infiniband_legacy_data_transmitted_bytes_total", "ext_port_xmit_data_bytes", None),
+    words_done(PROM, "node_infiniband_legacy_data_received_bytes_total", "ext_port_rcv_data_bytes", None),
+    s(PROM, "node_infiniband_legacy_packets_transmitted_total", "ext_port_xmit_packets"),
+    s(PROM, "node_infiniband_legacy_packets_received_total", "ext_port_rcv_packets"),
+    s(PROM, "node_infiniband_legacy_unicast_packets_transmitted_total", "ext_unicast_xmit_packets"),
+    s(PROM, "node_infiniband_legacy_unicast_packets_received_total", "ext_unicast_rcv_packets"),
+    s(PROM, "node_infiniband_legacy_multicast_packets_transmitted_total", "ext_multicast_xmit_packets"),
+    s(PROM, "node_infiniband_legacy_multicast_packets_received_total", "ext_multicast_rcv_packets"),
     s(PROM, "node_infiniband_link_downed_total", "link_downed_events"),
     s(PROM, "node_infiniband_link_error_recovery_total", "link_error_recovery_events"),
     s(PROM, "node_infiniband_port_constraint_errors_received_total", "port_rcv_constraint_errors"),

@@ -147,8 +147,11 @@ fn directives_set_host_device_and_time_per_snapshot() {
         NIC statistics:\n     rx_packets: 3\n";
     let p = temp_file("eth9.txt", text);
     let out = read1(&p, &ReadOptions { host: None, ..opts() });
-    let got: Vec<_> =
-        out.rows.iter().map(|r| (r.time_ns, r.host.as_str(), r.device.as_str(), r.counter.as_str(), r.value.clone())).collect();
+    let got: Vec<_> = out
+        .rows
+        .iter()
+        .map(|r| (r.time_ns, r.host.as_str(), r.device.as_str(), r.counter.as_str(), r.value.clone()))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -164,9 +167,11 @@ fn directives_set_host_device_and_time_per_snapshot() {
 
 #[test]
 fn device_comes_from_the_file_name_else_unknown_with_a_warning() {
-    for (name, device) in
-        [("gpu01_eth2_ethtool.log", "eth2"), ("ethtool-S-ens1f0np0-20261202T1447Z.txt", "ens1f0np0"), ("eth3.txt", "eth3")]
-    {
+    for (name, device) in [
+        ("gpu01_eth2_ethtool.log", "eth2"),
+        ("ethtool-S-ens1f0np0-20261202T1447Z.txt", "ens1f0np0"),
+        ("eth3.txt", "eth3"),
+    ] {
         let p = temp_file(name, b"NIC statistics:\n     rx_packets: 5\n");
         let out = read1(&p, &opts());
         assert_eq!(out.rows[0].device, device, "{name}");
@@ -231,7 +236,11 @@ fn empty_input_has_no_rows() {
 #[test]
 fn bad_values_fail_strict_with_file_and_line_and_are_counted_in_lenient_mode() {
     let cases: &[(&str, &[u8], u64)] = &[
-        ("above-u64", b"NIC statistics:\n     rx_packets: 1\n     rx_bytes: 18446744073709551616\n     tx_packets: 3\n", 3),
+        (
+            "above-u64",
+            b"NIC statistics:\n     rx_packets: 1\n     rx_bytes: 18446744073709551616\n     tx_packets: 3\n",
+            3,
+        ),
         ("negative", b"NIC statistics:\n     rx_packets: 1\n     rx_bytes: -5\n     tx_packets: 3\n", 3),
         ("fraction", b"NIC statistics:\n     rx_packets: 1\n     rx_bytes: 1.5\n     tx_packets: 3\n", 3),
         ("utf8", b"NIC statistics:\n     rx_packets: 1\n     rx_\xff\xfebytes: 2\n     tx_packets: 3\n", 3),

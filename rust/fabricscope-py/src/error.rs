@@ -19,12 +19,27 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 
 pyo3::create_exception!(fabricscope.exceptions, FabricscopeError, PyException, "Base of every fabricscope error.");
-pyo3::create_exception!(fabricscope.exceptions, InputError, FabricscopeError, "An input path cannot be opened or read.");
+pyo3::create_exception!(
+    fabricscope.exceptions,
+    InputError,
+    FabricscopeError,
+    "An input path cannot be opened or read."
+);
 pyo3::create_exception!(fabricscope.exceptions, FormatError, FabricscopeError, "A record does not follow its format.");
 pyo3::create_exception!(fabricscope.exceptions, UnknownFormatError, FormatError, "No reader recognises the input.");
-pyo3::create_exception!(fabricscope.exceptions, DecompressionError, FormatError, "A gzip/zstd stream is corrupt or truncated.");
+pyo3::create_exception!(
+    fabricscope.exceptions,
+    DecompressionError,
+    FormatError,
+    "A gzip/zstd stream is corrupt or truncated."
+);
 pyo3::create_exception!(fabricscope.exceptions, LimitExceededError, FabricscopeError, "A resource bound was exceeded.");
-pyo3::create_exception!(fabricscope.exceptions, InternalError, FabricscopeError, "A bug in fabricscope (a Rust panic caught at the boundary).");
+pyo3::create_exception!(
+    fabricscope.exceptions,
+    InternalError,
+    FabricscopeError,
+    "A bug in fabricscope (a Rust panic caught at the boundary)."
+);
 
 struct Details {
     path: Option<String>,

@@ -87,11 +87,9 @@ pub fn read<'py>(
     let (result, samples, attributes) = guarded(py, move || {
         let samples = Mutex::new(Vec::<RecordBatch>::new());
         let attributes = Mutex::new(Vec::<RecordBatch>::new());
-        let sink = |ev: Event| {
-            match ev {
-                Event::Samples(b) => samples.lock().map(|mut v| v.push(b)).is_ok(),
-                Event::Attributes(b) => attributes.lock().map(|mut v| v.push(b)).is_ok(),
-            }
+        let sink = |ev: Event| match ev {
+            Event::Samples(b) => samples.lock().map(|mut v| v.push(b)).is_ok(),
+            Event::Attributes(b) => attributes.lock().map(|mut v| v.push(b)).is_ok(),
         };
         let result = read_paths(&paths, &opts, &sink);
         (result, samples.into_inner().unwrap_or_default(), attributes.into_inner().unwrap_or_default())

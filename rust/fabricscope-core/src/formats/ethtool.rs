@@ -74,20 +74,19 @@ impl EthtoolReader {
             Some(h) => h.clone(),
             None => self.fallback_host.get_or_insert_with(|| ctx.fallback_host()).clone(),
         };
-        let device = match &self.device {
-            Some(d) => d.clone(),
-            None => {
-                if self.path_device.is_none() {
-                    let derived = device_from_path(ctx.path);
-                    if derived.is_none() {
-                        ctx.warn(
-                            "no interface in the input (`# ethtool -S <if>`) or its file name: rows use device \"unknown\"",
-                        );
-                    }
-                    self.path_device = Some(derived.unwrap_or_else(|| "unknown".to_owned()));
+        let device = if let Some(d) = &self.device {
+            d.clone()
+        } else {
+            if self.path_device.is_none() {
+                let derived = device_from_path(ctx.path);
+                if derived.is_none() {
+                    ctx.warn(
+                        "no interface in the input (`# ethtool -S <if>`) or its file name: rows use device \"unknown\"",
+                    );
                 }
-                self.path_device.clone().unwrap_or_default()
+                self.path_device = Some(derived.unwrap_or_else(|| "unknown".to_owned()));
             }
+            self.path_device.clone().unwrap_or_default()
         };
         let snap = Snapshot { time_ns, host: ctx.samples.host(&host), device: ctx.samples.device(&device) };
         self.snapshot = Some(snap);
@@ -129,11 +128,9 @@ impl EthtoolReader {
             }
         }
         let Some((name, value)) = split_stat(line) else {
-            if indented {
-                if let Some(d) = parse_directive(line) {
-                    self.directive(d);
-                    return Ok(());
-                }
+            if indented && let Some(d) = parse_directive(line) {
+                self.directive(d);
+                return Ok(());
             }
             return ctx.bad_record(pos, "`NIC statistics:`, a `<name>: <value>` line or a timestamp line", raw);
         };
@@ -197,7 +194,9 @@ fn resolve_name(name: &str, ctx: &mut ReadContext<'_>) -> Resolved {
             scale: m.scale,
             is_counter: m.def.kind == Kind::Counter,
         },
-        None => Resolved { counter: ctx.samples.counter(name), priority: None, multiply: 1, scale: 1, is_counter: true },
+        None => {
+            Resolved { counter: ctx.samples.counter(name), priority: None, multiply: 1, scale: 1, is_counter: true }
+        }
     }
 }
 
@@ -220,7 +219,7 @@ fn parse_u64(s: &str) -> Option<u64> {
 /// The interface an input's path names, for dumps that do not echo the command.
 ///
 /// Rule, first match wins:
-/// 1. a file named `statistics` (optionally compressed, `statistics.gz`) is node_exporter's fixture
+/// 1. a file named `statistics` (optionally compressed, `statistics.gz`) is `node_exporter`'s fixture
 ///    layout `ethtool/<if>/statistics`: the parent directory's name;
 /// 2. otherwise the file name is cut at `_`, `-`, `.` and `+`, and the first piece that looks like a
 ///    Linux interface name is used: `eth`, `ib`, `bond`, `team`, `vlan`, `em`, `hsn` followed by a
@@ -246,10 +245,10 @@ fn looks_like_interface(token: &str) -> bool {
         return false;
     }
     for prefix in ["eth", "ib", "bond", "team", "vlan", "em", "hsn"] {
-        if let Some(rest) = token.strip_prefix(prefix) {
-            if rest.as_bytes().first().is_some_and(u8::is_ascii_digit) {
-                return true;
-            }
+        if let Some(rest) = token.strip_prefix(prefix)
+            && rest.as_bytes().first().is_some_and(u8::is_ascii_digit)
+        {
+            return true;
         }
     }
     if let Some(rest) = token.strip_prefix("en") {
@@ -261,11 +260,11 @@ fn looks_like_interface(token: &str) -> bool {
         };
     }
     // `p1p1`: biosdevname's PCI slot/port naming.
-    if let Some(rest) = token.strip_prefix('p') {
-        if let Some((slot, port)) = rest.split_once('p') {
-            let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-            return digits(slot) && digits(port);
-        }
+    if let Some(rest) = token.strip_prefix('p')
+        && let Some((slot, port)) = rest.split_once('p')
+    {
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+        return digits(slot) && digits(port);
     }
     false
 }

@@ -166,7 +166,7 @@ pub fn parse_directive(line: &str) -> Option<Directive> {
     }
     let body = t.trim_start_matches(['#', '$', '>']).trim_start();
     for key in ["hostname:", "hostname=", "host:", "host=", "node:", "node="] {
-        if body.len() > key.len() && body[..key.len()].eq_ignore_ascii_case(key) {
+        if body.len() > key.len() && body.get(..key.len()).is_some_and(|p| p.eq_ignore_ascii_case(key)) {
             let name = body[key.len()..].trim();
             if !name.is_empty() && !name.contains(char::is_whitespace) {
                 return Some(Directive::Host(name.to_owned()));
@@ -174,13 +174,12 @@ pub fn parse_directive(line: &str) -> Option<Directive> {
         }
     }
     let words: Vec<&str> = body.split_whitespace().collect();
-    if let Some(i) = words.iter().position(|w| *w == "ethtool" || w.ends_with("/ethtool")) {
-        let rest = &words[i + 1..];
-        if let Some(flag) = rest.iter().position(|w| *w == "-S" || *w == "--statistics") {
-            if let Some(dev) = rest.get(flag + 1) {
-                return Some(Directive::Device((*dev).to_owned()));
-            }
-        }
+    if let Some(i) = words.iter().position(|w| *w == "ethtool" || w.ends_with("/ethtool"))
+        && let Some(rest) = words.get(i + 1..)
+        && let Some(flag) = rest.iter().position(|w| *w == "-S" || *w == "--statistics")
+        && let Some(dev) = rest.get(flag + 1)
+    {
+        return Some(Directive::Device((*dev).to_owned()));
     }
     crate::timestamp::parse_timestamp_line(t).map(Directive::Time)
 }
@@ -243,9 +242,9 @@ fn looks_like_prom_sample(line: &str) -> bool {
         _ => return false,
     };
     // The value token must be a number: `pub fn main() {` is not a sample.
-    rest.split_whitespace().next().is_some_and(|v| {
-        v.parse::<f64>().is_ok() || matches!(v, "NaN" | "+Inf" | "-Inf" | "Inf")
-    })
+    rest.split_whitespace()
+        .next()
+        .is_some_and(|v| v.parse::<f64>().is_ok() || matches!(v, "NaN" | "+Inf" | "-Inf" | "Inf"))
 }
 
 #[cfg(test)]

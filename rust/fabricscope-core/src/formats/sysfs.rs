@@ -106,7 +106,14 @@ impl Target<'_> {
         ctx.push_attribute(self.host, self.device, &a)
     }
 
-    fn sample(&self, ctx: &mut ReadContext<'_>, counter: &str, value: Value, scale: u32, is_counter: bool) -> Result<()> {
+    fn sample(
+        &self,
+        ctx: &mut ReadContext<'_>,
+        counter: &str,
+        value: Value,
+        scale: u32,
+        is_counter: bool,
+    ) -> Result<()> {
         let s = Sample {
             time_ns: self.time_ns,
             host: ctx.samples.host(self.host),
@@ -139,12 +146,11 @@ impl Target<'_> {
         } else {
             return bad(ctx, loc, "an unsigned 64-bit decimal value or `N/A (no PMA)`", text.as_bytes());
         };
-        match vocabulary::lookup(Namespace::Sysfs, rel) {
-            Some(m) => self.sample(ctx, m.def.name, value.multiplied(m.multiply), m.scale, m.def.kind == Kind::Counter),
-            None => {
-                let raw = rel.rsplit('/').next().unwrap_or(rel);
-                self.sample(ctx, raw, value, 1, true)
-            }
+        if let Some(m) = vocabulary::lookup(Namespace::Sysfs, rel) {
+            self.sample(ctx, m.def.name, value.multiplied(m.multiply), m.scale, m.def.kind == Kind::Counter)
+        } else {
+            let raw = rel.rsplit('/').next().unwrap_or(rel);
+            self.sample(ctx, raw, value, 1, true)
         }
     }
 }
@@ -241,7 +247,7 @@ fn parse_u64(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
-/// `400 Gb/sec (4X NDR)` -> (50_000_000_000 B/s, Some(4)). The kernel prints the effective data
+/// `400 Gb/sec (4X NDR)` -> (`50_000_000_000` B/s, `Some(4)`). The kernel prints the effective data
 /// rate with at most a `.5` fraction; up to six fraction digits stay exact (1 Gb/s = 125e6 B/s).
 fn parse_rate(v: &str) -> Option<(u64, Option<u64>)> {
     let (num, rest) = v.split_once(' ')?;
@@ -277,10 +283,23 @@ fn parse_state(v: &str) -> Option<(u64, &str)> {
 /// What the root handed to [`read_tree`] is.
 enum Layout {
     /// `class/infiniband` and/or `class/net` directories to list.
-    Classes { ib: Option<PathBuf>, net: Option<PathBuf> },
-    IbDevice { dir: PathBuf, device: String },
-    IbPort { dir: PathBuf, device: String, port: u16 },
-    NetDevice { dir: PathBuf, device: String },
+    Classes {
+        ib: Option<PathBuf>,
+        net: Option<PathBuf>,
+    },
+    IbDevice {
+        dir: PathBuf,
+        device: String,
+    },
+    IbPort {
+        dir: PathBuf,
+        device: String,
+        port: u16,
+    },
+    NetDevice {
+        dir: PathBuf,
+        device: String,
+    },
 }
 
 /// A directory's own name, resolving `.` and `..` when the path ends in one.
@@ -317,14 +336,16 @@ impl Layout {
         if name == "net" {
             return Some(Layout::Classes { ib: None, net: Some(root) });
         }
-        if root.join("statistics").is_dir() {
+        // Live sysfs reaches devices through symlinks: judge by where the directory really is.
+        let canon = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+        let parent = canon.parent();
+        let parent_is = |n: &str| parent.and_then(Path::file_name).is_some_and(|p| p == n);
+        if root.join("statistics").is_dir() || root.join("operstate").is_file() || parent_is("net") {
             return Some(Layout::NetDevice { dir: root, device: name });
         }
-        let canon = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
-        let ports = canon.parent()?;
-        if ports.file_name().is_some_and(|n| n == "ports") {
+        if parent_is("ports") {
             let port = name.parse::<u16>().ok()?;
-            let device = ports.parent().and_then(name_of)?;
+            let device = parent.and_then(Path::parent).and_then(name_of)?;
             return Some(Layout::IbPort { dir: root, device, port });
         }
         None
@@ -567,28 +588,32 @@ fn locate(path: &str) -> Option<(Owner, &str, String)> {
         return None;
     }
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
-    let n = comps.len();
-    if let Some(k) = comps.iter().rposition(|c| *c == "ports") {
-        if k >= 1 && (k + 3..=k + 4).contains(&n) {
-            if let Ok(port) = comps.get(k + 1)?.parse::<u16>() {
-                return Some((Owner::IbPort(port), comps[k - 1], comps[k + 2..].join("/")));
-            }
-        }
+    // The last marker wins, so a PCI path (`/sys/devices/pci.../infiniband/mlx5_0/ports/1/...`)
+    // and a relative one (`mlx5_0/ports/1/...`) locate alike.
+    let at = |name: &str| comps.iter().rposition(|c| *c == name);
+    if let Some(k) = at("ports")
+        && let (Some(dev), Some(port), Some(rest)) =
+            (k.checked_sub(1).and_then(|d| comps.get(d)), comps.get(k + 1), comps.get(k + 2..))
+        && (1..=2).contains(&rest.len())
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Some((Owner::IbPort(port), dev, rest.join("/")));
     }
-    if let Some(k) = comps.iter().rposition(|c| *c == "infiniband") {
-        if n == k + 3 {
-            return Some((Owner::IbDevice, comps[k + 1], comps[k + 2].to_owned()));
-        }
+    if let Some(k) = at("infiniband")
+        && let (Some(dev), Some([file])) = (comps.get(k + 1), comps.get(k + 2..))
+    {
+        return Some((Owner::IbDevice, dev, (*file).to_owned()));
     }
-    if let Some(k) = comps.iter().rposition(|c| *c == "net") {
-        if (k + 3..=k + 6).contains(&n) {
-            return Some((Owner::Net, comps[k + 1], comps[k + 2..].join("/")));
-        }
+    if let Some(k) = at("net")
+        && let (Some(dev), Some(rest)) = (comps.get(k + 1), comps.get(k + 2..))
+        && (1..=4).contains(&rest.len())
+    {
+        return Some((Owner::Net, dev, rest.join("/")));
     }
-    if let Some(k) = comps.iter().rposition(|c| *c == "statistics") {
-        if k >= 1 && n == k + 2 {
-            return Some((Owner::Net, comps[k - 1], comps[k..].join("/")));
-        }
+    if let Some(k) = at("statistics")
+        && let (Some(dev), Some(tail @ [_, _])) = (k.checked_sub(1).and_then(|d| comps.get(d)), comps.get(k..))
+    {
+        return Some((Owner::Net, dev, tail.join("/")));
     }
     None
 }
@@ -599,8 +624,9 @@ fn locate(path: &str) -> Option<(Owner, &str, String)> {
 fn parse_grep_line(line: &str) -> Option<GrepLine<'_>> {
     let (host, rest) = split_host_prefix(line);
     for (i, _) in rest.match_indices(':') {
-        if let Some((owner, device, rel)) = locate(&rest[..i]) {
-            return Some(GrepLine { host, device, owner, rel, value: &rest[i + 1..] });
+        let (Some(path), Some(value)) = (rest.get(..i), rest.get(i + 1..)) else { continue };
+        if let Some((owner, device, rel)) = locate(path) {
+            return Some(GrepLine { host, device, owner, rel, value });
         }
     }
     None
@@ -632,10 +658,10 @@ impl SysfsGrepReader {
         if trimmed.is_empty() {
             return Ok(());
         }
-        if trimmed.contains('/') {
-            if let Some(g) = parse_grep_line(trimmed) {
-                return self.emit(&g, pos, ctx);
-            }
+        if trimmed.contains('/')
+            && let Some(g) = parse_grep_line(trimmed)
+        {
+            return self.emit(&g, pos, ctx);
         }
         match parse_directive(trimmed) {
             Some(Directive::Time(t)) => self.time = Some(t),
@@ -720,9 +746,14 @@ mod tests {
     fn grep_lines_split_after_the_path() {
         let g = parse_grep_line("/sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE").expect("line");
         assert_eq!((g.device, g.owner, g.rel.as_str(), g.value), ("mlx5_0", Owner::IbPort(1), "state", "4: ACTIVE"));
-        let g = parse_grep_line("/sys/devices/pci0000:00/0000:00:02.0/0000:03:00.0/infiniband/mlx5_1/ports/2/counters/port_xmit_data:9")
-            .expect("pci");
-        assert_eq!((g.device, g.owner, g.rel.as_str(), g.value), ("mlx5_1", Owner::IbPort(2), "counters/port_xmit_data", "9"));
+        let g = parse_grep_line(
+            "/sys/devices/pci0000:00/0000:00:02.0/0000:03:00.0/infiniband/mlx5_1/ports/2/counters/port_xmit_data:9",
+        )
+        .expect("pci");
+        assert_eq!(
+            (g.device, g.owner, g.rel.as_str(), g.value),
+            ("mlx5_1", Owner::IbPort(2), "counters/port_xmit_data", "9")
+        );
         let g = parse_grep_line("mlx4_0/ports/1/rate:40 Gb/sec (4X QDR)").expect("relative");
         assert_eq!((g.rel.as_str(), g.value), ("rate", "40 Gb/sec (4X QDR)"));
         let g = parse_grep_line("/sys/class/infiniband/i40iw0/ports/1/counters/symbol_error:N/A (no PMA)").expect("na");
@@ -730,7 +761,10 @@ mod tests {
         let g = parse_grep_line("/sys/class/infiniband/mlx5_0/node_guid:0a7f:bc12:45ef:d23b").expect("guid");
         assert_eq!((g.owner, g.rel.as_str(), g.value), (Owner::IbDevice, "node_guid", "0a7f:bc12:45ef:d23b"));
         let g = parse_grep_line("gpu01: /sys/class/net/eth0/ecn/roce_np/enable/3:1").expect("pdsh");
-        assert_eq!((g.host, g.device, g.owner, g.rel.as_str()), (Some("gpu01"), "eth0", Owner::Net, "ecn/roce_np/enable/3"));
+        assert_eq!(
+            (g.host, g.device, g.owner, g.rel.as_str()),
+            (Some("gpu01"), "eth0", Owner::Net, "ecn/roce_np/enable/3")
+        );
         assert!(parse_grep_line("rx_packets: 5").is_none());
         assert!(parse_grep_line("/tmp/some/file:5").is_none());
     }
