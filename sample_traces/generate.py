@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-T0 = 1_796_200_000  # 2026-12-02T07:06:40Z, epoch seconds
+T0 = 1_796_200_000  # 2026-12-02T08:26:40Z, epoch seconds
 NDR_BYTES_PER_S = 50_000_000_000  # 400 Gb/s
 
 
@@ -245,7 +245,10 @@ def sysfs_grep() -> None:
     lines = ["# host: gpu04"]
     xmit, rcv = 88_100_220_004_112, 87_990_114_003_020
     oos, pse, cnp_sent, cnp_handled, ecn = 1_104, 1_101, 44_120, 43_990, 45_002
-    for snap, iso in enumerate(["2026-12-02T07:06:40+00:00", "2026-12-02T07:07:10+00:00"]):
+    import datetime as dt
+
+    for snap in range(2):
+        iso = dt.datetime.fromtimestamp(T0 + 30 * snap, dt.timezone.utc).isoformat()  # `date -Is`
         if snap:
             xmit += 30 * 48_000_000_000 // 4
             rcv += 30 * 47_500_000_000 // 4
