@@ -45,7 +45,7 @@ def test_prometheus_text_round_trip(rows: list[dict[str, object]]) -> None:
     assert df["value_u64"].to_list() == [r["value"] for r in rows]
     assert df["port"].to_list() == [r["port"] for r in rows]
     assert df["host"].cast(pl.String).to_list() == [f"h{i % 3}" for i in range(len(rows))]
-    assert [t.timestamp() * 1000 for t in df["time"].to_list()] == [float(r["ts_ms"]) for r in rows]
+    assert df["time"].dt.epoch("ns").to_list() == [int(r["ts_ms"]) * 1_000_000 for r in rows]
 
 
 ethtool_names = st.from_regex(r"[a-z][a-z0-9_.\[\] ]{0,24}[a-z0-9\]]", fullmatch=True).filter(

@@ -96,7 +96,8 @@ def _summary(samples: pl.LazyFrame, reports: list[InputReport], elapsed: float, 
     lines.append(f"{'input':<56} {'format':<12} {'samples':>10} {'bad':>5}  time from")
     for r in reports:
         name = r.path if len(r.path) <= 56 else "..." + r.path[-53:]
-        status = "FAILED" if r.failed else (r.format or "-")
+        skipped = any(w.startswith("skipped") for w in r.warnings)
+        status = "FAILED" if r.failed else ("skipped" if skipped else (r.format or "-"))
         lines.append(f"{name:<56} {status:<12} {r.rows:>10,} {r.bad_records:>5}  {r.time_source}")
     if total_rows:
         per_dev = (
@@ -160,6 +161,13 @@ def _known_counters() -> list[str]:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fabricscope-") as scratch:
+        return _parse_into(args, Path(scratch))
+
+
+def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -181,12 +189,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     progress = _Progress(show, scanner.bytes_total)
     out: Path | None = Path(args.output) if args.output else None
-    tmp_dir = None
     if out is None:
-        import tempfile
-
-        tmp_dir = tempfile.TemporaryDirectory(prefix="fabricscope-")
-        target = Path(tmp_dir.name) / "samples.parquet"
+        target = scratch / "samples.parquet"
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         target = out.with_name(out.name + ".tmp")
@@ -248,8 +252,6 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(_summary(samples, reports, elapsed, out))
-    if tmp_dir is not None:
-        tmp_dir.cleanup()
     return EXIT_INPUT if any(r.failed for r in reports) else EXIT_OK
 
 

@@ -356,8 +356,15 @@ fn resolve_fallback_time(path: &Path, opts: &ReadOptions) -> Result<(i64, TimeSo
 /// One unit of work after expanding the given paths.
 #[derive(Debug, Clone)]
 enum Unit {
+    /// A file named by the caller (undetectable content is an error).
     File(PathBuf),
-    SysfsTree { root: PathBuf, host_hint: Option<String> },
+    /// A file found by walking a directory (undetectable content is skipped with a warning:
+    /// a README beside the dumps must not fail the run).
+    WalkedFile(PathBuf),
+    SysfsTree {
+        root: PathBuf,
+        host_hint: Option<String>,
+    },
     Failed(PathBuf, String),
 }
 
@@ -467,7 +474,7 @@ fn walk(
         }
         match std::fs::metadata(&child) {
             Ok(m) if m.is_dir() => walk(&child, opts, units, visited)?,
-            Ok(_) => units.push(Unit::File(child)),
+            Ok(_) => units.push(Unit::WalkedFile(child)),
             Err(source) => {
                 // dangling symlink or permission problem
                 let err = Error::Io { path: child.clone(), source };
@@ -488,7 +495,7 @@ pub fn total_input_bytes(paths: &[PathBuf]) -> u64 {
     units
         .iter()
         .map(|u| match u {
-            Unit::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
+            Unit::File(p) | Unit::WalkedFile(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
             Unit::SysfsTree { .. } | Unit::Failed(..) => 0,
         })
         .sum()
@@ -513,7 +520,7 @@ pub fn read_paths(
         .map(|unit| {
             if cancel.load(Ordering::Relaxed) {
                 let path = match unit {
-                    Unit::File(p) | Unit::Failed(p, _) | Unit::SysfsTree { root: p, .. } => p,
+                    Unit::File(p) | Unit::WalkedFile(p) | Unit::Failed(p, _) | Unit::SysfsTree { root: p, .. } => p,
                 };
                 let mut r = InputReport::new(path);
                 r.failed = true;
@@ -560,6 +567,14 @@ fn read_unit(
             ctx.finish()
         }
         Unit::File(path) => read_file(path, opts, sink, cancel),
+        Unit::WalkedFile(path) => match read_file(path, opts, sink, cancel) {
+            Err(Error::UnknownFormat { reason, .. }) => {
+                let mut r = InputReport::new(path);
+                r.warnings.push(format!("skipped: not a recognised format ({reason})"));
+                Ok(r)
+            }
+            other => other,
+        },
     }
 }
 
