@@ -464,33 +464,33 @@ mod tests {
 
     #[test]
     fn builder_emits_nulls_and_dictionary_keys() {
-        let mut b = SampleBuilder::new("test");
-        let h = b.host("gpu01");
-        let d = b.device("mlx5_0");
-        let c = b.counter("port_xmit_data_bytes");
-        b.push(&Sample {
+        let mut builder = SampleBuilder::new("test");
+        let host = builder.host("gpu01");
+        let device = builder.device("mlx5_0");
+        let counter = builder.counter("port_xmit_data_bytes");
+        builder.push(&Sample {
             time_ns: 1,
-            host: h,
-            device: d,
+            host,
+            device,
             port: Some(1),
             priority: None,
-            counter: c,
+            counter,
             value: Value::U64(u64::MAX),
             scale: 4,
             is_counter: true,
         });
-        b.push(&Sample {
+        builder.push(&Sample {
             time_ns: 2,
-            host: h,
-            device: d,
+            host,
+            device,
             port: None,
             priority: Some(3),
-            counter: c,
+            counter,
             value: Value::Null,
             scale: 1,
             is_counter: false,
         });
-        let batch = b.finish().expect("valid batch");
+        let batch = builder.finish().expect("valid batch");
         assert_eq!(batch.num_rows(), 2);
         let port = batch.column(3).as_any().downcast_ref::<UInt16Array>().expect("u16");
         assert!(port.is_valid(0) && port.is_null(1));
@@ -499,6 +499,6 @@ mod tests {
         assert!(v.is_null(1));
         assert_eq!(batch.schema().metadata().get(SCHEMA_VERSION_KEY).map(String::as_str), Some("1"));
         // a second batch from the same builder starts empty
-        assert_eq!(b.finish().expect("empty").num_rows(), 0);
+        assert_eq!(builder.finish().expect("empty").num_rows(), 0);
     }
 }

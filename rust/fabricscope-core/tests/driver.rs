@@ -49,7 +49,8 @@ fn truncated_gzip_is_a_decompress_error() {
 fn walked_directories_skip_unrecognised_files_but_named_files_fail() {
     let dir = temp_file("README.md", b"# notes\n\nnot telemetry\n").parent().unwrap().to_path_buf();
     std::fs::write(dir.join("eth0.txt"), b"1796200000\nNIC statistics:\n     rx_packets: 5\n").unwrap();
-    let out = read_with(&[dir.clone()], &ReadOptions { host: Some("h".into()), ..ReadOptions::default() }).unwrap();
+    let out = read_with(std::slice::from_ref(&dir), &ReadOptions { host: Some("h".into()), ..ReadOptions::default() })
+        .unwrap();
     assert_eq!(out.rows.len(), 1);
     let readme = out.reports.iter().find(|r| r.path.ends_with("README.md")).unwrap();
     assert!(readme.warnings[0].starts_with("skipped"), "{:?}", readme.warnings);

@@ -249,11 +249,11 @@ pub fn counters(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
                 .iter()
                 .filter(|s| s.counter == c.name)
                 .map(|s| {
-                    let mut out = format!("{}:{}", s.namespace.as_str(), s.raw);
-                    if s.multiply != 1 {
-                        out.push_str(&format!(" (x{})", s.multiply));
+                    if s.multiply == 1 {
+                        format!("{}:{}", s.namespace.as_str(), s.raw)
+                    } else {
+                        format!("{}:{} (x{})", s.namespace.as_str(), s.raw, s.multiply)
                     }
-                    out
                 })
                 .collect();
             d.set_item("spellings", spellings)?;

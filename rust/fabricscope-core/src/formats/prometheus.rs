@@ -189,6 +189,10 @@ enum Role {
     Metadata,
 }
 
+/// A timestamp token that is not a number.
+#[derive(Debug, Clone, Copy)]
+struct BadTimestamp;
+
 type AttrKey = (i32, i32, Option<u16>, Box<str>, Box<str>);
 
 /// Streaming reader for Prometheus/OpenMetrics text.
@@ -205,9 +209,15 @@ pub struct PrometheusReader {
     fallback_host: Option<String>,
     /// Content seen since the last `# EOF`.
     open_exposition: bool,
-    warned_seconds: bool,
-    warned_millis: bool,
-    warned_port: bool,
+    warned: Warned,
+}
+
+/// Warnings given once per input.
+#[derive(Debug, Default, Clone, Copy)]
+struct Warned {
+    seconds: bool,
+    millis: bool,
+    port: bool,
 }
 
 impl PrometheusReader {
@@ -223,9 +233,7 @@ impl PrometheusReader {
             fallback_time: None,
             fallback_host: None,
             open_exposition: false,
-            warned_seconds: false,
-            warned_millis: false,
-            warned_port: false,
+            warned: Warned::default(),
         }
     }
 
@@ -236,6 +244,19 @@ impl PrometheusReader {
             return self.comment(line, pos, ctx);
         }
         self.open_exposition = true;
+
+        // Hot path: value and timestamp tokens taken from the end of the line, and the text before
+        // them found in the cache. A hit proves that text is a complete, validated series, so the
+        // forward parse below would have split the line the same way.
+        if let Some(p) = split_tail(line)
+            && let Some((value, float_syntax)) = parse_value(p.value)
+            && let Ok(ts) = self.optional_timestamp(p.timestamp, ctx)
+            && let Some(s) = line.get(..p.key_end).and_then(|key| self.series.get_mut(key))
+        {
+            let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
+            return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
+        }
+
         let parts = match split_sample(line) {
             Ok(p) => p,
             Err(expected) => return self.not_a_sample(line, pos, expected, ctx),
@@ -252,7 +273,7 @@ impl PrometheusReader {
         };
         let key = line.get(..parts.key_end).unwrap_or(line);
 
-        // Hot path: a series seen before.
+        // A series seen before, written with other spacing or an exemplar.
         if let Some(s) = self.series.get_mut(key) {
             let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
             return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
@@ -289,11 +310,11 @@ impl PrometheusReader {
                 return Ok(());
             }
             self.open_exposition = true;
-            if rest.starts_with(b"HELP ") || rest.starts_with(b"UNIT ") || rest == b"HELP" || rest == b"UNIT" {
-                return Ok(());
-            }
-            if let Some(decl) = rest.strip_prefix(b"TYPE") {
-                return self.type_line(decl, line, pos, ctx);
+            let (keyword, decl) = rest.split_at(memchr2(b' ', b'\t', rest).unwrap_or(rest.len()));
+            match keyword {
+                b"HELP" | b"UNIT" => return Ok(()),
+                b"TYPE" => return self.type_line(decl, line, pos, ctx),
+                _ => {}
             }
         } else {
             self.open_exposition = true;
@@ -353,21 +374,33 @@ impl PrometheusReader {
         ctx.bad_record(pos, expected, line)
     }
 
+    /// `Ok(None)` without a token, `Ok(Some(ns))` for a valid one.
+    fn optional_timestamp(
+        &mut self,
+        tok: Option<&[u8]>,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<Option<i64>, BadTimestamp> {
+        match tok {
+            None => Ok(None),
+            Some(t) => self.parse_timestamp(t, ctx).map(Some).ok_or(BadTimestamp),
+        }
+    }
+
     fn parse_timestamp(&mut self, tok: &[u8], ctx: &mut ReadContext<'_>) -> Option<i64> {
         let int = parse_i64(tok);
         match (self.flavor, int) {
             (Flavor::Prometheus, Some(v)) if v.unsigned_abs() >= SECONDS_LIMIT => v.checked_mul(NS_PER_MS),
             (Flavor::OpenMetrics, Some(v)) if v.unsigned_abs() >= SECONDS_LIMIT => {
-                if !self.warned_millis {
-                    self.warned_millis = true;
+                if !self.warned.millis {
+                    self.warned.millis = true;
                     ctx.warn("OpenMetrics timestamps look like milliseconds (>= 1e11): read as milliseconds");
                 }
                 v.checked_mul(NS_PER_MS)
             }
             (flavor, _) => {
                 let ns = parse_seconds(tok)?;
-                if flavor == Flavor::Prometheus && !self.warned_seconds {
-                    self.warned_seconds = true;
+                if flavor == Flavor::Prometheus && !self.warned.seconds {
+                    self.warned.seconds = true;
                     ctx.warn("Prometheus timestamps look like seconds (a fraction, or below 1e11), not milliseconds: read as seconds");
                 }
                 Some(ns)
@@ -447,8 +480,8 @@ impl PrometheusReader {
             if let Some(p) = parse_port(&l.value) {
                 port = Some(p);
                 l.role = Role::Identity;
-            } else if !self.warned_port {
-                self.warned_port = true;
+            } else if !self.warned.port {
+                self.warned.port = true;
                 ctx.warn(
                     "a `port` label is not a port number 0-65535: port left null, the label kept in the counter name",
                 );
@@ -457,11 +490,11 @@ impl PrometheusReader {
         // Priority.
         let mut label_priority = None;
         for pk in ["priority", "prio"] {
-            if let Some(l) = labels.iter_mut().find(|l| l.name == pk && l.role == Role::Extra) {
-                if let [d @ b'0'..=b'7'] = l.value.as_bytes() {
-                    label_priority = Some(d - b'0');
-                    l.role = Role::Identity;
-                }
+            if let Some(l) = labels.iter_mut().find(|l| l.name == pk && l.role == Role::Extra)
+                && let [d @ b'0'..=b'7'] = l.value.as_bytes()
+            {
+                label_priority = Some(d - b'0');
+                l.role = Role::Identity;
             }
         }
         for l in &mut labels {
@@ -554,7 +587,12 @@ impl LineReader for PrometheusReader {
 
 /// Time of a sample: its own timestamp, else the last timestamp directive, else the input's
 /// fallback (file name, argument, mtime), computed once.
-fn sample_time(ts: Option<i64>, directive: Option<i64>, fallback: &mut Option<i64>, ctx: &mut ReadContext<'_>) -> Result<i64> {
+fn sample_time(
+    ts: Option<i64>,
+    directive: Option<i64>,
+    fallback: &mut Option<i64>,
+    ctx: &mut ReadContext<'_>,
+) -> Result<i64> {
     if let Some(t) = ts.or(directive) {
         return Ok(t);
     }
@@ -684,6 +722,25 @@ fn split_sample(line: &[u8]) -> Result<Parts<'_>, &'static str> {
         }
     };
     Ok(Parts { key_end, value, timestamp })
+}
+
+/// Split a sample line (trimmed at both ends) from its end: `<key> <value>` or
+/// `<key> <value> <timestamp>`, where a key is either `...}` or a name without blanks. Only a
+/// candidate: callers must confirm the key (a cache hit) or fall back to [`split_sample`].
+fn split_tail(line: &[u8]) -> Option<Parts<'_>> {
+    let last_blank = line.iter().rposition(|b| is_blank(*b))?;
+    let last = line.get(last_blank + 1..)?;
+    let rest_end = line.get(..last_blank)?.iter().rposition(|b| !is_blank(*b))? + 1;
+    let rest = line.get(..rest_end)?;
+    if rest.last() == Some(&b'}') {
+        return Some(Parts { key_end: rest_end, value: last, timestamp: None });
+    }
+    let Some(blank) = rest.iter().rposition(|b| is_blank(*b)) else {
+        return Some(Parts { key_end: rest_end, value: last, timestamp: None });
+    };
+    let value = rest.get(blank + 1..)?;
+    let key_end = rest.get(..blank)?.iter().rposition(|b| !is_blank(*b))? + 1;
+    Some(Parts { key_end, value, timestamp: Some(last) })
 }
 
 fn valid_metric_name(name: &[u8]) -> bool {
@@ -884,26 +941,8 @@ fn push_escaped(out: &mut String, v: &str) {
 
 /// A sample value, and whether it was written in float syntax.
 fn parse_value(tok: &[u8]) -> Option<(Value, bool)> {
-    let digits = tok.strip_prefix(b"+").unwrap_or(tok);
-    if !digits.is_empty() {
-        let mut v: u64 = 0;
-        let mut exact = true;
-        for &d in digits {
-            if !d.is_ascii_digit() {
-                exact = false;
-                break;
-            }
-            match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(d - b'0'))) {
-                Some(x) => v = x,
-                None => {
-                    exact = false;
-                    break;
-                }
-            }
-        }
-        if exact {
-            return Some((Value::U64(v), false));
-        }
+    if let Some(v) = parse_u64_exact(tok.strip_prefix(b"+").unwrap_or(tok)) {
+        return Some((Value::U64(v), false));
     }
     let s = std::str::from_utf8(tok).ok()?;
     // Rust also accepts `infinity`; Go (the exporters) writes `+Inf`, `-Inf`, `NaN`.
@@ -911,9 +950,26 @@ fn parse_value(tok: &[u8]) -> Option<(Value, bool)> {
     Some((Value::from_f64(f), true))
 }
 
+/// Decimal digits that fit a u64 (`None` for anything else, or on overflow).
+fn parse_u64_exact(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(v)
+}
+
 fn is_dcgm_blank(v: Value, float_syntax: bool) -> bool {
     match v {
-        Value::U64(x) => x >= DCGM_INT64_BLANK || (float_syntax && (DCGM_FP64_BLANK..=DCGM_FP64_BLANK + 5).contains(&x)),
+        Value::U64(x) => {
+            x >= DCGM_INT64_BLANK || (float_syntax && (DCGM_FP64_BLANK..=DCGM_FP64_BLANK + 5).contains(&x))
+        }
         Value::F64(f) => f >= DCGM_INT64_BLANK as f64,
         Value::Null => false,
     }
@@ -1004,6 +1060,19 @@ mod tests {
         assert!(split_sample(b"m").is_err());
         assert!(split_sample(b"m 1 2 3").is_err());
         assert!(split_sample(b"m{a=\"b\"}").is_err());
+    }
+
+    #[test]
+    fn tail_split_finds_key_value_and_timestamp() {
+        let p = |l: &'static [u8]| split_tail(l).map(|p| (&l[..p.key_end], p.value, p.timestamp));
+        assert_eq!(p(br#"m{a="x y"} 1"#), Some((&br#"m{a="x y"}"#[..], &b"1"[..], None)));
+        assert_eq!(p(b"m{a=\"x\"} \t1 \t 2"), Some((&b"m{a=\"x\"}"[..], &b"1"[..], Some(&b"2"[..]))));
+        assert_eq!(p(b"m 5"), Some((&b"m"[..], &b"5"[..], None)));
+        assert_eq!(p(b"m 5 6"), Some((&b"m"[..], &b"5"[..], Some(&b"6"[..]))));
+        // candidates a cache can never hold
+        assert_eq!(p(b"m 1 2 3"), Some((&b"m 1"[..], &b"2"[..], Some(&b"3"[..]))));
+        assert_eq!(p(b"m"), None);
+        assert_eq!(p(b"m{a=\"b\"}5"), None);
     }
 
     #[test]

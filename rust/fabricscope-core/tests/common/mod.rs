@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, TimestampNanosecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
+use arrow_array::types::{
+    Float64Type, Int32Type, TimestampNanosecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
 use arrow_array::{Array, RecordBatch};
 use fabricscope_core::{Event, InputReport, ReadOptions, Result, read_paths};
 

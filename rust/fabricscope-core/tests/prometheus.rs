@@ -1,0 +1,878 @@
+//! Prometheus text 0.0.4 / OpenMetrics 1.0 reader: real exporter fixtures, constructed
+//! expositions, hostile inputs and a round-trip property.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{Attr, Output, Row, V, fixture, read_with, temp_file};
+use fabricscope_core::{Error, Format, ReadOptions, TimeSource};
+use proptest::prelude::*;
+
+/// 2025-12-02T14:47:02Z, the time given as argument.
+const T: i64 = 1_764_686_822_000_000_000;
+
+fn opts() -> ReadOptions {
+    ReadOptions { host: Some("ibnode01".into()), time_ns: Some(T), ..ReadOptions::default() }
+}
+
+fn lenient() -> ReadOptions {
+    ReadOptions { strict: false, ..opts() }
+}
+
+fn read_fixture(name: &str, o: &ReadOptions) -> Output {
+    read_with(&[fixture(&format!("prometheus/{name}"))], o).unwrap()
+}
+
+fn read_text(name: &str, text: &[u8], o: &ReadOptions) -> Output {
+    read_with(&[temp_file(name, text)], o).unwrap()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    host: &str,
+    device: &str,
+    port: Option<u16>,
+    prio: Option<u8>,
+    counter: &str,
+    value: V,
+    scale: u32,
+    is_counter: bool,
+) -> Row {
+    Row {
+        time_ns: T,
+        host: host.into(),
+        device: device.into(),
+        port,
+        priority: prio,
+        counter: counter.into(),
+        value,
+        scale,
+        is_counter,
+        source: "prometheus".into(),
+    }
+}
+
+fn attr(time_ns: i64, host: &str, device: &str, port: Option<u16>, key: &str, value: &str) -> Attr {
+    Attr { time_ns, host: host.into(), device: device.into(), port, key: key.into(), value: value.into() }
+}
+
+fn sample_lines(path: &PathBuf) -> usize {
+    std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count()
+}
+
+// --- node_exporter ------------------------------------------------------------------------------
+
+#[test]
+fn node_exporter_infiniband_maps_every_sample() {
+    let out = read_fixture("e2e-output.infiniband.prom", &opts());
+    let r = &out.reports[0];
+    assert_eq!((r.bad_records, r.format), (0, Some(Format::Prometheus)));
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    assert_eq!(r.time_source, TimeSource::Argument);
+    // Every sample line is a row except the two `node_infiniband_info` lines.
+    let path = fixture("prometheus/e2e-output.infiniband.prom");
+    assert_eq!(out.rows.len(), sample_lines(&path) - 2);
+    assert_eq!(r.rows, out.rows.len() as u64);
+
+    // Saturated 32-bit PortXmitWait, written as a float by node_exporter, read exactly.
+    assert_eq!(
+        out.counter("port_xmit_wait_ticks"),
+        vec![&row("ibnode01", "mlx4_0", Some(1), None, "port_xmit_wait_ticks", V::U(4_294_967_295), 1, true)]
+    );
+    // Data counters: node_exporter already multiplied by 4; the scale records it. `legacy_*`
+    // (64-bit counters_ext) are distinct `ext_*` series.
+    let data = |c: &str| out.counter(c).iter().map(|r| (r.port, r.value.clone(), r.scale)).collect::<Vec<_>>();
+    assert_eq!(data("port_xmit_data_bytes"), vec![(Some(1), V::U(14_933_760), 4), (Some(2), V::U(0), 4)]);
+    assert_eq!(data("ext_port_xmit_data_bytes"), vec![(Some(1), V::U(14_933_760), 4), (Some(2), V::U(14_933_760), 4)]);
+    assert_eq!(data("ext_port_rcv_packets"), vec![(Some(1), V::U(0), 1), (Some(2), V::U(0), 1)]);
+    assert_eq!(out.counter("port_rcv_data_bytes")[0].value, V::U(18_527_668));
+    assert_eq!(data("port_rcv_packets"), vec![(Some(1), V::U(6_825_908_347), 1)]);
+    assert_eq!(
+        out.counter("link_rate_bytes_per_s")[0],
+        &row("ibnode01", "i40iw0", Some(1), None, "link_rate_bytes_per_s", V::U(1_250_000_000), 1, false)
+    );
+    let states: Vec<_> =
+        out.counter("port_state_id").iter().map(|r| (r.device.as_str(), r.port, r.value.clone())).collect();
+    assert_eq!(states, vec![("i40iw0", Some(1), V::U(4)), ("mlx4_0", Some(1), V::U(4)), ("mlx4_0", Some(2), V::U(4))]);
+    assert_eq!(out.counter("port_phys_state_id").len(), 3);
+    assert_eq!(out.counter("port_rcv_switch_relay_errors")[0].value, V::U(0));
+    assert_eq!(out.counter("port_xmit_discards")[0].value, V::U(5));
+    assert!(out.rows.iter().all(|r| !r.counter.contains("info") && r.source == "prometheus"));
+
+    // `node_infiniband_info` becomes attributes of the device, no sample.
+    assert_eq!(
+        out.attrs,
+        vec![
+            attr(T, "ibnode01", "i40iw0", None, "board_id", "I40IW Board ID"),
+            attr(T, "ibnode01", "i40iw0", None, "firmware_version", "0.2"),
+            attr(T, "ibnode01", "i40iw0", None, "hca_type", "I40IW"),
+            attr(T, "ibnode01", "mlx4_0", None, "board_id", "SM_1141000001000"),
+            attr(T, "ibnode01", "mlx4_0", None, "firmware_version", "2.31.5050"),
+            attr(T, "ibnode01", "mlx4_0", None, "hca_type", "MT4099"),
+        ]
+    );
+    assert_eq!(r.attribute_rows, 6);
+}
+
+#[test]
+fn node_exporter_ethtool_names_are_mapped_back_or_kept() {
+    let out = read_fixture("ethtool_linux_test.expected.prom", &opts());
+    assert_eq!(out.reports[0].bad_records, 0);
+    assert_eq!(
+        out.counter("netdev_rx_packets"),
+        vec![&row("ibnode01", "eth0", None, None, "netdev_rx_packets", V::U(1_260_062), 1, true)]
+    );
+    assert_eq!(out.counter("netdev_tx_packets")[0].value, V::U(961_500));
+    // Unknown ethtool stats keep their metric name; untyped, so a counter only when `_total`.
+    assert_eq!(
+        out.counter("node_ethtool_received_broadcast"),
+        vec![&row("ibnode01", "eth0", None, None, "node_ethtool_received_broadcast", V::U(5792), 1, false)]
+    );
+    assert!(out.counter("node_ethtool_received_errors_total")[0].is_counter);
+    assert!(!out.counter("node_ethtool_align_errors")[0].is_counter);
+    // Labels other than identity/metadata stay in the counter name: five distinct series.
+    let speeds: Vec<_> = out
+        .rows
+        .iter()
+        .filter(|r| r.counter.starts_with("node_network_advertised_speed_bytes"))
+        .map(|r| (r.counter.as_str(), r.value.clone()))
+        .collect();
+    assert_eq!(
+        speeds,
+        vec![
+            (r#"node_network_advertised_speed_bytes{duplex="full",mode="1000baseT"}"#, V::U(125_000_000)),
+            (r#"node_network_advertised_speed_bytes{duplex="full",mode="100baseT"}"#, V::U(12_500_000)),
+            (r#"node_network_advertised_speed_bytes{duplex="full",mode="10baseT"}"#, V::U(1_250_000)),
+            (r#"node_network_advertised_speed_bytes{duplex="half",mode="100baseT"}"#, V::U(12_500_000)),
+            (r#"node_network_advertised_speed_bytes{duplex="half",mode="10baseT"}"#, V::U(1_250_000)),
+        ]
+    );
+    // Info metrics: attributes (the empty `expansion_rom_version` is no label), no rows.
+    assert_eq!(
+        out.attrs,
+        vec![
+            attr(T, "ibnode01", "eth0", None, "bus_info", "0000:00:1f.6"),
+            attr(T, "ibnode01", "eth0", None, "driver", "e1000e"),
+            attr(T, "ibnode01", "eth0", None, "firmware_version", "0.5-4"),
+            attr(T, "ibnode01", "eth0", None, "version", "5.11.0-22-generic"),
+            attr(T, "ibnode01", "eth0", None, "type", "MII"),
+            attr(T, "ibnode01", "eth0", None, "type", "TP"),
+        ]
+    );
+    assert!(out.rows.iter().all(|r| !r.counter.ends_with("_info") && !r.counter.contains("_info{")));
+    let path = fixture("prometheus/ethtool_linux_test.expected.prom");
+    assert_eq!(out.rows.len(), sample_lines(&path) - 3);
+}
+
+#[test]
+fn node_ethtool_per_priority_names_round_trip() {
+    let text = b"# TYPE node_ethtool_received_prio3_pause untyped
+node_ethtool_received_prio3_pause{device=\"ens1f0np0\"} 42
+node_ethtool_transmitted_prio0_pause_duration{device=\"ens1f0np0\"} 1000
+node_ethtool_prio5_received_octets{device=\"ens1f0np0\"} 123456789
+node_ethtool_received_global_pause{device=\"ens1f0np0\"} 7
+node_ethtool_received_bytes_phy{device=\"ens1f0np0\"} 9007199254740993
+node_ethtool_received_bytes_total{device=\"ens1f0np0\"} 5
+node_ethtool_received_prio3_unknown_thing{device=\"ens1f0np0\"} 1
+";
+    let out = read_text("ethtool.prom", text, &opts());
+    let got: Vec<_> =
+        out.rows.iter().map(|r| (r.counter.as_str(), r.priority, r.value.clone(), r.is_counter)).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("rx_pause_frames", Some(3), V::U(42), true),
+            ("tx_pause_duration_us", Some(0), V::U(1000), true),
+            ("prio_rx_bytes", Some(5), V::U(123_456_789), true),
+            ("rx_pause_frames", None, V::U(7), true),
+            ("phy_rx_bytes", None, V::U(9_007_199_254_740_993), true),
+            ("netdev_rx_bytes", None, V::U(5), true),
+            ("node_ethtool_received_prio3_unknown_thing", None, V::U(1), false),
+        ]
+    );
+    assert!(out.rows.iter().all(|r| r.device == "ens1f0np0" && r.port.is_none()));
+}
+
+// --- infiniband_exporter ----------------------------------------------------------------------
+
+#[test]
+fn infiniband_exporter_hca_uses_guids_and_info_attributes() {
+    const B96: &str = "0x7cfe9003003b4b96";
+    const BDE: &str = "0x7cfe9003003b4bde";
+    let o = ReadOptions { host: None, ..opts() };
+    let out = read_fixture("hca_test.expected.prom", &o);
+    let r = &out.reports[0];
+    assert_eq!(r.bad_records, 0);
+    assert!(r.warnings.iter().any(|w| w.contains("\"unknown\"")), "{:?}", r.warnings);
+    assert_eq!(
+        out.counter("port_rcv_data_bytes"),
+        vec![
+            &row("unknown", B96, Some(1), None, "port_rcv_data_bytes", V::U(148_901_607_811_540), 4, true),
+            &row("unknown", BDE, Some(1), None, "port_rcv_data_bytes", V::U(39_009_938_353_200), 4, true),
+        ]
+    );
+    assert_eq!(out.counter("port_xmit_packets")[1].value, V::U(28_825_338_611));
+    assert_eq!(out.counter("multicast_rcv_packets")[0].value, V::U(3_732_373_137));
+    assert_eq!(
+        out.counter("link_rate_bytes_per_s")[0],
+        &row("unknown", B96, None, None, "link_rate_bytes_per_s", V::U(12_500_000_000), 1, false)
+    );
+    assert_eq!(
+        out.counter("infiniband_hca_raw_rate_bytes_per_second")[0],
+        &row("unknown", B96, None, None, "infiniband_hca_raw_rate_bytes_per_second", V::U(12_890_625_000), 1, false)
+    );
+    assert_eq!(
+        out.counter(r#"infiniband_exporter_collect_errors{collector="hca"}"#),
+        vec![&row(
+            "unknown",
+            "",
+            None,
+            None,
+            r#"infiniband_exporter_collect_errors{collector="hca"}"#,
+            V::U(0),
+            1,
+            false
+        )]
+    );
+    let mut expected = vec![
+        attr(T, "unknown", B96, None, "hca", "o0002 HCA-1"),
+        attr(T, "unknown", B96, None, "lid", "133"),
+        attr(T, "unknown", BDE, None, "hca", "o0001 HCA-1"),
+        attr(T, "unknown", BDE, None, "lid", "134"),
+    ];
+    for (guid, hca, port) in [(B96, "o0002 HCA-1", "11"), (BDE, "o0001 HCA-1", "10")] {
+        for (k, v) in [
+            ("hca", hca),
+            ("uplink", "ib-i1l1s01"),
+            ("uplink_guid", "0x7cfe9003009ce5b0"),
+            ("uplink_lid", "1719"),
+            ("uplink_port", port),
+            ("uplink_type", "SW"),
+        ] {
+            expected.push(attr(T, "unknown", guid, Some(1), k, v));
+        }
+    }
+    assert_eq!(out.attrs, expected);
+    let path = fixture("prometheus/hca_test.expected.prom");
+    assert_eq!(out.rows.len(), sample_lines(&path) - 4);
+}
+
+#[test]
+fn infiniband_exporter_switch_ports_and_uplinks() {
+    let out = read_fixture("switch_test.expected.prom", &opts());
+    assert_eq!(out.reports[0].bad_records, 0);
+    assert_eq!(
+        out.counter("link_downed_events")[0],
+        &row("ibnode01", "0x506b4b03005c2740", Some(1), None, "link_downed_events", V::U(1), 1, true)
+    );
+    assert_eq!(
+        out.counter("port_rcv_data_bytes")[2],
+        &row(
+            "ibnode01",
+            "0x7cfe9003009ce5b0",
+            Some(2),
+            None,
+            "port_rcv_data_bytes",
+            V::U(156_315_219_973_512),
+            4,
+            true
+        )
+    );
+    let rates: Vec<_> = out.counter("link_rate_bytes_per_s").iter().map(|r| (r.port, r.value.clone())).collect();
+    assert_eq!(
+        rates,
+        vec![
+            (Some(35), V::U(12_500_000_000)),
+            (Some(10), V::U(12_500_000_000)),
+            (Some(11), V::U(12_500_000_000)),
+            (Some(1), V::U(12_500_000_000)),
+        ]
+    );
+    // switch_info: 2 x (lid, switch); uplink_info: 4 ports x 6 labels.
+    assert_eq!(out.attrs.len(), 4 + 24);
+    assert_eq!(out.attrs[0], attr(T, "ibnode01", "0x506b4b03005c2740", None, "lid", "2052"));
+    assert_eq!(out.attrs[1], attr(T, "ibnode01", "0x506b4b03005c2740", None, "switch", "ib-i4l1s01"));
+    assert!(out.attrs.contains(&attr(T, "ibnode01", "0x506b4b03005c2740", Some(35), "uplink", "p0001 HCA-1")));
+    assert!(out.attrs.contains(&attr(
+        T,
+        "ibnode01",
+        "0x7cfe9003009ce5b0",
+        Some(11),
+        "uplink_guid",
+        "0x7cfe9003003b4b96"
+    )));
+    let path = fixture("prometheus/switch_test.expected.prom");
+    assert_eq!(out.rows.len(), sample_lines(&path) - 6);
+}
+
+#[test]
+fn guid_labels_normalise_to_lowercase_0x_16_digits() {
+    let text = b"infiniband_switch_port_link_downed_total{guid=\"0x7CFE9003009CE5B0\",port=\"1\"} 1
+infiniband_switch_port_link_downed_total{guid=\"7cfe:9003:009c:e5b0\",port=\"2\"} 2
+infiniband_switch_port_link_downed_total{guid=\"0x2c903000a1b2\",port=\"3\"} 3
+";
+    let out = read_text("guids.prom", text, &opts());
+    let devs: Vec<_> = out.rows.iter().map(|r| r.device.as_str()).collect();
+    assert_eq!(devs, vec!["0x7cfe9003009ce5b0", "0x7cfe9003009ce5b0", "0x00002c903000a1b2"]);
+}
+
+// --- DCGM -----------------------------------------------------------------------------------
+
+#[test]
+fn dcgm_gpus_sentinels_and_metadata() {
+    let o = ReadOptions { host: None, ..opts() };
+    let out = read_fixture("dcgm.prom", &o);
+    let r = &out.reports[0];
+    assert_eq!(r.bad_records, 0);
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    let got: Vec<_> =
+        out.rows.iter().map(|r| (r.counter.as_str(), r.device.as_str(), r.value.clone(), r.is_counter)).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("gpu_temperature_celsius", "gpu0", V::U(34), false),
+            ("gpu_temperature_celsius", "gpu3", V::U(36), false),
+            // DCGM int64 blank: not a temperature.
+            ("gpu_memory_temperature_celsius", "gpu0", V::Null, false),
+            ("gpu_memory_temperature_celsius", "gpu3", V::U(41), false),
+            ("nvlink_bandwidth_total", "gpu0", V::Null, true),
+            // exact above 2^53: parsed as an integer, never through f64
+            ("nvlink_bandwidth_total", "gpu3", V::U(9_007_199_254_740_993), true),
+            // fp64 blank (2^47 printed with %f)
+            ("nvlink_tx_bytes_per_s", "gpu0", V::Null, false),
+            ("nvlink_tx_bytes_per_s", "gpu3", V::F(21_474_836_480.5), false),
+            (r#"DCGM_FI_DEV_XID_ERRORS{err_code="79",err_msg="GPU has fallen off the bus"}"#, "gpu3", V::U(79), false),
+        ]
+    );
+    assert!(out.rows.iter().all(|r| r.host == "gpu017" && r.port.is_none() && r.priority.is_none()));
+    // Metadata labels: attributes once per (host, device, port, key, value).
+    let g0 = "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52";
+    let g3 = "GPU-1d1c4d2e-7b33-3e54-a1a5-5a0a6f1c9b21";
+    let mut expected = Vec::new();
+    for (dev, uuid, nv) in [("gpu0", g0, "nvidia0"), ("gpu3", g3, "nvidia3")] {
+        expected.push(attr(T, "gpu017", dev, None, "UUID", uuid));
+        expected.push(attr(T, "gpu017", dev, None, "device", nv));
+        expected.push(attr(T, "gpu017", dev, None, "modelName", "NVIDIA H100 80GB HBM3"));
+        expected.push(attr(T, "gpu017", dev, None, "DCGM_FI_DRIVER_VERSION", "550.54.15"));
+    }
+    assert_eq!(out.attrs, expected);
+}
+
+// --- federate, OpenMetrics, time -----------------------------------------------------------
+
+#[test]
+fn federate_instances_give_hosts_and_ms_timestamps() {
+    let out = read_fixture("federate.prom", &opts());
+    let r = &out.reports[0];
+    assert_eq!(r.bad_records, 0);
+    assert_eq!(r.time_source, TimeSource::InFile);
+    let got: Vec<_> = out
+        .rows
+        .iter()
+        .map(|r| (r.time_ns, r.host.as_str(), r.device.as_str(), r.port, r.counter.as_str(), r.value.clone(), r.scale))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (1_764_686_822_123_000_000, "gpu017", "mlx5_0", Some(1), "port_rcv_data_bytes", V::U(12_000_000_004), 4),
+            (1_764_686_822_456_000_000, "gpu018", "mlx5_0", Some(1), "port_rcv_data_bytes", V::U(123_456_789_012), 4),
+            (1_764_686_822_789_000_000, "fd00::19", "mlx5_0", Some(1), "port_rcv_data_bytes", V::U(7), 4),
+            (1_764_686_823_000_000_000, "fe80::1a", "mlx5_0", Some(1), "port_rcv_data_bytes", V::U(8), 4),
+            (1_764_686_822_123_000_000, "gpu017", "mlx5_0", Some(1), "port_xmit_wait_ticks", V::U(4_294_967_295), 1),
+            (1_764_686_822_500_000_000, "10.1.7.17", "gpu0", None, "gpu_temperature_celsius", V::U(34), 1),
+        ]
+    );
+    let t = 1_764_686_822_123_000_000;
+    assert_eq!(out.attrs[0], attr(t, "gpu017", "mlx5_0", Some(1), "job", "node"));
+    let jobs = out.attrs.iter().filter(|a| a.key == "job").count();
+    assert_eq!(jobs, 5, "one per host and device: {:?}", out.attrs);
+    let dcgm: Vec<_> =
+        out.attrs.iter().filter(|a| a.device == "gpu0").map(|a| (a.key.as_str(), a.value.as_str())).collect();
+    assert_eq!(
+        dcgm,
+        vec![
+            ("DCGM_FI_DRIVER_VERSION", "550.54.15"),
+            ("Hostname", "gpu017"),
+            ("UUID", "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"),
+            ("device", "nvidia0"),
+            ("job", "dcgm"),
+            ("modelName", "NVIDIA H100 80GB HBM3"),
+        ]
+    );
+}
+
+#[test]
+fn openmetrics_concatenated_scrapes_use_second_timestamps() {
+    let out = read_fixture("concatenated.om", &opts());
+    let r = &out.reports[0];
+    assert_eq!((r.format, r.bad_records), (Some(Format::OpenMetrics), 0));
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    let got: Vec<_> =
+        out.rows.iter().map(|r| (r.time_ns, r.counter.as_str(), r.value.clone(), r.is_counter, r.port)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (1_764_686_822_500_000_000, "ib_port_xmit_data_total", V::U(1000), true, Some(1)),
+            (1_764_686_822_500_000_000, "ib_port_xmit_data_created", V::U(1_764_600_000), false, Some(1)),
+            (1_764_686_832_250_000_000, "ib_port_xmit_data_total", V::U(2000), true, Some(1)),
+        ]
+    );
+    assert!(out.rows.iter().all(|r| r.source == "openmetrics" && r.device == "mlx5_0"));
+    assert_eq!(
+        out.attrs,
+        vec![attr(T, "ibnode01", "", None, "version", "2.1.0"), attr(T, "ibnode01", "", None, "revision", "abc123")]
+    );
+}
+
+#[test]
+fn openmetrics_without_eof_is_read_with_a_warning() {
+    // Without `# EOF` or `# UNIT` detection says Prometheus: force the format.
+    let om = ReadOptions { format: Some(Format::OpenMetrics), ..opts() };
+    let out = read_text("cut.om", b"# TYPE a counter\na_total 1 1764686822\n", &om);
+    assert_eq!(out.rows.len(), 1);
+    assert_eq!(out.rows[0].time_ns, T);
+    assert!(out.reports[0].warnings.iter().any(|w| w.contains("# EOF")), "{:?}", out.reports[0].warnings);
+    // Millisecond timestamps in an OpenMetrics file are recognised and warned.
+    let out = read_text("ms.om", b"# TYPE a counter\na_total 1 1764686822000\n# EOF\n", &opts());
+    assert_eq!(out.rows[0].time_ns, T);
+    assert!(out.reports[0].warnings.iter().any(|w| w.contains("milliseconds")));
+}
+
+#[test]
+fn prometheus_second_timestamps_are_recognised_and_warned() {
+    let text = b"m 1 1764686822\nm 2 1764686822.25\nm 3 1764686822000\nm 4 -1000\n";
+    let out = read_text("secs.prom", text, &opts());
+    let times: Vec<_> = out.rows.iter().map(|r| r.time_ns).collect();
+    assert_eq!(times, vec![T, T + 250_000_000, T, -1_000_000_000_000]);
+    let w = &out.reports[0].warnings;
+    assert_eq!(w.iter().filter(|w| w.contains("seconds")).count(), 1, "{w:?}");
+}
+
+#[test]
+fn timestamp_directive_lines_date_the_following_samples() {
+    let text = b"1764686822
+node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4
+# 1764686832
+node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4
+node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4 1764686840000
+2026-12-02T14:47:02Z
+node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 1
+Wed Dec  2 14:47:12 UTC 2026
+node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 1
+time: 1796222842
+node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 1
+";
+    // No time argument: the directives must be used, not the mtime.
+    let o = ReadOptions { time_ns: None, ..opts() };
+    let out = read_text("loop.prom", text, &o);
+    assert_eq!(out.reports[0].bad_records, 0);
+    let s = 1_000_000_000;
+    let times: Vec<_> = out.rows.iter().map(|r| r.time_ns).collect();
+    assert_eq!(
+        times,
+        vec![
+            1_764_686_822 * s,
+            1_764_686_832 * s,
+            1_764_686_840 * s,
+            1_796_222_822 * s,
+            1_796_222_832 * s,
+            1_796_222_842 * s
+        ]
+    );
+    assert!(out.reports[0].warnings.is_empty(), "{:?}", out.reports[0].warnings);
+}
+
+#[test]
+fn host_directive_names_series_without_host_labels() {
+    let text =
+        b"# host: gpu021\nnode_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4\nm{instance=\"gpu022:9100\"} 1\n";
+    let out = read_text("hosts.prom", text, &ReadOptions { host: None, ..opts() });
+    let hosts: Vec<_> = out.rows.iter().map(|r| r.host.as_str()).collect();
+    assert_eq!(hosts, vec!["gpu021", "gpu022"]);
+}
+
+// --- syntax ---------------------------------------------------------------------------------
+
+#[test]
+fn label_escapes_blanks_tabs_and_trailing_commas() {
+    let text = br#"weird_metric{path="C:\\dir\\x", quote="say \"hi\"",nl="a\nb",brace="}{,= x",} 1
+weird_metric	{path="p"}		 2 	
+  weird_metric{ path = "p" } 3
+weird_metric{} 4
+"#;
+    let out = read_text("escapes.prom", text, &opts());
+    assert_eq!(out.reports[0].bad_records, 0, "{:?}", out.reports[0].errors);
+    let got: Vec<_> = out.rows.iter().map(|r| (r.counter.as_str(), r.value.clone())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (r#"weird_metric{brace="}{,= x",nl="a\nb",path="C:\\dir\\x",quote="say \"hi\""}"#, V::U(1)),
+            (r#"weird_metric{path="p"}"#, V::U(2)),
+            (r#"weird_metric{path="p"}"#, V::U(3)),
+            ("weird_metric", V::U(4)),
+        ]
+    );
+}
+
+#[test]
+fn values_exact_big_negative_and_special() {
+    let text = b"v 18446744073709551615
+v 18446744073709551616
+v +42
+v -3.5
+v -7
+v NaN
+v +Inf
+v -Inf
+v Inf
+v 1.5e3
+v 0.25
+";
+    let out = read_text("values.prom", text, &opts());
+    let vals: Vec<_> = out.rows.iter().map(|r| r.value.clone()).collect();
+    assert_eq!(vals.len(), 11);
+    assert_eq!(vals[0], V::U(u64::MAX));
+    assert_eq!(vals[1], V::F(18_446_744_073_709_551_616.0));
+    assert_eq!(vals[2], V::U(42));
+    assert_eq!(vals[3], V::F(-3.5));
+    assert_eq!(vals[4], V::F(-7.0));
+    assert!(matches!(vals[5], V::F(x) if x.is_nan()));
+    assert_eq!(vals[6], V::F(f64::INFINITY));
+    assert_eq!(vals[7], V::F(f64::NEG_INFINITY));
+    assert_eq!(vals[8], V::F(f64::INFINITY));
+    assert_eq!(vals[9], V::U(1500));
+    assert_eq!(vals[10], V::F(0.25));
+}
+
+#[test]
+fn duplicate_series_are_kept_as_two_rows() {
+    let text = b"node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4\nnode_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4\n";
+    let out = read_text("dup.prom", text, &opts());
+    let expected = row("ibnode01", "mlx5_0", Some(1), None, "port_state_id", V::U(4), 1, false);
+    assert_eq!(out.rows, vec![expected.clone(), expected]);
+}
+
+#[test]
+fn port_and_priority_labels() {
+    let text = b"x_total{device=\"eth0\",port=\"a\"} 1
+x_total{device=\"eth0\",port=\"70000\"} 1
+x_total{device=\"eth0\",port=\"2\",priority=\"3\"} 1
+x_total{device=\"eth0\",port=\"2\",prio=\"9\"} 1
+";
+    let out = read_text("ports.prom", text, &opts());
+    let got: Vec<_> = out.rows.iter().map(|r| (r.counter.as_str(), r.port, r.priority)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (r#"x_total{port="a"}"#, None, None),
+            (r#"x_total{port="70000"}"#, None, None),
+            ("x_total", Some(2), Some(3)),
+            (r#"x_total{prio="9"}"#, Some(2), None),
+        ]
+    );
+    let w = &out.reports[0].warnings;
+    assert_eq!(w.iter().filter(|w| w.contains("port")).count(), 1, "{w:?}");
+}
+
+#[test]
+fn type_lines_decide_counter_or_gauge_for_unknown_metrics() {
+    let text = b"# TYPE lat histogram
+lat_bucket{le=\"0.1\"} 3
+lat_count 5
+lat_sum 0.7
+# TYPE rpc summary
+rpc{quantile=\"0.5\"} 0.2
+rpc_count 9
+# TYPE temp_total gauge
+temp_total 40
+# TYPE drops counter
+drops 7
+plain 1
+";
+    let out = read_text("types.prom", text, &opts());
+    let got: Vec<_> = out.rows.iter().map(|r| (r.counter.as_str(), r.is_counter)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (r#"lat_bucket{le="0.1"}"#, true),
+            ("lat_count", true),
+            ("lat_sum", true),
+            (r#"rpc{quantile="0.5"}"#, false),
+            ("rpc_count", true),
+            ("temp_total", false),
+            ("drops", true),
+            ("plain", false),
+        ]
+    );
+}
+
+#[test]
+fn too_many_labels_is_a_limit_error_naming_max_labels() {
+    let text = b"ok 1\nm{a=\"1\",b=\"2\",c=\"3\"} 1\nok 2\n";
+    let mut o = opts();
+    o.limits.max_labels = 2;
+    let err = read_with(&[temp_file("labels.prom", text)], &o).err().unwrap();
+    assert!(matches!(err, Error::LimitExceeded { option: "max_labels", limit: 2, .. }), "{err}");
+    assert!(err.to_string().contains("line 2"), "{err}");
+    o.strict = false;
+    let out = read_text("labels.prom", text, &o);
+    assert_eq!((out.rows.len(), out.reports[0].bad_records), (2, 1));
+}
+
+// --- hostile inputs -------------------------------------------------------------------------
+
+/// Small chunks: the driver zero-fills a chunk-sized buffer per input (slow in debug builds), and
+/// small chunks exercise chunk boundaries.
+fn forced(format: Format, strict: bool) -> ReadOptions {
+    ReadOptions { format: Some(format), strict, chunk_bytes: 64 << 10, ..opts() }
+}
+
+#[test]
+fn empty_input_has_no_rows() {
+    for f in [Format::Prometheus, Format::OpenMetrics] {
+        let out = read_text("empty.prom", b"", &forced(f, true));
+        assert!(out.rows.is_empty() && out.attrs.is_empty());
+        assert_eq!(out.reports[0].bad_records, 0);
+        let out = read_text("blank.prom", b"\n\n  \n\t\n", &forced(f, true));
+        assert!(out.rows.is_empty());
+    }
+}
+
+#[test]
+fn truncated_last_line_strict_names_file_and_line_lenient_keeps_the_rest() {
+    let text = b"a_total{device=\"x\"} 1\nb{device=\"y";
+    let p = temp_file("cut-mid-label.prom", text);
+    let err = read_with(std::slice::from_ref(&p), &opts()).err().unwrap();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Format { .. }), "{msg}");
+    assert!(msg.contains("cut-mid-label.prom") && msg.contains("line 2") && msg.contains("byte 22"), "{msg}");
+    let out = read_with(&[p], &lenient()).unwrap();
+    assert_eq!((out.rows.len(), out.reports[0].bad_records), (1, 1));
+    assert_eq!(out.rows[0].value, V::U(1));
+}
+
+#[test]
+fn binary_garbage_with_format_forced_never_panics() {
+    let mut bytes: Vec<u8> = (0..=255u8).cycle().take(64 << 10).collect();
+    bytes.extend_from_slice(b"\nok_total 5\n");
+    for f in [Format::Prometheus, Format::OpenMetrics] {
+        let p = temp_file("garbage.bin", &bytes);
+        let err = read_with(std::slice::from_ref(&p), &forced(f, true)).err().unwrap();
+        assert!(matches!(err, Error::Format { .. }) && err.to_string().contains("garbage.bin"), "{err}");
+        let out = read_with(&[p], &forced(f, false)).unwrap();
+        assert!(out.reports[0].bad_records > 0);
+        assert_eq!(out.counter("ok_total").len(), 1);
+    }
+}
+
+#[test]
+fn invalid_utf8_in_names_and_labels_is_a_bad_record() {
+    let text = b"good 1\nm\xff 1\nm{a=\"\xff\xfe\"} 1\nm{\xc3=\"x\"} 1\ngood 2\n";
+    let err = read_with(&[temp_file("utf8.prom", text)], &opts()).err().unwrap();
+    assert!(err.to_string().contains("line 2"), "{err}");
+    let out = read_text("utf8.prom", text, &lenient());
+    assert_eq!((out.rows.len(), out.reports[0].bad_records), (2, 3));
+}
+
+#[test]
+fn malformed_lines_are_bad_records() {
+    let text = b"good 1
+m{a=\"1\"}
+m{a=1} 2
+m 1 2 3
+m abc
+{a=\"1\"} 1
+1bad 2
+m{a=\"1\",a=\"2\"} 3
+# TYPE
+# TYPE m sometype
+m 1 notatime
+good 2
+";
+    let out = read_text("bad.prom", text, &lenient());
+    assert_eq!(out.rows.len(), 2);
+    assert_eq!(out.reports[0].bad_records, 10, "{:?}", out.reports[0].errors);
+}
+
+#[test]
+fn a_ten_megabyte_line_hits_max_line_bytes() {
+    let mut text = b"good 1\nhuge{a=\"".to_vec();
+    text.extend(std::iter::repeat_n(b'x', 10_000_000));
+    text.extend_from_slice(b"\"} 1\ngood 2\n");
+    let p = temp_file("long.prom", &text);
+    let err = read_with(std::slice::from_ref(&p), &opts()).err().unwrap();
+    assert!(matches!(err, Error::LimitExceeded { option: "max_line_bytes", .. }), "{err}");
+    let out = read_with(&[p], &lenient()).unwrap();
+    assert_eq!(out.rows.iter().map(|r| r.value.clone()).collect::<Vec<_>>(), vec![V::U(1), V::U(2)]);
+    assert_eq!(out.reports[0].bad_records, 1);
+}
+
+// --- properties -----------------------------------------------------------------------------
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+fn label_value() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec!['a', 'Z', '0', '\\', '"', '\n', '}', '{', '=', ',', ' ', '\t', 'é', '#']),
+        1..7,
+    )
+    .prop_map(|cs| cs.into_iter().collect())
+}
+
+#[derive(Debug, Clone)]
+struct Series {
+    name: String,
+    labels: std::collections::BTreeMap<String, String>,
+    value: u64,
+    ts_ms: Option<i64>,
+    spaced: bool,
+    trailing_comma: bool,
+}
+
+fn series() -> impl Strategy<Value = Series> {
+    (
+        "[a-z][a-z0-9_:]{0,12}".prop_filter("not an info metric", |n| !n.ends_with("_info")),
+        prop::collection::btree_map(prop::sample::select(vec!["la", "lb", "l_c", "LD", "_e"]), label_value(), 0..4),
+        any::<u64>(),
+        prop::option::of(100_000_000_000i64..4_000_000_000_000),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(name, labels, value, ts_ms, spaced, trailing_comma)| Series {
+            name: format!("pt_{name}"),
+            labels: labels.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+            value,
+            ts_ms,
+            spaced,
+            trailing_comma,
+        })
+}
+
+fn render(s: &Series) -> String {
+    let sep = if s.spaced { ", " } else { "," };
+    let mut line = s.name.clone();
+    if !s.labels.is_empty() || s.trailing_comma {
+        let body: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+        line.push('{');
+        line.push_str(&body.join(sep));
+        if s.trailing_comma && !s.labels.is_empty() {
+            line.push(',');
+        }
+        line.push('}');
+    }
+    line.push_str(if s.spaced { " \t" } else { " " });
+    line.push_str(&s.value.to_string());
+    if let Some(ts) = s.ts_ms {
+        line.push(' ');
+        line.push_str(&ts.to_string());
+    }
+    line
+}
+
+fn expected_counter(s: &Series) -> String {
+    if s.labels.is_empty() {
+        return s.name.clone();
+    }
+    let body: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+    format!("{}{{{}}}", s.name, body.join(","))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn rendered_series_round_trip(all in prop::collection::vec(series(), 1..40)) {
+        let text: String = all.iter().map(|s| render(s) + "\n").collect();
+        let o = forced(Format::Prometheus, true);
+        let out = read_with(&[temp_file("prop.prom", text.as_bytes())], &o).unwrap();
+        let expected: Vec<Row> = all
+            .iter()
+            .map(|s| Row {
+                time_ns: s.ts_ms.map_or(T, |ms| ms * 1_000_000),
+                host: "ibnode01".into(),
+                device: String::new(),
+                port: None,
+                priority: None,
+                counter: expected_counter(s),
+                value: V::U(s.value),
+                scale: 1,
+                is_counter: s.name.ends_with("_total"),
+                source: "prometheus".into(),
+            })
+            .collect();
+        prop_assert_eq!(out.rows, expected);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        bytes in prop::collection::vec(
+            prop_oneof![
+                any::<u8>(),
+                prop::sample::select(b"{}\"\\=, \t\n#_:a0.+-eE".to_vec()),
+            ],
+            0..600,
+        )
+    ) {
+        for f in [Format::Prometheus, Format::OpenMetrics] {
+            let p = temp_file("fuzz.prom", &bytes);
+            prop_assert!(read_with(std::slice::from_ref(&p), &forced(f, false)).is_ok());
+            let _ = read_with(&[p], &forced(f, true));
+        }
+    }
+}
+
+// --- throughput (run: cargo test --profile ci -p fabricscope-core --test prometheus -- --ignored --nocapture) ---
+
+#[test]
+#[ignore = "throughput measurement; run explicitly in an optimised profile"]
+fn throughput_federate_100mb() {
+    use std::fmt::Write as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let mut text = String::with_capacity(105 << 20);
+    let counters = [
+        "node_infiniband_port_data_received_bytes_total",
+        "node_infiniband_port_data_transmitted_bytes_total",
+        "node_infiniband_port_packets_received_total",
+        "node_infiniband_port_transmit_wait_total",
+    ];
+    let mut i: u64 = 0;
+    while text.len() < 100 << 20 {
+        let host = i % 512;
+        let c = counters[(i / 512 % 4) as usize];
+        let _ = writeln!(
+            text,
+            "{c}{{device=\"mlx5_{}\",instance=\"gpu{host:03}:9100\",job=\"node\",port=\"1\"}} {} {}",
+            i % 8,
+            i.wrapping_mul(2_654_435_761) % 1_000_000_000_000,
+            1_764_686_822_000 + (i / 16_384) * 10_000
+        );
+        i += 1;
+    }
+    let p = temp_file("federate-100mb.prom", text.as_bytes());
+    let rounds: usize = std::env::var("FABRICSCOPE_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let mut best = f64::INFINITY;
+    for _ in 0..rounds {
+        let rows = AtomicU64::new(0);
+        let sink = |ev: fabricscope_core::Event| {
+            if let fabricscope_core::Event::Samples(b) = ev {
+                rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+            }
+            true
+        };
+        let start = std::time::Instant::now();
+        let reports = fabricscope_core::read_paths(std::slice::from_ref(&p), &opts(), &sink).unwrap();
+        best = best.min(start.elapsed().as_secs_f64());
+        assert_eq!(rows.load(Ordering::Relaxed), i);
+        assert_eq!(reports[0].bad_records, 0);
+    }
+    let mb = text.len() as f64 / 1e6;
+    println!(
+        "{mb:.0} MB, {i} lines, best of {rounds}: {best:.3} s = {:.0} MB/s, {:.1} M lines/s",
+        mb / best,
+        i as f64 / best / 1e6
+    );
+}
