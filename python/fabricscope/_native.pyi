@@ -41,8 +41,8 @@ def read(
     max_line_bytes: int = ...,
     max_labels: int = ...,
     max_decompressed_bytes: int = ...,
-) -> tuple[_ArrowStream, _ArrowStream, list[dict[str, Any]]]:
-    """Parse inputs with the GIL released; returns (samples, attributes, reports)."""
+) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
+    """Parse inputs with the GIL released; returns (samples, attributes, other tables, reports)."""
 
 class Scanner(Iterator[tuple[str, Any]]):
     """Background parser yielding ``("samples" | "attributes", RecordBatch)``."""

@@ -84,7 +84,9 @@ def _fmt_time(t: object) -> str:
     return "-" if t is None else str(t)[:19].replace("T", " ")
 
 
-def _summary(samples: pl.LazyFrame, reports: list[InputReport], elapsed: float, out: Path | None) -> str:
+def _summary(
+    samples: pl.LazyFrame, reports: list[InputReport], elapsed: float, out: Path | None, side: list[str]
+) -> str:
     lines: list[str] = []
     total_bytes = sum(r.bytes for r in reports)
     total_rows = sum(r.rows for r in reports)
@@ -152,7 +154,7 @@ def _summary(samples: pl.LazyFrame, reports: list[InputReport], elapsed: float, 
             lines.append(f"  ... and {len(problems) - 20} more")
     if out is not None:
         lines.append("")
-        lines.append(f"wrote {out}")
+        lines.append(f"wrote {out}" + "".join(f", {p}" for p in side))
     return "\n".join(lines)
 
 
@@ -194,14 +196,18 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         target = out.with_name(out.name + ".tmp")
-    attr_target = target.with_name(target.name.replace(".parquet", "") + ".attributes.parquet")
+
+    def side_path(base: Path, kind: str) -> Path:
+        # OUT.parquet -> OUT.attributes.parquet, OUT.packet_events.parquet, ...
+        stem = base.name.removesuffix(".tmp").removesuffix(".parquet")
+        return base.with_name(f"{stem}.{kind}.parquet" + (".tmp" if base.name.endswith(".tmp") else ""))
+
     samples_schema = pa.schema(_native.samples_schema_arrow())
-    attributes_schema = pa.schema(_native.attributes_schema_arrow())
+    side: dict[str, pq.ParquetWriter] = {}
     rows = 0
     started = _time.monotonic()
     try:
         with pq.ParquetWriter(target, samples_schema, compression="zstd") as writer:
-            attr_writer: pq.ParquetWriter | None = None
             try:
                 for kind, batch in scanner:
                     rb = pa.record_batch(batch)
@@ -209,13 +215,13 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
                         writer.write_batch(rb)
                         rows += rb.num_rows
                     else:
-                        if attr_writer is None:
-                            attr_writer = pq.ParquetWriter(attr_target, attributes_schema, compression="zstd")
-                        attr_writer.write_batch(rb)
+                        if kind not in side:
+                            side[kind] = pq.ParquetWriter(side_path(target, kind), rb.schema, compression="zstd")
+                        side[kind].write_batch(rb)
                     progress.update(scanner.bytes_read, rows)
             finally:
-                if attr_writer is not None:
-                    attr_writer.close()
+                for w in side.values():
+                    w.close()
         progress.update(scanner.bytes_read, rows, force=True)
     except InternalError as e:
         progress.close()
@@ -225,18 +231,20 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
         progress.close()
         print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
         target.unlink(missing_ok=True)
-        attr_target.unlink(missing_ok=True)
+        for kind in side:
+            side_path(target, kind).unlink(missing_ok=True)
         return EXIT_INPUT
     progress.close()
     elapsed = _time.monotonic() - started
     reports = _reports(scanner.reports())
-    final_attr = None
+    side_outputs: dict[str, str] = {}
     if out is not None:
         # Publish atomically: readers of OUT never see a half-written file.
         target.replace(out)
-        if attr_target.exists():
-            final_attr = out.with_name(out.name.replace(".parquet", "") + ".attributes.parquet")
-            attr_target.replace(final_attr)
+        for kind in side:
+            final = side_path(out, kind)
+            side_path(target, kind).replace(final)
+            side_outputs[kind] = str(final)
         samples = pl.scan_parquet(out)
     else:
         samples = pl.scan_parquet(target)
@@ -244,14 +252,14 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
         doc = {
             "version": __version__,
             "output": str(out) if out else None,
-            "attributes_output": str(final_attr) if final_attr else None,
+            "side_outputs": side_outputs,
             "samples": rows,
             "seconds": round(elapsed, 3),
             "inputs": [r.__dict__ for r in reports],
         }
         print(json.dumps(doc, indent=2))
     else:
-        print(_summary(samples, reports, elapsed, out))
+        print(_summary(samples, reports, elapsed, out, list(side_outputs.values())))
     return EXIT_INPUT if any(r.failed for r in reports) else EXIT_OK
 
 

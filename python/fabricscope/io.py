@@ -63,11 +63,14 @@ class ReadResult:
         samples: The canonical samples table (see ``docs/schema.md``).
         attributes: The port-attributes table (link layer, rate text, firmware, GUIDs, ...).
         reports: One :class:`InputReport` per input, in input order.
+        tables: Other tables some readers produce, by name (``packet_events``, ``links``, ...);
+            absent when no input produced rows for them.
     """
 
     samples: pl.DataFrame
     attributes: pl.DataFrame
     reports: list[InputReport]
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     @property
     def bad_records(self) -> int:
@@ -177,10 +180,15 @@ def load(
         >>> res.samples.columns[:4]
         ['time', 'host', 'device', 'port']
     """
-    samples, attributes, reports = _native.read(
+    samples, attributes, tables, reports = _native.read(
         _paths(paths), **_native_kwargs(format, host, time, strict, batch_rows, max_line_bytes)
     )
-    return ReadResult(pl.DataFrame(samples), pl.DataFrame(attributes), _reports(reports))
+    return ReadResult(
+        pl.DataFrame(samples),
+        pl.DataFrame(attributes),
+        _reports(reports),
+        {name: pl.DataFrame(t) for name, t in tables.items()},
+    )
 
 
 def read(
@@ -265,8 +273,8 @@ def scan(
         time: Timestamp for inputs that carry none.
         strict: Raise on the first malformed record, or skip and count.
         batch_rows: Most rows per yielded frame.
-        include_attributes: Yield ``(kind, frame)`` pairs with kind ``"samples"`` or
-            ``"attributes"`` instead of sample frames only.
+        include_attributes: Yield ``(kind, frame)`` pairs with kind ``"samples"``,
+            ``"attributes"`` or another table's name instead of sample frames only.
 
     Returns:
         A :class:`Scan` iterator.

@@ -143,6 +143,14 @@ pub enum Event {
     Samples(RecordBatch),
     /// A batch of the port-attributes table.
     Attributes(RecordBatch),
+    /// A batch of another named table a reader produces besides samples (`packet_events`,
+    /// `links`, ...). Batches of one name share one schema.
+    Table {
+        /// Table name, snake_case; the Python side exposes it under this name.
+        name: &'static str,
+        /// The rows.
+        batch: RecordBatch,
+    },
 }
 
 const MAX_REPORTED_ERRORS: usize = 20;
@@ -304,6 +312,18 @@ impl<'a> ReadContext<'a> {
             self.cancel.store(true, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Deliver a batch of another named table (see [`Event::Table`]).
+    pub fn emit_table(&mut self, name: &'static str, batch: RecordBatch) {
+        if batch.num_rows() > 0 && !(self.sink)(Event::Table { name, batch }) {
+            self.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Record the number of bytes consumed (binary readers report their own).
+    pub fn set_bytes(&mut self, bytes: u64) {
+        self.report.bytes = bytes;
     }
 
     fn flush_attributes(&mut self) -> Result<()> {
@@ -715,6 +735,20 @@ fn read_file(
             }
         }
     };
+    if let Some(mut binary) = format.binary_reader() {
+        let mut ctx = ReadContext::new(path, format, opts, sink, cancel);
+        let bytes = binary.read(&buf, &mut *reader, &mut ctx).map_err(|e| match e {
+            Error::Io { source, .. } if codec != Codec::Plain => Error::Decompress {
+                path: path.to_path_buf(),
+                codec: codec.name(),
+                byte_offset: 0,
+                message: source.to_string(),
+            },
+            other => other,
+        })?;
+        ctx.set_bytes(bytes);
+        return ctx.finish();
+    }
     let Some(mut line_reader) = format.line_reader() else {
         return Err(Error::InvalidArgument(format!(
             "{}: format {} reads directories, not files",
@@ -788,7 +822,6 @@ fn read_file(
         }
     }
     line_reader.finish(&mut ctx)?;
-    let mut report = ctx.finish()?;
-    report.bytes = pos.byte_offset;
-    Ok(report)
+    ctx.set_bytes(pos.byte_offset);
+    ctx.finish()
 }

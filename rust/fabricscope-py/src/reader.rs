@@ -1,5 +1,6 @@
 //! `read`, `Scanner`, `formats`, `counters`: argument conversion and Arrow export only.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -66,7 +67,10 @@ fn report_dict<'py>(py: Python<'py>, r: &InputReport) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
-/// Read every input and return `(samples, attributes, reports)`.
+/// `(samples, attributes, {name: table}, reports)`.
+type ReadOutput<'py> = (PyTable, PyTable, Bound<'py, PyDict>, Vec<Bound<'py, PyDict>>);
+
+/// Read every input and return `(samples, attributes, {other_table_name: table}, reports)`.
 #[pyfunction]
 #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
                     max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30))]
@@ -82,23 +86,35 @@ pub fn read<'py>(
     max_line_bytes: usize,
     max_labels: usize,
     max_decompressed_bytes: u64,
-) -> PyResult<(PyTable, PyTable, Vec<Bound<'py, PyDict>>)> {
+) -> PyResult<ReadOutput<'py>> {
     let opts = options(format, host, time_ns, strict, batch_rows, max_line_bytes, max_labels, max_decompressed_bytes)?;
-    let (result, samples, attributes) = guarded(py, move || {
+    let (result, samples, attributes, tables) = guarded(py, move || {
         let samples = Mutex::new(Vec::<RecordBatch>::new());
         let attributes = Mutex::new(Vec::<RecordBatch>::new());
+        let tables = Mutex::new(BTreeMap::<&'static str, Vec<RecordBatch>>::new());
         let sink = |ev: Event| match ev {
             Event::Samples(b) => samples.lock().map(|mut v| v.push(b)).is_ok(),
             Event::Attributes(b) => attributes.lock().map(|mut v| v.push(b)).is_ok(),
+            Event::Table { name, batch } => tables.lock().map(|mut t| t.entry(name).or_default().push(batch)).is_ok(),
         };
         let result = read_paths(&paths, &opts, &sink);
-        (result, samples.into_inner().unwrap_or_default(), attributes.into_inner().unwrap_or_default())
+        (
+            result,
+            samples.into_inner().unwrap_or_default(),
+            attributes.into_inner().unwrap_or_default(),
+            tables.into_inner().unwrap_or_default(),
+        )
     })?;
     let reports = result.map_err(|e| to_py_err(py, &e))?;
     let samples = PyTable::try_new(samples, samples_schema())?;
     let attributes = PyTable::try_new(attributes, attributes_schema())?;
+    let other = PyDict::new(py);
+    for (name, batches) in tables {
+        let Some(schema) = batches.first().map(RecordBatch::schema) else { continue };
+        other.set_item(name, PyTable::try_new(batches, schema)?)?;
+    }
     let reports = reports.iter().map(|r| report_dict(py, r)).collect::<PyResult<Vec<_>>>()?;
-    Ok((samples, attributes, reports))
+    Ok((samples, attributes, other, reports))
 }
 
 enum Msg {
@@ -177,6 +193,7 @@ impl Scanner {
         match msg {
             Ok(Msg::Batch(Event::Samples(b))) => Ok(("samples", PyRecordBatch::new(b))),
             Ok(Msg::Batch(Event::Attributes(b))) => Ok(("attributes", PyRecordBatch::new(b))),
+            Ok(Msg::Batch(Event::Table { name, batch })) => Ok((name, PyRecordBatch::new(batch))),
             Ok(Msg::Done(Ok(reports))) => {
                 self.reports = Some(reports);
                 self.rx = None;

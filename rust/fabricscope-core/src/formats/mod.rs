@@ -104,7 +104,12 @@ impl Format {
         })
     }
 
-    /// A fresh line reader for this format (`None` for directory formats).
+    /// A fresh binary reader for this format (`None` for text and directory formats).
+    pub fn binary_reader(self) -> Option<Box<dyn BinaryReader>> {
+        None
+    }
+
+    /// A fresh line reader for this format (`None` for directory and binary formats).
     pub fn line_reader(self) -> Option<Box<dyn LineReader>> {
         match self {
             Format::Prometheus => Some(Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::Prometheus))),
@@ -114,6 +119,14 @@ impl Format {
             Format::SysfsTree => None,
         }
     }
+}
+
+/// A reader of a binary stream (packet captures). The driver has already read the first bytes
+/// (`head`, at least 64 KiB unless the input is shorter) to detect the format; `rest` yields the
+/// remainder of the decompressed stream. Returns the number of bytes consumed.
+pub trait BinaryReader: Send {
+    /// Read the whole input.
+    fn read(&mut self, head: &[u8], rest: &mut dyn std::io::Read, ctx: &mut ReadContext<'_>) -> Result<u64>;
 }
 
 /// A reader of line-oriented text.

@@ -103,6 +103,8 @@ pub struct Output {
     pub rows: Vec<Row>,
     pub attrs: Vec<Attr>,
     pub reports: Vec<InputReport>,
+    /// Batches of other named tables (`Event::Table`), in arrival order.
+    pub tables: Vec<(&'static str, RecordBatch)>,
 }
 
 impl Output {
@@ -116,15 +118,22 @@ impl Output {
 pub fn read_with(paths: &[PathBuf], opts: &ReadOptions) -> Result<Output> {
     let samples = Mutex::new(Vec::new());
     let attrs = Mutex::new(Vec::new());
+    let tables = Mutex::new(Vec::new());
     let sink = |ev: Event| {
         match ev {
             Event::Samples(b) => samples.lock().unwrap().extend(rows_of(&b)),
             Event::Attributes(b) => attrs.lock().unwrap().extend(attrs_of(&b)),
+            Event::Table { name, batch } => tables.lock().unwrap().push((name, batch)),
         }
         true
     };
     let reports = read_paths(paths, opts, &sink)?;
-    Ok(Output { rows: samples.into_inner().unwrap(), attrs: attrs.into_inner().unwrap(), reports })
+    Ok(Output {
+        rows: samples.into_inner().unwrap(),
+        attrs: attrs.into_inner().unwrap(),
+        reports,
+        tables: tables.into_inner().unwrap(),
+    })
 }
 
 /// Read one path with default (strict) options.
