@@ -100,16 +100,23 @@ def federate() -> None:
                 for d in devices:
                     key = (h, d, name)
                     util = 0.82 if h != "gpu03" else 0.41  # gpu03 runs at half speed
+                    degraded = (h, d) == ("gpu04", "mlx5_1")  # trained at 2X: 200 Gb/s
+                    line = NDR_BYTES_PER_S // 2 if degraded else NDR_BYTES_PER_S
                     if "data" in name and scrape:
-                        state[key] += int(NDR_BYTES_PER_S * 15 * util * rng.uniform(0.97, 1.0)) // 4 * 4
+                        state[key] += int(line * 15 * util * rng.uniform(0.97, 1.0)) // 4 * 4
                     elif "packets" in name and scrape:
-                        state[key] += int(NDR_BYTES_PER_S * 15 * util / 4096)
+                        state[key] += int(line * 15 * util / 4096)
                     elif name == "node_infiniband_symbol_error_total" and h == "gpu02" and d == "mlx5_1" and scrape:
                         state[key] += rng.randrange(180, 260)  # a marginal cable
-                    elif name == "node_infiniband_port_transmit_wait_total" and h == "gpu03" and scrape:
-                        state[key] += rng.randrange(40_000_000, 60_000_000)  # congested uplink
+                    elif name == "node_infiniband_port_transmit_wait_total" and h == "gpu03":
+                        # Congested uplink: waiting ~12% of the time. 64-bit extended counter (the
+                        # 32-bit one would peg within a second at NDR rates).
+                        if scrape == 0:
+                            state[key] = 9_000_000_000 + rng.randrange(10**9)
+                        else:
+                            state[key] += int(0.12 * 15 * NDR_BYTES_PER_S * 8 / 64 * rng.uniform(0.9, 1.1))
                     if name == "node_infiniband_rate_bytes_per_second":
-                        v = "5e+10"
+                        v = "2.5e+10" if degraded else "5e+10"
                     elif name == "node_infiniband_state_id":
                         v = "4"
                     else:

@@ -12,20 +12,29 @@ Example:
 
 from fabricscope import exceptions
 from fabricscope._native import __version__
+from fabricscope.analyze import Analysis, analyze, run_analysis
 from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
+from fabricscope.profiles import get_profile, profiles
+from fabricscope.rates import rates
 from fabricscope.vocabulary import SCHEMA_VERSION, counters, formats
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Analysis",
     "InputReport",
     "ReadResult",
     "Scan",
     "__version__",
+    "analyze",
     "counters",
     "exceptions",
     "formats",
+    "get_profile",
     "load",
+    "profiles",
+    "rates",
     "read",
+    "run_analysis",
     "scan",
 ]
 

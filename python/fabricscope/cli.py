@@ -28,10 +28,20 @@ examples:
   fabricscope parse sample_traces/ -o samples.parquet      parse everything, write Parquet
   fabricscope parse dump.prom.gz --lenient                 summary only; skip bad records
   fabricscope parse ethtool.log --host gpu017 --format ethtool
+  fabricscope analyze sample_traces/ --json findings.json  findings, Nagios exit status
   fabricscope formats                                      what can be read
   fabricscope counters --layer network                     the counter vocabulary
 
 exit status: 0 ok, 2 usage error, 3 an input could not be read, 4 internal error
+"""
+
+_EPILOG_ANALYZE = """\
+examples:
+  fabricscope analyze sample_traces/
+  fabricscope analyze /var/lib/node_exporter/*.prom --json findings.json
+  fabricscope analyze dumps/ --profile ndr400 --config thresholds.toml --json - | jq .status
+
+exit status (Nagios): 0 OK (nothing above info), 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not analyse)
 """
 
 _EPILOG_PARSE = """\
@@ -263,6 +273,72 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
     return EXIT_INPUT if any(r.failed for r in reports) else EXIT_OK
 
 
+_SEV_MARK = {"critical": "CRIT", "warning": "WARN", "info": "info"}
+
+
+def _analysis_summary(findings: pl.DataFrame, inputs: list[dict[str, object]], status: str, verbose: bool) -> str:
+    lines = [f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"]
+    counts = findings.group_by("severity").len() if findings.height else None
+    if counts is not None:
+        by = dict(zip(counts["severity"].to_list(), counts["len"].to_list(), strict=True))
+        lines.append("  " + ", ".join(f"{by.get(s, 0)} {s}" for s in ("critical", "warning", "info")))
+    shown = findings if verbose else findings.filter(pl.col("severity") != "info")
+    if shown.height:
+        lines.append("")
+        lines.append(f"{'sev':<4}  {'kind':<17} {'host':<14} {'device':<20} {'port':>4}  {'window (UTC)':<33}  message")
+        for r in shown.iter_rows(named=True):
+            window = "-"
+            if r["start"] is not None:
+                window = f"{str(r['start'])[:19]} .. {str(r['end'])[11:19]}"
+            port = "" if r["port"] is None else str(r["port"])
+            if r["priority"] is not None:
+                port += f"/p{r['priority']}"
+            lines.append(
+                f"{_SEV_MARK[r['severity']]:<4}  {r['kind']:<17} {str(r['host'] or '-')[:14]:<14} "
+                f"{str(r['device'] or '-')[:20]:<20} {port:>4}  {window:<33}  {r['message']}"
+            )
+    hidden = findings.height - shown.height
+    if hidden:
+        lines.append("")
+        lines.append(f"{hidden} info finding(s) about data quality hidden; show them with --verbose or --json")
+    return "\n".join(lines)
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from fabricscope.analyze import run_analysis
+    from fabricscope.findings import document, exit_status
+
+    try:
+        analysis = run_analysis(
+            args.inputs,
+            profile=args.profile,
+            config=args.config,
+            strict=not args.lenient,
+            host=args.host,
+            format=args.format,
+        )
+    except FabricscopeError as e:
+        print(f"UNKNOWN - fabricscope cannot analyse: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except (OSError, ValueError) as e:
+        print(f"UNKNOWN - fabricscope: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    doc = document(analysis.findings, analysis.inputs)
+    if args.json:
+        text = json.dumps(doc, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            target = Path(args.json)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".tmp")
+            tmp.write_text(text + "\n")
+            tmp.replace(target)
+    if args.json != "-":
+        print(_analysis_summary(analysis.findings, analysis.inputs, doc["status"], args.verbose))
+    return exit_status(analysis.findings)
+
+
 def _print_table(df: pl.DataFrame, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(df.to_dicts(), indent=2))
@@ -325,6 +401,23 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--batch-rows", type=int, default=1 << 20, help=argparse.SUPPRESS)
     parse.add_argument("--max-line-bytes", type=int, default=1 << 20, help="longest accepted line (default 1 MiB)")
     parse.set_defaults(func=_cmd_parse)
+
+    an = sub.add_parser(
+        "analyze",
+        help="find lossy, flapping, degraded and congested links (Nagios exit status)",
+        description="Rate the counters and run every detector; print findings, optionally as JSON.",
+        epilog=_EPILOG_ANALYZE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    an.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok)")
+    an.add_argument("--json", metavar="PATH|-", help="write the findings document (fabricscope.findings/1)")
+    an.add_argument("--profile", help="force a technology profile (ndr400, hdr200, roce400, ...)")
+    an.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
+    an.add_argument("--format", default="auto", help="input format (default: detect)")
+    an.add_argument("--host", help="host for inputs that name none")
+    an.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    an.add_argument("--verbose", action="store_true", help="also list info findings (data quality)")
+    an.set_defaults(func=_cmd_analyze)
 
     fmts = sub.add_parser("formats", help="list the formats fabricscope reads")
     fmts.add_argument("--output-format", choices=["table", "csv", "json", "markdown"], default="table")

@@ -139,7 +139,8 @@ def _reports(raw: list[dict[str, object]] | None) -> list[InputReport]:
     reports = [InputReport(**r) for r in (raw or [])]  # type: ignore[arg-type]
     for r in reports:
         for w in r.warnings:
-            _log.warning("%s: %s", r.path, w)
+            # Skipped non-telemetry files (a README beside the dumps) are routine, not warnings.
+            (_log.info if w.startswith(("skipped", "empty input")) else _log.warning)("%s: %s", r.path, w)
         if r.bad_records:
             _log.warning("%s: skipped %d bad record(s); first: %s", r.path, r.bad_records, r.errors[:1])
     return reports

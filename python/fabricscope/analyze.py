@@ -1,0 +1,139 @@
+"""Run every detector over inputs or an already-read samples frame."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from fabricscope.config import load_config
+from fabricscope.detect import DETECTORS, AnalysisInput
+from fabricscope.findings import FINDINGS_SCHEMA, empty_findings
+from fabricscope.io import InputReport, load
+from fabricscope.profiles import get_profile
+from fabricscope.rates import rates
+
+__all__ = ["Analysis", "analyze", "run_analysis"]
+
+
+@dataclass
+class Analysis:
+    """The result of one analysis run.
+
+    Attributes:
+        findings: Frame with :data:`fabricscope.findings.FINDINGS_SCHEMA`, worst first.
+        inputs: Per input: path, format, records, rejected (the contract's ``inputs``).
+        rates: The rates every detector saw.
+        reports: The readers' per-input reports (empty when a frame was analysed).
+    """
+
+    findings: pl.DataFrame
+    inputs: list[dict[str, Any]]
+    rates: pl.DataFrame
+    reports: list[InputReport] = field(default_factory=list)
+
+
+def _gauges(samples: pl.DataFrame) -> pl.DataFrame:
+    return samples.filter(~pl.col("is_counter")).with_columns(
+        pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64")).alias("value")
+    )
+
+
+def _empty_attributes() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            "time": pl.Datetime("ns", "UTC"),
+            "host": pl.Categorical(),
+            "device": pl.Categorical(),
+            "port": pl.UInt16,
+            "key": pl.Categorical(),
+            "value": pl.String,
+            "source": pl.Categorical(),
+        }
+    )
+
+
+def run_analysis(
+    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | pl.DataFrame,
+    *,
+    profile: str | None = None,
+    config: str | os.PathLike[str] | dict[str, Any] | None = None,
+    strict: bool = True,
+    host: str | None = None,
+    format: str = "auto",
+    attributes: pl.DataFrame | None = None,
+) -> Analysis:
+    """Read (unless given a frame), rate, and run every detector.
+
+    Args:
+        data: Paths to read, or a samples frame.
+        profile: Force a technology profile (``ndr400``, ``roce400``...); default: per port.
+        config: A TOML path or an already-loaded config dict.
+        strict: Reader strictness (see :func:`fabricscope.load`).
+        host: Host for inputs naming none.
+        format: Input format (``auto`` detects).
+        attributes: Port attributes to use with a samples frame.
+
+    Returns:
+        An :class:`Analysis`.
+    """
+    cfg = config if isinstance(config, dict) else load_config(config)
+    prof = get_profile(profile) if profile else None
+    tables: dict[str, pl.DataFrame] = {}
+    reports: list[InputReport] = []
+    if isinstance(data, pl.DataFrame):
+        samples = data
+        attrs = attributes if attributes is not None else _empty_attributes()
+        inputs = [{"path": "<frame>", "format": "frame", "records": samples.height, "rejected": 0}]
+    else:
+        res = load(data, format=format, host=host, strict=strict)
+        samples, attrs, tables, reports = res.samples, res.attributes, res.tables, res.reports
+        inputs = [
+            {"path": r.path, "format": r.format or "-", "records": r.rows + r.attribute_rows, "rejected": r.bad_records}
+            for r in res.reports
+            if r.format is not None or r.failed
+        ]
+    rcfg = cfg["rates"]
+    r = rates(samples, gap_factor=rcfg["gap_factor"], min_gap_s=rcfg["min_gap_s"])
+    inp = AnalysisInput(
+        samples=samples, rates=r, gauges=_gauges(samples), attributes=attrs, config=cfg, profile=prof, tables=tables
+    )
+    frames = [fn(inp) for fn in DETECTORS().values()]
+    findings = (
+        pl.concat([f for f in frames if not f.is_empty()], how="vertical")
+        if any(not f.is_empty() for f in frames)
+        else empty_findings()
+    )
+    order = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
+    findings = findings.sort([order, "kind", "host", "device", "port"], nulls_last=True).select(FINDINGS_SCHEMA.names())
+    return Analysis(findings=findings, inputs=inputs, rates=r, reports=reports)
+
+
+def analyze(
+    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | pl.DataFrame,
+    *,
+    profile: str | None = None,
+    config: str | os.PathLike[str] | dict[str, Any] | None = None,
+    strict: bool = True,
+) -> pl.DataFrame:
+    """Analyse counters and return the findings frame.
+
+    Args:
+        data: Paths (files or directories) or a samples frame from :func:`fabricscope.read`.
+        profile: Force a technology profile; default: detect per port from link layer and rate.
+        config: Thresholds TOML (see ``docs/detectors.md``) or a config dict.
+        strict: Raise on malformed records (default) or skip and count them.
+
+    Returns:
+        One row per finding (schema: ``fabricscope.findings.FINDINGS_SCHEMA``), worst first.
+
+    Example:
+        >>> import fabricscope
+        >>> f = fabricscope.analyze("sample_traces/prometheus")
+        >>> f.filter(f["kind"] == "link_errors").select("host", "device", "metric").row(0)
+        ('gpu02', 'mlx5_1', 'symbol_errors')
+    """
+    return run_analysis(data, profile=profile, config=config, strict=strict).findings

@@ -1,0 +1,70 @@
+"""``counter_anomaly`` (info): resets, saturated counters, wraps and sampling gaps.
+
+These are facts about the data, not faults of the fabric, but they explain why a rate is missing
+(a pegged 32-bit counter hides errors; a reset loses an interval) and what to fix in collection.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import entity_strings
+from fabricscope.findings import make_findings
+
+KIND = "counter_anomaly"
+
+_ADVICE = {
+    "saturated": "counter pegged at its maximum: values carry no information; read extended (64-bit) "
+    "counters (perfquery -x, counters_ext) or clear counters after reading",
+    "reset": "counter went backwards: driver reload, counter clear or reboot; the interval was dropped",
+    "wrapped": "counter wrapped at its width and was unwrapped",
+    "gap": "sampling gap longer than the usual interval: no rate over it",
+}
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Summarise data-quality flags per series."""
+    r = inp.rates
+    if r.is_empty():
+        return make_findings([])
+    agg = (
+        entity_strings(r)
+        .group_by(["host", "device", "port", "priority", "counter"], maintain_order=True)
+        .agg(
+            *[pl.col(f).sum().alias(f) for f in _ADVICE],
+            *[pl.col("end").filter(pl.col(f)).min().alias(f"{f}_first") for f in _ADVICE],
+            *[pl.col("end").filter(pl.col(f)).max().alias(f"{f}_last") for f in _ADVICE],
+            pl.col("source").first(),
+        )
+    )
+    rows = []
+    for a in agg.iter_rows(named=True):
+        for flag, advice in _ADVICE.items():
+            n = a[flag]
+            if not n:
+                continue
+            rows.append(
+                {
+                    "kind": KIND,
+                    "severity": "info",
+                    "host": a["host"],
+                    "device": a["device"],
+                    "port": a["port"],
+                    "priority": a["priority"],
+                    "layer": "network",
+                    "start": a[f"{flag}_first"],
+                    "end": a[f"{flag}_last"],
+                    "metric": a["counter"],
+                    "observed": float(n),
+                    "expected": 0.0,
+                    "message": f"{a['counter']}: {n} {flag} interval(s): {advice}",
+                    "evidence": {
+                        "rule": f"counter_anomaly.{flag}",
+                        "threshold_source": inp.config[KIND]["source"],
+                        "intervals": n,
+                        "source": a["source"],
+                    },
+                }
+            )
+    return make_findings(rows)

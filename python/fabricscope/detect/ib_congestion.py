@@ -1,0 +1,87 @@
+"""``ib_congestion``: PortXmitWait as the fraction of time a port had data but no credits.
+
+``wait_ratio = rate(port_xmit_wait) x bits_per_tick / (8 x link rate)``; the estimated lost
+bandwidth is ``wait_ratio x link rate``. The tick conversion is generation specific
+(``bits_per_tick``, default 64 after ibdiagnet's congestion assessment). A 32-bit PortXmitWait
+pegs within seconds under congestion at NDR rates; such intervals have no rate here and are
+reported by counter_anomaly with the advice to read the 64-bit extended counter.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import entity_strings, port_facts, typical_interval
+from fabricscope.findings import make_findings, merge_windows
+from fabricscope.profiles import get_profile
+
+KIND = "ib_congestion"
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Find congested InfiniBand ports."""
+    cfg = inp.config["ib_congestion"]
+    factor = inp.config["merge"]["max_gap_factor"]
+    w = inp.rates.filter(pl.col("counter") == "port_xmit_wait_ticks")
+    if w.is_empty():
+        return make_findings([])
+    facts = port_facts(inp).select("host", "device", "port", "link_rate_bytes_per_s", "profile")
+    default = inp.profile or get_profile("ndr400")
+    w = entity_strings(w.with_columns((typical_interval(inp.rates) * factor).alias("_gap")))
+    w = w.join(facts, on=["host", "device", "port"], how="left").with_columns(
+        pl.col("link_rate_bytes_per_s").fill_null(default.line_rate_bytes_per_s).alias("_line"),
+        pl.col("link_rate_bytes_per_s").is_null().alias("_assumed_rate"),
+    )
+    w = w.with_columns(
+        (pl.col("delta") * cfg["bits_per_tick"] / (pl.col("_line") * 8 * pl.col("interval_s"))).alias("_ratio")
+    )
+    flagged = w.filter(pl.col("_ratio") >= cfg["warning_wait_ratio"])
+    if flagged.is_empty():
+        return make_findings([])
+    windows = merge_windows(
+        flagged,
+        keys=["host", "device", "port"],
+        max_gap_s=pl.col("_gap"),
+        aggs=[
+            pl.col("_ratio").max().alias("peak_ratio"),
+            ((pl.col("_ratio") * pl.col("interval_s")).sum() / pl.col("interval_s").sum()).alias("mean_ratio"),
+            pl.col("_line").first().alias("line"),
+            pl.col("_assumed_rate").first().alias("assumed"),
+            pl.col("profile").first(),
+        ],
+    )
+    rows = []
+    for x in windows.iter_rows(named=True):
+        critical = x["peak_ratio"] >= cfg["critical_wait_ratio"]
+        lost = x["mean_ratio"] * x["line"]
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "critical" if critical else "warning",
+                "host": x["host"],
+                "device": x["device"],
+                "port": x["port"],
+                "layer": "network",
+                "start": x["start"],
+                "end": x["end"],
+                "metric": "xmit_wait_ratio",
+                "observed": x["mean_ratio"],
+                "expected": cfg["warning_wait_ratio"],
+                "message": (
+                    f"port waited for credits {x['mean_ratio']:.0%} of the time (peak {x['peak_ratio']:.0%}): "
+                    f"~{lost / 1e9:.1f} GB/s of {x['line'] / 1e9:.0f} GB/s lost"
+                ),
+                "evidence": {
+                    "rule": "ib_congestion.xmit_wait_ratio",
+                    "threshold_source": cfg["source"],
+                    "bits_per_tick": cfg["bits_per_tick"],
+                    "lost_bytes_per_s": lost,
+                    "link_rate_bytes_per_s": x["line"],
+                    "link_rate_assumed": bool(x["assumed"]),
+                    "profile": x["profile"] or default.name,
+                    "intervals": x["intervals"],
+                },
+            }
+        )
+    return make_findings(rows)

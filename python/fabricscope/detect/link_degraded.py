@@ -1,0 +1,80 @@
+"""``link_degraded``: active rate or width below the profile, or below comparable ports.
+
+Expected values come from ``--profile`` when given, else from the majority of ports with the same
+link layer (at least ``majority_min_ports`` of them): a 4X NDR port among 4X NDR peers that trained
+at 2X or at HDR speed is degraded ("Could be" in iblinkinfo terms). Ports not ACTIVE are skipped:
+a port down for maintenance is not degraded.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import port_facts
+from fabricscope.findings import make_findings
+
+KIND = "link_degraded"
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Find ports that trained below what they should."""
+    cfg = inp.config["link_degraded"]
+    facts = port_facts(inp).filter(pl.col("link_rate_bytes_per_s").is_not_null())
+    facts = facts.filter(pl.col("port_state_id").is_null() | (pl.col("port_state_id") == 4.0))
+    if facts.is_empty():
+        return make_findings([])
+    facts = facts.with_columns(pl.col("link_layer").fill_null("unknown"))
+    majority = {}
+    for layer, grp in facts.group_by("link_layer"):
+        if grp.height >= cfg["majority_min_ports"]:
+            rate_mode = grp["link_rate_bytes_per_s"].mode().max()
+            lanes = grp["link_width_lanes"].drop_nulls()
+            majority[layer[0]] = (rate_mode, lanes.mode().max() if len(lanes) else None, grp.height)
+    rows = []
+    for f in facts.iter_rows(named=True):
+        if inp.profile is not None:
+            exp_rate, exp_lanes, basis = (
+                inp.profile.line_rate_bytes_per_s,
+                inp.profile.lanes,
+                f"profile {inp.profile.name}",
+            )
+        elif f["link_layer"] in majority:
+            exp_rate, exp_lanes, n = majority[f["link_layer"]]
+            basis = f"majority of {n} {f['link_layer']} ports"
+        else:
+            continue
+        rate, lanes = f["link_rate_bytes_per_s"], f["link_width_lanes"]
+        slow = rate < exp_rate * 0.999
+        narrow = lanes is not None and exp_lanes is not None and lanes < exp_lanes
+        if not (slow or narrow):
+            continue
+        critical = rate <= exp_rate * cfg["critical_ratio"]
+        what = []
+        if slow:
+            what.append(f"rate {rate * 8 / 1e9:g} Gb/s, expected {exp_rate * 8 / 1e9:g} Gb/s")
+        if narrow:
+            what.append(f"width {lanes:g}X, expected {exp_lanes:g}X")
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "critical" if critical else "warning",
+                "host": f["host"],
+                "device": f["device"],
+                "port": f["port"],
+                "layer": "network",
+                "metric": "link_rate_bytes_per_s",
+                "observed": rate,
+                "expected": exp_rate,
+                "message": "link trained below expectation: " + "; ".join(what),
+                "evidence": {
+                    "rule": "link_degraded.rate_width",
+                    "threshold_source": cfg["source"],
+                    "basis": basis,
+                    "lanes": lanes,
+                    "expected_lanes": exp_lanes,
+                    "detected_profile": f["profile"],
+                },
+            }
+        )
+    return make_findings(rows)

@@ -1,0 +1,86 @@
+"""``link_errors``: physical and link-layer error counters as rates and windows.
+
+Symbol errors, receive errors, remote physical errors, local link integrity, excessive buffer
+overrun, transmit discards and link error recoveries. Each counter has a warning rate, a
+critical rate and a minimum count (config ``[link_errors.<counter>]``); the sources are the
+NVSentinel NIC health monitor rates and ibqueryerrors' "any increase" rule (docs/detectors.md).
+Saturated or reset intervals carry no delta and never count as errors (counter_anomaly says so).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import entity_strings, port_facts, typical_interval
+from fabricscope.findings import empty_findings, make_findings, merge_windows
+
+KIND = "link_errors"
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Find ports whose error counters rise above their thresholds."""
+    cfg = inp.config["link_errors"]
+    factor = inp.config["merge"]["max_gap_factor"]
+    r = inp.rates.filter(pl.col("counter").cast(pl.String).is_in(list(cfg)) & (pl.col("delta") > 0))
+    if r.is_empty():
+        return empty_findings()
+    r = entity_strings(r.with_columns((typical_interval(inp.rates) * factor).alias("_gap")))
+    r = r.with_columns((pl.col("delta") / pl.col("interval_s")).alias("_rate"))
+    windows = merge_windows(
+        r,
+        keys=["host", "device", "port", "counter"],
+        max_gap_s=pl.col("_gap"),
+        aggs=[
+            pl.col("delta").sum().alias("count"),
+            pl.col("_rate").max().alias("peak_rate_per_s"),
+            pl.col("interval_s").sum().alias("covered_s"),
+            pl.col("source").first(),
+        ],
+    )
+    facts = port_facts(inp).select("host", "device", "port", "link_rate_bytes_per_s", "profile")
+    windows = windows.join(facts, on=["host", "device", "port"], how="left")
+    rows = []
+    for w in windows.iter_rows(named=True):
+        c = cfg[w["counter"]]
+        duration = max(w["covered_s"], 1e-9)
+        mean_rate = w["count"] / duration
+        if w["count"] < c["min_count"] or w["peak_rate_per_s"] <= c["warning_per_s"]:
+            continue
+        critical = w["peak_rate_per_s"] > c["critical_per_s"]
+        evidence = {
+            "rule": f"link_errors.{w['counter']}",
+            "threshold_source": c["source"],
+            "warning_per_s": c["warning_per_s"],
+            "critical_per_s": c["critical_per_s"],
+            "count": w["count"],
+            "intervals": w["intervals"],
+            "peak_rate_per_s": w["peak_rate_per_s"],
+            "source": w["source"],
+        }
+        if w["link_rate_bytes_per_s"]:
+            # Errors per transmitted bit over the window: a BER estimate (IBTA target 1e-12).
+            evidence["ber_estimate"] = w["count"] / (w["link_rate_bytes_per_s"] * 8 * duration)
+            evidence["profile"] = w["profile"]
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "critical" if critical else "warning",
+                "host": w["host"],
+                "device": w["device"],
+                "port": w["port"],
+                "priority": None,
+                "layer": "network",
+                "start": w["start"],
+                "end": w["end"],
+                "metric": w["counter"],
+                "observed": mean_rate,
+                "expected": c["warning_per_s"],
+                "message": (
+                    f"{w['count']:,.0f} {w['counter'].replace('_', ' ')} in {duration:,.0f} s "
+                    f"({mean_rate:.3g}/s, peak {w['peak_rate_per_s']:.3g}/s)"
+                ),
+                "evidence": evidence,
+            }
+        )
+    return make_findings(rows)

@@ -1,0 +1,94 @@
+"""``link_flap``: link-downed increments and ACTIVE -> not ACTIVE -> ACTIVE state sequences.
+
+A port that stays down for the whole observation (maintenance) is not a flap. Where topology is
+known, the peer's counter is named in the evidence (issue: topology).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import entity_strings, typical_interval
+from fabricscope.findings import make_findings, merge_windows
+
+KIND = "link_flap"
+ACTIVE = 4.0
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Find flapping links."""
+    cfg = inp.config["link_flap"]
+    factor = inp.config["merge"]["max_gap_factor"]
+    rows = []
+    downed = inp.rates.filter((pl.col("counter") == "link_downed_events") & (pl.col("delta") > 0))
+    if not downed.is_empty():
+        downed = entity_strings(downed.with_columns((typical_interval(inp.rates) * factor).alias("_gap")))
+        windows = merge_windows(
+            downed,
+            keys=["host", "device", "port"],
+            max_gap_s=pl.col("_gap"),
+            aggs=[pl.col("delta").sum().alias("count"), pl.col("source").first()],
+        )
+        for w in windows.iter_rows(named=True):
+            rows.append(
+                {
+                    "kind": KIND,
+                    "severity": "critical",
+                    "host": w["host"],
+                    "device": w["device"],
+                    "port": w["port"],
+                    "layer": "network",
+                    "start": w["start"],
+                    "end": w["end"],
+                    "metric": "link_downed_events",
+                    "observed": w["count"],
+                    "expected": 0.0,
+                    "message": f"link went down {w['count']:,.0f} time(s)",
+                    "evidence": {
+                        "rule": "link_flap.link_downed",
+                        "threshold_source": cfg["source_downed"],
+                        "count": w["count"],
+                        "source": w["source"],
+                    },
+                }
+            )
+    states = inp.gauges.filter(pl.col("counter") == "port_state_id")
+    if not states.is_empty():
+        seq = (
+            entity_strings(states)
+            .sort("time")
+            .group_by(["host", "device", "port"], maintain_order=True)
+            .agg(pl.col("time"), pl.col("value"))
+        )
+        already = {(r["host"], r["device"], r["port"]) for r in rows}
+        for s in seq.iter_rows(named=True):
+            values, times = s["value"], s["time"]
+            transitions = [i for i in range(1, len(values)) if values[i] != values[i - 1]]
+            # A flap needs the link to come back: down-for-maintenance ports never return to ACTIVE.
+            left_active = any(values[i - 1] == ACTIVE and values[i] != ACTIVE for i in transitions)
+            returned = any(values[i] == ACTIVE and values[i - 1] != ACTIVE for i in transitions)
+            key = (s["host"], s["device"], s["port"])
+            if len(transitions) >= cfg["min_state_transitions"] and left_active and returned and key not in already:
+                rows.append(
+                    {
+                        "kind": KIND,
+                        "severity": "critical",
+                        "host": s["host"],
+                        "device": s["device"],
+                        "port": s["port"],
+                        "layer": "network",
+                        "start": times[transitions[0] - 1],
+                        "end": times[transitions[-1]],
+                        "metric": "port_state_id",
+                        "observed": float(len(transitions)),
+                        "expected": 0.0,
+                        "message": f"port state changed {len(transitions)} times (left ACTIVE and came back)",
+                        "evidence": {
+                            "rule": "link_flap.state",
+                            "threshold_source": cfg["source_state"],
+                            "states": [int(v) for v in values],
+                        },
+                    }
+                )
+    return make_findings(rows)

@@ -1,0 +1,224 @@
+"""The findings contract: schema, merging over time, severity, the JSON document, exit status.
+
+Other tools and the dashboard depend on this exactly; change it only with a new schema version.
+
+Document (``fabricscope analyze --json``)::
+
+    {"schema": "fabricscope.findings/1",
+     "status": "ok" | "warning" | "critical",
+     "inputs": [{"path": str, "format": str, "records": int, "rejected": int}],
+     "findings": [{"kind", "severity", "host", "device", "port", "priority", "layer",
+                   "start", "end", "metric", "observed", "expected", "message", "evidence"}]}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import polars as pl
+
+__all__ = [
+    "FINDINGS_SCHEMA",
+    "KINDS",
+    "SCHEMA_ID",
+    "SEVERITIES",
+    "document",
+    "empty_findings",
+    "exit_status",
+    "make_findings",
+    "merge_windows",
+    "overall_status",
+]
+
+SCHEMA_ID = "fabricscope.findings/1"
+SEVERITIES = ("info", "warning", "critical")
+KINDS = (
+    "link_errors",
+    "link_flap",
+    "link_degraded",
+    "ib_congestion",
+    "pfc_storm",
+    "pfc_congestion",
+    "ecn_congestion",
+    "packet_loss",
+    "lossy_collapse",
+    "lossless_misconfig",
+    "underperformance",
+    "bottleneck",
+    "counter_anomaly",
+)
+LAYERS = ("nvlink", "network", "pcie", "cxl")
+
+FINDINGS_SCHEMA = pl.Schema(
+    {
+        "kind": pl.String,
+        "severity": pl.String,
+        "host": pl.String,
+        "device": pl.String,
+        "port": pl.Int64,
+        "priority": pl.Int64,
+        "layer": pl.String,
+        "start": pl.Datetime("ns", "UTC"),
+        "end": pl.Datetime("ns", "UTC"),
+        "metric": pl.String,
+        "observed": pl.Float64,
+        "expected": pl.Float64,
+        "message": pl.String,
+        # JSON text: evidence objects differ per kind, and a struct column would force one shape.
+        "evidence": pl.String,
+    }
+)
+
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+def empty_findings() -> pl.DataFrame:
+    """A findings frame with no rows and the contract's schema."""
+    return pl.DataFrame(schema=FINDINGS_SCHEMA)
+
+
+def make_findings(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
+    """Build a findings frame from dicts, validating kind, severity and layer.
+
+    ``evidence`` may be a dict (serialised to JSON) or JSON text.
+
+    Raises:
+        ValueError: a value outside the contract.
+    """
+    out = []
+    for r in rows:
+        if r["kind"] not in KINDS:
+            raise ValueError(f"unknown finding kind {r['kind']!r}")
+        if r["severity"] not in SEVERITIES:
+            raise ValueError(f"unknown severity {r['severity']!r}")
+        if r.get("layer") is not None and r["layer"] not in LAYERS:
+            raise ValueError(f"unknown layer {r['layer']!r}")
+        row = {k: r.get(k) for k in FINDINGS_SCHEMA.names()}
+        ev = r.get("evidence", {})
+        row["evidence"] = ev if isinstance(ev, str) else json.dumps(ev, sort_keys=True, default=_json_default)
+        out.append(row)
+    if not out:
+        return empty_findings()
+    return pl.DataFrame(out, schema=FINDINGS_SCHEMA)
+
+
+def merge_windows(
+    flagged: pl.DataFrame,
+    *,
+    keys: Sequence[str],
+    max_gap_s: float | pl.Expr,
+    aggs: Sequence[pl.Expr] = (),
+) -> pl.DataFrame:
+    """Merge flagged intervals of one entity into windows (one finding per fault, not per sample).
+
+    Args:
+        flagged: Rows with ``start``/``end`` datetimes and the ``keys`` columns, one per flagged
+            interval.
+        keys: Columns identifying the entity and fault (e.g. host, device, port, counter).
+        max_gap_s: Intervals separated by at most this much join one window (a number, or an
+            expression evaluated per row, e.g. twice the series' sampling interval).
+        aggs: Extra aggregations per window (e.g. ``pl.col("delta").sum()``).
+
+    Returns:
+        One row per window: ``keys``, ``_window``, ``start``, ``end``, ``intervals`` (count) and
+        the extra aggregations.
+    """
+    gap_s = pl.lit(max_gap_s) if not isinstance(max_gap_s, pl.Expr) else max_gap_s
+    gap = pl.duration(microseconds=(gap_s * 1e6).cast(pl.Int64))
+    return (
+        flagged.sort([*keys, "start"])
+        .with_columns(
+            ((pl.col("start") - pl.col("end").shift(1).over(list(keys))).fill_null(pl.duration(days=365_000)) > gap)
+            .cum_sum()
+            .over(list(keys))
+            .alias("_window")
+        )
+        .group_by([*keys, "_window"], maintain_order=True)
+        .agg(pl.col("start").min(), pl.col("end").max(), pl.len().alias("intervals"), *aggs)
+    )
+
+
+def overall_status(findings: pl.DataFrame) -> str:
+    """``ok`` when nothing is above info, else the worst severity."""
+    worst = max((_RANK[s] for s in findings["severity"].to_list()), default=0)
+    return {0: "ok", 1: "warning", 2: "critical"}[worst]
+
+
+def exit_status(findings: pl.DataFrame) -> int:
+    """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical."""
+    return {"ok": 0, "warning": 1, "critical": 2}[overall_status(findings)]
+
+
+def _json_default(o: object) -> object:
+    if isinstance(o, dt.datetime):
+        return _rfc3339(o)
+    if isinstance(o, float) and o != o:  # NaN is not JSON
+        return None
+    return str(o)
+
+
+def _rfc3339(t: dt.datetime | None) -> str | None:
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _finite(v: float | None) -> float | None:
+    if v is None or v != v or v in (float("inf"), float("-inf")):
+        return None
+    return v
+
+
+def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON document of the contract.
+
+    Args:
+        findings: A frame with :data:`FINDINGS_SCHEMA`.
+        inputs: ``{"path", "format", "records", "rejected"}`` per input.
+
+    Example:
+        >>> from fabricscope.findings import document, make_findings
+        >>> f = make_findings([{"kind": "link_errors", "severity": "warning", "metric": "symbol_errors",
+        ...                     "message": "x", "evidence": {"rule": "r"}}])
+        >>> document(f, [])["status"]
+        'warning'
+    """
+    out = []
+    order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
+    rows = sorted(
+        findings.iter_rows(named=True),
+        key=lambda r: (order[r["severity"]], r["kind"], r["host"] or "", r["device"] or "", r["port"] or 0),
+    )
+    for r in rows:
+        out.append(
+            {
+                "kind": r["kind"],
+                "severity": r["severity"],
+                "host": r["host"],
+                "device": r["device"],
+                "port": r["port"],
+                "priority": r["priority"],
+                "layer": r["layer"],
+                "start": _rfc3339(r["start"]),
+                "end": _rfc3339(r["end"]),
+                "metric": r["metric"],
+                "observed": _finite(r["observed"]),
+                "expected": _finite(r["expected"]),
+                "message": r["message"],
+                "evidence": json.loads(r["evidence"]) if r["evidence"] else {},
+            }
+        )
+    return {
+        "schema": SCHEMA_ID,
+        "status": overall_status(findings),
+        "inputs": [
+            {"path": i["path"], "format": i["format"], "records": int(i["records"]), "rejected": int(i["rejected"])}
+            for i in inputs
+        ],
+        "findings": out,
+    }

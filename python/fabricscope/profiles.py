@@ -1,0 +1,337 @@
+"""Technology profiles: what "expected" means for a link, with the source of every number.
+
+Line rates are per direction in bytes per second (1 GB/s = 1e9 B/s). ``achievable`` is the
+fraction of line rate that well-configured production systems reach for bulk RDMA/NCCL traffic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+__all__ = ["PROFILES", "Profile", "get_profile", "profile_for_port", "profiles"]
+
+_ARTICLE = "shared/reference/interconnect-stack.txt"
+_PRIOR = "shared/reference/prior-art.md section (d)"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One interconnect technology.
+
+    Attributes:
+        name: Registry key (``ndr400``, ``roce400``, ...).
+        family: ``infiniband``, ``roce``, ``uec``, ``nvlink``, ``pcie``, ``cxl`` or ``hbm``.
+        layer: ``network``, ``nvlink``, ``pcie`` or ``cxl`` (HBM is reported as ``device``).
+        line_rate_bytes_per_s: Line rate per direction.
+        lanes: Lanes (or links for NVLink) per port.
+        lane_gbps: Signalling rate per lane in Gb/s (effective data rate).
+        achievable_low_ratio: Lower end of the fraction of line rate seen in practice.
+        achievable_high_ratio: Upper end of that fraction.
+        latency_us: Typical one-way latency, microseconds (None when not sourced).
+        expected: True for technologies not yet shipping (figures are targets).
+        source: Where the numbers come from.
+    """
+
+    name: str
+    family: str
+    layer: str
+    line_rate_bytes_per_s: float
+    lanes: int
+    lane_gbps: float
+    achievable_low_ratio: float
+    achievable_high_ratio: float
+    latency_us: float | None
+    expected: bool
+    source: str
+
+    @property
+    def achievable_bytes_per_s(self) -> float:
+        """Midpoint of the achievable range in bytes per second."""
+        return self.line_rate_bytes_per_s * (self.achievable_low_ratio + self.achievable_high_ratio) / 2
+
+
+def _p(*args: object) -> Profile:
+    return Profile(*args)  # type: ignore[arg-type]
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in [
+        _p(
+            "xdr800",
+            "infiniband",
+            "network",
+            100e9,
+            4,
+            200,
+            0.92,
+            0.96,
+            1.5,
+            False,
+            "IB XDR: 4 x 200G lanes (kernel sysfs rate table); achievable assumed as NDR class",
+        ),
+        _p(
+            "ndr400",
+            "infiniband",
+            "network",
+            50e9,
+            4,
+            100,
+            0.92,
+            0.96,
+            1.5,
+            False,
+            f"4x100G PAM4 = 50 GB/s; NCCL 46-48 GB/s per NIC (nccl-tests #290, #267); {_PRIOR}; "
+            f"1-2 us latency ({_ARTICLE})",
+        ),
+        _p(
+            "hdr200",
+            "infiniband",
+            "network",
+            25e9,
+            4,
+            50,
+            0.94,
+            0.96,
+            1.5,
+            False,
+            f"4x50G = 25 GB/s; ~24 GB/s per NIC with NCCL (nccl #1048); {_PRIOR}",
+        ),
+        _p("ndr200", "infiniband", "network", 25e9, 2, 100, 0.92, 0.96, 1.5, False, "NDR 2X (200G): half of ndr400"),
+        _p("hdr100", "infiniband", "network", 12.5e9, 2, 50, 0.92, 0.96, 1.5, False, "HDR 2X (HDR100)"),
+        _p(
+            "edr100",
+            "infiniband",
+            "network",
+            12.5e9,
+            4,
+            25,
+            0.90,
+            0.95,
+            1.5,
+            False,
+            "4x25G = 12.5 GB/s (kernel sysfs rate table)",
+        ),
+        _p(
+            "roce800",
+            "roce",
+            "network",
+            100e9,
+            8,
+            100,
+            0.80,
+            0.90,
+            2.5,
+            False,
+            f"800GbE; well-tuned RoCEv2 reaches 85-95% of InfiniBand ({_ARTICLE})",
+        ),
+        _p(
+            "roce400",
+            "roce",
+            "network",
+            50e9,
+            4,
+            100,
+            0.80,
+            0.92,
+            2.5,
+            False,
+            f"400GbE = 50 GB/s; CX-7 RoCE ~48-49 GB/s when lossless (nccl-tests #267); 85-95% of IB ({_ARTICLE})",
+        ),
+        _p(
+            "roce200",
+            "roce",
+            "network",
+            25e9,
+            4,
+            50,
+            0.80,
+            0.92,
+            2.5,
+            False,
+            f"200GbE = 25 GB/s; 85-95% of IB when tuned ({_ARTICLE})",
+        ),
+        _p(
+            "roce100",
+            "roce",
+            "network",
+            12.5e9,
+            4,
+            25,
+            0.80,
+            0.92,
+            3.0,
+            False,
+            f"100GbE = 12.5 GB/s; 85-95% of IB when tuned ({_ARTICLE})",
+        ),
+        _p(
+            "uec800",
+            "uec",
+            "network",
+            100e9,
+            8,
+            100,
+            0.85,
+            0.95,
+            1.0,
+            True,
+            f"Ultra Ethernet 800G target, sub-microsecond latency; silicon expected late 2026-2027 ({_ARTICLE})",
+        ),
+        _p(
+            "nvlink4",
+            "nvlink",
+            "nvlink",
+            450e9,
+            18,
+            26.5625 * 8,
+            0.80,
+            0.85,
+            None,
+            False,
+            f"H100: 18 links x 26.5625 GB/s = 450 GB/s per direction; ring busbw ~370 GB/s (nccl-tests #212); {_PRIOR}",
+        ),
+        _p(
+            "nvlink5",
+            "nvlink",
+            "nvlink",
+            900e9,
+            18,
+            53.125 * 8,
+            0.80,
+            0.92,
+            None,
+            False,
+            f"B200/GB200: 1.8 TB/s bidirectional = 900 GB/s per direction; 830+ GB/s busbw (nccl #1807); {_ARTICLE}",
+        ),
+        _p(
+            "nvlink6",
+            "nvlink",
+            "nvlink",
+            1800e9,
+            18,
+            106.25 * 8,
+            0.80,
+            0.92,
+            None,
+            True,
+            f"Rubin (2027): ~3.6 TB/s per GPU, expected ({_ARTICLE})",
+        ),
+        _p(
+            "pcie4x16",
+            "pcie",
+            "pcie",
+            31.5e9,
+            16,
+            16,
+            0.75,
+            0.80,
+            None,
+            False,
+            f"16 GT/s x16 128b/130b = 31.5 GB/s; ~25 GB/s measured (nvbandwidth #42); {_PRIOR}",
+        ),
+        _p(
+            "pcie5x16",
+            "pcie",
+            "pcie",
+            63e9,
+            16,
+            32,
+            0.56,
+            0.84,
+            None,
+            False,
+            f"32 GT/s x16 = 63 GB/s; H100 D2H 52.8, H2D 35.2 GB/s (nvbandwidth #24); {_PRIOR}",
+        ),
+        _p(
+            "pcie6x16",
+            "pcie",
+            "pcie",
+            126e9,
+            16,
+            64,
+            0.70,
+            0.84,
+            None,
+            True,
+            "64 GT/s PAM4 x16 = ~126 GB/s per direction (PCIe 6 spec); achievable assumed as Gen5",
+        ),
+        _p(
+            "cxl3x16",
+            "cxl",
+            "cxl",
+            128e9,
+            16,
+            64,
+            0.60,
+            0.80,
+            0.5,
+            False,
+            f"CXL 3 over PCIe 6: 128 GB/s per x16 link, sub-microsecond latency ({_ARTICLE}); "
+            "achievable not sourced (prior-art d: gap)",
+        ),
+        _p("hbm3e", "hbm", "device", 8000e9, 1, 0, 0.80, 0.90, None, False, f"HBM3e 8 TB/s per B200 ({_ARTICLE})"),
+    ]
+}
+
+# Aliases users type.
+_ALIASES = {"ndr": "ndr400", "hdr": "hdr200", "edr": "edr100", "xdr": "xdr800", "roce": "roce400"}
+
+
+def get_profile(name: str) -> Profile:
+    """Look up a profile by name (case-insensitive; ``ndr`` means ``ndr400``).
+
+    Raises:
+        ValueError: unknown name; the message lists the known ones.
+
+    Example:
+        >>> from fabricscope.profiles import get_profile
+        >>> get_profile("NDR400").line_rate_bytes_per_s
+        50000000000.0
+    """
+    key = _ALIASES.get(name.lower(), name.lower())
+    try:
+        return PROFILES[key]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
+
+
+def profile_for_port(
+    link_layer: str | None, rate_bytes_per_s: float | None, lanes: int | None = None
+) -> Profile | None:
+    """Detect the profile of a port from its link layer and reported rate.
+
+    The sysfs ``rate`` is the effective data rate (``400 Gb/sec (4X NDR)`` = 50 GB/s), which is how
+    ``link_rate_bytes_per_s`` is stored. A port whose rate matches no profile of its family gets
+    the nearest faster one of the same lane count when known, else None.
+
+    Example:
+        >>> from fabricscope.profiles import profile_for_port
+        >>> profile_for_port("InfiniBand", 50e9, 4).name
+        'ndr400'
+        >>> profile_for_port("Ethernet", 25e9).name
+        'roce200'
+    """
+    if rate_bytes_per_s is None or rate_bytes_per_s <= 0:
+        return None
+    family = "roce" if (link_layer or "").lower() == "ethernet" else "infiniband"
+    candidates = [p for p in PROFILES.values() if p.family == family and not p.expected]
+    exact = [p for p in candidates if abs(p.line_rate_bytes_per_s - rate_bytes_per_s) < 1e6]
+    if lanes is not None:
+        by_lanes = [p for p in exact if p.lanes == lanes]
+        exact = by_lanes or exact
+    if exact:
+        return exact[0]
+    return None
+
+
+def profiles() -> pl.DataFrame:
+    """The registry as a frame (one row per technology, with sources).
+
+    Example:
+        >>> from fabricscope.profiles import profiles
+        >>> {"ndr400", "hdr200", "roce400", "roce200"} <= set(profiles()["name"])
+        True
+    """
+    return pl.DataFrame([{**p.__dict__, "achievable_bytes_per_s": p.achievable_bytes_per_s} for p in PROFILES.values()])

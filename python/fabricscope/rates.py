@@ -1,0 +1,229 @@
+"""Counters into rates: per-series deltas with wrap, saturation, reset and gap handling.
+
+A *series* is one (host, device, port, priority, counter, source). The engine sorts the samples once,
+then compares each row with the previous row of the same series using vectorised Polars
+expressions (no Python loops, no per-group windows), so it scales linearly.
+
+Rules (each row of the result is one interval between two consecutive readings of a series):
+
+* **Duplicates**: several readings of a series at the same timestamp are merged; the last one read
+  wins.
+* **Wrap**: a decrease of a wrapping counter whose earlier raw reading was in the upper half of
+  its range (`Overflow` `wrap@N` in the vocabulary, e.g. mlx5 Q counters at 2^32) is a wrap; the
+  delta adds the range. 64-bit counters never wrap in practice: a decrease there is a reset.
+* **Saturation**: IB PMA counters stop at ``2^w - 1`` in register units (``value / scale``). An
+  interval that ends on a pegged register has no rate (``saturated``): a zero delta from a pegged
+  counter means "unknown", never "no errors". ``saturate@32|wrap@64`` counters are judged wide
+  (64-bit) when any reading of the series exceeds the 32-bit register maximum.
+* **Reset**: any other decrease (driver reload, ``perfquery -R``, reboot) is flagged ``reset``
+  with no delta and no rate (UFM PDR would use 0 and NVSentinel the new value; both invent data).
+* **Gap**: an interval longer than ``gap_factor`` times the series' median interval (and longer
+  than ``min_gap_s``) is flagged ``gap`` and gets no rate: averaging over a hole hides bursts.
+
+Gauges (``is_counter`` false) are not rated; see :func:`latest_gauges`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope import _native
+
+__all__ = ["SERIES_KEYS", "latest_gauges", "overflow_table", "rates"]
+
+# The source is part of a series: two exporters reading one port sample at different moments and
+# may disagree in absolute value (resets at different times), so they are rated separately.
+SERIES_KEYS = ["host", "device", "port", "priority", "counter", "source"]
+
+_U64_MAX = (1 << 64) - 1
+
+
+def _register_max(bits: pl.Expr) -> pl.Expr:
+    """``2^bits - 1`` as UInt64 for the widths counters have (4, 8, 16, 32, 64)."""
+    table = {b: (1 << b) - 1 for b in range(1, 65)}
+    return bits.replace_strict(table, default=_U64_MAX, return_dtype=pl.UInt64)
+
+
+def overflow_table() -> pl.DataFrame:
+    """Per canonical counter: overflow mode (``saturate``, ``wrap``, ``wide``, ``none``) and width.
+
+    ``wide`` marks ``saturate@32|wrap@64`` counters: 32-bit saturating unless a reading exceeds
+    the 32-bit register, in which case the series is a 64-bit wrapping counter.
+
+    Returns:
+        Columns ``counter`` (Categorical), ``overflow_mode``, ``overflow_bits``.
+    """
+    rows = []
+    for c in _native.counters():
+        desc: str = c["overflow"]
+        if "|" in desc:
+            mode, bits = "wide", int(desc.split("|")[0].split("@")[1])
+        elif desc.startswith("saturate@"):
+            mode, bits = "saturate", int(desc.split("@")[1])
+        elif desc.startswith("wrap@"):
+            mode, bits = "wrap", int(desc.split("@")[1])
+        else:
+            mode, bits = "none", 64
+        rows.append((c["name"], mode, bits))
+    return pl.DataFrame(
+        rows,
+        schema={"counter": pl.Categorical(), "overflow_mode": pl.String, "overflow_bits": pl.Int64},
+        orient="row",
+    )
+
+
+def rates(
+    samples: pl.DataFrame | pl.LazyFrame,
+    *,
+    gap_factor: float = 3.0,
+    min_gap_s: float = 0.0,
+) -> pl.DataFrame:
+    """Turn the samples table into per-interval deltas and rates.
+
+    Args:
+        samples: The canonical samples table (``fabricscope.read``), or a lazy frame of it.
+        gap_factor: An interval longer than this many times the series' median interval is a gap.
+        min_gap_s: Intervals no longer than this are never gaps (guards series with jitter).
+
+    Returns:
+        One row per interval: the series keys, ``start``, ``end``, ``interval_s``, ``value`` (at
+        ``end``, as float), ``delta`` (in the counter's unit, null when unknown), ``rate_per_s``
+        (null when unknown), ``scale``, ``source`` and the flags ``wrapped``, ``saturated``,
+        ``reset``, ``gap``.
+
+    Example:
+        >>> import fabricscope
+        >>> from fabricscope.rates import rates
+        >>> r = rates(fabricscope.read("sample_traces/ethtool"))
+        >>> r.filter(r["counter"] == "rx_pause_duration_us")["rate_per_s"].to_list()
+        [20000.0, 600000.0, 970000.0]
+    """
+    lf = samples.lazy() if isinstance(samples, pl.DataFrame) else samples
+    lf = (
+        lf.filter(pl.col("is_counter"))
+        .select(*SERIES_KEYS, "time", "value_u64", "value_f64", "scale")
+        .join(overflow_table().lazy(), on="counter", how="left")
+        .with_columns(
+            pl.col("overflow_mode").fill_null("wrap"),
+            pl.col("overflow_bits").fill_null(64),
+        )
+        .sort([*SERIES_KEYS, "time"], maintain_order=True, nulls_last=True)
+    )
+    same_prev = pl.all_horizontal([pl.col(k).eq_missing(pl.col(k).shift(1)) for k in SERIES_KEYS]).fill_null(False)
+    same_next = pl.all_horizontal([pl.col(k).eq_missing(pl.col(k).shift(-1)) for k in SERIES_KEYS]).fill_null(False)
+    lf = (
+        lf.with_columns(same_prev.alias("_same_prev"), same_next.alias("_same_next"))
+        # Duplicate timestamps: keep the last reading of a (series, time).
+        .filter(~(pl.col("_same_next") & (pl.col("time") == pl.col("time").shift(-1))).fill_null(False))
+        .with_columns(same_prev.alias("_same_prev"))
+    )
+    raw_u = pl.col("value_u64") // pl.col("scale").cast(pl.UInt64)
+    reg_max = _register_max(pl.col("overflow_bits"))
+    lf = lf.with_columns(
+        raw_u.alias("_raw"),
+        # A `wide` series is 64-bit if any register reading exceeds the basic width.
+        ((raw_u > reg_max).any().over(SERIES_KEYS) & (pl.col("overflow_mode") == "wide")).alias("_is_wide"),
+    ).with_columns(
+        pl.when(pl.col("_is_wide"))
+        .then(pl.lit("wrap"))
+        .when(pl.col("overflow_mode") == "wide")
+        .then(pl.lit("saturate"))
+        .otherwise(pl.col("overflow_mode"))
+        .alias("_mode"),
+        pl.when(pl.col("_is_wide")).then(pl.lit(64)).otherwise(pl.col("overflow_bits")).alias("_bits"),
+    )
+    reg_max = _register_max(pl.col("_bits"))
+    prev_u = pl.col("value_u64").shift(1)
+    prev_f = pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64")).shift(1)
+    prev_raw = pl.col("_raw").shift(1)
+    cur_f = pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64"))
+    both_int = pl.col("value_u64").is_not_null() & prev_u.is_not_null()
+    decreased = pl.when(both_int).then(pl.col("value_u64") < prev_u).otherwise(cur_f < prev_f)
+    saturating = pl.col("_mode") == "saturate"
+    pegged = saturating & (pl.col("_raw") == reg_max)
+    # Upper half of the register range: a decrease from there is a wrap, not a reset.
+    half = reg_max // 2 + 1
+    wrapped = (pl.col("_mode") == "wrap") & (pl.col("_bits") < 64) & both_int & decreased & (prev_raw >= half)
+    reset = decreased & ~wrapped
+    int_delta = (
+        pl.when(wrapped)
+        # (range - prev) + cur, in register units, then back to stored units
+        .then(((reg_max - prev_raw) + pl.col("_raw") + 1).cast(pl.Float64) * pl.col("scale").cast(pl.Float64))
+        .when(~decreased)
+        .then((pl.col("value_u64") - prev_u).cast(pl.Float64))
+    )
+    float_delta = pl.when(~decreased).then(cur_f - prev_f)
+    delta = pl.when(both_int).then(int_delta).otherwise(float_delta)
+    interval_s = (pl.col("time") - pl.col("time").shift(1)).dt.total_nanoseconds().cast(pl.Float64) / 1e9
+    out = (
+        lf.with_columns(
+            pl.col("time").shift(1).alias("start"),
+            interval_s.alias("interval_s"),
+            cur_f.alias("value"),
+            delta.alias("_delta"),
+            wrapped.fill_null(False).alias("wrapped"),
+            pegged.fill_null(False).alias("saturated"),
+            reset.fill_null(False).alias("reset"),
+        )
+        .filter(pl.col("_same_prev"))
+        .with_columns(
+            (
+                (pl.col("interval_s") > gap_factor * pl.col("interval_s").median().over(SERIES_KEYS))
+                & (pl.col("interval_s") > min_gap_s)
+            ).alias("gap")
+        )
+        .with_columns(
+            pl.when(pl.col("saturated") | pl.col("reset") | (pl.col("value").is_null()))
+            .then(None)
+            .otherwise(pl.col("_delta"))
+            .alias("delta"),
+        )
+        .with_columns(
+            pl.when(pl.col("gap") | (pl.col("interval_s") <= 0))
+            .then(None)
+            .otherwise(pl.col("delta") / pl.col("interval_s"))
+            .alias("rate_per_s")
+        )
+        .select(
+            *SERIES_KEYS,
+            "start",
+            pl.col("time").alias("end"),
+            "interval_s",
+            "value",
+            "delta",
+            "rate_per_s",
+            "scale",
+            "wrapped",
+            "saturated",
+            "reset",
+            "gap",
+        )
+    )
+    return out.collect()
+
+
+def latest_gauges(samples: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """The last reading of every gauge series (link rate, width, state, temperatures, ...).
+
+    Args:
+        samples: The canonical samples table.
+
+    Returns:
+        One row per gauge series: keys, ``time`` and ``value`` (float).
+
+    Example:
+        >>> import fabricscope
+        >>> from fabricscope.rates import latest_gauges
+        >>> g = latest_gauges(fabricscope.read("sample_traces/sysfs"))
+        >>> g.filter((g["counter"] == "link_rate_bytes_per_s") & (g["device"] == "mlx5_0"))["value"].item()
+        50000000000.0
+    """
+    lf = samples.lazy() if isinstance(samples, pl.DataFrame) else samples
+    return (
+        lf.filter(~pl.col("is_counter"))
+        .with_columns(pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64")).alias("value"))
+        .sort("time", maintain_order=True)
+        .group_by(SERIES_KEYS, maintain_order=True)
+        .agg(pl.col("time").last(), pl.col("value").last())
+        .collect()
+    )
