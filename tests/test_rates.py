@@ -6,7 +6,6 @@ import datetime as dt
 
 import polars as pl
 import pytest
-
 from fabricscope.rates import latest_gauges, rates
 
 T0 = dt.datetime(2026, 12, 2, 8, 0, tzinfo=dt.timezone.utc)

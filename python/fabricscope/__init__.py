@@ -15,7 +15,6 @@ from fabricscope._native import __version__
 from fabricscope.analyze import Analysis, analyze, run_analysis
 from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
 from fabricscope.profiles import get_profile, profiles
-from fabricscope.rates import rates
 from fabricscope.vocabulary import SCHEMA_VERSION, counters, formats
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
     "get_profile",
     "load",
     "profiles",
-    "rates",
     "read",
     "run_analysis",
     "scan",

@@ -25,6 +25,11 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     r = inp.rates.filter(pl.col("counter").cast(pl.String).is_in(list(cfg)) & (pl.col("delta") > 0))
     if r.is_empty():
         return empty_findings()
+    spans = entity_strings(
+        inp.rates.group_by(["host", "device", "port", "counter"]).agg(
+            ((pl.col("end").max() - pl.col("start").min()).dt.total_nanoseconds() / 1e9).alias("span_s")
+        )
+    )
     r = entity_strings(r.with_columns((typical_interval(inp.rates) * factor).alias("_gap")))
     r = r.with_columns((pl.col("delta") / pl.col("interval_s")).alias("_rate"))
     windows = merge_windows(
@@ -39,13 +44,18 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         ],
     )
     facts = port_facts(inp).select("host", "device", "port", "link_rate_bytes_per_s", "profile")
-    windows = windows.join(facts, on=["host", "device", "port"], how="left")
+    windows = windows.join(facts, on=["host", "device", "port"], how="left").join(
+        spans, on=["host", "device", "port", "counter"], how="left"
+    )
     rows = []
     for w in windows.iter_rows(named=True):
         c = cfg[w["counter"]]
         duration = max(w["covered_s"], 1e-9)
-        mean_rate = w["count"] / duration
-        if w["count"] < c["min_count"] or w["peak_rate_per_s"] <= c["warning_per_s"]:
+        # Judge the warning rate over at least window_s (NVSentinel's 120/hour is an hourly
+        # count), or over the whole observation when it is shorter than that.
+        basis_s = max(duration, min(c["window_s"], w["span_s"] or duration))
+        mean_rate = w["count"] / basis_s
+        if w["count"] < c["min_count"] or mean_rate <= c["warning_per_s"]:
             continue
         critical = w["peak_rate_per_s"] > c["critical_per_s"]
         evidence = {
@@ -56,6 +66,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             "count": w["count"],
             "intervals": w["intervals"],
             "peak_rate_per_s": w["peak_rate_per_s"],
+            "rate_basis_s": basis_s,
             "source": w["source"],
         }
         if w["link_rate_bytes_per_s"]:

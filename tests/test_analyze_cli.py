@@ -1,0 +1,85 @@
+"""`fabricscope analyze`: the findings document, the summary, and Nagios exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fabricscope.cli import main
+from fabricscope.findings import KINDS, SCHEMA_ID
+
+
+def _doc(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_analyze_sample_traces_is_critical_with_contract_document(
+    samples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, doc = _doc(capsys, ["analyze", str(samples_dir), "--json", "-"])
+    assert code == 2
+    assert doc["schema"] == SCHEMA_ID
+    assert doc["status"] == "critical"
+    assert {i["format"] for i in doc["inputs"]} == {"prometheus", "ethtool", "sysfs", "sysfs-grep"}
+    assert all(set(i) == {"path", "format", "records", "rejected"} for i in doc["inputs"])
+    keys = {
+        "kind",
+        "severity",
+        "host",
+        "device",
+        "port",
+        "priority",
+        "layer",
+        "start",
+        "end",
+        "metric",
+        "observed",
+        "expected",
+        "message",
+        "evidence",
+    }
+    for f in doc["findings"]:
+        assert set(f) == keys
+        assert f["kind"] in KINDS
+        assert f["severity"] in {"info", "warning", "critical"}
+        assert isinstance(f["evidence"], dict) and "rule" in f["evidence"]
+        assert f["start"] is None or f["start"].endswith("Z")
+    sev = [f["severity"] for f in doc["findings"]]
+    assert sev == sorted(sev, key=["critical", "warning", "info"].index)  # worst first
+
+
+def test_analyze_summary_and_json_file(tmp_path: Path, samples_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "f" / "findings.json"
+    code = main(["analyze", str(samples_dir / "prometheus"), "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 2
+    assert text.startswith("fabricscope 0.1.0: CRITICAL")
+    assert "gpu02" in text and "symbol errors" in text
+    assert json.loads(out.read_text())["status"] == "critical"
+
+
+def test_ok_warning_and_unknown_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ok = tmp_path / "ok.prom"
+    ok.write_text(
+        "".join(
+            f'node_infiniband_port_errors_received_total{{device="mlx5_0",instance="h:9100",port="1"}} 5 {t}\n'
+            for t in (1796200000000, 1796200015000, 1796200030000)
+        )
+    )
+    assert main(["analyze", str(ok)]) == 0
+    assert capsys.readouterr().out.startswith("fabricscope 0.1.0: OK")
+    warn = tmp_path / "warn.prom"
+    warn.write_text(
+        "".join(
+            f'node_infiniband_port_errors_received_total{{device="mlx5_0",instance="h:9100",port="1"}} {v} {t}\n'
+            for v, t in ((5, 1796200000000), (6, 1796200015000), (9, 1796200030000))
+        )
+    )
+    assert main(["analyze", str(warn)]) == 1
+    assert "WARNING" in capsys.readouterr().out
+    assert main(["analyze", str(tmp_path / "missing")]) == 3
+    assert capsys.readouterr().err.startswith("UNKNOWN")
+    assert main(["analyze", str(ok), "--profile", "nonsense"]) == 3
+    assert "unknown profile" in capsys.readouterr().err
