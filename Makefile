@@ -15,6 +15,7 @@ setup: $(PY)
 
 demo: setup
 	$(VENV)/bin/fabricscope parse sample_traces/ -o out/samples.parquet
+	$(VENV)/bin/fabricscope analyze sample_traces/ --json out/findings.json || test $$? -le 2
 
 test-rust:
 	cargo test --workspace --locked
