@@ -207,3 +207,13 @@ def test_sample_traces_findings() -> None:
     assert not f.filter(
         (pl.col("host") == "gpu02") & (pl.col("device") == "mlx5_0") & (pl.col("severity") != "info")
     ).height
+
+
+def test_real_node_exporter_sysfs_fixture_pegged_xmit_wait_single_snapshot(fixtures_dir: Path) -> None:
+    # node_exporter's sysfs fixture: mlx4_0 port 1 port_xmit_wait = 4294967295 (2^32-1), one snapshot
+    root = fixtures_dir / "sysfs" / "node_exporter" / "sys"
+    f = fabricscope.run_analysis(root, time="2026-12-02T00:00:00Z").findings
+    sat = f.filter((pl.col("kind") == "counter_anomaly") & (pl.col("metric") == "port_xmit_wait_ticks"))
+    assert sat.select("device", "port", "severity").rows() == [("mlx4_0", 1, "info")]
+    assert "2^32-1" in sat["message"][0]
+    assert f.filter(pl.col("severity") != "info").is_empty()

@@ -12,7 +12,7 @@ import polars as pl
 from fabricscope.config import load_config
 from fabricscope.detect import DETECTORS, AnalysisInput
 from fabricscope.findings import FINDINGS_SCHEMA, empty_findings
-from fabricscope.io import InputReport, load
+from fabricscope.io import InputReport, TimeLike, load
 from fabricscope.profiles import get_profile
 from fabricscope.rates import rates
 
@@ -64,6 +64,7 @@ def run_analysis(
     strict: bool = True,
     host: str | None = None,
     format: str = "auto",
+    time: TimeLike = None,
     attributes: pl.DataFrame | None = None,
 ) -> Analysis:
     """Read (unless given a frame), rate, and run every detector.
@@ -75,6 +76,7 @@ def run_analysis(
         strict: Reader strictness (see :func:`fabricscope.load`).
         host: Host for inputs naming none.
         format: Input format (``auto`` detects).
+        time: Timestamp for inputs without one (see :func:`fabricscope.load`).
         attributes: Port attributes to use with a samples frame.
 
     Returns:
@@ -89,7 +91,7 @@ def run_analysis(
         attrs = attributes if attributes is not None else _empty_attributes()
         inputs = [{"path": "<frame>", "format": "frame", "records": samples.height, "rejected": 0}]
     else:
-        res = load(data, format=format, host=host, strict=strict)
+        res = load(data, format=format, host=host, time=time, strict=strict)
         samples, attrs, tables, reports = res.samples, res.attributes, res.tables, res.reports
         inputs = [
             {"path": r.path, "format": r.format or "-", "records": r.rows + r.attribute_rows, "rejected": r.bad_records}

@@ -316,6 +316,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             strict=not args.lenient,
             host=args.host,
             format=args.format,
+            time=args.time,
         )
     except FabricscopeError as e:
         print(f"UNKNOWN - fabricscope cannot analyse: {e}", file=sys.stderr)
@@ -415,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
     an.add_argument("--format", default="auto", help="input format (default: detect)")
     an.add_argument("--host", help="host for inputs that name none")
+    an.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
     an.add_argument("--lenient", action="store_true", help="skip and count bad records")
     an.add_argument("--verbose", action="store_true", help="also list info findings (data quality)")
     an.set_defaults(func=_cmd_analyze)

@@ -138,9 +138,7 @@ def rates(
     lf = lf.with_columns(
         raw_u.alias("_raw"),
         # A `wide` series is 64-bit if any register reading exceeds the basic width.
-        ((raw_u > pl.col("overflow_max")).any().over("_sid") & (pl.col("overflow_mode") == "wide")).alias(
-            "_is_wide"
-        ),
+        ((raw_u > pl.col("overflow_max")).any().over("_sid") & (pl.col("overflow_mode") == "wide")).alias("_is_wide"),
     ).with_columns(
         pl.when(pl.col("_is_wide"))
         .then(pl.lit("wrap"))

@@ -11,6 +11,7 @@ import polars as pl
 from fabricscope.detect import AnalysisInput
 from fabricscope.detect._common import entity_strings
 from fabricscope.findings import make_findings
+from fabricscope.rates import overflow_table
 
 KIND = "counter_anomaly"
 
@@ -23,11 +24,60 @@ _ADVICE = {
 }
 
 
+def _pegged_readings(inp: AnalysisInput) -> pl.DataFrame:
+    """Series with a reading pegged at the register maximum, even with a single snapshot."""
+    s = inp.samples.filter(pl.col("is_counter") & pl.col("value_u64").is_not_null())
+    if s.is_empty():
+        return s
+    return (
+        s.join(overflow_table(), on="counter", how="inner")
+        .filter(pl.col("overflow_mode").is_in(["saturate", "wide"]))
+        .filter((pl.col("value_u64") // pl.col("scale").cast(pl.UInt64)) == pl.col("overflow_max"))
+        .pipe(entity_strings)
+        .group_by(["host", "device", "port", "priority", "counter"], maintain_order=True)
+        .agg(
+            pl.len().alias("saturated"),
+            pl.col("time").min().alias("saturated_first"),
+            pl.col("time").max().alias("saturated_last"),
+            pl.col("source").first(),
+            pl.col("overflow_bits").first().alias("bits"),
+        )
+    )
+
+
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Summarise data-quality flags per series."""
+    rows = []
+    for a in _pegged_readings(inp).iter_rows(named=True):
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "info",
+                "host": a["host"],
+                "device": a["device"],
+                "port": a["port"],
+                "priority": a["priority"],
+                "layer": "network",
+                "start": a["saturated_first"],
+                "end": a["saturated_last"],
+                "metric": a["counter"],
+                "observed": float(a["saturated"]),
+                "expected": 0.0,
+                "message": (
+                    f"{a['counter']}: saturated, {a['saturated']} reading(s) at 2^{a['bits']}-1: {_ADVICE['saturated']}"
+                ),
+                "evidence": {
+                    "rule": "counter_anomaly.saturated",
+                    "threshold_source": inp.config[KIND]["source"],
+                    "readings": a["saturated"],
+                    "register_bits": a["bits"],
+                    "source": a["source"],
+                },
+            }
+        )
     r = inp.rates
     if r.is_empty():
-        return make_findings([])
+        return make_findings(rows)
     agg = (
         entity_strings(r)
         .group_by(["host", "device", "port", "priority", "counter"], maintain_order=True)
@@ -38,11 +88,11 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             pl.col("source").first(),
         )
     )
-    rows = []
     for a in agg.iter_rows(named=True):
         for flag, advice in _ADVICE.items():
             n = a[flag]
-            if not n:
+            # Saturation is reported from the readings themselves (above), once per series.
+            if not n or flag == "saturated":
                 continue
             rows.append(
                 {

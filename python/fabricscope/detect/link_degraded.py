@@ -1,7 +1,8 @@
 """``link_degraded``: active rate or width below the profile, or below comparable ports.
 
-Expected values come from ``--profile`` when given, else from the majority of ports with the same
-link layer (at least ``majority_min_ports`` of them): a 4X NDR port among 4X NDR peers that trained
+Expected values come from ``--profile`` when given, else from the majority of comparable ports:
+same link layer and same adapter model (``hca_type`` where known), at least
+``majority_min_ports`` of them: a 4X NDR port among 4X NDR peers that trained
 at 2X or at HDR speed is degraded ("Could be" in iblinkinfo terms). Ports not ACTIVE are skipped:
 a port down for maintenance is not degraded.
 """
@@ -24,13 +25,21 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     facts = facts.filter(pl.col("port_state_id").is_null() | (pl.col("port_state_id") == 4.0))
     if facts.is_empty():
         return make_findings([])
-    facts = facts.with_columns(pl.col("link_layer").fill_null("unknown"))
+    hca = (
+        inp.attributes.filter(pl.col("key") == "hca_type")
+        .group_by(["host", "device"])
+        .agg(pl.col("value").last().alias("hca_type"))
+        .with_columns(pl.col("host", "device").cast(pl.String))
+    )
+    facts = facts.join(hca, on=["host", "device"], how="left").with_columns(
+        pl.col("link_layer").fill_null("unknown"), pl.col("hca_type").fill_null("unknown")
+    )
     majority = {}
-    for layer, grp in facts.group_by("link_layer"):
+    for (layer, model), grp in facts.group_by("link_layer", "hca_type"):
         if grp.height >= cfg["majority_min_ports"]:
             rate_mode = grp["link_rate_bytes_per_s"].mode().max()
             lanes = grp["link_width_lanes"].drop_nulls()
-            majority[layer[0]] = (rate_mode, lanes.mode().max() if len(lanes) else None, grp.height)
+            majority[(layer, model)] = (rate_mode, lanes.mode().max() if len(lanes) else None, grp.height)
     rows = []
     for f in facts.iter_rows(named=True):
         if inp.profile is not None:
@@ -39,9 +48,9 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 inp.profile.lanes,
                 f"profile {inp.profile.name}",
             )
-        elif f["link_layer"] in majority:
-            exp_rate, exp_lanes, n = majority[f["link_layer"]]
-            basis = f"majority of {n} {f['link_layer']} ports"
+        elif (f["link_layer"], f["hca_type"]) in majority:
+            exp_rate, exp_lanes, n = majority[(f["link_layer"], f["hca_type"])]
+            basis = f"majority of {n} {f['link_layer']} ports of adapter type {f['hca_type']}"
         else:
             continue
         rate, lanes = f["link_rate_bytes_per_s"], f["link_width_lanes"]
