@@ -41,8 +41,8 @@ def test_samples_schema_and_dtypes(samples_dir: Path) -> None:
             "source": pl.Categorical(),
         }
     )
-    assert set(df["source"].cast(pl.String).unique()) == {"prometheus", "ethtool", "sysfs", "sysfs-grep"}
-    assert set(df["host"].cast(pl.String).unique()) == {"gpu01", "gpu02", "gpu03", "gpu04"}
+    assert set(df["source"].cast(pl.String).unique()) >= {"prometheus", "ethtool", "sysfs", "sysfs-grep"}
+    assert set(df["host"].cast(pl.String).unique()) >= {"gpu01", "gpu02", "gpu03", "gpu04"}
 
 
 def test_federate_values_hosts_and_timestamps(samples_dir: Path) -> None:
