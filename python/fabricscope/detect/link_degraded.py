@@ -40,6 +40,18 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             rate_mode = grp["link_rate_bytes_per_s"].mode().max()
             lanes = grp["link_width_lanes"].drop_nulls()
             majority[(layer, model)] = (rate_mode, lanes.mode().max() if len(lanes) else None, grp.height)
+    # The window: when the port was seen at its current rate.
+    seen = (
+        inp.gauges.filter(pl.col("counter") == "link_rate_bytes_per_s")
+        .sort("time")
+        .with_columns(pl.col("host", "device").cast(pl.String), pl.col("port").cast(pl.Int64))
+        .group_by(["host", "device", "port"])
+        .agg(
+            pl.col("time").filter(pl.col("value") == pl.col("value").last()).min().alias("since"),
+            pl.col("time").max().alias("last_seen"),
+        )
+    )
+    facts = facts.join(seen, on=["host", "device", "port"], how="left")
     rows = []
     for f in facts.iter_rows(named=True):
         if inp.profile is not None:
@@ -72,6 +84,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 "device": f["device"],
                 "port": f["port"],
                 "layer": "network",
+                "start": f["since"],
+                "end": f["last_seen"],
                 "metric": "link_rate_bytes_per_s",
                 "observed": rate,
                 "expected": exp_rate,
