@@ -163,27 +163,33 @@ def ethtool_log() -> None:
         "rx_prio0_packets": 210_112_004,
         "outbound_pci_stalled_rd": 0,
     }
-    lines = ["# host: gpu03"]
+    lines = ["# host: roce01"]
+    # Share of each 10 s interval during which received PFC pause on priority 3 held our transmit:
+    # a storm builds until the peer pauses us without a break (no Xoff->Xon transitions).
+    shares = [0.0, 0.02, 0.6, 0.995]
+    transitions = [0, 150, 80, 0]
     for snap in range(4):
         if snap:
+            share = shares[snap]
             for k in list(c):
-                if k.endswith("bytes") or k.endswith("bytes_phy") or "unicast_bytes" in k:
-                    c[k] += int(rng.uniform(3.0e10, 3.2e10))
-                elif "packets" in k:
-                    c[k] += int(rng.uniform(7.3e6, 7.8e6))
-            # PFC storm building on priority 3 from the third snapshot: pause ~60% then ~97% of time
-            share = [0, 0.02, 0.6, 0.97][snap]
+                is_bytes = k.endswith("bytes") or k.endswith("bytes_phy")
+                is_packets = "packets" in k
+                if not (is_bytes or is_packets):
+                    continue
+                step = rng.uniform(3.0e10, 3.2e10) if is_bytes else rng.uniform(7.3e6, 7.8e6)
+                # Paused on priority 3 means our RoCE transmit stops for that share of the time.
+                if k.startswith("tx_") and ("prio3" in k or "rdma" in k or "phy" in k or k in ("tx_packets", "tx_bytes")):
+                    step *= 1.0 - share
+                c[k] += int(step)
             c["rx_prio3_pause_duration"] += int(10_000_000 * share)
-            c["rx_prio3_pause"] += int(10_000_000 * share / 33)
-            c["rx_prio3_pause_transition"] += rng.randrange(50, 200)
-            if snap == 3:
-                c["tx_pause_storm_warning_events"] += 2
+            c["rx_prio3_pause"] += int(10_000_000 * share / 33)  # one refresh per ~33 us quanta
+            c["rx_prio3_pause_transition"] += transitions[snap]
         lines.append(str(T0 + 10 * snap))
         lines.append("# ethtool -S eth2")
         lines.append("NIC statistics:")
         lines.extend(f"     {k}: {v}" for k, v in c.items())
     (ROOT / "ethtool").mkdir(exist_ok=True)
-    (ROOT / "ethtool" / "gpu03-eth2.log").write_text("\n".join(lines) + "\n")
+    (ROOT / "ethtool" / "roce01-eth2.log").write_text("\n".join(lines) + "\n")
 
 
 def sysfs_tree() -> None:
@@ -249,7 +255,7 @@ def sysfs_tree() -> None:
 
 def sysfs_grep() -> None:
     """`date -Is; grep -H . /sys/class/infiniband/*/ports/*/{counters,hw_counters}/*`, twice."""
-    lines = ["# host: gpu04"]
+    lines = ["# host: roce02"]
     xmit, rcv = 88_100_220_004_112, 87_990_114_003_020
     oos, pse, cnp_sent, cnp_handled, ecn = 1_104, 1_101, 44_120, 43_990, 45_002
     import datetime as dt
@@ -283,7 +289,7 @@ def sysfs_grep() -> None:
             f"{pfx}/state:4: ACTIVE",
         ]
     (ROOT / "sysfs-grep").mkdir(exist_ok=True)
-    (ROOT / "sysfs-grep" / "gpu04-roce-counters.txt").write_text("\n".join(lines) + "\n")
+    (ROOT / "sysfs-grep" / "roce02-counters.txt").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def test_samples_schema_and_dtypes(samples_dir: Path) -> None:
         }
     )
     assert set(df["source"].cast(pl.String).unique()) >= {"prometheus", "ethtool", "sysfs", "sysfs-grep"}
-    assert set(df["host"].cast(pl.String).unique()) >= {"gpu01", "gpu02", "gpu03", "gpu04"}
+    assert set(df["host"].cast(pl.String).unique()) >= {"gpu01", "gpu02", "gpu03", "gpu04", "roce01", "roce02"}
 
 
 def test_federate_values_hosts_and_timestamps(samples_dir: Path) -> None:
@@ -64,12 +64,12 @@ def test_federate_values_hosts_and_timestamps(samples_dir: Path) -> None:
 
 
 def test_ethtool_log_snapshots_priorities(samples_dir: Path) -> None:
-    df = fabricscope.read(samples_dir / "ethtool" / "gpu03-eth2.log")
+    df = fabricscope.read(samples_dir / "ethtool" / "roce01-eth2.log")
     pause = df.filter((pl.col("counter") == "rx_pause_duration_us") & (pl.col("priority") == 3)).sort("time")
     assert pause["time"].to_list() == [_utc(T0 + 10 * i) for i in range(4)]
     assert pause["device"].cast(pl.String).unique().to_list() == ["eth2"]
-    assert pause["host"].cast(pl.String).unique().to_list() == ["gpu03"]
-    assert pause["value_u64"].to_list() == [88_120_554, 88_320_554, 94_320_554, 104_020_554]
+    assert pause["host"].cast(pl.String).unique().to_list() == ["roce01"]
+    assert pause["value_u64"].to_list() == [88_120_554, 88_320_554, 94_320_554, 104_270_554]
     # 802.3x/global and software counters have no priority
     assert df.filter(pl.col("counter") == "netdev_rx_packets")["priority"].null_count() == 4
 
@@ -97,7 +97,7 @@ def test_sysfs_grep_iso_timestamps(samples_dir: Path) -> None:
     oos = df.filter(pl.col("counter") == "out_of_sequence_packets").sort("time")
     assert oos["value_u64"].to_list() == [1_104, 3_314]
     assert oos["time"].to_list() == [_utc(T0), _utc(T0 + 30)]
-    assert oos["host"].cast(pl.String).unique().to_list() == ["gpu04"]
+    assert oos["host"].cast(pl.String).unique().to_list() == ["roce02"]
 
 
 def test_scan_yields_bounded_frames_that_add_up(samples_dir: Path) -> None:
@@ -112,11 +112,11 @@ def test_scan_yields_bounded_frames_that_add_up(samples_dir: Path) -> None:
 
 def test_gzip_and_zstd_inputs_read_like_plain(tmp_path: Path, samples_dir: Path) -> None:
     zstd = pytest.importorskip("zstandard")
-    raw = (samples_dir / "ethtool" / "gpu03-eth2.log").read_bytes()
-    (tmp_path / "gpu03-eth2.log.gz").write_bytes(gzip.compress(raw))
-    (tmp_path / "gpu03-eth2.log.zst").write_bytes(zstd.ZstdCompressor().compress(raw))
-    plain = fabricscope.read(samples_dir / "ethtool" / "gpu03-eth2.log").drop("source")
-    for name in ["gpu03-eth2.log.gz", "gpu03-eth2.log.zst"]:
+    raw = (samples_dir / "ethtool" / "roce01-eth2.log").read_bytes()
+    (tmp_path / "roce01-eth2.log.gz").write_bytes(gzip.compress(raw))
+    (tmp_path / "roce01-eth2.log.zst").write_bytes(zstd.ZstdCompressor().compress(raw))
+    plain = fabricscope.read(samples_dir / "ethtool" / "roce01-eth2.log").drop("source")
+    for name in ["roce01-eth2.log.gz", "roce01-eth2.log.zst"]:
         got = fabricscope.read(tmp_path / name).drop("source")
         assert got.equals(plain), name
 

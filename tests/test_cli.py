@@ -18,7 +18,7 @@ def test_parse_writes_parquet_and_summary(
     out = tmp_path / "o" / "samples.parquet"
     assert main(["parse", str(samples_dir), "-o", str(out), "-q"]) == 0
     text = capsys.readouterr().out
-    assert "federate-rail0.prom" in text and "gpu03-eth2.log" in text
+    assert "federate-rail0.prom" in text and "roce01-eth2.log" in text
     assert f"wrote {out}" in text
     df = pl.read_parquet(out)
     import fabricscope

@@ -203,6 +203,17 @@ def test_sample_traces_findings() -> None:
     assert ("link_degraded", "gpu04", "mlx5_1") in top
     assert ("ib_congestion", "gpu03", "mlx5_0") in top
     assert ("ib_congestion", "gpu03", "mlx5_1") in top
+    # RoCE (issue 5): roce01/eth2 priority 3 paused 60% then 99.5% without a break (a storm); roce02 loses
+    # ~6e-6 of its RoCE packets both ways while its DCQCN loop (ECN marks, CNPs) works
+    roce = ["pfc_storm", "pfc_congestion", "ecn_congestion", "packet_loss", "lossy_collapse", "lossless_misconfig"]
+    got = f.filter(pl.col("kind").is_in(roce) & pl.col("host").is_in(["roce01", "roce02"]))
+    assert got.sort("kind", "metric").select("kind", "severity", "host", "device", "priority").rows() == [
+        ("ecn_congestion", "info", "roce02", "mlx5_0", None),
+        ("packet_loss", "warning", "roce02", "mlx5_0", None),
+        ("packet_loss", "warning", "roce02", "mlx5_0", None),
+        ("pfc_congestion", "critical", "roce01", "eth2", 3),
+        ("pfc_storm", "critical", "roce01", "eth2", 3),
+    ]
     # the sysfs tree's pegged 32-bit port_xmit_wait on gpu02/mlx5_0 is data quality, not a fault
     assert not f.filter(
         (pl.col("host") == "gpu02") & (pl.col("device") == "mlx5_0") & (pl.col("severity") != "info")

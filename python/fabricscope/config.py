@@ -26,6 +26,11 @@ NVSENTINEL = "NVIDIA/NVSentinel docs/configuration/nic-health-monitor.md"
 IBQUERYERRORS = "rdma-core infiniband-diags ibqueryerrors (any error counter > 0)"
 UFM_CBW = "UFM 'Congested Bandwidth %' event default 10% (UFM Enterprise telemetry docs)"
 XMITWAIT_64 = "ibdiagnet congestion assessment: lost Gb/s = PortXmitWait x 64 / (t x 1e9) (formats.md 4.2)"
+PFCWD = "SONiC/Juniper PFC watchdog: pause > 99% of a 200 ms detection window (sonic-swss #3036; prior-art b.4)"
+MLX5_STORM = "mlx5 tx_pause_storm_{warning,error}_events 'should never increment under normal overload' (b.4)"
+MLX5_PAUSE = "mlx5 counters.rst: rx pause = network cannot absorb the NIC; tx pause = NIC cannot absorb the network"
+DCQCN = "DCQCN loop (prior-art b.4; node_exporter #2827, omnistat #317): rp_cnp_ignored 'should not raise' with CC on"
+GBN = "prior-art b.5 go-back-N model 1/(1+p*W), go-back-0 (1-p)^M; article: RoCEv2 collapses at < 0.1% loss"
 
 DEFAULTS: dict[str, Any] = {
     "rates": {"gap_factor": 3.0, "min_gap_s": 0.0},
@@ -101,6 +106,52 @@ DEFAULTS: dict[str, Any] = {
         "source": f"{UFM_CBW}; tick conversion: {XMITWAIT_64}; critical 50% is a fabricscope default",
     },
     "counter_anomaly": {"source": "fabricscope rate engine flags (resets, saturation, wraps, gaps)"},
+    "pfc_storm": {
+        # storm_ratio of at least window_s (or one sampling interval when longer); NIC watchdog
+        # events; or pause of at least unbroken_ratio with no Xoff->Xon transition while the
+        # paused direction's bytes on that priority fall to collapse_ratio of their p90.
+        "storm_ratio": 0.99,
+        "window_s": 0.2,
+        "unbroken_ratio": 0.95,
+        "collapse_ratio": 0.10,
+        "source": f"{PFCWD}; {MLX5_STORM}; unbroken pause with collapse: Microsoft NIC watchdog (SIGCOMM'16)",
+    },
+    "pfc_congestion": {
+        # time-weighted pause ratio over the trailing sustain_s (or one longer interval)
+        "warning_ratio": 0.05,
+        "critical_ratio": 0.50,
+        "sustain_s": 20.0,
+        "source": f"{MLX5_PAUSE}; prior-art b.4 '> few % sustained = chronic congestion'; 5%/50%/20 s fabricscope",
+    },
+    "ecn_congestion": {
+        "warning_marked_ratio": 0.01,
+        "critical_marked_ratio": 0.10,
+        "min_marks": 100,
+        "min_loop_ratio": 0.5,
+        "mtu_bytes": 4096,
+        "source": f"{DCQCN}; marked-share 1%/10% and CNP balance 0.5 are fabricscope defaults",
+    },
+    "packet_loss": {
+        "warning_p": 1e-6,
+        "min_events": 10,
+        "mtu_bytes": 4096,
+        "source": "mlx5 RoCE loss counters (prior-art b.5); a lossless fabric should lose nothing; "
+        "p >= 1e-6 with >= 10 events is a fabricscope default, 1000x below the 0.1% collapse line",
+    },
+    "lossy_collapse": {
+        "collapse_p": 1e-3,
+        "rtt_us": 10.0,
+        "mtu_bytes": 4096,
+        "message_bytes": 4 * 1024 * 1024,
+        "min_efficiency": 0.9,
+        "max_drop_ratio": 0.1,
+        "source": f"{GBN}; RTT 10 us, 4 KB MTU, 4 MB messages as in prior-art b.5",
+    },
+    "lossless_misconfig": {
+        "min_events": 10,
+        "source": "article: RoCEv2 needs PFC and ECN; NetQ 'check roce' / host-side lossless config (prior-art b.4); "
+        "mlx5 emits rx_prio<p>_pause only for PFC-enabled priorities (formats.md 2.2)",
+    },
 }
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "empty_findings",
     "exit_status",
     "make_findings",
+    "merge_same_fault",
     "merge_windows",
     "overall_status",
 ]
@@ -139,6 +140,36 @@ def merge_windows(
         .group_by([*keys, "_window"], maintain_order=True)
         .agg(pl.col("start").min(), pl.col("end").max(), pl.len().alias("intervals"), *aggs)
     )
+
+
+def merge_same_fault(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fold finding rows of one kind and entity whose windows overlap into one finding.
+
+    A detector with several rules (e.g. a PFC storm seen both as 99% pause and as unbroken pause
+    with collapsed throughput) must still report one finding per fault and entity. The most severe
+    row (first on ties) is kept; the others' evidence is appended under ``also_fired``, and the
+    window becomes the union.
+    """
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    ordered = sorted(rows, key=lambda r: -rank[r["severity"]])
+    kept: list[dict[str, Any]] = []
+    for r in ordered:
+        key = (r["kind"], r.get("host"), r.get("device"), r.get("port"), r.get("priority"))
+        for k in kept:
+            if (k["kind"], k.get("host"), k.get("device"), k.get("port"), k.get("priority")) != key:
+                continue
+            ks, ke, rs, re_ = k.get("start"), k.get("end"), r.get("start"), r.get("end")
+            overlap = None in (ks, ke, rs, re_) or (rs <= ke and ks <= re_)
+            if overlap:
+                ev = dict(k.get("evidence") or {})
+                ev.setdefault("also_fired", []).append(r.get("evidence") or {})
+                k["evidence"] = ev
+                if None not in (ks, ke, rs, re_):
+                    k["start"], k["end"] = min(ks, rs), max(ke, re_)
+                break
+        else:
+            kept.append(dict(r))
+    return kept
 
 
 def overall_status(findings: pl.DataFrame) -> str:

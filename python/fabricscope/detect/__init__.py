@@ -42,13 +42,31 @@ class AnalysisInput:
 
 
 def _registry() -> dict[str, Callable[[AnalysisInput], pl.DataFrame]]:
-    from fabricscope.detect import counter_anomaly, ib_congestion, link_degraded, link_errors, link_flap
+    from fabricscope.detect import (
+        counter_anomaly,
+        ecn_congestion,
+        ib_congestion,
+        link_degraded,
+        link_errors,
+        link_flap,
+        lossless_misconfig,
+        lossy_collapse,
+        packet_loss,
+        pfc_congestion,
+        pfc_storm,
+    )
 
     return {
         "link_errors": link_errors.detect,
         "link_flap": link_flap.detect,
         "link_degraded": link_degraded.detect,
         "ib_congestion": ib_congestion.detect,
+        "pfc_storm": pfc_storm.detect,
+        "pfc_congestion": pfc_congestion.detect,
+        "ecn_congestion": ecn_congestion.detect,
+        "packet_loss": packet_loss.detect,
+        "lossy_collapse": lossy_collapse.detect,
+        "lossless_misconfig": lossless_misconfig.detect,
         "counter_anomaly": counter_anomaly.detect,
     }
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from fabricscope.detect import AnalysisInput
 from fabricscope.profiles import profile_for_port
 
 PORT_KEYS = ["host", "device", "port"]
+
+NIC = ["host", "device", "_port"]
+"""Join keys of a NIC port (``_port`` is the port with null as -1, so joins match netdevs)."""
 
 
 def entity_strings(df: pl.DataFrame) -> pl.DataFrame:
@@ -60,3 +65,54 @@ def port_facts(inp: AnalysisInput) -> pl.DataFrame:
         p = inp.profile or profile_for_port(row["link_layer"], row["link_rate_bytes_per_s"], lanes)
         profiles.append(p.name if p else None)
     return latest.with_columns(pl.Series("profile", profiles, dtype=pl.String))
+
+
+def keyed(df: pl.DataFrame) -> pl.DataFrame:
+    """Entity columns as strings plus ``_port``/``_prio`` join keys (null as -1)."""
+    df = entity_strings(df)
+    cols = []
+    if "port" in df.columns:
+        cols.append(pl.col("port").fill_null(-1).alias("_port"))
+    if "priority" in df.columns:
+        cols.append(pl.col("priority").fill_null(-1).alias("_prio"))
+    return df.with_columns(cols)
+
+
+def series_of(inp: AnalysisInput, counters: Sequence[str]) -> pl.DataFrame:
+    """Rated intervals of some counters, keyed, with a ``_rank`` of each counter's preference."""
+    rank = {c: i for i, c in enumerate(counters)}
+    r = inp.rates.filter(pl.col("counter").cast(pl.String).is_in(list(counters)))
+    return keyed(r).with_columns(pl.col("counter").replace_strict(rank, return_dtype=pl.Int64).alias("_rank"))
+
+
+def preferred(df: pl.DataFrame, by: Sequence[str] = NIC) -> pl.DataFrame:
+    """Keep, per entity, the rows of the most preferred counter that has any rate."""
+    best = df.filter(pl.col("rate_per_s").is_not_null()).group_by(list(by)).agg(pl.col("_rank").min().alias("_best"))
+    return df.join(best, on=list(by), how="inner").filter(pl.col("_rank") == pl.col("_best")).drop("_best")
+
+
+def attach_rate(base: pl.DataFrame, other: pl.DataFrame, name: str, by: Sequence[str] = NIC) -> pl.DataFrame:
+    """Add column ``name``: the rate of ``other`` over its interval that contains ``base``'s end.
+
+    Counters of one snapshot share intervals exactly; when one series missed a reading its
+    longer interval still covers the base interval and its average rate is used. Null when no
+    interval of ``other`` covers the base interval's end (or that interval has no rate).
+    """
+    o = (
+        other.select(
+            *by,
+            pl.col("start").alias("_o_start"),
+            pl.col("end").alias("_o_end"),
+            pl.col("rate_per_s").alias(name),
+        )
+        .unique(subset=[*by, "_o_end"], keep="first")
+        .sort("_o_end")
+    )
+    if name in base.columns:
+        base = base.drop(name)
+    j = base.sort("end").join_asof(
+        o, left_on="end", right_on="_o_end", by=list(by), strategy="forward", check_sortedness=False
+    )
+    return j.with_columns(pl.when(pl.col("_o_start") < pl.col("end")).then(pl.col(name)).alias(name)).drop(
+        "_o_start", "_o_end"
+    )

@@ -1,0 +1,121 @@
+"""``lossy_collapse``: loss at or above ``collapse_p`` (0.1%) and what it does to throughput.
+
+p per NIC and direction comes from ``packet_loss``. The model (prior-art b.5):
+
+* go-back-N efficiency ``1 / (1 + p x W)``, ``W = line rate x rtt / mtu`` (bandwidth-delay
+  product in packets; line rate from the port's rate gauge, else the profile, else ``roce400``);
+* go-back-0 efficiency ``(1 - p)^M``, ``M = message_bytes / mtu``.
+
+Observed throughput is the direction's bytes over the window (RoCE vport, IB port or wire
+bytes); expected throughput is the NIC's own median outside lossy intervals, else the median of
+its peers (other NICs, same direction) over the window. The finding is critical when the
+modelled go-back-N efficiency is below ``min_efficiency`` or the observed drop reaches
+``max_drop_ratio``; otherwise a warning.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import port_facts
+from fabricscope.detect.packet_loss import loss_intervals, loss_windows
+from fabricscope.findings import make_findings
+from fabricscope.profiles import get_profile
+
+KIND = "lossy_collapse"
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Find NICs losing enough packets for RoCE throughput to collapse."""
+    cfg = inp.config[KIND]
+    loss = loss_intervals(inp)
+    if loss.is_empty():
+        return make_findings([])
+    windows = loss_windows(loss, cfg["collapse_p"])
+    if windows.is_empty():
+        return make_findings([])
+    facts = port_facts(inp).select("host", "device", "port", "link_rate_bytes_per_s", "profile")
+    facts = facts.with_columns(pl.col("port").fill_null(-1).alias("_port")).drop("port")
+    windows = windows.join(facts, on=["host", "device", "_port"], how="left")
+    default = inp.profile or get_profile("roce400")
+    clean = loss.filter(
+        pl.col("bytes_per_s").is_not_null() & (pl.col("p").is_null() | (pl.col("p") < cfg["collapse_p"]))
+    )
+    mtu = cfg["mtu_bytes"]
+    rows = []
+    for w in windows.iter_rows(named=True):
+        line = w["link_rate_bytes_per_s"] or default.line_rate_bytes_per_s
+        p = w["p"]
+        bdp_packets = line * cfg["rtt_us"] * 1e-6 / mtu
+        gbn = 1.0 / (1.0 + p * bdp_packets)
+        msg_packets = cfg["message_bytes"] / mtu
+        g0 = (1.0 - min(p, 1.0)) ** msg_packets
+        observed = w["bytes"] / w["covered_s"] if w["bytes"] and w["covered_s"] else None
+        same = (pl.col("host") == w["host"]) & (pl.col("device") == w["device"]) & (pl.col("_port") == w["_port"])
+        mine = clean.filter(same & (pl.col("direction") == w["direction"]))
+        mine = mine.filter((pl.col("end") <= w["start"]) | (pl.col("start") >= w["end"]))
+        basis = None
+        expected = None
+        if mine.height:
+            expected, basis = mine["bytes_per_s"].median(), f"own median over {mine.height} loss-free intervals"
+        else:
+            peers = clean.filter(
+                ~same
+                & (pl.col("direction") == w["direction"])
+                & (pl.col("end") > w["start"])
+                & (pl.col("start") < w["end"])
+            )
+            n = peers.select("host", "device", "_port").unique().height
+            if n:
+                expected, basis = peers["bytes_per_s"].median(), f"median of {n} peer NIC(s) over the window"
+        drop = 1.0 - observed / expected if observed is not None and expected else None
+        critical = gbn < cfg["min_efficiency"] or (drop is not None and drop >= cfg["max_drop_ratio"])
+        side = "received" if w["direction"] == "rx" else "sent"
+        obs_text = f"{observed / 1e9:.3g} GB/s" if observed is not None else "n/a"
+        exp_text = f"{expected / 1e9:.3g} GB/s ({basis})" if expected else "unknown (no baseline or peers)"
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "critical" if critical else "warning",
+                "host": w["host"],
+                "device": w["device"],
+                "port": w["port"],
+                "priority": None,
+                "layer": "network",
+                "start": w["start"],
+                "end": w["end"],
+                "metric": f"{'rx' if w['direction'] == 'rx' else 'tx'}_bytes_per_s",
+                "observed": observed,
+                "expected": expected,
+                "message": (
+                    f"RoCE loss p = {p:.2%} on {side} traffic (threshold {cfg['collapse_p']:.1%}): modelled go-back-N "
+                    f"efficiency {gbn:.0%} (W = {bdp_packets:,.0f} packets), go-back-0 {g0:.0%} for "
+                    f"{cfg['message_bytes'] / 2**20:g} MiB messages; throughput {obs_text}, expected {exp_text}"
+                ),
+                "evidence": {
+                    "rule": "lossy_collapse.go_back_n",
+                    "threshold_source": cfg["source"],
+                    "direction": w["direction"],
+                    "p": p,
+                    "collapse_p": cfg["collapse_p"],
+                    "gbn_efficiency": gbn,
+                    "go_back_0_efficiency": g0,
+                    "bdp_packets": bdp_packets,
+                    "rtt_us": cfg["rtt_us"],
+                    "mtu_bytes": mtu,
+                    "message_bytes": cfg["message_bytes"],
+                    "link_rate_bytes_per_s": line,
+                    "link_rate_assumed": w["link_rate_bytes_per_s"] is None,
+                    "profile": w["profile"] or default.name,
+                    "observed_bytes_per_s": observed,
+                    "expected_bytes_per_s": expected,
+                    "expected_basis": basis,
+                    "observed_drop_ratio": drop,
+                    "events": w["events"],
+                    "packets": w["packets"],
+                    "packets_estimated": bool(w["packets_estimated"]),
+                },
+            }
+        )
+    return make_findings(rows)

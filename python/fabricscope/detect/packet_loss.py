@@ -1,0 +1,220 @@
+"""``packet_loss``: the RoCE loss rate p per NIC and direction, from transport and drop counters.
+
+Receive side (loss on traffic this NIC receives): ``out_of_sequence``, ``duplicate_request``,
+``rx_discards_phy``, ``rx_out_of_buffer``. Send side (loss on traffic this NIC sends, seen by the
+requester): ``packet_seq_err`` (NAK sequence errors), ``implied_nak_seq_err``,
+``local_ack_timeout_err``, ``roce_adp_retrans``. One lost packet usually shows up in several of
+them (a buffer drop, then an out-of-sequence arrival), so per interval the *largest* of a side's
+counts is taken: a lower bound on loss events, never a double count.
+
+``p = loss events / packets`` of the same direction. Packets come from the first counter the NIC
+has of: RoCE vport packets, IB port packets (RoCE traffic only on a RoCE port), wire packets; else
+they are estimated from bytes / ``mtu_bytes`` (which over-states p when packets are smaller than
+the MTU; the evidence says ``packets_estimated``). A zero packet count makes p undefined: an idle
+NIC gives no finding. Wraps of the 32-bit Q counters are handled by the rate engine; reset or gap
+intervals carry no delta and are skipped.
+
+The helpers here (NIC keys, aligning series of one NIC, loss intervals) are shared by
+``lossy_collapse``, ``lossless_misconfig``, ``ecn_congestion`` and ``pfc_storm``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import NIC, attach_rate, preferred, series_of, typical_interval
+from fabricscope.findings import make_findings, merge_windows
+
+KIND = "packet_loss"
+
+LOSS_COUNTERS = {
+    "rx": ["out_of_sequence_packets", "duplicate_requests", "phy_rx_discards", "rx_out_of_buffer_packets"],
+    "tx": ["packet_seq_errors", "implied_nak_seq_errors", "local_ack_timeout_errors", "roce_adp_retrans_events"],
+}
+PACKETS = {
+    "rx": ["vport_rdma_rx_unicast_packets", "port_rcv_packets", "ext_port_rcv_packets", "phy_rx_packets"],
+    "tx": ["vport_rdma_tx_unicast_packets", "port_xmit_packets", "ext_port_xmit_packets", "phy_tx_packets"],
+}
+BYTES = {
+    "rx": ["vport_rdma_rx_unicast_bytes", "port_rcv_data_bytes", "ext_port_rcv_data_bytes", "phy_rx_bytes"],
+    "tx": ["vport_rdma_tx_unicast_bytes", "port_xmit_data_bytes", "ext_port_xmit_data_bytes", "phy_tx_bytes"],
+}
+
+
+def traffic(inp: AnalysisInput, base: pl.DataFrame, direction: str, mtu_bytes: float) -> pl.DataFrame:
+    """Attach ``packets_per_s`` (and ``packets_estimated``) of ``direction`` to NIC intervals."""
+    pk = preferred(series_of(inp, PACKETS[direction]))
+    by = preferred(series_of(inp, BYTES[direction]))
+    out = attach_rate(base, pk, "_pk_rate")
+    out = attach_rate(out, by, "_by_rate")
+    return out.with_columns(
+        pl.coalesce(pl.col("_pk_rate"), pl.col("_by_rate") / mtu_bytes).alias("packets_per_s"),
+        (pl.col("_pk_rate").is_null() & pl.col("_by_rate").is_not_null()).alias("packets_estimated"),
+        pl.col("_by_rate").alias("bytes_per_s"),
+    ).drop("_pk_rate", "_by_rate")
+
+
+def loss_intervals(inp: AnalysisInput) -> pl.DataFrame:
+    """Per NIC, direction and interval: loss events (largest side counter), packets and ``p``.
+
+    Returns:
+        Columns host, device, port, ``_port``, direction, start, end, interval_s, ``events``,
+        ``counts`` (struct of each counter's delta), ``packets`` (null when unknown),
+        ``packets_estimated``, ``bytes_per_s``, ``p`` (null when packets are unknown or zero),
+        ``_gap`` (merge distance).
+    """
+    cfg = inp.config[KIND]
+    factor = inp.config["merge"]["max_gap_factor"]
+    frames = []
+    for direction, counters in LOSS_COUNTERS.items():
+        r = series_of(inp, counters).filter(pl.col("delta").is_not_null())
+        if r.is_empty():
+            continue
+        r = r.with_columns((typical_interval(inp.rates) * factor).alias("_gap"))
+        wide = (
+            r.group_by([*NIC, "start", "end"])
+            .agg(
+                pl.col("port").first(),
+                pl.col("interval_s").first(),
+                pl.col("_gap").max(),
+                pl.col("delta").max().alias("events"),
+                *[pl.col("delta").filter(pl.col("counter") == c).sum().alias(c) for c in counters],
+            )
+            .with_columns(
+                pl.struct(counters).alias("counts"),
+                pl.lit(direction).alias("direction"),
+            )
+            .drop(counters)
+        )
+        wide = traffic(inp, wide, direction, cfg["mtu_bytes"])
+        frames.append(wide)
+    if not frames:
+        return pl.DataFrame()
+    out = pl.concat(frames, how="diagonal_relaxed")
+    packets = pl.col("packets_per_s") * pl.col("interval_s")
+    return out.with_columns(
+        packets.alias("packets"),
+        pl.when(packets > 0).then(pl.col("events") / packets).alias("p"),
+    )
+
+
+def loss_windows(loss: pl.DataFrame, min_p: float) -> pl.DataFrame:
+    """Merge intervals with ``p >= min_p`` into windows per NIC and direction; p over the window."""
+    flagged = loss.filter((pl.col("p") >= min_p) & (pl.col("events") > 0))
+    if flagged.is_empty():
+        return flagged
+    return merge_windows(
+        flagged,
+        keys=[*NIC, "direction"],
+        max_gap_s=pl.col("_gap"),
+        aggs=[
+            pl.col("port").first(),
+            pl.col("events").sum(),
+            pl.col("packets").sum(),
+            pl.col("p").max().alias("peak_p"),
+            pl.col("packets_estimated").any(),
+            pl.col("interval_s").sum().alias("covered_s"),
+            (pl.col("bytes_per_s") * pl.col("interval_s")).sum().alias("bytes"),
+            pl.col("counts"),
+        ],
+    ).with_columns((pl.col("events") / pl.col("packets")).alias("p"))
+
+
+def _count_sums(counts: list[dict[str, int | float | None]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for c in counts:
+        for k, v in c.items():
+            if v:
+                out[k] = out.get(k, 0.0) + float(v)
+    return out
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Estimate the loss rate per NIC and direction; report windows with p at or above the threshold."""
+    cfg = inp.config[KIND]
+    loss = loss_intervals(inp)
+    if loss.is_empty():
+        return make_findings([])
+    rows = []
+    windows = loss_windows(loss, cfg["warning_p"])
+    for w in windows.iter_rows(named=True) if not windows.is_empty() else []:
+        if w["events"] < cfg["min_events"]:
+            continue
+        counts = _count_sums(w["counts"])
+        side = "received" if w["direction"] == "rx" else "sent"
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "warning",
+                "host": w["host"],
+                "device": w["device"],
+                "port": w["port"],
+                "priority": None,
+                "layer": "network",
+                "start": w["start"],
+                "end": w["end"],
+                "metric": f"loss_rate_{w['direction']}",
+                "observed": w["p"],
+                "expected": cfg["warning_p"],
+                "message": (
+                    f"RoCE loss on {side} traffic: p = {w['p']:.2e} ({w['events']:,.0f} loss events in "
+                    f"{w['packets']:,.0f} {'estimated ' if w['packets_estimated'] else ''}packets, "
+                    f"{w['covered_s']:,.0f} s); " + ", ".join(f"{k} +{v:,.0f}" for k, v in sorted(counts.items()))
+                ),
+                "evidence": {
+                    "rule": "packet_loss.loss_rate",
+                    "threshold_source": cfg["source"],
+                    "direction": w["direction"],
+                    "events": w["events"],
+                    "packets": w["packets"],
+                    "packets_estimated": bool(w["packets_estimated"]),
+                    "mtu_bytes": cfg["mtu_bytes"],
+                    "peak_p": w["peak_p"],
+                    "counts": counts,
+                    "estimator": "per interval the largest loss counter of the side (lower bound on events)",
+                    "intervals": w["intervals"],
+                },
+            }
+        )
+    # Loss counters rising on a NIC with no packet or byte counter at all: p is unknown, say so.
+    known = loss.filter(pl.col("packets_per_s").is_not_null()).select(NIC).unique()
+    unknown = loss.join(known, on=NIC, how="anti").filter(pl.col("events") > 0)
+    if not unknown.is_empty():
+        agg = unknown.group_by([*NIC, "direction"]).agg(
+            pl.col("port").first(),
+            pl.col("events").sum(),
+            pl.col("interval_s").sum().alias("covered_s"),
+            pl.col("start").min(),
+            pl.col("end").max(),
+            pl.col("counts"),
+        )
+        for a in agg.filter(pl.col("events") >= cfg["min_events"]).iter_rows(named=True):
+            counts = _count_sums(a["counts"])
+            rate = a["events"] / a["covered_s"] if a["covered_s"] else None
+            rows.append(
+                {
+                    "kind": KIND,
+                    "severity": "info",
+                    "host": a["host"],
+                    "device": a["device"],
+                    "port": a["port"],
+                    "layer": "network",
+                    "start": a["start"],
+                    "end": a["end"],
+                    "metric": f"loss_events_{a['direction']}",
+                    "observed": rate,
+                    "expected": 0.0,
+                    "message": (
+                        f"{a['events']:,.0f} RoCE loss events ({a['direction']}) but no packet or byte counter "
+                        "for this device: p unknown; collect port or vport traffic counters"
+                    ),
+                    "evidence": {
+                        "rule": "packet_loss.no_denominator",
+                        "threshold_source": cfg["source"],
+                        "events": a["events"],
+                        "counts": counts,
+                    },
+                }
+            )
+    return make_findings(rows)

@@ -1,0 +1,121 @@
+"""``pfc_congestion``: sustained PFC pause short of a storm, per priority and direction.
+
+``pause_ratio = Δpause_duration[µs] / (Δt x 1e6)``: the share of time a priority was paused.
+Received pause (``rx_pause_duration_us``) means the network cannot absorb this NIC's traffic;
+sent pause (``tx_pause_duration_us``) means this NIC cannot absorb the network's. A finding
+needs contiguous intervals, each at or above ``warning_ratio``, spanning at least ``sustain_s``
+(one interval suffices when it is that long), so bursty but normal PFC (a spike between quiet
+intervals) stays silent; the observed value is the time-weighted mean over the window. NICs of other hosts
+paused on the same priority at overlapping times are named in the evidence (spreading).
+802.3x global pause has priority null.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import keyed
+from fabricscope.findings import make_findings, merge_windows
+
+KIND = "pfc_congestion"
+
+PAUSE = {"rx_pause_duration_us": "rx", "tx_pause_duration_us": "tx"}
+SERIES = ["host", "device", "_port", "_prio", "direction"]
+MEANING = {
+    "rx": "received pause: the network cannot absorb this NIC's traffic",
+    "tx": "sent pause: this NIC cannot absorb the network's traffic",
+}
+
+
+def pause_intervals(inp: AnalysisInput) -> pl.DataFrame:
+    """Pause-duration intervals with ``direction`` and ``ratio`` (null on gaps, resets, zero-length)."""
+    r = inp.rates.filter(pl.col("counter").cast(pl.String).is_in(list(PAUSE)))
+    return keyed(r).with_columns(
+        pl.col("counter").replace_strict(PAUSE, return_dtype=pl.String).alias("direction"),
+        (pl.col("rate_per_s") / 1e6).alias("ratio"),
+    )
+
+
+def prio_name(priority: int | None) -> str:
+    """``priority 3`` or ``802.3x global pause``."""
+    return "802.3x global pause" if priority is None else f"priority {priority}"
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Find priorities paused for a sustained share of the time."""
+    cfg = inp.config[KIND]
+    p = pause_intervals(inp).filter(pl.col("ratio").is_not_null() & (pl.col("interval_s") > 0))
+    if p.is_empty():
+        return make_findings([])
+    flagged = p.filter(pl.col("ratio") >= cfg["warning_ratio"])
+    if flagged.is_empty():
+        return make_findings([])
+    # Only contiguous intervals join (a missing reading makes one longer interval, still contiguous).
+    stats = merge_windows(
+        flagged,
+        keys=SERIES,
+        max_gap_s=0.0,
+        aggs=[
+            pl.col("port", "priority").first().name.suffix("_"),
+            ((pl.col("ratio") * pl.col("interval_s")).sum() / pl.col("interval_s").sum()).alias("mean_ratio"),
+            pl.col("ratio").max().alias("peak_ratio"),
+            pl.col("interval_s").sum().alias("covered_s"),
+            pl.col("interval_s").min().alias("min_interval_s"),
+        ],
+    )
+    stats = stats.filter(pl.col("covered_s") >= cfg["sustain_s"] * 0.999).sort("start")
+    wins = list(stats.iter_rows(named=True))
+    rows = []
+    for w in wins:
+        # Spreading: other NICs paused on the same priority during an overlapping window.
+        together = sorted(
+            {
+                f"{o['host']}/{o['device']}"
+                + (f":{o['port_']}" if o["port_"] is not None else "")
+                + f" {o['direction']}"
+                for o in wins
+                if o["_prio"] == w["_prio"]
+                and (o["host"], o["device"], o["_port"]) != (w["host"], w["device"], w["_port"])
+                and o["start"] < w["end"]
+                and w["start"] < o["end"]
+            }
+        )
+        hosts = sorted({t.split("/")[0] for t in together} - {w["host"]})
+        critical = w["mean_ratio"] >= cfg["critical_ratio"]
+        ratio = min(w["mean_ratio"], 1.0)
+        msg = (
+            f"{w['direction']} pause on {prio_name(w['priority_'])} held {ratio:.0%} of {w['covered_s']:,.0f} s "
+            f"(peak {min(w['peak_ratio'], 1.0):.0%} over one {w['min_interval_s']:g} s interval): "
+            f"{MEANING[w['direction']]}"
+        )
+        if hosts:
+            msg += f"; pausing together with {len(hosts)} other host(s): {', '.join(hosts[:5])}"
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "critical" if critical else "warning",
+                "host": w["host"],
+                "device": w["device"],
+                "port": w["port_"],
+                "priority": w["priority_"],
+                "layer": "network",
+                "start": w["start"],
+                "end": w["end"],
+                "metric": f"{w['direction']}_pause_ratio",
+                "observed": w["mean_ratio"],
+                "expected": cfg["warning_ratio"],
+                "message": msg,
+                "evidence": {
+                    "rule": f"pfc_congestion.{w['direction']}_pause_ratio",
+                    "threshold_source": cfg["source"],
+                    "direction": w["direction"],
+                    "peak_ratio": w["peak_ratio"],
+                    "critical_ratio": cfg["critical_ratio"],
+                    "sustain_s": cfg["sustain_s"],
+                    "intervals": w["intervals"],
+                    "paused_together": together,
+                },
+            }
+        )
+    return make_findings(rows)
