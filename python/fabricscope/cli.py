@@ -429,6 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
     ctrs.add_argument("--layer", choices=["network", "nvlink", "pcie", "cxl", "device"])
     ctrs.add_argument("--output-format", choices=["table", "csv", "json", "markdown"], default="table")
     ctrs.set_defaults(func=_cmd_counters)
+    from fabricscope.simulate import add_simulate_parser
+
+    add_simulate_parser(sub)
     return p
 
 

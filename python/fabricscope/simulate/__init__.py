@@ -1,0 +1,445 @@
+"""``fabricscope simulate``: realistic fabrics in real formats, with faults and ground truth.
+
+A physical model of a leaf-spine fabric (:mod:`fabricscope.simulate.model`) produces cumulative
+counters; writers (:mod:`fabricscope.simulate.writers`) emit them as Prometheus ``/federate``
+text, ``ethtool -S`` logs, sysfs trees and ``grep -H`` dumps, spelled from the shared counter
+vocabulary; ``truth.json`` says what a correct analysis reports. The simulator never imports
+detector thresholds (``fabricscope.config``) or detectors.
+
+Example:
+    >>> import tempfile
+    >>> from fabricscope.simulate import simulate
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     res = simulate(d, "link-flap", duration=120)
+    ...     res.truth["expected"][0]["kind"]
+    'link_flap'
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import time as _time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from fabricscope.simulate.fabric import TECHNOLOGIES, build_fabric
+from fabricscope.simulate.model import Fault, Simulation, Workload, run_model
+from fabricscope.simulate.scenarios import SCENARIOS, Scenario
+from fabricscope.simulate.writers import write_ethtool, write_prometheus, write_sysfs, write_sysfs_grep
+
+__all__ = [
+    "FORMATS",
+    "SCENARIOS",
+    "Fault",
+    "Scenario",
+    "SimResult",
+    "Workload",
+    "add_simulate_parser",
+    "check_truth",
+    "simulate",
+    "simulate_scale",
+]
+
+T0 = 1_796_400_000  # 2026-12-04T14:00:00Z
+FORMATS = ("prometheus", "ethtool", "sysfs", "sysfs-grep")
+TRUTH_SCHEMA = "fabricscope.truth/1"
+
+
+@dataclass
+class SimResult:
+    """What :func:`simulate` wrote.
+
+    Attributes:
+        sim: The model's result, including the truth frame (``sim.samples``).
+        expected: The samples a correct reader produces from the written files, per format.
+        truth: The ``truth.json`` document.
+        files: Written paths.
+        bytes: Total bytes written.
+    """
+
+    sim: Simulation
+    expected: dict[str, pl.DataFrame]
+    truth: dict[str, Any]
+    files: list[Path]
+    bytes: int
+
+
+def _iso(t_s: float) -> str:
+    return dt.datetime.fromtimestamp(t_s, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _entity(sim: Simulation, host: int, nic: int | None, *, roce: bool) -> dict[str, Any]:
+    h = sim.fabric.hosts[host]
+    if nic is None:
+        return {"host": h.name, "device": None, "port": None}
+    n = h.nics[nic]
+    devices = [n.device] + ([n.netdev] if roce and n.netdev else [])
+    return {"host": h.name, "device": devices, "port": n.port}
+
+
+def _truth(sc: Scenario, sim: Simulation, hosts: int, duration: float, interval: float, seed: int) -> dict[str, Any]:
+    roce = sim.fabric.tech.family == "roce"
+    t_end = T0 + duration
+    exp = []
+    for e in sc.expected(hosts, duration):
+        start = e.get("start")
+        end = e.get("end")
+        exp.append(
+            {
+                "kind": e["kind"],
+                "severity": e["severity"],
+                **_entity(sim, e["host"], e.get("nic"), roce=roce),
+                "priority": e.get("priority"),
+                "layer": e.get("layer", "network"),
+                "start": _iso(T0 + (start if start is not None else 0)),
+                "end": _iso(min(t_end, T0 + end) if end is not None else t_end),
+                "note": e.get("note", ""),
+            }
+        )
+    allowed = [
+        {"kind": a["kind"], **_entity(sim, a["host"], a.get("nic"), roce=roce)} for a in sc.allowed(hosts, duration)
+    ]
+    must_not = [{**_entity(sim, h, n, roce=roce), "reason": r} for h, n, r in sc.must_not(hosts, duration)]
+    return {
+        "schema": TRUTH_SCHEMA,
+        "scenario": sc.name,
+        "summary": sc.summary,
+        "technology": sim.fabric.tech.name,
+        "seed": seed,
+        "hosts": [h.name for h in sim.fabric.hosts],
+        "start": _iso(T0),
+        "end": _iso(t_end),
+        "interval_s": interval,
+        "expected": exp,
+        "allowed": allowed,
+        "must_not_report": must_not,
+        "rules": (
+            "Every expected finding must be reported (same kind, severity >= floor, same host, device in the "
+            "list, same port/priority/layer when given, window overlapping the expected window widened by two "
+            "intervals). No warning or critical finding may appear beyond expected and allowed ones; none at all "
+            "on must_not_report entities."
+        ),
+    }
+
+
+def simulate(
+    outdir: str | os.PathLike[str],
+    scenario: str,
+    *,
+    hosts: int | None = None,
+    duration: float | None = None,
+    interval: float | None = None,
+    seed: int = 1,
+    formats: list[str] | None = None,
+    sysfs_snapshots: str = "last",
+) -> SimResult:
+    """Simulate one scenario and write its files and ``truth.json`` under ``outdir``.
+
+    Args:
+        outdir: Output directory (created).
+        scenario: A name from :data:`SCENARIOS`.
+        hosts: Hosts (default: the scenario's).
+        duration: Seconds (default: the scenario's).
+        interval: Seconds between readings (default: the scenario's).
+        seed: Random seed; output is a pure function of the arguments.
+        formats: Subset of :data:`FORMATS` (default: the scenario's).
+        sysfs_snapshots: ``last`` (one tree per host) or ``all`` (one tree per reading).
+
+    Returns:
+        A :class:`SimResult`.
+
+    Raises:
+        ValueError: unknown scenario or format, or too few hosts.
+    """
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+    sc = SCENARIOS[scenario]
+    h = hosts or sc.hosts
+    if h < 2:
+        raise ValueError("a fabric needs at least 2 hosts")
+    d = float(duration or sc.duration)
+    iv = float(interval or sc.interval)
+    fmts = list(formats or sc.formats)
+    for f in fmts:
+        if f not in FORMATS:
+            raise ValueError(f"unknown format {f!r}; known: {', '.join(FORMATS)}")
+    fabric = build_fabric(
+        sc.tech,
+        h,
+        prefix=sc.prefix or sc.name,
+        nics_per_host=sc.nics,
+        hosts_per_leaf=sc.hosts_per_leaf,
+        oversubscription=sc.oversubscription,
+        seed=seed,
+    )
+    samples = round(d / iv) + 1
+    sim = run_model(fabric, sc.workload, sc.faults(h, d), samples=samples, interval=iv, seed=seed, t0=T0)
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    expected: dict[str, pl.DataFrame] = {}
+    for f in fmts:
+        # a previous run's files would mix into this one's series
+        shutil.rmtree(out / f, ignore_errors=True)
+        if f == "prometheus":
+            expected[f] = write_prometheus(sim, out / "prometheus" / "federate.prom", seed=seed)
+        elif f == "ethtool":
+            expected[f] = write_ethtool(sim, out / "ethtool")
+        elif f == "sysfs":
+            expected[f] = write_sysfs(sim, out / "sysfs", snapshots=sysfs_snapshots)
+        else:
+            expected[f] = write_sysfs_grep(sim, out / "sysfs-grep")
+    truth = _truth(sc, sim, h, d, iv, seed)
+    (out / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    return SimResult(sim, expected, truth, files, sum(p.stat().st_size for p in files))
+
+
+_RANK = {"info": 0, "warning": 1, "critical": 2}
+
+
+def _dev_ok(want: list[str] | None, got: str | None) -> bool:
+    return want is None or got in want
+
+
+def check_truth(findings: pl.DataFrame, truth: dict[str, Any]) -> dict[str, list[Any]]:
+    """Compare findings with a ``truth.json`` document.
+
+    Args:
+        findings: A findings frame (``fabricscope.analyze``).
+        truth: The truth document.
+
+    Returns:
+        ``missing`` (expected findings not reported), ``unexpected`` (warning/critical findings
+        neither expected nor allowed) and ``forbidden`` (warning/critical findings on a
+        must-not-report entity); all empty when the analysis is correct.
+    """
+    pad = dt.timedelta(seconds=2 * float(truth.get("interval_s", 10)))
+    rows = findings.to_dicts()
+
+    def matches(e: dict[str, Any], r: dict[str, Any], *, window: bool) -> bool:
+        if r["kind"] != e["kind"] or r["host"] != e["host"] or not _dev_ok(e.get("device"), r["device"]):
+            return False
+        if e.get("port") is not None and r["port"] is not None and r["port"] != e["port"]:
+            return False
+        if e.get("priority") is not None and r["priority"] != e["priority"]:
+            return False
+        if e.get("layer") is not None and r["layer"] is not None and r["layer"] != e["layer"]:
+            return False
+        if window and r["start"] is not None and r["end"] is not None:
+            s = dt.datetime.fromisoformat(e["start"].replace("Z", "+00:00")) - pad
+            t = dt.datetime.fromisoformat(e["end"].replace("Z", "+00:00")) + pad
+            if r["end"] < s or r["start"] > t:
+                return False
+        return True
+
+    missing = [
+        e
+        for e in truth["expected"]
+        if not any(matches(e, r, window=True) and _RANK[r["severity"]] >= _RANK[e["severity"]] for r in rows)
+    ]
+    loud = [r for r in rows if r["severity"] != "info"]
+    ok_list = truth["expected"] + truth.get("allowed", [])
+    unexpected = [r for r in loud if not any(matches(e, r, window=False) for e in ok_list)]
+    forbidden = [
+        r
+        for r in loud
+        for m in truth.get("must_not_report", [])
+        if r["host"] == m["host"] and _dev_ok(m.get("device"), r["device"])
+    ]
+    return {"missing": missing, "unexpected": unexpected, "forbidden": forbidden}
+
+
+def simulate_scale(
+    outdir: str | os.PathLike[str],
+    *,
+    hosts: int = 512,
+    duration: float = 3600.0,
+    interval: float = 15.0,
+    seed: int = 1,
+    target_bytes: int | None = None,
+) -> dict[str, float]:
+    """Scale mode: a healthy NDR400 fabric as Prometheus ``/federate`` text, vectorised with Polars.
+
+    Counters are built as one frame per batch of readings (series x readings, cumulative sums per
+    series) and formatted to text by Polars expressions, never by a Python loop per sample.
+
+    Args:
+        outdir: Output directory; writes ``prometheus/federate-scale.prom``.
+        hosts: Hosts (8 HCAs each).
+        duration: Seconds simulated.
+        interval: Seconds between scrapes.
+        seed: Random seed.
+        target_bytes: Stop once this many bytes are written (None: the whole duration).
+
+    Returns:
+        ``bytes``, ``seconds``, ``mb_per_s``, ``samples``.
+    """
+    from fabricscope.simulate.writers import go_float_expr, spellings
+
+    sp = spellings()
+    line_rate = TECHNOLOGIES["ndr400"].line_rate
+    frame = TECHNOLOGIES["ndr400"].data_frame
+    # (metric, share of line rate in its unit per second)
+    metrics = [
+        (sp["port_xmit_data_bytes"]["prometheus"][0], 0.6 * line_rate),
+        (sp["port_rcv_data_bytes"]["prometheus"][0], 0.6 * line_rate),
+        (sp["port_xmit_packets"]["prometheus"][0], 0.6 * line_rate / frame),
+        (sp["port_rcv_packets"]["prometheus"][0], 0.6 * line_rate / frame),
+        (sp["unicast_xmit_packets"]["prometheus"][0], 0.6 * line_rate / frame),
+        (sp["unicast_rcv_packets"]["prometheus"][0], 0.6 * line_rate / frame),
+        (sp["port_xmit_wait_ticks"]["prometheus"][0], 0.01 * line_rate * 8 / 64),
+        (sp["symbol_errors"]["prometheus"][0], 0.0),
+        (sp["port_rcv_errors"]["prometheus"][0], 0.0),
+        (sp["link_downed_events"]["prometheus"][0], 0.0),
+        (sp["link_error_recovery_events"]["prometheus"][0], 0.0),
+        (sp["port_xmit_discards"]["prometheus"][0], 0.0),
+    ]
+    out = Path(outdir) / "prometheus" / "federate-scale.prom"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    series = (
+        pl.DataFrame({"h": pl.int_range(0, hosts, eager=True)})
+        .join(pl.DataFrame({"d": pl.int_range(0, 8, eager=True)}), how="cross")
+        .join(pl.DataFrame({"metric": [m for m, _ in metrics], "per_s": [r for _, r in metrics]}), how="cross")
+        .with_columns(
+            pl.concat_str(
+                pl.col("metric"),
+                pl.lit('{device="mlx5_'),
+                pl.col("d").cast(pl.String),
+                pl.lit('",instance="scale-gpu'),
+                pl.col("h").cast(pl.String).str.zfill(4),
+                pl.lit(':9100",job="node",port="1"} '),
+            ).alias("prefix"),
+            pl.struct("h", "d", "metric").hash(seed=seed).alias("_id"),
+        )
+        .with_columns(
+            pl.when(pl.col("per_s") > 0)
+            .then(pl.col("_id") % 10**13 + 10**12)
+            .otherwise(pl.col("_id") % 7)
+            .alias("offset")
+        )
+    )
+    n_reads = int(duration // interval) + 1
+    # value(r) = offset + r * mean + jitter(r) with 0 <= jitter < 0.3 * mean: every increment is at least
+    # 0.7 * mean (monotonic, at most the line rate) without a cumulative sum across batches.
+    series = series.sort("metric", "h", "d").with_columns(
+        (pl.col("per_s") * interval).floor().cast(pl.UInt64).alias("mean"),
+        pl.col("metric").str.contains("data").alias("words"),
+    )
+    batch = max(1, 4_000_000 // series.height)
+    started = _time.monotonic()
+    written = 0
+    samples = 0
+    with out.open("wb") as fh:
+        for b0 in range(0, n_reads, batch):
+            reads = pl.DataFrame({"r": pl.int_range(b0, min(n_reads, b0 + batch), eager=True).cast(pl.UInt64)})
+            jitter = pl.struct("_id", "r").hash(seed=seed + 1) % (pl.col("mean") * 3 // 10 + 1)
+            value = pl.col("offset").cast(pl.UInt64) + pl.col("r") * pl.col("mean") + jitter
+            df = reads.join(series, how="cross").with_columns(
+                pl.when(pl.col("words")).then(value // 4 * 4).otherwise(value).alias("value")
+            )
+            first = pl.col("metric") != pl.col("metric").shift(1)
+            lines = df.select(
+                pl.concat_str(
+                    pl.when(first.fill_null(True))
+                    .then(pl.concat_str(pl.lit("# TYPE "), pl.col("metric"), pl.lit(" untyped\n")))
+                    .otherwise(pl.lit("")),
+                    pl.col("prefix"),
+                    go_float_expr("value"),
+                    pl.lit(" "),
+                    (pl.col("r").cast(pl.Int64) * int(interval * 1000) + T0 * 1000).cast(pl.String),
+                ).alias("l")
+            )
+            pos = fh.tell()
+            lines.write_csv(fh, include_header=False, quote_style="never")
+            written += fh.tell() - pos
+            samples += df.height
+            if target_bytes and written >= target_bytes:
+                break
+    secs = _time.monotonic() - started
+    return {"bytes": written, "seconds": secs, "mb_per_s": written / 1e6 / max(secs, 1e-9), "samples": samples}
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    if args.list:
+        width = max(len(n) for n in SCENARIOS)
+        for name, sc in SCENARIOS.items():
+            print(f"{name:<{width}}  {sc.tech:<8} {sc.summary}")
+        print(f"{'scale':<{width}}  ndr400   benchmark: healthy fabric as /federate text, vectorised (>= 100 MB/s)")
+        return 0
+    if not args.outdir or not args.scenario:
+        print("fabricscope simulate: OUTDIR and --scenario are required (or --list)")
+        return 2
+    fmts = args.format.split(",") if args.format else None
+    if args.scenario == "scale":
+        res = simulate_scale(
+            args.outdir,
+            hosts=args.hosts or 512,
+            duration=args.duration or 3600.0,
+            interval=args.interval or 15.0,
+            seed=args.seed,
+            target_bytes=int(args.size_mb * 1e6) if args.size_mb else None,
+        )
+        print(
+            f"wrote {res['bytes'] / 1e6:,.1f} MB ({res['samples']:,} samples) in {res['seconds']:.2f} s: "
+            f"{res['mb_per_s']:,.0f} MB/s"
+        )
+        return 0
+    res = simulate(
+        args.outdir,
+        args.scenario,
+        hosts=args.hosts,
+        duration=args.duration,
+        interval=args.interval,
+        seed=args.seed,
+        formats=fmts,
+        sysfs_snapshots=args.sysfs_snapshots,
+    )
+    print(f"wrote {len(res.files)} file(s), {res.bytes / 1e6:,.2f} MB under {args.outdir}")
+    for e in res.truth["expected"]:
+        print(f"  expect {e['severity']:<8} {e['kind']:<18} {e['host']} {','.join(e['device'] or ['-'])}")
+    if not res.truth["expected"]:
+        print("  expect nothing above info (a trap)")
+    return 0
+
+
+def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``simulate`` subcommand to the ``fabricscope`` parser.
+
+    Args:
+        subparsers: The object ``ArgumentParser.add_subparsers`` returned.
+
+    Returns:
+        The subcommand's parser.
+    """
+    p = subparsers.add_parser(
+        "simulate",
+        help="write a simulated fabric with faults in real formats, plus truth.json",
+        description="Simulate a leaf-spine fabric with faults and write what real clusters export.",
+        epilog=(
+            "examples:\n"
+            "  fabricscope simulate --list\n"
+            "  fabricscope simulate out/storm --scenario pfc-storm --hosts 8 --duration 600\n"
+            "  fabricscope simulate out/flap --scenario link-flap --format prometheus,sysfs-grep\n"
+            "  fabricscope simulate out/bench --scenario scale --hosts 2048 --size-mb 2000\n"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("outdir", nargs="?", metavar="OUTDIR", help="directory to write into")
+    p.add_argument("--scenario", help="scenario name (see --list); `scale` for the benchmark mode")
+    p.add_argument("--list", action="store_true", help="list the scenarios")
+    p.add_argument("--hosts", type=int, help="number of hosts")
+    p.add_argument("--duration", type=float, help="seconds to simulate")
+    p.add_argument("--interval", type=float, help="seconds between readings")
+    p.add_argument("--seed", type=int, default=1, help="random seed (output is deterministic per seed)")
+    p.add_argument("--format", help=f"comma-separated formats: {','.join(FORMATS)}")
+    p.add_argument("--sysfs-snapshots", choices=["last", "all"], default="last", help="sysfs trees to write")
+    p.add_argument("--size-mb", type=float, help="scale mode: stop after this many MB")
+    p.set_defaults(func=_cmd_simulate)
+    return p

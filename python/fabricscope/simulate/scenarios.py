@@ -1,0 +1,401 @@
+"""Named scenarios: a fabric, a workload, faults and traps, and what a correct analysis reports.
+
+Fault windows are fractions of the duration so ``--duration`` and ``--hosts`` keep them inside the
+trace. Host names carry a per-scenario prefix, so analysing several scenarios together never
+mixes their series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricscope.simulate.model import Fault, Workload
+
+__all__ = ["SCENARIOS", "Scenario"]
+
+
+@dataclass
+class Scenario:
+    """A scenario definition.
+
+    Attributes:
+        name: CLI name.
+        summary: One line for ``--list`` and the README.
+        tech: Technology key.
+        hosts: Default host count.
+        nics: NICs per host.
+        workload: The workload.
+        faults: Builder ``(hosts, duration) -> faults``.
+        expected: Builder ``(hosts, duration) -> expected findings`` (dicts with ``kind``,
+            ``severity`` (floor), ``host`` (index), ``nic``, ``priority``, ``layer``, ``start``,
+            ``end`` (seconds; None = trace bounds), ``note``).
+        allowed: Builder of findings that may appear but are not required (``kind``, ``host``, ``nic``).
+        must_not: Builder of (host, nic or None, reason): no warning or critical finding there.
+        formats: Default formats.
+        hosts_per_leaf: Hosts per leaf switch.
+        oversubscription: Leaf oversubscription.
+        duration: Default seconds.
+        interval: Default sampling interval.
+    """
+
+    name: str
+    summary: str
+    tech: str
+    hosts: int
+    nics: int
+    workload: Workload
+    faults: Callable[[int, float], list[Fault]]
+    expected: Callable[[int, float], list[dict[str, Any]]] = lambda h, d: []
+    allowed: Callable[[int, float], list[dict[str, Any]]] = lambda h, d: []
+    must_not: Callable[[int, float], list[tuple[int, int | None, str]]] = lambda h, d: []
+    formats: tuple[str, ...] = ("prometheus", "sysfs")
+    hosts_per_leaf: int = 4
+    oversubscription: float = 1.0
+    duration: float = 240.0
+    interval: float = 10.0
+    prefix: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _all(h: int, reason: str) -> list[tuple[int, int | None, str]]:
+    return [(i, None, reason) for i in range(h)]
+
+
+_TRAIN = Workload("training", gradient_bytes=4e9, compute_s=1.2)
+_ROCE_FMT = ("ethtool", "sysfs-grep")
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in [
+        Scenario(
+            "pfc-storm",
+            "RoCE 400G ring all-reduce; one NIC's receive pipeline stalls and it pauses priority 3 for 40% of the run",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("pfc_storm", 2 % h, 0, 0.3 * d, 0.4 * d)],
+            expected=lambda h, d: [
+                {
+                    "kind": "pfc_storm",
+                    "severity": "critical",
+                    "host": 2 % h,
+                    "nic": 0,
+                    "priority": 3,
+                    "start": 0.3 * d,
+                    "end": 0.7 * d,
+                    "note": "tx_prio3_pause_duration ~97% of each interval, tx_pause_storm_* events",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": (2 - 1) % h, "nic": 0} for k in ("pfc_storm", "pfc_congestion")]
+                + [{"kind": k, "host": 2 % h, "nic": 0} for k in ("pfc_congestion", "packet_loss")]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+            ),
+            formats=("ethtool", "prometheus"),
+            prefix="pfcstorm",
+        ),
+        Scenario(
+            "lossy-link",
+            "RoCE 400G; the cable into one NIC drops 0.05% of packets: go-back-N retransmissions, ~94% goodput",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("lossy_link", 1 % h, 0, 0.2 * d, 0.6 * d, {"p": 5e-4})],
+            expected=lambda h, d: [
+                {
+                    "kind": "packet_loss",
+                    "severity": "warning",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "start": 0.2 * d,
+                    "end": 0.8 * d,
+                    "note": "out_of_sequence and rx_crc_errors_phy on the receiver, packet_seq_err at the sender",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": "packet_loss", "host": 0, "nic": 0}]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+            ),
+            formats=_ROCE_FMT,
+            prefix="lossy",
+        ),
+        Scenario(
+            "lossy-collapse",
+            "RoCE 400G; 1.5% loss into one NIC: go-back-N goodput collapses to ~36% for the whole ring",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("lossy_link", 1 % h, 0, 0.3 * d, 0.5 * d, {"p": 1.5e-2})],
+            expected=lambda h, d: [
+                {
+                    "kind": "lossy_collapse",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "start": 0.3 * d,
+                    "end": 0.8 * d,
+                    "note": "p ~1.5e-2 with W ~120: modelled go-back-N efficiency 1/(1+pW) ~ 36%",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": "packet_loss", "host": i, "nic": 0} for i in (0, 1 % h)]
+                + [{"kind": "lossy_collapse", "host": 0, "nic": 0}]  # the sender sees the same loss as NAKs
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+            ),
+            formats=_ROCE_FMT,
+            prefix="collapse",
+        ),
+        Scenario(
+            "roce-no-lossless",
+            "RoCE 400G; one host has PFC and DCQCN disabled on priority 3 (config drift): drops instead of pauses",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("no_lossless", 2 % h, 0, 0.0, None)],
+            expected=lambda h, d: [
+                {
+                    "kind": "lossless_misconfig",
+                    "severity": "warning",
+                    "host": 2 % h,
+                    "nic": 0,
+                    "note": "no rx/tx_prio3_pause counters, ecn/roce_np/enable/3 = 0, drops (out_of_sequence)",
+                }
+            ],
+            allowed=lambda h, d: [
+                {"kind": k, "host": i, "nic": 0}
+                for i in ((2 - 1) % h, 2 % h)
+                for k in ("packet_loss", "ecn_congestion")
+            ],
+            formats=_ROCE_FMT,
+            prefix="nolossless",
+        ),
+        Scenario(
+            "ecn-incast",
+            "RoCE 400G disaggregated inference; all prefill hosts stream KV cache into one decode host (4:1 incast)",
+            "roce400",
+            6,
+            1,
+            Workload("inference", load=0.45, prefill_share=4 / 6),
+            lambda h, d: [Fault("incast", h - 1, 0, 0.4 * d, 0.4 * d)],
+            expected=lambda h, d: [
+                {
+                    "kind": "ecn_congestion",
+                    "severity": "warning",
+                    "host": h - 1,
+                    "nic": 0,
+                    "start": 0.4 * d,
+                    "end": 0.8 * d,
+                    "note": "np_ecn_marked_roce_packets and np_cnp_sent on the receiver; rp_cnp_handled on the senders",
+                }
+            ],
+            allowed=lambda h, d: [
+                {"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("pfc_congestion", "ecn_congestion")
+            ],
+            formats=_ROCE_FMT,
+            prefix="incast",
+        ),
+        Scenario(
+            "ib-symbol-errors",
+            "NDR400; a marginal cable on one HCA port: ~20 symbol errors/s and receive errors",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("symbol_errors", 1 % h, 0, 0.2 * d, None, {"rate_per_s": 20.0})],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_errors",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "start": 0.2 * d,
+                    "end": d,
+                    "note": "symbol_error > 10/s (NVSentinel degradation), port_rcv_errors",
+                }
+            ],
+            allowed=lambda h, d: [{"kind": "packet_loss", "host": i, "nic": 0} for i in (0, 1 % h)],
+            prefix="symerr",
+        ),
+        Scenario(
+            "link-flap",
+            "NDR400; one HCA port goes down twice for ~12 s (link_downed, state DOWN/Polling), the ring stalls",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault(
+                    "link_flap", 2 % h, 0, 0.0, None, {"at": [round(0.33 * d) - 1, round(0.83 * d) - 1], "down_s": 12.0}
+                )
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_flap",
+                    "severity": "critical",
+                    "host": 2 % h,
+                    "nic": 0,
+                    "start": 0.33 * d - 11,
+                    "end": 0.83 * d + 21,
+                    "note": "link_downed +2, port_state 4 -> 1 -> 4 twice",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                # the ring predecessor holds data for the down port: it waits for credits while the link is down
+                + [{"kind": "ib_congestion", "host": (2 - 1) % h, "nic": 0}]
+            ),
+            prefix="flap",
+        ),
+        Scenario(
+            "link-degraded",
+            "NDR400; one port trained at 2X width and another at HDR speed (both 200 Gb/s) among 4X NDR peers",
+            "ndr400",
+            4,
+            2,
+            _TRAIN,
+            lambda h, d: [
+                Fault("degraded", 1 % h, 0, params={"width": 2}),
+                Fault("degraded", 3 % h, 1, params={"speed": ("HDR", 50)}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_degraded",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "note": "200 Gb/sec (2X NDR)",
+                },
+                {
+                    "kind": "link_degraded",
+                    "severity": "critical",
+                    "host": 3 % h,
+                    "nic": 1,
+                    "note": "200 Gb/sec (4X HDR)",
+                },
+            ],
+            allowed=lambda h, d: [
+                {"kind": k, "host": i, "nic": n}
+                for i in range(h)
+                for n in (0, 1)
+                for k in ("underperformance", "bottleneck")
+            ],
+            prefix="degraded",
+        ),
+        Scenario(
+            "ib-congestion",
+            "NDR400 inference across a 2:1 oversubscribed leaf pair: prefill HCAs wait for credits ~35% of the time",
+            "ndr400",
+            6,
+            1,
+            Workload("inference", load=0.9, prefill_share=0.5),
+            lambda h, d: [],
+            expected=lambda h, d: [
+                {
+                    "kind": "ib_congestion",
+                    "severity": "warning",
+                    "host": i,
+                    "nic": 0,
+                    "note": "PortXmitWait ~35% of the time",
+                }
+                for i in range(h // 2)
+            ],
+            allowed=lambda h, d: [
+                {"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")
+            ],
+            must_not=lambda h, d: [
+                (i, None, "decode hosts receive; they do not wait for credits") for i in range(h // 2, h)
+            ],
+            hosts_per_leaf=3,
+            oversubscription=2.0,
+            prefix="ibcong",
+        ),
+        Scenario(
+            "nvlink-saturated",
+            "NDR400 training; one node's GPUs run NVLink at ~97% of 450 GB/s (tensor-parallel bound), the ring slows",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("nvlink_saturated", 2 % h, None, 0.2 * d, None)],
+            expected=lambda h, d: [
+                {
+                    "kind": "bottleneck",
+                    "severity": "warning",
+                    "host": 2 % h,
+                    "nic": None,
+                    "layer": "nvlink",
+                    "start": 0.2 * d,
+                    "end": d,
+                    "note": "DCGM_FI_PROF_NVLINK_TX_BYTES ~97% of 450 GB/s on every GPU",
+                }
+            ],
+            allowed=lambda h, d: [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)],
+            prefix="nvlink",
+        ),
+        Scenario(
+            "trap-counter-reset",
+            "trap: mlx5 driver reload on one host mid-run: every counter of one HCA restarts near zero",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("counter_reset", 1 % h, 0, 0.5 * d)],
+            must_not=lambda h, d: [(1 % h, None, "a reset is data quality (counter_anomaly info), not a fault")],
+            prefix="reset",
+        ),
+        Scenario(
+            "trap-saturated-32bit",
+            "trap: an HCA without 64-bit PMA counters: port_xmit_data/packets peg at 2^32-1, port_xmit_wait pegged",
+            "ndr400",
+            4,
+            2,
+            _TRAIN,
+            lambda h, d: [Fault("saturated_32bit", 2 % h, 1)],
+            must_not=lambda h, d: [(2 % h, 1, "pegged registers carry no information: counter_anomaly info only")],
+            prefix="sat32",
+        ),
+        Scenario(
+            "trap-q-counter-wrap",
+            "trap: RoCE mlx5 Q counters (rx_write_requests, out_of_sequence) wrap at 2^32 with normal rates",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("q_counter_wrap", 0, 0, 0.0, None, {"oos_per_s": 0.05, "oos_headroom": 6, "headroom_s": 0.4 * d})
+            ],
+            must_not=lambda h, d: [(0, None, "a 32-bit wrap is unwrapped; ~0.05 out-of-sequence/s is noise")],
+            formats=_ROCE_FMT,
+            prefix="qwrap",
+        ),
+        Scenario(
+            "trap-bursty-pfc",
+            "trap: RoCE training with step-synchronous microbursts: brief pauses, ~3% of the time, no storm",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("bursty_pfc", -1, None, 0.0, None, {"share": 0.03})],
+            must_not=lambda h, d: _all(h, "a few % of pause time in bursts is how lossless Ethernet works"),
+            formats=_ROCE_FMT,
+            prefix="bursty",
+        ),
+        Scenario(
+            "trap-missing-samples",
+            "trap: the collector on one host missed scrapes (one 4-scrape hole, isolated misses)",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("missing_samples", 1 % h, None, params={"samples": [5, 12, 13, 14, 15, 20]})],
+            must_not=lambda h, d: [(1 % h, None, "gaps are data quality (counter_anomaly info)")],
+            prefix="missing",
+        ),
+    ]
+}
