@@ -11,6 +11,10 @@ bytes); expected throughput is the NIC's own median outside lossy intervals, els
 its peers (other NICs, same direction) over the window. The finding is critical when the
 modelled go-back-N efficiency is below ``min_efficiency`` or the observed drop reaches
 ``max_drop_ratio``; otherwise a warning.
+
+Drops on a host whose NIC pause-storm watchdog fired in the same window are the storm's
+consequence (the NIC stopped honouring PFC), not a lossy link: ``pfc_storm`` reports them, and no
+collapse finding is raised there.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import polars as pl
 
 from fabricscope.detect import AnalysisInput
-from fabricscope.detect._common import port_facts
+from fabricscope.detect._common import entity_strings, port_facts
 from fabricscope.detect.packet_loss import loss_intervals, loss_windows
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
@@ -38,6 +42,12 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     facts = port_facts(inp).select("host", "device", "port", "link_rate_bytes_per_s", "profile")
     facts = facts.with_columns(pl.col("port").fill_null(-1).alias("_port")).drop("port")
     windows = windows.join(facts, on=["host", "device", "_port"], how="left")
+    storms = entity_strings(
+        inp.rates.filter(
+            pl.col("counter").cast(pl.String).is_in(["tx_pause_storm_warning_events", "tx_pause_storm_error_events"])
+            & (pl.col("delta") > 0)
+        )
+    ).select("host", pl.col("start").alias("_s"), pl.col("end").alias("_e"))
     default = inp.profile or get_profile("roce400")
     clean = loss.filter(
         pl.col("bytes_per_s").is_not_null() & (pl.col("p").is_null() | (pl.col("p") < cfg["collapse_p"]))
@@ -45,6 +55,11 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     mtu = cfg["mtu_bytes"]
     rows = []
     for w in windows.iter_rows(named=True):
+        storming = storms.filter(
+            (pl.col("host") == w["host"]) & (pl.col("_s") < w["end"]) & (pl.col("_e") > w["start"])
+        )
+        if storming.height:
+            continue
         line = w["link_rate_bytes_per_s"] or default.line_rate_bytes_per_s
         p = w["p"]
         bdp_packets = line * cfg["rtt_us"] * 1e-6 / mtu

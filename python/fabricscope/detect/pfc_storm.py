@@ -116,6 +116,15 @@ def _watchdog_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]
         }
         error = w["counter"] == "tx_pause_storm_error_events"
         worst = next(iter(ratios.items()), None)
+        # The watchdog counter is per port, but the storm is on a priority: the one whose pause this
+        # NIC *sent* (tx) covered most of the window is the stalled one.
+        tx = (
+            during.filter((pl.col("direction") == "tx") & pl.col("priority").is_not_null())
+            .group_by("priority")
+            .agg(pl.col("ratio").max())
+            .sort("ratio", descending=True)
+        )
+        storm_priority = tx["priority"][0] if tx.height and (tx["ratio"][0] or 0) > 0 else None
         msg = f"NIC pause-storm watchdog: {w['counter']} +{w['events']:,.0f} " + (
             "(critical watermark: pause TX disabled, drops possible)"
             if error
@@ -130,7 +139,7 @@ def _watchdog_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]
                 "host": w["host"],
                 "device": w["device"],
                 "port": w["port"],
-                "priority": None,
+                "priority": storm_priority,
                 "layer": "network",
                 "start": w["start"],
                 "end": w["end"],
