@@ -178,7 +178,9 @@ def ethtool_log() -> None:
                     continue
                 step = rng.uniform(3.0e10, 3.2e10) if is_bytes else rng.uniform(7.3e6, 7.8e6)
                 # Paused on priority 3 means our RoCE transmit stops for that share of the time.
-                if k.startswith("tx_") and ("prio3" in k or "rdma" in k or "phy" in k or k in ("tx_packets", "tx_bytes")):
+                if k.startswith("tx_") and (
+                    "prio3" in k or "rdma" in k or "phy" in k or k in ("tx_packets", "tx_bytes")
+                ):
                     step *= 1.0 - share
                 c[k] += int(step)
             c["rx_prio3_pause_duration"] += int(10_000_000 * share)

@@ -6,34 +6,40 @@ sysfs counter trees) into one canonical samples table.
 Example:
     >>> import fabricscope
     >>> df = fabricscope.read("sample_traces")
-    >>> sorted(df["source"].unique().to_list())[:2]
-    ['ethtool', 'prometheus']
+    >>> {"ethtool", "prometheus"} <= set(df["source"].unique().to_list())
+    True
 """
 
 from fabricscope import exceptions
 from fabricscope._native import __version__
 from fabricscope.analyze import Analysis, analyze, run_analysis
 from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
+from fabricscope.packets import PcapResult, read_pcap
 from fabricscope.profiles import get_profile, profiles
+from fabricscope.topology import format_topology, topology
 from fabricscope.vocabulary import SCHEMA_VERSION, counters, formats
 
 __all__ = [
     "SCHEMA_VERSION",
     "Analysis",
     "InputReport",
+    "PcapResult",
     "ReadResult",
     "Scan",
     "__version__",
     "analyze",
     "counters",
     "exceptions",
+    "format_topology",
     "formats",
     "get_profile",
     "load",
     "profiles",
     "read",
+    "read_pcap",
     "run_analysis",
     "scan",
+    "topology",
 ]
 
 

@@ -5,9 +5,11 @@
 
 pub mod error;
 pub mod formats;
+pub mod packets;
 pub mod read;
 pub mod schema;
 pub mod timestamp;
+pub mod topology;
 pub mod vocabulary;
 
 pub use error::{Error, Position, Result};

@@ -52,6 +52,11 @@ pub struct ReadOptions {
     pub limits: Limits,
     /// Compressed bytes consumed so far, for progress bars.
     pub progress: Option<Arc<AtomicU64>>,
+    /// Packet captures: link speed for converting PFC/PAUSE quanta (512 bit times) to time;
+    /// `None` uses the pcapng `if_speed` option, else 400 Gb/s.
+    pub link_speed_bps: Option<u64>,
+    /// Packet captures: width of the time bins aggregated into the samples table, ns.
+    pub bin_ns: i64,
 }
 
 impl Default for ReadOptions {
@@ -65,6 +70,8 @@ impl Default for ReadOptions {
             chunk_bytes: 4 << 20,
             limits: Limits::default(),
             progress: None,
+            link_speed_bps: None,
+            bin_ns: 1_000_000_000,
         }
     }
 }

@@ -29,6 +29,8 @@ fn options(
     max_line_bytes: usize,
     max_labels: usize,
     max_decompressed_bytes: u64,
+    link_speed_gbps: Option<f64>,
+    bin_seconds: f64,
 ) -> PyResult<ReadOptions> {
     let format = match format {
         None => None,
@@ -41,6 +43,15 @@ fn options(
     if batch_rows == 0 {
         return Err(PyValueError::new_err("batch_rows must be positive"));
     }
+    // Packet captures (issue 7): PFC quanta need the link speed; aggregates need a bin width.
+    let link_speed_bps = match link_speed_gbps {
+        None => None,
+        Some(g) if g.is_finite() && g > 0.0 && g <= 1e6 => Some((g * 1e9).round() as u64),
+        Some(g) => return Err(PyValueError::new_err(format!("link_speed_gbps must be positive, got {g}"))),
+    };
+    if !(1e-9..=9e9).contains(&bin_seconds) {
+        return Err(PyValueError::new_err(format!("bin_seconds must be positive, got {bin_seconds}")));
+    }
     Ok(ReadOptions {
         format,
         host,
@@ -48,6 +59,8 @@ fn options(
         strict,
         batch_rows,
         limits: Limits { max_line_bytes, max_decompressed_bytes, max_labels },
+        link_speed_bps,
+        bin_ns: (bin_seconds * 1e9).round() as i64,
         ..ReadOptions::default()
     })
 }
@@ -73,7 +86,8 @@ type ReadOutput<'py> = (PyTable, PyTable, Bound<'py, PyDict>, Vec<Bound<'py, PyD
 /// Read every input and return `(samples, attributes, {other_table_name: table}, reports)`.
 #[pyfunction]
 #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                    max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30))]
+                    max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30,
+                    link_speed_gbps=None, bin_seconds=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn read<'py>(
     py: Python<'py>,
@@ -86,8 +100,21 @@ pub fn read<'py>(
     max_line_bytes: usize,
     max_labels: usize,
     max_decompressed_bytes: u64,
+    link_speed_gbps: Option<f64>,
+    bin_seconds: f64,
 ) -> PyResult<ReadOutput<'py>> {
-    let opts = options(format, host, time_ns, strict, batch_rows, max_line_bytes, max_labels, max_decompressed_bytes)?;
+    let opts = options(
+        format,
+        host,
+        time_ns,
+        strict,
+        batch_rows,
+        max_line_bytes,
+        max_labels,
+        max_decompressed_bytes,
+        link_speed_gbps,
+        bin_seconds,
+    )?;
     let (result, samples, attributes, tables) = guarded(py, move || {
         let samples = Mutex::new(Vec::<RecordBatch>::new());
         let attributes = Mutex::new(Vec::<RecordBatch>::new());
@@ -139,7 +166,8 @@ pub struct Scanner {
 impl Scanner {
     #[new]
     #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                        max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30))]
+                        max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30,
+                    link_speed_gbps=None, bin_seconds=1.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -152,9 +180,21 @@ impl Scanner {
         max_line_bytes: usize,
         max_labels: usize,
         max_decompressed_bytes: u64,
+        link_speed_gbps: Option<f64>,
+        bin_seconds: f64,
     ) -> PyResult<Self> {
-        let mut opts =
-            options(format, host, time_ns, strict, batch_rows, max_line_bytes, max_labels, max_decompressed_bytes)?;
+        let mut opts = options(
+            format,
+            host,
+            time_ns,
+            strict,
+            batch_rows,
+            max_line_bytes,
+            max_labels,
+            max_decompressed_bytes,
+            link_speed_gbps,
+            bin_seconds,
+        )?;
         let progress = Arc::new(AtomicU64::new(0));
         opts.progress = Some(progress.clone());
         let total = py.detach(|| total_input_bytes(&paths));

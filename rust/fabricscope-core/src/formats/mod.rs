@@ -7,6 +7,17 @@
 pub mod ethtool;
 pub mod prometheus;
 pub mod sysfs;
+// InfiniBand diagnostic sources (issue 6).
+pub mod ib;
+pub mod ibdiagnet;
+pub mod iblinkinfo;
+pub mod ibnetdiscover;
+pub mod ibqueryerrors;
+pub mod perfquery;
+pub mod telegraf;
+pub mod ufm;
+
+pub use ib::normalize_guid;
 
 use crate::error::{Position, Result};
 use crate::read::ReadContext;
@@ -24,6 +35,27 @@ pub enum Format {
     SysfsTree,
     /// `path:value` lines as `grep -H . /sys/class/infiniband/*/ports/*/counters/*` prints them.
     SysfsGrep,
+    /// `perfquery` output (basic, `-x` extended, `-E` receive-error details), several blocks.
+    Perfquery,
+    /// `ibqueryerrors` output (`Errors for ...`, `GUID ... port N: [Name == v]`, `##` summary).
+    Ibqueryerrors,
+    /// `iblinkinfo` output (per-switch/CA blocks of links with width, speed, peer).
+    Iblinkinfo,
+    /// `ibnetdiscover -p` (ports report): one line per port with its peer.
+    Ibnetdiscover,
+    /// `ibdiagnet2.db_csv`: `START_<SECTION>` ... `END_<SECTION>` CSV sections.
+    IbdiagnetDbCsv,
+    /// UFM telemetry CSV: a header, then one row per port.
+    UfmCsv,
+    /// UFM telemetry JSON (`{"values": [{"node_guid": ..., "port_num": ..., ...}]}`).
+    UfmJson,
+    /// Influx line protocol as telegraf writes it (`infiniband` and `ethtool` inputs).
+    Telegraf,
+    // --- packet captures (issue 7) ---
+    /// Classic libpcap capture (both byte orders, µs/ns, the "modified" variant).
+    Pcap,
+    /// pcapng capture (SHB/IDB/EPB/SPB; several sections, per-interface resolution).
+    Pcapng,
 }
 
 /// Static description of a format for `fabricscope formats`.
@@ -78,6 +110,78 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "lines `/sys/class/.../<counter>:<value>` or `.../ports/<n>/...:<value>`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
     },
+    // --- InfiniBand diagnostic sources (issue 6) ---
+    FormatInfo {
+        format: Format::Perfquery,
+        name: "perfquery",
+        produced_by: "`perfquery [-x] [-E] [-l] <lid|guid> [ports]` (infiniband-diags), appended snapshots",
+        detection: "a `# Port counters:`/`# Port extended counters:`/`# <X> counters: ... port N` header or `Name:....value` lines",
+        timestamps: "timestamp line before each block; else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::Ibqueryerrors,
+        name: "ibqueryerrors",
+        produced_by: "`ibqueryerrors [--data]` (infiniband-diags)",
+        detection: "`Errors for ...` lines or `GUID 0x... port N: [Name == value]` lines",
+        timestamps: "timestamp line before the run; else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::Iblinkinfo,
+        name: "iblinkinfo",
+        produced_by: "`iblinkinfo [-l]` (infiniband-diags); also emits the `links` table",
+        detection: "`Switch: 0x...`/`CA: ...` block headers or `==( ... )==>` link lines",
+        timestamps: "timestamp line; else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::Ibnetdiscover,
+        name: "ibnetdiscover",
+        produced_by: "`ibnetdiscover -p` (ports report); emits the `links` table",
+        detection: "lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
+        timestamps: "timestamp line; else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::IbdiagnetDbCsv,
+        name: "ibdiagnet-db-csv",
+        produced_by: "`ibdiagnet` → `ibdiagnet2.db_csv` (NODES, PORTS, LINKS, PM_INFO; others skipped); emits `links`",
+        detection: "a `START_<SECTION>` line",
+        timestamps: "none in the file: file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::UfmCsv,
+        name: "ufm-csv",
+        produced_by: "UFM telemetry `/csv/metrics`, `/csv/xcset/<name>` (header, one row per port)",
+        detection: "a comma-separated header with `timestamp` and `node_guid`/`Node_GUID`",
+        timestamps: "per-row `timestamp` (µs epoch); else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::UfmJson,
+        name: "ufm-json",
+        produced_by: "UFM telemetry JSON (fluentd telemetry plugin messages, REST), at most 1 GiB per document",
+        detection: "a JSON document whose head contains `\"node_guid\"` and `\"port_num\"`",
+        timestamps: "per-record `timestamp` (µs epoch); else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::Telegraf,
+        name: "telegraf",
+        produced_by: "telegraf `infiniband` and `ethtool` inputs (Influx line protocol)",
+        detection: "line protocol `infiniband,...`/`ethtool,...` lines (`measurement,tags fields timestamp`)",
+        timestamps: "per-line timestamp (ns; s/ms/µs by magnitude); else file name, argument, mtime",
+    },
+    // --- packet captures (issue 7) ---
+    FormatInfo {
+        format: Format::Pcap,
+        name: "pcap",
+        produced_by: "tcpdump/dumpcap/NIC sniffers: classic pcap (Ethernet, Linux cooked v1/v2); emits `packet_events`",
+        detection: "magic a1b2c3d4 / a1b23c4d / a1b2cd34 in either byte order",
+        timestamps: "per-packet (µs or ns, integer)",
+    },
+    FormatInfo {
+        format: Format::Pcapng,
+        name: "pcapng",
+        produced_by: "dumpcap/Wireshark/tcpdump pcapng; emits `packet_events`",
+        detection: "a Section Header Block (0a0d0d0a + byte-order magic)",
+        timestamps: "per-packet, per-interface if_tsresol/if_tsoffset (integer ns)",
+    },
 ];
 
 impl Format {
@@ -89,6 +193,16 @@ impl Format {
             Format::Ethtool => "ethtool",
             Format::SysfsTree => "sysfs",
             Format::SysfsGrep => "sysfs-grep",
+            Format::Perfquery => "perfquery",
+            Format::Ibqueryerrors => "ibqueryerrors",
+            Format::Iblinkinfo => "iblinkinfo",
+            Format::Ibnetdiscover => "ibnetdiscover",
+            Format::IbdiagnetDbCsv => "ibdiagnet-db-csv",
+            Format::UfmCsv => "ufm-csv",
+            Format::UfmJson => "ufm-json",
+            Format::Telegraf => "telegraf",
+            Format::Pcap => "pcap",
+            Format::Pcapng => "pcapng",
         }
     }
 
@@ -100,13 +214,20 @@ impl Format {
             "om" => Some(Format::OpenMetrics),
             "ethtool-s" => Some(Format::Ethtool),
             "sysfs-tree" => Some(Format::SysfsTree),
+            "db_csv" | "db-csv" | "ibdiagnet" | "ibdiagnet2" => Some(Format::IbdiagnetDbCsv),
+            "influx" | "line-protocol" => Some(Format::Telegraf),
             _ => None,
         })
     }
 
     /// A fresh binary reader for this format (`None` for text and directory formats).
     pub fn binary_reader(self) -> Option<Box<dyn BinaryReader>> {
-        None
+        match self {
+            // JSON is not line oriented: the UFM reader takes the whole stream (bounded).
+            Format::UfmJson => Some(Box::new(ufm::UfmJsonReader::new())),
+            Format::Pcap | Format::Pcapng => Some(Box::new(crate::packets::CaptureReader)),
+            _ => None,
+        }
     }
 
     /// A fresh line reader for this format (`None` for directory and binary formats).
@@ -116,7 +237,14 @@ impl Format {
             Format::OpenMetrics => Some(Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::OpenMetrics))),
             Format::Ethtool => Some(Box::new(ethtool::EthtoolReader::new())),
             Format::SysfsGrep => Some(Box::new(sysfs::SysfsGrepReader::new())),
-            Format::SysfsTree => None,
+            Format::Perfquery => Some(Box::new(perfquery::PerfqueryReader::new())),
+            Format::Ibqueryerrors => Some(Box::new(ibqueryerrors::IbqueryerrorsReader::new())),
+            Format::Iblinkinfo => Some(Box::new(iblinkinfo::IblinkinfoReader::new())),
+            Format::Ibnetdiscover => Some(Box::new(ibnetdiscover::IbnetdiscoverReader::new())),
+            Format::IbdiagnetDbCsv => Some(Box::new(ibdiagnet::DbCsvReader::new())),
+            Format::UfmCsv => Some(Box::new(ufm::UfmCsvReader::new())),
+            Format::Telegraf => Some(Box::new(telegraf::TelegrafReader::new())),
+            Format::SysfsTree | Format::UfmJson | Format::Pcap | Format::Pcapng => None,
         }
     }
 }
@@ -200,7 +328,19 @@ pub fn parse_directive(line: &str) -> Option<Directive> {
 /// Detect the format of a file from its first bytes (already decompressed). `name` is the file
 /// name, used only as a tie-breaker.
 pub fn detect(head: &[u8], name: &str) -> Option<Format> {
+    // Packet captures (issue 7): binary magic numbers, checked before any text heuristics.
+    if crate::packets::container::is_pcapng(head) {
+        return Some(Format::Pcapng);
+    }
+    if crate::packets::container::pcap_magic(head).is_some() {
+        return Some(Format::Pcap);
+    }
     let text = String::from_utf8_lossy(head);
+    // InfiniBand diagnostic outputs have distinctive shapes; checked first because a few of their
+    // lines (`CA   134  1 0x...`) would otherwise score as Prometheus samples.
+    if let Some(f) = ib::detect(&text) {
+        return Some(f);
+    }
     let mut prom_score = 0u32;
     let mut openmetrics = false;
     let mut sysfs_grep = 0u32;
@@ -278,6 +418,34 @@ mod tests {
         assert_eq!(detect(b"", "x"), None);
         assert_eq!(detect(b"pub fn main() {\n    let x = 1;\n}\n", "main.rs"), None);
         assert_eq!(detect(b"up 1\n", "x"), Some(Format::Prometheus));
+    }
+
+    #[test]
+    fn detects_infiniband_formats_without_misfiring() {
+        let pq = b"# Port extended counters: Lid 1719 port 1 (CapMask: 0x5300 CapMask2: 0x0000002)\nPortSelect:......................1\n";
+        assert_eq!(detect(pq, "x"), Some(Format::Perfquery));
+        assert_eq!(
+            detect(b"PortSelect:......................1\nPortXmitData:....................5\n", "x"),
+            Some(Format::Perfquery)
+        );
+        assert_eq!(detect(b"Errors for 0x2c903006e29b0 \"sw\"\n", "x"), Some(Format::Ibqueryerrors));
+        assert_eq!(detect(b"Switch: 0x506b4b0300820910 sw:\n    2   17[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  4 1[ ] \"h\" ( )\n", "x"), Some(Format::Iblinkinfo));
+        assert_eq!(detect(b"SW  2052 37 0x506b4b03005c2740 4x ???   'ib-i4l1s01'\n", "x"), Some(Format::Ibnetdiscover));
+        assert_eq!(detect(b"START_NODES\nNodeDesc,NodeGUID\n", "x"), Some(Format::IbdiagnetDbCsv));
+        assert_eq!(detect(b"timestamp,source_id,tag,Node_GUID,port_guid,Port_Number,X\n", "x"), Some(Format::UfmCsv));
+        assert_eq!(detect(b"{\"values\": [{\"node_guid\": \"0x1\", \"port_num\": 1}]}", "x"), Some(Format::UfmJson));
+        assert_eq!(
+            detect(b"infiniband,device=mlx5_0,host=h,port=1 port_xmit_data=1i 1737652060000000000\n", "x"),
+            Some(Format::Telegraf)
+        );
+        // existing formats keep their detection
+        assert_eq!(detect(b"# HELP x y\n# TYPE x counter\nx{a=\"b\",c=\"d\"} 1\n", "a"), Some(Format::Prometheus));
+        assert_eq!(detect(b"NIC statistics:\n     rx_packets: 1\n", "x"), Some(Format::Ethtool));
+        assert_eq!(
+            detect(b"/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data:1\n", "x"),
+            Some(Format::SysfsGrep)
+        );
+        assert_eq!(detect(b"{\"a\": 1}", "x"), None);
     }
 
     #[test]

@@ -1,0 +1,214 @@
+//! The `links` table from ibnetdiscover -p, iblinkinfo and ibdiagnet2.db_csv, checked link by link.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt16Type, UInt32Type};
+use arrow_array::{Array, RecordBatch};
+use common::{Output, V, fixture, read_with, temp_file};
+use fabricscope_core::{Format, ReadOptions};
+
+fn opts() -> ReadOptions {
+    ReadOptions { time_ns: Some(1_764_686_822_000_000_000), host: Some("mgmt01".into()), ..ReadOptions::default() }
+}
+
+/// One link, flattened: (guid, port, name, type, lid, tier) for each end, then width, speed,
+/// lane Gb/s, data rate Gb/s, supported width and speed.
+#[derive(Debug, PartialEq)]
+struct L {
+    a: (String, u16, Option<String>, String, Option<u32>, Option<String>),
+    b: (String, u16, Option<String>, String, Option<u32>, Option<String>),
+    width: Option<String>,
+    speed: Option<String>,
+    lane_gbps: Option<f64>,
+    data_rate_gbps: Option<f64>,
+    supported: (Option<String>, Option<String>),
+}
+
+fn s(b: &RecordBatch, c: &str, i: usize) -> Option<String> {
+    let a = b.column_by_name(c).unwrap().as_string::<i32>();
+    a.is_valid(i).then(|| a.value(i).to_owned())
+}
+
+fn links_of(out: &Output) -> Vec<L> {
+    let mut v = Vec::new();
+    for (name, b) in &out.tables {
+        assert_eq!(*name, "links");
+        let u16c = |c: &str| b.column_by_name(c).unwrap().as_primitive::<UInt16Type>().clone();
+        let u32c = |c: &str| b.column_by_name(c).unwrap().as_primitive::<UInt32Type>().clone();
+        let f64c = |c: &str| b.column_by_name(c).unwrap().as_primitive::<Float64Type>().clone();
+        let (port, peer_port, lid, peer_lid) = (u16c("port"), u16c("peer_port"), u32c("lid"), u32c("peer_lid"));
+        let (lane, rate) = (f64c("lane_gbps"), f64c("data_rate_gbps"));
+        for i in 0..b.num_rows() {
+            v.push(L {
+                a: (
+                    s(b, "node_guid", i).unwrap(),
+                    port.value(i),
+                    s(b, "node_name", i),
+                    s(b, "node_type", i).unwrap(),
+                    lid.is_valid(i).then(|| lid.value(i)),
+                    s(b, "tier", i),
+                ),
+                b: (
+                    s(b, "peer_node_guid", i).unwrap(),
+                    peer_port.value(i),
+                    s(b, "peer_node_name", i),
+                    s(b, "peer_node_type", i).unwrap(),
+                    peer_lid.is_valid(i).then(|| peer_lid.value(i)),
+                    s(b, "peer_tier", i),
+                ),
+                width: s(b, "width", i),
+                speed: s(b, "speed", i),
+                lane_gbps: lane.is_valid(i).then(|| lane.value(i)),
+                data_rate_gbps: rate.is_valid(i).then(|| rate.value(i)),
+                supported: (s(b, "supported_width", i), s(b, "supported_speed", i)),
+            });
+        }
+    }
+    v
+}
+
+fn end(
+    guid: &str,
+    port: u16,
+    name: &str,
+    ty: &str,
+    lid: u32,
+    tier: &str,
+) -> (String, u16, Option<String>, String, Option<u32>, Option<String>) {
+    (guid.into(), port, Some(name.into()), ty.into(), Some(lid), Some(tier.into()))
+}
+
+fn link(
+    a: (String, u16, Option<String>, String, Option<u32>, Option<String>),
+    b: (String, u16, Option<String>, String, Option<u32>, Option<String>),
+    width: &str,
+    speed: &str,
+    lane: f64,
+    rate: f64,
+) -> L {
+    L {
+        a,
+        b,
+        width: Some(width.into()),
+        speed: Some(speed.into()),
+        lane_gbps: Some(lane),
+        data_rate_gbps: Some(rate),
+        supported: (None, None),
+    }
+}
+
+#[test]
+fn ibnetdiscover_fixture_links_one_by_one() {
+    let out = read_with(&[fixture("ib/ibnetdiscover/test.out")], &opts()).unwrap();
+    assert_eq!(out.reports[0].format, Some(Format::Ibnetdiscover));
+    assert_eq!(out.reports[0].bad_records, 0);
+    let got = links_of(&out);
+    let leaf1 = |p| end("0x7cfe9003009ce5b0", p, "ib-i1l1s01", "switch", 1719, "leaf");
+    let expected = vec![
+        link(
+            end("0x506b4b0300cc02a6", 1, "p0001 HCA-1", "hca", 1432, "hca"),
+            end("0x506b4b03005c2740", 35, "ib-i4l1s01", "switch", 2052, "leaf"),
+            "4x",
+            "EDR",
+            25.781_25,
+            100.0,
+        ),
+        link(end("0x7cfe9003003b4b96", 1, "o0002 HCA-1", "hca", 133, "hca"), leaf1(11), "4x", "EDR", 25.781_25, 100.0),
+        link(end("0x7cfe9003003b4bde", 1, "o0001 HCA-1", "hca", 134, "hca"), leaf1(10), "4x", "EDR", 25.781_25, 100.0),
+        link(
+            leaf1(1),
+            end("0x7cfe900300b07320", 1, "ib-i1l2s01", "switch", 1516, "spine"),
+            "4x",
+            "EDR",
+            25.781_25,
+            100.0,
+        ),
+    ];
+    assert_eq!(got, expected);
+    // every connected port line gives width and rate gauges (7 connected lines)
+    assert_eq!(out.counter("link_width_lanes").len(), 7);
+    let r = out.rows.iter().find(|r| r.counter == "link_rate_bytes_per_s" && r.device == "0x7cfe9003003b4bde").unwrap();
+    assert_eq!((r.port, &r.value, r.is_counter), (Some(1), &V::U(12_500_000_000), false));
+}
+
+#[test]
+fn ibnetdiscover_aggregation_node_does_not_make_a_leaf() {
+    let out = read_with(&[fixture("ib/ibnetdiscover/test2.out")], &opts()).unwrap();
+    let got = links_of(&out);
+    let an = |lid| end("0x946dae0300630bfe", 1, "Mellanox Technologies Aggregation Node", "hca", lid, "hca");
+    let leaf = |p| end("0x946dae0300630bf6", p, "5FB0405-leaf-IB01", "switch", 51, "leaf");
+    let expected = vec![
+        link(an(78), leaf(81), "4x", "HDR", 53.125, 200.0),
+        link(
+            an(60),
+            end("0x946dae030053ec1a", 81, "5FB0406-spine-IB03", "switch", 9, "spine"),
+            "4x",
+            "HDR",
+            53.125,
+            200.0,
+        ),
+        link(end("0xb83fd20300da1138", 1, "worker20 mlx5_3", "hca", 88, "hca"), leaf(79), "4x", "HDR", 53.125, 200.0),
+    ];
+    assert_eq!(got, expected);
+    // only unconnected ports (unquoted description): no links, no rows, no errors
+    let out = read_with(&[fixture("ib/ibnetdiscover/test3.out")], &opts()).unwrap();
+    assert_eq!(out.reports[0].format, Some(Format::Ibnetdiscover));
+    assert!(out.tables.is_empty() && out.rows.is_empty() && out.reports[0].bad_records == 0);
+}
+
+#[test]
+fn iblinkinfo_resolves_peers_by_lid_and_reads_could_be() {
+    let out = read_with(&[fixture("ib/constructed/iblinkinfo.txt")], &opts()).unwrap();
+    assert_eq!(out.reports[0].format, Some(Format::Iblinkinfo));
+    assert_eq!(out.reports[0].bad_records, 0);
+    let leaf = |p| end("0x506b4b0300820910", p, "MF0;SB7700:MSB7700/U1", "switch", 2, "leaf");
+    let mut downgraded = link(
+        leaf(36),
+        end("0x506b4b0300820aaa", 3, "MF0;spine1:MSB7800/U1", "switch", 9, "spine"),
+        "4x",
+        "QDR",
+        10.0,
+        32.0,
+    );
+    downgraded.supported = (None, Some("EDR".into()));
+    // rows are sorted by their first end's GUID
+    let expected = vec![
+        downgraded,
+        link(end("0xec0d9a03003d62be", 1, "n02 HCA-1", "hca", 4, "hca"), leaf(17), "4x", "EDR", 25.781_25, 100.0),
+    ];
+    assert_eq!(links_of(&out), expected);
+}
+
+#[test]
+fn ibdiagnet_links_from_nodes_ports_and_links() {
+    let out = read_with(&[fixture("ib/constructed/ibdiagnet2.db_csv")], &opts()).unwrap();
+    let leaf = |p, lid| end("0xb8cef603001bf9de", p, "MF0;leaf1:MQM8700/U1", "switch", lid, "leaf");
+    let mut hca =
+        link(end("0x1070fd0300aa0001", 1, "gpu01 mlx5_0", "hca", 11, "hca"), leaf(1, 5), "4x", "HDR", 53.125, 200.0);
+    hca.supported = (Some("4x".into()), Some("HDR".into()));
+    let mut up = link(
+        leaf(41, 5),
+        end("0xb8cef603001bfa00", 3, "MF0;spine1:MQM8700/U1", "switch", 7, "spine"),
+        "4x",
+        "EDR",
+        25.781_25,
+        100.0,
+    );
+    up.supported = (Some("4x".into()), Some("HDR".into()));
+    assert_eq!(links_of(&out), vec![hca, up]);
+}
+
+#[test]
+fn ibnetdiscover_hostile_line_names_file_and_line() {
+    let p = temp_file("fabric.ibnd", b"CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'a' - 'b' )\nCA   134  1 0x7cfe9003003b4bde 4x EDR - SW  17x9 10\n");
+    let o = ReadOptions { format: Some(Format::Ibnetdiscover), ..opts() };
+    let err = match read_with(std::slice::from_ref(&p), &o) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("fabric.ibnd") && err.contains("line 2"), "{err}");
+    let out = read_with(&[p], &ReadOptions { strict: false, ..o }).unwrap();
+    assert_eq!((links_of(&out).len(), out.reports[0].bad_records), (1, 1));
+}
