@@ -74,3 +74,12 @@ def test_console_script_help_and_progress(tmp_path: Path, samples_dir: Path) -> 
     )
     assert r.returncode == 0, r.stderr
     assert "MB/s" in r.stderr and "rows" in r.stderr
+
+
+def test_topology_command(samples_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["topology", str(samples_dir / "ib" / "fabric-ibnetdiscover-p.txt")]) == 0
+    out = capsys.readouterr().out
+    assert "gpu01 mlx5_0" in out and "spine" in out
+    assert main(["topology", str(samples_dir / "ib" / "fabric-ibnetdiscover-p.txt"), "--json"]) == 0
+    links = json.loads(capsys.readouterr().out)
+    assert {(link["tier"], link["peer_tier"]) for link in links} >= {("hca", "leaf"), ("leaf", "spine")}

@@ -228,3 +228,18 @@ def test_real_node_exporter_sysfs_fixture_pegged_xmit_wait_single_snapshot(fixtu
     assert sat.select("device", "port", "severity").rows() == [("mlx4_0", 1, "info")]
     assert "2^32-1" in sat["message"][0]
     assert f.filter(pl.col("severity") != "info").is_empty()
+
+
+def test_link_flap_names_the_peer_and_sees_both_ends(samples_dir: Path) -> None:
+    links = fabricscope.load(samples_dir / "ib" / "fabric-ibnetdiscover-p.txt").tables["links"]
+    # leaf01 port 31 <-> spine01 port 1 both count a link-down: a cable, not one port
+    rows = series("link_downed_events", [0, 0, 1], host="fab", device="0x98039b0300bb0001", port=31) + series(
+        "link_downed_events", [5, 5, 6], host="fab", device="0x98039b0300aa0001", port=1
+    )
+    f = fabricscope.run_analysis(samples(rows), tables={"links": links}).findings
+    flaps = f.filter(pl.col("kind") == "link_flap").sort("device")
+    assert flaps.height == 2
+    ev = json.loads(flaps.filter(pl.col("device") == "0x98039b0300bb0001")["evidence"][0])
+    assert ev["peer"] == {"node_guid": "0x98039b0300aa0001", "port": 1, "name": "MF0;ib-spine01:MQM9700/U1"}
+    assert ev["both_ends"] is True
+    assert "saw it too" in flaps["message"][0]

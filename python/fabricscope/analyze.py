@@ -66,6 +66,7 @@ def run_analysis(
     format: str = "auto",
     time: TimeLike = None,
     attributes: pl.DataFrame | None = None,
+    tables: dict[str, pl.DataFrame] | None = None,
 ) -> Analysis:
     """Read (unless given a frame), rate, and run every detector.
 
@@ -78,13 +79,14 @@ def run_analysis(
         format: Input format (``auto`` detects).
         time: Timestamp for inputs without one (see :func:`fabricscope.load`).
         attributes: Port attributes to use with a samples frame.
+        tables: Other tables to use with a samples frame (``links`` for topology).
 
     Returns:
         An :class:`Analysis`.
     """
     cfg = config if isinstance(config, dict) else load_config(config)
     prof = get_profile(profile) if profile else None
-    tables: dict[str, pl.DataFrame] = {}
+    tables = dict(tables or {})
     reports: list[InputReport] = []
     if isinstance(data, pl.DataFrame):
         samples = data

@@ -29,6 +29,7 @@ examples:
   fabricscope parse dump.prom.gz --lenient                 summary only; skip bad records
   fabricscope parse ethtool.log --host gpu017 --format ethtool
   fabricscope analyze sample_traces/ --json findings.json  findings, Nagios exit status
+  fabricscope topology sample_traces/ib                    which port is cabled to which
   fabricscope formats                                      what can be read
   fabricscope counters --layer network                     the counter vocabulary
 
@@ -340,6 +341,21 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return exit_status(analysis.findings)
 
 
+def _cmd_topology(args: argparse.Namespace) -> int:
+    from fabricscope.topology import format_topology, topology
+
+    try:
+        links = topology(args.inputs, strict=not args.lenient)
+    except FabricscopeError as e:
+        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    if args.json:
+        print(json.dumps(links.to_dicts(), indent=2, default=str))
+    else:
+        print(format_topology(links))
+    return EXIT_OK
+
+
 def _print_table(df: pl.DataFrame, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(df.to_dicts(), indent=2))
@@ -420,6 +436,16 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--lenient", action="store_true", help="skip and count bad records")
     an.add_argument("--verbose", action="store_true", help="also list info findings (data quality)")
     an.set_defaults(func=_cmd_analyze)
+
+    topo = sub.add_parser(
+        "topology",
+        help="print which port is cabled to which (ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv)",
+        description="Read topology sources and print the links table with tiers (hca, leaf, spine).",
+    )
+    topo.add_argument("inputs", nargs="+", metavar="INPUT")
+    topo.add_argument("--json", action="store_true", help="print the links as JSON")
+    topo.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    topo.set_defaults(func=_cmd_topology)
 
     fmts = sub.add_parser("formats", help="list the formats fabricscope reads")
     fmts.add_argument("--output-format", choices=["table", "csv", "json", "markdown"], default="table")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from fabricscope.detect import AnalysisInput
-from fabricscope.detect._common import entity_strings, typical_interval
+from fabricscope.detect._common import entity_strings, peers, port_guid, typical_interval
 from fabricscope.findings import make_findings, merge_windows
 
 KIND = "link_flap"
@@ -91,4 +91,25 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                         },
                     }
                 )
+    _attach_peers(inp, rows)
     return make_findings(rows)
+
+
+def _attach_peers(inp: AnalysisInput, rows: list[dict]) -> None:
+    """Name the far end of each flapping link and say whether it saw the flap too (PDR rule 1)."""
+    links = peers(inp)
+    if links.is_empty() or not rows:
+        return
+    flapped = {(port_guid(inp, r["host"], r["device"]), r["port"]): r for r in rows}
+    for r in rows:
+        guid = port_guid(inp, r["host"], r["device"])
+        hit = links.filter((pl.col("node_guid") == guid) & (pl.col("port") == r["port"]))
+        if not hit.height:
+            continue
+        peer = hit.row(0, named=True)
+        other = flapped.get((peer["peer_guid"], peer["peer_port"]))
+        r["evidence"]["peer"] = {"node_guid": peer["peer_guid"], "port": peer["peer_port"], "name": peer["peer_name"]}
+        r["evidence"]["both_ends"] = other is not None
+        r["message"] += f"; peer {peer['peer_name']} port {peer['peer_port']}" + (
+            " saw it too (cable or transceiver)" if other is not None else ""
+        )
