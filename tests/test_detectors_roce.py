@@ -440,3 +440,14 @@ def test_sample_sysfs_grep_trace_loss_and_ecn(samples_dir: Path) -> None:
     assert e["severity"].to_list() == ["info"]  # ~0.0055% marked, CNPs sent ~ handled: loop healthy
     assert ev(e.row(0, named=True))["cnp_sent_per_s"] == pytest.approx(18004 / 30)
     assert only(f, "lossy_collapse").is_empty() and only(f, "lossless_misconfig").is_empty()
+
+
+def test_captures_are_judged_like_counters(samples_dir: Path) -> None:
+    # the synthetic RoCE+PFC capture: 397 RoCE packets in one 1 s bin with 4 PSN gaps and 14 CE marks
+    f = fabricscope.analyze(samples_dir / "pcap" / "roce_pfc.pcap")
+    got = {(r["kind"], r["severity"]) for r in f.iter_rows(named=True) if r["severity"] != "info"}
+    assert got == {("lossy_collapse", "critical"), ("ecn_congestion", "warning")}
+    loss = f.filter(pl.col("kind") == "lossy_collapse").row(0, named=True)
+    assert ev(loss)["p"] == pytest.approx(4 / 397, rel=1e-3)
+    assert ev(loss)["packets"] == 397
+    assert loss["device"] == "capture0"

@@ -57,6 +57,8 @@ def test_read_pcap_exact_counts(name: str) -> None:
     assert res.events["time"].dtype == pl.Datetime("ns", "UTC")
     assert res.reports[0].format in ("pcap", "pcapng")
     assert res.reports[0].bad_records == 0
+    assert int(res.flows["retransmitted_packets"].sum()) == truth["retransmitted_packets"]
+    assert int(res.flows["psn_gap_events"].sum()) == truth["psn_gap_events"]
 
 
 def test_cnp_frame_fields() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from fabricscope.captures import with_capture_counters
 from fabricscope.config import load_config
 from fabricscope.detect import DETECTORS, AnalysisInput
 from fabricscope.findings import FINDINGS_SCHEMA, empty_findings
@@ -100,6 +101,8 @@ def run_analysis(
             for r in res.reports
             if r.format is not None or r.failed
         ]
+    # Captures are judged like counters: their binned counters stand in for the NIC counters.
+    samples = with_capture_counters(samples)
     rcfg = cfg["rates"]
     r = rates(samples, gap_factor=rcfg["gap_factor"], min_gap_s=rcfg["min_gap_s"])
     inp = AnalysisInput(

@@ -64,11 +64,14 @@ class PcapResult:
         events: The ``packet_events`` table, in capture order per input.
         samples: Time-binned cumulative counters in the canonical samples schema.
         reports: One :class:`fabricscope.InputReport` per input.
+        flows: The ``packet_flows`` table: per request flow (src IP, dst IP, dest QP) and time
+            bin, packets, bytes, CE marks, PSN gaps and retransmitted packets.
     """
 
     events: pl.DataFrame
     samples: pl.DataFrame
     reports: list[InputReport] = field(default_factory=list)
+    flows: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def read_pcap(
@@ -112,4 +115,6 @@ def read_pcap(
     )
     events_table = tables.get("packet_events")
     events = pl.DataFrame(events_table) if events_table is not None else pl.DataFrame(schema=EVENTS_SCHEMA)
-    return PcapResult(events=events, samples=pl.DataFrame(samples), reports=_reports(reports))
+    flows_table = tables.get("packet_flows")
+    flows = pl.DataFrame(flows_table) if flows_table is not None else pl.DataFrame()
+    return PcapResult(events=events, samples=pl.DataFrame(samples), reports=_reports(reports), flows=flows)

@@ -274,6 +274,26 @@ fn driver_events_and_binned_samples_match_truth() {
             assert!(s.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1), "{key:?}");
             assert!(s.iter().all(|(t, _)| t % 1_000_000 == 0), "bins aligned");
         }
+        // Per-flow binned aggregates add up to the same totals.
+        let flows: Vec<&RecordBatch> =
+            out.tables.iter().filter(|(n, _)| *n == "packet_flows").map(|(_, b)| b).collect();
+        let col_sum = |name: &str| -> u64 {
+            flows
+                .iter()
+                .map(|b| {
+                    b.column_by_name(name)
+                        .unwrap()
+                        .as_primitive::<arrow_array::types::UInt64Type>()
+                        .values()
+                        .iter()
+                        .sum::<u64>()
+                })
+                .sum()
+        };
+        assert_eq!(col_sum("retransmitted_packets"), t("retransmitted_packets"), "{file}");
+        assert_eq!(col_sum("psn_gap_events"), t("psn_gap_events"), "{file}");
+        assert!(col_sum("packets") > 0 && col_sum("packets") < t("roce"), "{file}");
+        assert!(flows.iter().map(|b| b.num_rows()).sum::<usize>() >= 8, "{file}: one row per flow per bin");
         // Event times are real epoch nanoseconds and sorted within a file.
         let times: Vec<i64> = ev
             .iter()

@@ -171,14 +171,14 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Pcap,
         name: "pcap",
-        produced_by: "tcpdump/dumpcap/NIC sniffers: classic pcap (Ethernet, Linux cooked v1/v2); emits `packet_events`",
+        produced_by: "tcpdump/dumpcap/NIC sniffers: classic pcap (Ethernet, Linux cooked v1/v2); emits `packet_events`, `packet_flows`",
         detection: "magic a1b2c3d4 / a1b23c4d / a1b2cd34 in either byte order",
         timestamps: "per-packet (µs or ns, integer)",
     },
     FormatInfo {
         format: Format::Pcapng,
         name: "pcapng",
-        produced_by: "dumpcap/Wireshark/tcpdump pcapng; emits `packet_events`",
+        produced_by: "dumpcap/Wireshark/tcpdump pcapng; emits `packet_events`, `packet_flows`",
         detection: "a Section Header Block (0a0d0d0a + byte-order magic)",
         timestamps: "per-packet, per-interface if_tsresol/if_tsoffset (integer ns)",
     },

@@ -190,6 +190,98 @@ struct Flow {
     expected: u32,
     slack: u32,
     max_end: u32,
+    /// Per-bin aggregates (reset when the bin is written to `packet_flows`).
+    iface: u32,
+    ip_version: u8,
+    dirty: bool,
+    packets: u64,
+    bytes: u64,
+    ce: u64,
+    gaps: u64,
+    retx: u64,
+}
+
+/// Builder of the `packet_flows` table: one row per request flow per bin with packets.
+struct FlowRows {
+    time: TimestampNanosecondBuilder,
+    host: StringDictionaryBuilder<Int32Type>,
+    iface: StringDictionaryBuilder<Int32Type>,
+    src: StringBuilder,
+    dst: StringBuilder,
+    qp: UInt32Builder,
+    packets: UInt64Builder,
+    bytes: UInt64Builder,
+    ce: UInt64Builder,
+    gaps: UInt64Builder,
+    retx: UInt64Builder,
+    rows: usize,
+}
+
+/// Name of the per-flow aggregates side table.
+pub const FLOWS_TABLE: &str = "packet_flows";
+
+/// Schema of the `packet_flows` table (documented in `docs/schema.md`).
+pub fn flows_schema() -> SchemaRef {
+    let dict = || DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    Arc::new(Schema::new(vec![
+        Field::new("time", DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), false),
+        Field::new("host", dict(), false),
+        Field::new("interface", dict(), false),
+        Field::new("src_ip", DataType::Utf8, false),
+        Field::new("dst_ip", DataType::Utf8, false),
+        Field::new("dest_qp", DataType::UInt32, false),
+        Field::new("packets", DataType::UInt64, false),
+        Field::new("bytes", DataType::UInt64, false),
+        Field::new("ce_marked_packets", DataType::UInt64, false),
+        Field::new("psn_gap_events", DataType::UInt64, false),
+        Field::new("retransmitted_packets", DataType::UInt64, false),
+    ]))
+}
+
+impl FlowRows {
+    fn new() -> Self {
+        FlowRows {
+            time: TimestampNanosecondBuilder::new().with_timezone("UTC"),
+            host: StringDictionaryBuilder::new(),
+            iface: StringDictionaryBuilder::new(),
+            src: StringBuilder::new(),
+            dst: StringBuilder::new(),
+            qp: UInt32Builder::new(),
+            packets: UInt64Builder::new(),
+            bytes: UInt64Builder::new(),
+            ce: UInt64Builder::new(),
+            gaps: UInt64Builder::new(),
+            retx: UInt64Builder::new(),
+            rows: 0,
+        }
+    }
+
+    fn finish(&mut self) -> Result<RecordBatch> {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(self.time.finish()),
+            Arc::new(self.host.finish()),
+            Arc::new(self.iface.finish()),
+            Arc::new(self.src.finish()),
+            Arc::new(self.dst.finish()),
+            Arc::new(self.qp.finish()),
+            Arc::new(self.packets.finish()),
+            Arc::new(self.bytes.finish()),
+            Arc::new(self.ce.finish()),
+            Arc::new(self.gaps.finish()),
+            Arc::new(self.retx.finish()),
+        ];
+        self.rows = 0;
+        RecordBatch::try_new(flows_schema(), cols).map_err(|e| Error::InvalidArgument(format!("arrow: {e}")))
+    }
+}
+
+fn ip_string(version: u8, a: &[u8; 16]) -> String {
+    if version == 4 {
+        let [x0, x1, x2, x3, ..] = *a;
+        Ipv4Addr::new(x0, x1, x2, x3).to_string()
+    } else {
+        Ipv6Addr::from(*a).to_string()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -349,6 +441,8 @@ pub struct Analyzer {
     pmtu: u32,
     events: Events,
     pending: Vec<PendingSample>,
+    dirty: Vec<FlowKey>,
+    flow_rows: FlowRows,
     last_time: Option<i64>,
 }
 
@@ -370,6 +464,8 @@ impl Analyzer {
             pmtu: 0,
             events: Events::new(),
             pending: Vec::new(),
+            dirty: Vec::new(),
+            flow_rows: FlowRows::new(),
             last_time: None,
         }
     }
@@ -409,6 +505,24 @@ impl Analyzer {
     fn flush_bin(&mut self) {
         let Some(start) = self.current_bin else { return };
         let end = start.saturating_add(self.bin_ns);
+        for key in self.dirty.drain(..) {
+            let Some(fl) = self.flows.get_mut(&key) else { continue };
+            let rows = &mut self.flow_rows;
+            rows.time.append_value(start);
+            rows.host.append_value(&self.host);
+            rows.iface.append_value(self.ifaces.get(fl.iface as usize).map_or("", |i| i.name.as_str()));
+            rows.src.append_value(ip_string(fl.ip_version, &key.src));
+            rows.dst.append_value(ip_string(fl.ip_version, &key.dst));
+            rows.qp.append_value(key.qp);
+            rows.packets.append_value(fl.packets);
+            rows.bytes.append_value(fl.bytes);
+            rows.ce.append_value(fl.ce);
+            rows.gaps.append_value(fl.gaps);
+            rows.retx.append_value(fl.retx);
+            rows.rows += 1;
+            fl.dirty = false;
+            (fl.packets, fl.bytes, fl.ce, fl.gaps, fl.retx) = (0, 0, 0, 0, 0);
+        }
         for slot in 0..self.cum.len() {
             if !self.seen[slot] {
                 continue;
@@ -712,27 +826,48 @@ impl Analyzer {
         let slack = n_max - n_min;
         let mut gap = None;
         let mut retx = false;
-        match self.flows.get_mut(&key) {
-            None => {
-                self.flows.insert(key, Flow { expected: end, slack, max_end: end });
+        let mut new = false;
+        let fl = self.flows.entry(key).or_insert_with(|| {
+            new = true;
+            Flow {
+                expected: end,
+                slack,
+                max_end: end,
+                iface: p.iface as u32,
+                ip_version: f.ip_version,
+                dirty: false,
+                packets: 0,
+                bytes: 0,
+                ce: 0,
+                gaps: 0,
+                retx: 0,
             }
-            Some(fl) => {
-                let d = psn.wrapping_sub(fl.expected) & PSN_MASK;
-                if d > fl.slack && d < PSN_HALF {
-                    gap = Some(fl.expected);
-                }
-                // Below the highest PSN already reserved: a retransmitted packet.
-                retx = psn.wrapping_sub(fl.max_end) & PSN_MASK >= PSN_HALF;
-                if d >= PSN_HALF {
-                    // Went back: the start of a retransmission (once per jump).
-                    self.stats.psn_backwards += 1;
-                }
-                fl.expected = end;
-                fl.slack = slack;
-                if end.wrapping_sub(fl.max_end) & PSN_MASK < PSN_HALF {
-                    fl.max_end = end;
-                }
+        });
+        if !new {
+            let d = psn.wrapping_sub(fl.expected) & PSN_MASK;
+            if d > fl.slack && d < PSN_HALF {
+                gap = Some(fl.expected);
             }
+            // Below the highest PSN already reserved: a retransmitted packet.
+            retx = psn.wrapping_sub(fl.max_end) & PSN_MASK >= PSN_HALF;
+            if d >= PSN_HALF {
+                // Went back: the start of a retransmission (once per jump).
+                self.stats.psn_backwards += 1;
+            }
+            fl.expected = end;
+            fl.slack = slack;
+            if end.wrapping_sub(fl.max_end) & PSN_MASK < PSN_HALF {
+                fl.max_end = end;
+            }
+        }
+        fl.packets += 1;
+        fl.bytes += u64::from(p.length);
+        fl.ce += u64::from(f.ecn == 3);
+        fl.gaps += u64::from(gap.is_some());
+        fl.retx += u64::from(retx);
+        if !fl.dirty {
+            fl.dirty = true;
+            self.dirty.push(key);
         }
         if let Some(exp) = gap {
             self.stats.psn_gap_events += 1;
@@ -806,6 +941,10 @@ impl Out for CtxOut<'_, '_> {
             let batch = an.events.finish()?;
             self.ctx.emit_table(EVENTS_TABLE, batch);
         }
+        if (force || an.flow_rows.rows >= EVENT_BATCH_ROWS) && an.flow_rows.rows > 0 {
+            let batch = an.flow_rows.finish()?;
+            self.ctx.emit_table(FLOWS_TABLE, batch);
+        }
         if an.pending.is_empty() {
             return Ok(());
         }
@@ -857,6 +996,9 @@ impl Out for StatsOut {
         an.pending.clear();
         if an.events.rows >= EVENT_BATCH_ROWS {
             an.events.finish()?;
+        }
+        if an.flow_rows.rows >= EVENT_BATCH_ROWS {
+            an.flow_rows.finish()?;
         }
         Ok(())
     }
