@@ -156,3 +156,48 @@ def test_committed_scenario_truth(scenario: str) -> None:
         pytest.xfail(KNOWN[scenario])
     res = check_truth(fabricscope.analyze(COMMITTED / scenario), truth)
     assert res == {"missing": [], "unexpected": [], "forbidden": []}
+
+
+IB_SCENARIOS = [n for n, sc in SCENARIOS.items() if sc.tech in ("ndr400", "hdr200")]
+
+
+@pytest.mark.parametrize("scenario", IB_SCENARIOS)
+def test_round_trip_perfquery_and_ufm_csv(tmp_path: Path, scenario: str) -> None:
+    res = simulate(tmp_path, scenario, duration=60, formats=["perfquery", "ufm-csv"])
+    sim = res.sim
+    guid = {(h.name, n.device): n.guid for h in sim.fabric.hosts for n in h.nics}
+    for fmt in ("perfquery", "ufm-csv"):
+        exp = res.expected[fmt]
+        assert not exp.is_empty(), f"{scenario}/{fmt} wrote nothing"
+        files = sorted(p for p in (tmp_path / fmt).rglob("*") if p.is_file())
+        assert files
+        got = pl.concat([_read(p) for p in files])
+        joined = exp.join(got, on=KEYS, how="full", nulls_equal=True, suffix="_got")
+        bad = joined.filter(pl.col("value_u64").ne_missing(pl.col("value_u64_got")))
+        assert bad.is_empty(), f"{scenario}/{fmt}: {bad.head(5)}"
+        # and the expected frame is the simulation itself, not just what the writer printed
+        truth = (
+            sim.samples.filter(pl.col("family") == "ib")
+            .with_columns(
+                pl.struct("host", "device")
+                .map_elements(lambda r: guid[(r["host"], r["device"])], return_dtype=pl.String)
+                .alias("guid"),
+                pl.col("k").replace_strict(list(range(len(sim.times_ms))), sim.times_ms).alias("ms"),
+            )
+            .select((pl.col("ms") * 1_000_000).alias("time"), "guid", "port", "counter", pl.col("value").alias("sim"))
+        )
+        on = ["time", "port", "counter"]
+        chk = exp.join(truth, left_on=[*on, "device"], right_on=[*on, "guid"])
+        assert chk.height == exp.height
+        assert (chk["value_u64"] == chk["sim"]).all(), f"{scenario}/{fmt}: values differ from the simulation"
+    pq = (tmp_path / "perfquery").glob("*.log")
+    text = next(iter(pq)).read_text()
+    assert "# Port extended counters: Lid " in text or "# Port counters: Lid " in text
+    assert "PortSelect:......................1" in text
+    header = (tmp_path / "ufm-csv" / "metrics.csv").read_text().splitlines()[0]
+    assert header.startswith("timestamp,source_id,tag,Node_GUID,port_guid,Port_Number,PortXmitDataExtended")
+
+
+def test_perfquery_and_ufm_not_written_for_roce(tmp_path: Path) -> None:
+    res = simulate(tmp_path, "lossy-link", duration=30, formats=["perfquery", "ufm-csv"])
+    assert all(e.is_empty() for e in res.expected.values())

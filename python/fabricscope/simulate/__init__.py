@@ -2,7 +2,8 @@
 
 A physical model of a leaf-spine fabric (:mod:`fabricscope.simulate.model`) produces cumulative
 counters; writers (:mod:`fabricscope.simulate.writers`) emit them as Prometheus ``/federate``
-text, ``ethtool -S`` logs, sysfs trees and ``grep -H`` dumps, spelled from the shared counter
+text, ``ethtool -S`` logs, sysfs trees and ``grep -H`` dumps, ``perfquery -x`` logs and UFM
+telemetry CSV (InfiniBand), spelled from the shared counter
 vocabulary; ``truth.json`` says what a correct analysis reports. The simulator never imports
 detector thresholds (``fabricscope.config``) or detectors.
 
@@ -32,7 +33,14 @@ import polars as pl
 from fabricscope.simulate.fabric import TECHNOLOGIES, build_fabric
 from fabricscope.simulate.model import Fault, Simulation, Workload, run_model
 from fabricscope.simulate.scenarios import SCENARIOS, Scenario
-from fabricscope.simulate.writers import write_ethtool, write_prometheus, write_sysfs, write_sysfs_grep
+from fabricscope.simulate.writers import (
+    write_ethtool,
+    write_perfquery,
+    write_prometheus,
+    write_sysfs,
+    write_sysfs_grep,
+    write_ufm_csv,
+)
 
 __all__ = [
     "FORMATS",
@@ -48,7 +56,7 @@ __all__ = [
 ]
 
 T0 = 1_796_400_000  # 2026-12-04T14:00:00Z
-FORMATS = ("prometheus", "ethtool", "sysfs", "sysfs-grep")
+FORMATS = ("prometheus", "ethtool", "sysfs", "sysfs-grep", "perfquery", "ufm-csv")
 TRUTH_SCHEMA = "fabricscope.truth/1"
 
 
@@ -193,8 +201,12 @@ def simulate(
             expected[f] = write_ethtool(sim, out / "ethtool")
         elif f == "sysfs":
             expected[f] = write_sysfs(sim, out / "sysfs", snapshots=sysfs_snapshots)
-        else:
+        elif f == "sysfs-grep":
             expected[f] = write_sysfs_grep(sim, out / "sysfs-grep")
+        elif f == "perfquery":
+            expected[f] = write_perfquery(sim, out / "perfquery")
+        else:
+            expected[f] = write_ufm_csv(sim, out / "ufm-csv" / "metrics.csv")
     truth = _truth(sc, sim, h, d, iv, seed)
     (out / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
     files = sorted(p for p in out.rglob("*") if p.is_file())

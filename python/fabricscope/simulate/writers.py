@@ -16,7 +16,16 @@ import polars as pl
 from fabricscope.simulate.fabric import Fabric
 from fabricscope.simulate.model import Simulation
 
-__all__ = ["go_float_expr", "spellings", "write_ethtool", "write_prometheus", "write_sysfs", "write_sysfs_grep"]
+__all__ = [
+    "go_float_expr",
+    "spellings",
+    "write_ethtool",
+    "write_perfquery",
+    "write_prometheus",
+    "write_sysfs",
+    "write_sysfs_grep",
+    "write_ufm_csv",
+]
 
 STATE_NAMES = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 PHYS_NAMES = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp"}
@@ -420,3 +429,179 @@ def write_sysfs(sim: Simulation, outdir: Path, *, snapshots: str = "all") -> pl.
         (root / "timestamp").write_text(_stamp(t) + "\n")
         expected += _expected_from(entries, t * 1_000_000, "sysfs", sim)
     return pl.DataFrame(expected, schema=_EXPECTED_SCHEMA, orient="row")
+
+
+# libibmad field order of `perfquery -x` (PortCountersExtended, error block included as current
+# firmware reports it) and of plain `perfquery` (PortCounters), as perfquery prints them.
+_PQ_EXT_FIELDS = (
+    "PortXmitData",
+    "PortRcvData",
+    "PortXmitPkts",
+    "PortRcvPkts",
+    "PortUnicastXmitPkts",
+    "PortUnicastRcvPkts",
+    "PortMulticastXmitPkts",
+    "PortMulticastRcvPkts",
+    "CounterSelect2",
+    "SymbolErrorCounter",
+    "LinkErrorRecoveryCounter",
+    "LinkDownedCounter",
+    "PortRcvErrors",
+    "PortRcvRemotePhysicalErrors",
+    "PortRcvSwitchRelayErrors",
+    "PortXmitDiscards",
+    "PortXmitConstraintErrors",
+    "PortRcvConstraintErrors",
+    "LocalLinkIntegrityErrors",
+    "ExcessiveBufferOverrunErrors",
+    "VL15Dropped",
+    "PortXmitWait",
+    "QP1Dropped",
+)
+_PQ_BASIC_FIELDS = (
+    "SymbolErrorCounter",
+    "LinkErrorRecoveryCounter",
+    "LinkDownedCounter",
+    "PortRcvErrors",
+    "PortRcvRemotePhysicalErrors",
+    "PortRcvSwitchRelayErrors",
+    "PortXmitDiscards",
+    "PortXmitConstraintErrors",
+    "PortRcvConstraintErrors",
+    "CounterSelect2",
+    "LocalLinkIntegrityErrors",
+    "ExcessiveBufferOverrunErrors",
+    "QP1Dropped",
+    "VL15Dropped",
+    "PortXmitData",
+    "PortRcvData",
+    "PortXmitPkts",
+    "PortRcvPkts",
+    "PortXmitWait",
+)
+_SELECTORS = {"CounterSelect2": ("0x00000000", "0x00")}
+
+
+def _pq_field(name: str, value: str) -> str:
+    return f"{name}:".ljust(33, ".") + value
+
+
+def _ns_names(ns: str) -> dict[str, tuple[str, int]]:
+    """Canonical counter -> (spelling, multiplier) in one vocabulary namespace."""
+    return {c: per[ns] for c, per in spellings().items() if ns in per}
+
+
+def _lids(sim: Simulation) -> dict[tuple[str, str], int]:
+    """A LID per HCA port, as the subnet manager hands them out (deterministic)."""
+    nics = [(h.name, n.device) for h in sim.fabric.hosts for n in h.nics]
+    return {hd: 2 + 4 * i for i, hd in enumerate(nics)}
+
+
+def write_perfquery(sim: Simulation, outdir: Path) -> pl.DataFrame:
+    """``while sleep N; do date +%s; perfquery -x -a ...; done >> <host>-<guid>.log`` logs.
+
+    One file per HCA (an IB node, named by its node GUID as infiniband_exporter names its
+    files), a ``# host:`` line, then per reading a ``date +%s`` line and one ``# Port extended
+    counters:`` block per port of the node. A port whose PMA lacks 64-bit counters (the
+    saturated-32bit trap) prints the basic ``# Port counters:`` block instead, as ``perfquery``
+    without ``-x`` does. Data fields are 4-octet words. Only fields the model simulates are
+    printed (``QP1Dropped`` is not modelled). RoCE fabrics get no perfquery logs.
+
+    Returns:
+        The samples a reader must produce (device: the node GUID, as perfquery names it).
+    """
+    pq = _ns_names("perfquery")
+    by_name = {raw: c for c, (raw, _m) in pq.items()}
+    df = _present(sim).filter((pl.col("family") == "ib") & pl.col("counter").is_in(list(pq)))
+    if df.is_empty() or sim.fabric.tech.family != "infiniband":  # no PMA MADs over RoCE
+        return pl.DataFrame(schema=_EXPECTED_SCHEMA)
+    nics = {(h.name, n.device): n for h in sim.fabric.hosts for n in h.nics}
+    lids = _lids(sim)
+    outdir.mkdir(parents=True, exist_ok=True)
+    expected: list[tuple] = []
+    for (host, dev), g in df.sort("host", "device", "k", "port").group_by(["host", "device"], maintain_order=True):
+        nic = nics[(host, dev)]
+        lines = [f"# host: {host}"]
+        for (k,), snap in g.group_by(["k"], maintain_order=True):
+            t = sim.times_ms[k]
+            lines.append(_stamp(t))
+            for (port,), ps in snap.group_by(["port"], maintain_order=True):
+                vals = dict(zip(ps["counter"].to_list(), ps["value"].to_list(), strict=True))
+                if nic.ext_width:
+                    fields, caps = _PQ_EXT_FIELDS, "CapMask: 0x5300 CapMask2: 0x0000002"
+                    lines.append(f"# Port extended counters: Lid {lids[(host, dev)]} port {port} ({caps})")
+                    lines += [_pq_field("PortSelect", str(port)), _pq_field("CounterSelect", "0x0000")]
+                    sel = 0
+                else:
+                    fields, caps = _PQ_BASIC_FIELDS, "CapMask: 0x1000"
+                    lines.append(f"# Port counters: Lid {lids[(host, dev)]} port {port} ({caps})")
+                    lines += [_pq_field("PortSelect", str(port)), _pq_field("CounterSelect", "0x1000")]
+                    sel = 1
+                for f in fields:
+                    if f in _SELECTORS:
+                        lines.append(_pq_field(f, _SELECTORS[f][sel]))
+                        continue
+                    c = by_name.get(f)
+                    if c is None or c not in vals:
+                        continue
+                    mult = pq[c][1]
+                    lines.append(_pq_field(f, str(vals[c] // mult)))
+                    expected.append((t * 1_000_000, host, nic.guid, port, None, c, vals[c] // mult * mult, "perfquery"))
+        (outdir / f"{host}-{nic.guid}.log").write_text("\n".join(lines) + "\n")
+    return pl.DataFrame(expected, schema=_EXPECTED_SCHEMA, orient="row")
+
+
+UFM_HOST = "unknown"
+"""Host a reader gives UFM rows: UFM exports the fabric, not one host (no host argument)."""
+
+
+def write_ufm_csv(sim: Simulation, out: Path) -> pl.DataFrame:
+    """UFM telemetry CSV (``/csv/metrics`` pulls appended): one header, one row per port per pull.
+
+    Columns ``timestamp`` (µs epoch), ``source_id``, ``tag``, ``Node_GUID``, ``port_guid``,
+    ``Port_Number``, then the counters in UFM's spelling (``PortXmitDataExtended`` in bytes).
+    InfiniBand fabrics only (UFM does not manage RoCE).
+
+    Returns:
+        The samples a reader must produce (device: the node GUID; host :data:`UFM_HOST`).
+    """
+    uf = _ns_names("ufm")
+    df = _present(sim).filter((pl.col("family") == "ib") & pl.col("counter").is_in(list(uf)))
+    if df.is_empty() or sim.fabric.tech.family != "infiniband":  # UFM manages InfiniBand fabrics
+        return pl.DataFrame(schema=_EXPECTED_SCHEMA)
+    order = [c for c in uf if c in set(df["counter"].unique().to_list())]
+    guids = pl.DataFrame(
+        [(h.name, n.device, n.guid) for h in sim.fabric.hosts for n in h.nics],
+        schema={"host": pl.String, "device": pl.String, "guid": pl.String},
+        orient="row",
+    )
+    df = df.join(guids, on=["host", "device"], how="left").with_columns(
+        (
+            pl.col("value") // pl.col("counter").replace_strict({c: uf[c][1] for c in order}, return_dtype=pl.UInt64)
+        ).alias("raw"),
+        pl.col("k").replace_strict(list(range(len(sim.times_ms))), sim.times_ms, return_dtype=pl.Int64).alias("ms"),
+    )
+    wide = df.pivot("counter", index=["ms", "guid", "port"], values="raw").sort("ms", "guid", "port")
+    wide = wide.select(
+        (pl.col("ms") * 1000).alias("timestamp"),
+        pl.col("guid").alias("source_id"),
+        pl.lit(0).alias("tag"),
+        pl.col("guid").alias("Node_GUID"),
+        pl.col("guid").alias("port_guid"),
+        pl.col("port").alias("Port_Number"),
+        *[pl.col(c).alias(uf[c][0]) for c in order],
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    wide.write_csv(out, null_value="", quote_style="never")
+    return df.select(
+        (pl.col("ms") * 1_000_000).alias("time"),
+        pl.lit(UFM_HOST).alias("host"),
+        pl.col("guid").alias("device"),
+        "port",
+        "priority",
+        "counter",
+        (pl.col("raw") * pl.col("counter").replace_strict({c: uf[c][1] for c in order}, return_dtype=pl.UInt64)).alias(
+            "value_u64"
+        ),
+        pl.lit("ufm-csv").alias("source"),
+    ).cast(_EXPECTED_SCHEMA)
