@@ -39,6 +39,12 @@ pub enum Unit {
     Lanes,
     /// Milliseconds.
     Milliseconds,
+    /// Seconds (a gauge: uptime).
+    Seconds,
+    /// Revolutions per minute (a gauge: fan speed).
+    Rpm,
+    /// Watts (a gauge: power draw).
+    Watts,
 }
 
 impl Unit {
@@ -57,6 +63,9 @@ impl Unit {
             Unit::StateId => "state_id",
             Unit::Lanes => "lanes",
             Unit::Milliseconds => "milliseconds",
+            Unit::Seconds => "seconds",
+            Unit::Rpm => "rpm",
+            Unit::Watts => "watts",
         }
     }
 }
@@ -243,7 +252,10 @@ const fn c(
 use Kind::{Counter as CTR, Gauge as GAU};
 use Layer::{Device as DEV, Network as NET, Nvlink as NVL, Pcie as PCI};
 use Overflow::{None as NOOVF, Saturate as SAT, Wrap as WRAP};
-use Unit::{Bits, Bytes, BytesPerSecond, Celsius, Events, Lanes, Microseconds, Packets, Percent, StateId, Ticks};
+use Unit::{
+    Bits, Bytes, BytesPerSecond, Celsius, Events, Lanes, Microseconds, Packets, Percent, Rpm, Seconds, StateId, Ticks,
+    Watts,
+};
 
 const IB_DATA: Overflow = Overflow::SaturateOrWide { basic: 32, extended: 64 };
 
@@ -398,6 +410,12 @@ pub static COUNTERS: &[CounterDef] = &[
     c("pcie_replay_events", Events, CTR, WRAP(64), PCI, false, "GPU PCIe replays (DCGM_FI_DEV_PCIE_REPLAY_COUNTER)"),
     c("gpu_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU temperature (DCGM_FI_DEV_GPU_TEMP)"),
     c("gpu_memory_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU memory temperature (DCGM_FI_DEV_MEMORY_TEMP)"),
+    // --- switch vitals (`ibswinfo`, issue 6): per switch, or per fan/PSU sub-device `<switch>/fan<n>`, `<switch>/psu<n>` ---
+    c("switch_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "Switch ASIC temperature now (ibswinfo `temperature (C)`, `cur.temp (C)`)"),
+    c("switch_max_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "Highest switch ASIC temperature recorded by the device (ibswinfo `max temp (C)`, `max.temp (C)`)"),
+    c("switch_fan_speed_rpm", Rpm, GAU, NOOVF, DEV, false, "Switch fan speed, one row per fan on device `<switch>/fan<n>` (ibswinfo `fan#<n> (rpm)`)"),
+    c("switch_psu_power_watts", Watts, GAU, NOOVF, DEV, false, "Switch power supply output, one row per PSU on device `<switch>/psu<n>` (ibswinfo `power (W)`, `psu<n>.power (W)`)"),
+    c("switch_uptime_seconds", Seconds, GAU, NOOVF, DEV, false, "Switch uptime (ibswinfo `uptime (d-h:m:s)` converted, `uptime (sec)`)"),
     // --- packet captures (issue 7) -----------------------------------------------------------------
     // Cumulative counts of what a pcap/pcapng capture saw at its capture point, per capture
     // interface (device) and priority (VLAN PCP; null when untagged), sampled at the end of every

@@ -297,3 +297,165 @@ fn ibdiagnet_hostile_sections() {
         assert_eq!(out.reports[0].bad_records, 1, "{text}");
     }
 }
+
+fn attr<'a>(out: &'a Output, device: &str, port: Option<u16>, key: &str) -> &'a str {
+    let hits: Vec<&str> = out
+        .attrs
+        .iter()
+        .filter(|a| a.device == device && a.port == port && a.key == key)
+        .map(|a| a.value.as_str())
+        .collect();
+    assert_eq!(hits.len(), 1, "{device} {port:?} {key}: {hits:?}");
+    hits[0]
+}
+
+#[test]
+fn ibswinfo_real_fixture_exact_values() {
+    let out = read1(&fixture("ib/ibswinfo/test2.out"), &opts());
+    let rep = &out.reports[0];
+    assert_eq!(rep.format, Some(Format::Ibswinfo));
+    // 3 switch gauges (temperature, max temperature, uptime) + 2 PSU power + 9 fans
+    assert_eq!((rep.rows, rep.bad_records), (14, 0));
+    let sw = "0x08c0eb0300d9f672";
+    assert!(out.rows.iter().all(|r| r.host == "mgmt01" && r.time_ns == T0 && r.port.is_none() && !r.is_counter));
+    assert_eq!(find(&out, sw, None, "switch_temperature_celsius").value, V::U(53));
+    assert_eq!(find(&out, sw, None, "switch_max_temperature_celsius").value, V::U(58));
+    assert_eq!(find(&out, sw, None, "switch_uptime_seconds").value, V::U(96 * 86_400 + 3600 + 55 * 60 + 47));
+    assert_eq!(find(&out, &format!("{sw}/psu0"), None, "switch_psu_power_watts").value, V::U(154));
+    assert_eq!(find(&out, &format!("{sw}/psu1"), None, "switch_psu_power_watts").value, V::U(134));
+    assert_eq!(find(&out, &format!("{sw}/fan1"), None, "switch_fan_speed_rpm").value, V::U(6125));
+    assert_eq!(find(&out, &format!("{sw}/fan9"), None, "switch_fan_speed_rpm").value, V::U(5906));
+    assert_eq!(attr(&out, sw, None, "part_number"), "MQM8790-HS2F");
+    assert_eq!(attr(&out, sw, None, "serial_number"), "MT2152T10239");
+    assert_eq!(attr(&out, sw, None, "firmware_version"), "27.2010.3118");
+    assert_eq!(attr(&out, sw, None, "psid"), "MT_0000000063");
+    assert_eq!(attr(&out, sw, None, "ports"), "40");
+    assert_eq!(attr(&out, sw, None, "fan_status"), "OK");
+    assert_eq!(attr(&out, sw, None, "title"), "Quantum Mellanox Technologies");
+    let psu1 = format!("{sw}/psu1");
+    assert_eq!(attr(&out, &psu1, None, "status"), "OK");
+    assert_eq!(attr(&out, &psu1, None, "part_number"), "MTEF-PSF-AC-C");
+    assert_eq!(attr(&out, &psu1, None, "serial_number"), "MT2150T22467");
+    assert_eq!(attr(&out, &psu1, None, "dc_power"), "OK");
+    assert_eq!(attr(&out, &psu1, None, "fan_status"), "OK");
+    assert!(out.attrs.iter().all(|a| a.port.is_none()));
+
+    // test3: PSU1 in error and without a power reading; test1: fan status ERROR
+    let out = read1(&fixture("ib/ibswinfo/test3.out"), &opts());
+    let sw = "0x08c0eb0300add20e";
+    assert_eq!(attr(&out, &format!("{sw}/psu1"), None, "dc_power"), "ERROR");
+    assert_eq!(out.counter("switch_psu_power_watts").len(), 1);
+    assert_eq!(out.reports[0].rows, 3 + 1 + 9);
+    let out = read1(&fixture("ib/ibswinfo/test1.out"), &opts());
+    assert_eq!(attr(&out, "0x1c34da0300010540", None, "fan_status"), "ERROR");
+    assert_eq!(find(&out, "0x1c34da0300010540", None, "switch_uptime_seconds").value, V::U(13_862_333));
+}
+
+#[test]
+fn ibswinfo_vitals_mode_and_missing_values() {
+    let out = read1(&fixture("ib/ibswinfo/vitals1.out"), &opts());
+    let rep = &out.reports[0];
+    assert_eq!((rep.format, rep.rows, rep.bad_records), (Some(Format::Ibswinfo), 1 + 2 + 2 + 9, 0));
+    // no GUID in vitals mode: the file stem names the switch
+    assert_eq!(find(&out, "vitals1", None, "switch_uptime_seconds").value, V::U(16_982_312));
+    assert_eq!(find(&out, "vitals1", None, "switch_temperature_celsius").value, V::U(73));
+    assert_eq!(find(&out, "vitals1", None, "switch_max_temperature_celsius").value, V::U(80));
+    assert_eq!(find(&out, "vitals1/psu1", None, "switch_psu_power_watts").value, V::U(102));
+    assert_eq!(find(&out, "vitals1/fan8", None, "switch_fan_speed_rpm").value, V::U(5615));
+    assert!(out.attrs.is_empty());
+    // empty values are "not reported": no row, no error
+    let out = read1(&fixture("ib/ibswinfo/test1-missing.out"), &opts());
+    let rep = &out.reports[0];
+    assert_eq!((rep.rows, rep.bad_records), (1 + 1 + 7, 0));
+    assert!(out.rows.iter().all(|r| r.device != "0x1c34da0300010540/fan1"));
+    assert!(out.attrs.iter().all(|a| !(a.device.ends_with("/psu1") && a.key == "status")));
+}
+
+#[test]
+fn ibswinfo_hostile_inputs() {
+    // the exporter's error fixtures (3 switch + 2 PSU + 8 fan gauges, one of them `foo`): a
+    // non-numeric vital is a bad record with file and line
+    for (name, line, rows) in
+        [("test-err1.out", "line 20", 12), ("test-err2.out", "line 28", 12), ("test-err3.out", "line 32", 12)]
+    {
+        let p = fixture(&format!("ib/ibswinfo/{name}"));
+        let err = err_of(&p, &opts()).to_string();
+        assert!(err.contains(name) && err.contains(line), "{err}");
+        let out = read1(&p, &lenient());
+        assert_eq!((out.reports[0].rows, out.reports[0].bad_records), (rows, 1), "{name}");
+    }
+    // truncated mid-line, garbage, bad GUID, multi-byte text: counted, never a panic
+    let text = "=====\nQuantum\n=====\npart number | X\nGUID | 0xzz\nthis is not a vital\ntemperature (C) | é€\nuptime (d-h:m:s) | 3d-99:1\nfan#2 (rpm) | 51";
+    let p = temp_file("sw.out", text.as_bytes());
+    let out = read_with(&[p], &ReadOptions { format: Some(Format::Ibswinfo), ..lenient() }).unwrap();
+    assert_eq!((out.reports[0].rows, out.reports[0].bad_records), (1, 4));
+    assert_eq!(find(&out, "sw/fan2", None, "switch_fan_speed_rpm").value, V::U(51));
+    // two switches appended in one file: each keeps its own GUID
+    let two = [
+        std::fs::read(fixture("ib/ibswinfo/test2.out")).unwrap(),
+        std::fs::read(fixture("ib/ibswinfo/test3.out")).unwrap(),
+    ]
+    .concat();
+    let p = temp_file("two.out", &two);
+    let out = read1(&p, &opts());
+    assert_eq!(out.reports[0].rows, 14 + 13);
+    assert_eq!(find(&out, "0x08c0eb0300add20e", None, "switch_temperature_celsius").value, V::U(47));
+    assert_eq!(find(&out, "0x08c0eb0300d9f672", None, "switch_temperature_celsius").value, V::U(53));
+}
+
+#[test]
+fn net_dump_constructed_exact_values() {
+    let out = read1(&fixture("ib/constructed/ibdiagnet2.net_dump"), &opts());
+    let rep = &out.reports[0];
+    assert_eq!(rep.format, Some(Format::IbdiagnetNetDump));
+    assert_eq!((rep.rows, rep.bad_records), (18, 0));
+    let (leaf, hca) = ("0xb8cef603001bf9de", "0x0c42a1030065a1b2");
+    assert!(out.rows.iter().all(|r| r.host == "mgmt01" && r.time_ns == T0 && !r.is_counter));
+    assert_eq!(find(&out, leaf, Some(1), "port_state_id").value, V::U(4));
+    assert_eq!(find(&out, leaf, Some(1), "port_phys_state_id").value, V::U(5));
+    assert_eq!(find(&out, leaf, Some(1), "link_width_lanes").value, V::U(4));
+    assert_eq!(find(&out, leaf, Some(1), "link_rate_bytes_per_s").value, V::U(25_000_000_000));
+    assert_eq!(find(&out, leaf, Some(2), "link_width_lanes").value, V::U(2));
+    assert_eq!(find(&out, leaf, Some(2), "link_rate_bytes_per_s").value, V::U(2_500_000_000));
+    assert_eq!(find(&out, leaf, Some(3), "port_state_id").value, V::U(1));
+    assert_eq!(find(&out, leaf, Some(3), "port_phys_state_id").value, V::U(2));
+    assert!(out.rows.iter().all(|r| !(r.port == Some(3) && r.counter.starts_with("link_"))));
+    assert_eq!(find(&out, leaf, Some(41), "link_rate_bytes_per_s").value, V::U(50_000_000_000));
+    assert_eq!(find(&out, hca, Some(1), "link_rate_bytes_per_s").value, V::U(25_000_000_000));
+    assert_eq!(attr(&out, leaf, None, "node_description"), "MF0;leaf01:MQM8700/U1");
+    assert_eq!(attr(&out, leaf, None, "lid"), "1");
+    assert_eq!(attr(&out, leaf, Some(1), "link_speed"), "HDR");
+    assert_eq!(attr(&out, leaf, Some(2), "link_speed"), "FDR10");
+    assert_eq!(attr(&out, leaf, Some(1), "link_width"), "4x");
+    assert_eq!(attr(&out, leaf, Some(1), "fec_mode"), "RS-FEC (544,514)");
+    assert_eq!(attr(&out, leaf, Some(1), "neighbor_guid"), hca);
+    assert_eq!(attr(&out, leaf, Some(41), "neighbor_description"), "MF0;spine01:MQM9700/U1");
+    assert_eq!(attr(&out, leaf, Some(41), "neighbor_port"), "7");
+    assert_eq!(attr(&out, leaf, Some(3), "port_state"), "DOWN");
+    assert!(out.attrs.iter().all(|a| !(a.port == Some(3) && a.key.starts_with("neighbor"))));
+}
+
+#[test]
+fn net_dump_hostile_inputs() {
+    let h = "\"sw\", Mellanox, 0xb8cef603001bf9de, LID 1\n";
+    let cols = "IB# : Sta : LWA : LSA\n";
+    let cases: [(String, &str, &str); 5] = [
+        (format!("garbage first\n{h}{cols}1 : ACT : 4x : 25\n"), "block header", "line 1"),
+        (format!("{h}Sta : LWA\n1 : ACT\n"), "IB#", "line 2"),
+        (format!("{h}{cols}x : ACT : 4x : 25\n"), "port number", "line 3"),
+        (format!("{h}{cols}1 : ACT : 4x : 25\n\n{h}"), "column header", "line 5"),
+        (format!("{h}{cols}1 : ACT : 4x : 25\n1é€ : ACT\n"), "port number", "line 4"),
+    ];
+    for (text, expected, line) in cases {
+        let p = temp_file("ibdiagnet2.net_dump", text.as_bytes());
+        let err = err_of(&p, &opts()).to_string();
+        assert!(err.contains("ibdiagnet2.net_dump") && err.contains(expected) && err.contains(line), "{err}");
+        let out = read1(&p, &lenient());
+        assert_eq!(out.reports[0].bad_records, 1, "{text}");
+    }
+    // truncated mid-row: the partial row still has its port; unknown LSA/width give no gauge
+    let p = temp_file("ibdiagnet2.net_dump", format!("{h}{cols}1 : ACT : 4x : 25\n2 : ACT : 3x : 7").as_bytes());
+    let out = read1(&p, &opts());
+    assert_eq!(out.reports[0].rows, 3 + 1);
+    assert_eq!(find(&out, "0xb8cef603001bf9de", Some(2), "port_state_id").value, V::U(4));
+}

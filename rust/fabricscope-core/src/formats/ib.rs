@@ -1,7 +1,8 @@
 //! Shared pieces of the InfiniBand diagnostic readers (issue 6): GUID normalisation, counter value
 //! parsing (decimal, hex, "not supported" sentinels), epoch magnitudes, link speed and width
 //! tables, and content detection for the formats of `perfquery`, `ibqueryerrors`, `iblinkinfo`,
-//! `ibnetdiscover -p`, `ibdiagnet2.db_csv`, UFM telemetry and telegraf line protocol.
+//! `ibnetdiscover -p`, `ibdiagnet2.db_csv`, `ibdiagnet2.net_dump`, `ibswinfo`, UFM telemetry and
+//! telegraf line protocol.
 
 use ahash::AHashMap;
 
@@ -168,6 +169,7 @@ pub fn width(s: &str) -> Option<(String, u32)> {
 pub fn detect(text: &str) -> Option<Format> {
     let mut first: Option<&str> = None;
     let (mut dotted, mut netdiscover, mut line_protocol, mut linkinfo_blocks) = (0u32, 0u32, 0u32, 0u32);
+    let mut switch_vitals = 0u32;
     for raw in text.lines().take(200) {
         let t = raw.trim();
         if t.is_empty() {
@@ -178,6 +180,9 @@ pub fn detect(text: &str) -> Option<Format> {
         }
         if t.strip_prefix("START_").is_some_and(is_section_name) {
             return Some(Format::IbdiagnetDbCsv);
+        }
+        if crate::formats::netdump::parse_block_header(t).is_some() {
+            return Some(Format::IbdiagnetNetDump);
         }
         if crate::formats::perfquery::parse_header(t).is_some() {
             return Some(Format::Perfquery);
@@ -195,6 +200,8 @@ pub fn detect(text: &str) -> Option<Format> {
             linkinfo_blocks += 1;
         } else if crate::formats::ibnetdiscover::looks_like_port_line(t) {
             netdiscover += 1;
+        } else if crate::formats::ibswinfo::looks_like_vital(t) {
+            switch_vitals += 1;
         } else if looks_like_dotted_field(t) {
             dotted += 1;
         } else if looks_like_line_protocol(t) {
@@ -213,6 +220,9 @@ pub fn detect(text: &str) -> Option<Format> {
         if cols.iter().any(|c| c == "timestamp") && cols.iter().any(|c| c == "node_guid") {
             return Some(Format::UfmCsv);
         }
+    }
+    if switch_vitals > 0 && netdiscover == 0 && dotted == 0 && line_protocol == 0 {
+        return Some(Format::Ibswinfo);
     }
     if netdiscover > 0 {
         return Some(Format::Ibnetdiscover);

@@ -13,6 +13,8 @@ pub mod ibdiagnet;
 pub mod iblinkinfo;
 pub mod ibnetdiscover;
 pub mod ibqueryerrors;
+pub mod ibswinfo;
+pub mod netdump;
 pub mod perfquery;
 pub mod telegraf;
 pub mod ufm;
@@ -51,6 +53,10 @@ pub enum Format {
     UfmJson,
     /// Influx line protocol as telegraf writes it (`infiniband` and `ethtool` inputs).
     Telegraf,
+    /// `ibdiagnet2.net_dump`: per-node blocks of a ` :`-separated port table (LWA, LSA, neighbor).
+    IbdiagnetNetDump,
+    /// `ibswinfo` switch vitals (`key | value`, or `key : value` in vitals mode).
+    Ibswinfo,
     // --- packet captures (issue 7) ---
     /// Classic libpcap capture (both byte orders, µs/ns, the "modified" variant).
     Pcap,
@@ -167,6 +173,20 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "line protocol `infiniband,...`/`ethtool,...` lines (`measurement,tags fields timestamp`)",
         timestamps: "per-line timestamp (ns; s/ms/µs by magnitude); else file name, argument, mtime",
     },
+    FormatInfo {
+        format: Format::IbdiagnetNetDump,
+        name: "ibdiagnet-net-dump",
+        produced_by: "`ibdiagnet` → `ibdiagnet2.net_dump` (per-port state, width, speed, FEC, neighbor)",
+        detection: "a block header `\"<description>\", <vendor>, 0x<guid>, LID <n>`",
+        timestamps: "none in the file: file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::Ibswinfo,
+        name: "ibswinfo",
+        produced_by: "`ibswinfo -d <lid>` (unmanaged switch vitals: part/serial/firmware, PSUs, fans, temperatures, uptime), also `-o vitals`",
+        detection: "`part number | ...`, `fan#N (rpm) | ...`, `cur.temp (C) : ...` and similar vitals lines",
+        timestamps: "timestamp line; else file name, argument, mtime",
+    },
     // --- packet captures (issue 7) ---
     FormatInfo {
         format: Format::Pcap,
@@ -201,6 +221,8 @@ impl Format {
             Format::UfmCsv => "ufm-csv",
             Format::UfmJson => "ufm-json",
             Format::Telegraf => "telegraf",
+            Format::IbdiagnetNetDump => "ibdiagnet-net-dump",
+            Format::Ibswinfo => "ibswinfo",
             Format::Pcap => "pcap",
             Format::Pcapng => "pcapng",
         }
@@ -215,6 +237,7 @@ impl Format {
             "ethtool-s" => Some(Format::Ethtool),
             "sysfs-tree" => Some(Format::SysfsTree),
             "db_csv" | "db-csv" | "ibdiagnet" | "ibdiagnet2" => Some(Format::IbdiagnetDbCsv),
+            "net_dump" | "net-dump" | "ibdiagnet-net_dump" => Some(Format::IbdiagnetNetDump),
             "influx" | "line-protocol" => Some(Format::Telegraf),
             _ => None,
         })
@@ -244,6 +267,8 @@ impl Format {
             Format::IbdiagnetDbCsv => Some(Box::new(ibdiagnet::DbCsvReader::new())),
             Format::UfmCsv => Some(Box::new(ufm::UfmCsvReader::new())),
             Format::Telegraf => Some(Box::new(telegraf::TelegrafReader::new())),
+            Format::IbdiagnetNetDump => Some(Box::new(netdump::NetDumpReader::new())),
+            Format::Ibswinfo => Some(Box::new(ibswinfo::IbswinfoReader::new())),
             Format::SysfsTree | Format::UfmJson | Format::Pcap | Format::Pcapng => None,
         }
     }
@@ -446,6 +471,17 @@ mod tests {
             Some(Format::SysfsGrep)
         );
         assert_eq!(detect(b"{\"a\": 1}", "x"), None);
+        // issue 6 follow-up: net_dump and ibswinfo
+        assert_eq!(
+            detect(b"\"MF0;sw:MQM8700/U1\", Mellanox, 0xb8cef603001bf9de, LID 1\nIB# : Sta : LWA\n", "x"),
+            Some(Format::IbdiagnetNetDump)
+        );
+        assert_eq!(
+            detect(b"=====\nQuantum Mellanox Technologies\n=====\npart number        | MQM8790-HS2F\n", "x"),
+            Some(Format::Ibswinfo)
+        );
+        assert_eq!(detect(b"uptime (sec)       : 16982312\ncur.temp (C)       : 73\n", "x"), Some(Format::Ibswinfo));
+        assert_eq!(detect(b"NIC statistics:\n     temperature (C): 1\n", "x"), Some(Format::Ethtool));
     }
 
     #[test]
