@@ -34,7 +34,9 @@ GBN = "prior-art b.5 go-back-N model 1/(1+p*W), go-back-0 (1-p)^M; article: RoCE
 
 DEFAULTS: dict[str, Any] = {
     "rates": {"gap_factor": 3.0, "min_gap_s": 0.0},
-    "merge": {"max_gap_factor": 2.0},
+    # Flagged intervals up to this many sampling intervals apart are one finding (an intermittent
+    # fault is one finding with a window, not one per burst).
+    "merge": {"max_gap_factor": 6.0},
     "link_errors": {
         # warning_per_s: rate for a warning, averaged over the finding's window but at least over
         # window_s (or the whole observation when shorter); critical_per_s: peak rate of one
