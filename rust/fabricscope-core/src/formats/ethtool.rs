@@ -18,7 +18,7 @@ use std::path::Path;
 use ahash::AHashMap;
 
 use crate::error::{Position, Result};
-use crate::formats::{Directive, LineReader, lines, parse_directive};
+use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Sample, Value};
 use crate::vocabulary::{self, Kind, Namespace};
@@ -168,13 +168,7 @@ impl EthtoolReader {
 
 impl LineReader for EthtoolReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, _ctx: &mut ReadContext<'_>) -> Result<()> {

@@ -6,10 +6,37 @@
 
 use ahash::AHashMap;
 
+use crate::error::Result;
 use crate::formats::Format;
 use crate::read::ReadContext;
-use crate::schema::Value;
+use crate::schema::{Sample, Value};
 use crate::vocabulary::{self, Kind, Namespace};
+
+/// Push gauges of one port (state ids, lanes, link rate): stored as read, scale 1, not counters.
+pub fn push_port_gauges(
+    ctx: &mut ReadContext<'_>,
+    time_ns: i64,
+    host: i32,
+    device: i32,
+    port: u16,
+    gauges: &[(&str, Value)],
+) -> Result<()> {
+    for &(name, value) in gauges {
+        let counter = ctx.samples.counter(name);
+        ctx.push(&Sample {
+            time_ns,
+            host,
+            device,
+            port: Some(port),
+            priority: None,
+            counter,
+            value,
+            scale: 1,
+            is_counter: false,
+        })?;
+    }
+    Ok(())
+}
 
 /// How a raw counter name maps to a row, resolved once per distinct name.
 #[derive(Debug, Clone, Copy)]

@@ -28,7 +28,7 @@ use ahash::AHashMap;
 
 use crate::error::{Position, Result};
 use crate::formats::ib::{self, NameCache, Resolved};
-use crate::formats::{LineReader, lines};
+use crate::formats::{LineReader, feed_lines};
 use crate::read::ReadContext;
 use crate::schema::{Sample, Value};
 use crate::topology::{End, Link, LinkSet, NodeType};
@@ -269,26 +269,15 @@ impl DbCsvReader {
                 };
                 let device = ctx.samples.device(&guid);
                 let lanes = facts.width.as_deref().and_then(ib::width).map(|(_, n)| u64::from(n));
-                for (name, v) in [
+                let gauges: Vec<(&str, Value)> = [
                     ("port_state_id", c("PortState")),
                     ("port_phys_state_id", c("PortPhyState")),
                     ("link_width_lanes", lanes),
-                ] {
-                    if let Some(v) = v {
-                        let counter = ctx.samples.counter(name);
-                        ctx.push(&Sample {
-                            time_ns,
-                            host,
-                            device,
-                            port: Some(port),
-                            priority: None,
-                            counter,
-                            value: Value::U64(v),
-                            scale: 1,
-                            is_counter: false,
-                        })?;
-                    }
-                }
+                ]
+                .into_iter()
+                .filter_map(|(name, v)| v.map(|v| (name, Value::U64(v))))
+                .collect();
+                ib::push_port_gauges(ctx, time_ns, host, device, port, &gauges)?;
                 self.ports.insert((guid, port), facts);
                 Ok(())
             }
@@ -427,13 +416,7 @@ impl DbCsvReader {
 
 impl LineReader for DbCsvReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {

@@ -24,9 +24,9 @@ use ahash::AHashMap;
 
 use crate::error::{Position, Result};
 use crate::formats::ib;
-use crate::formats::{Directive, LineReader, lines, parse_directive};
+use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
-use crate::schema::{Sample, Value};
+use crate::schema::Value;
 use crate::topology::{End, Link, LinkSet, NodeType};
 
 #[derive(Debug, Clone)]
@@ -150,20 +150,7 @@ impl IblinkinfoReader {
             if let Some(g) = speed.as_deref().and_then(ib::lane_data_gbps) {
                 gauges.push(("link_rate_bytes_per_s", Value::from_f64(f64::from(n) * g * 1e9 / 8.0)));
             }
-            for (name, value) in gauges {
-                let counter = ctx.samples.counter(name);
-                ctx.push(&Sample {
-                    time_ns,
-                    host,
-                    device,
-                    port: Some(port),
-                    priority: None,
-                    counter,
-                    value,
-                    scale: 1,
-                    is_counter: false,
-                })?;
-            }
+            ib::push_port_gauges(ctx, time_ns, host, device, port, &gauges)?;
         }
         self.pending.push(Pending {
             local,
@@ -221,13 +208,7 @@ impl IblinkinfoReader {
 
 impl LineReader for IblinkinfoReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {

@@ -17,7 +17,7 @@
 
 use crate::error::{Position, Result};
 use crate::formats::ib::{self, NameCache};
-use crate::formats::{Directive, LineReader, lines, parse_directive};
+use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample};
 use crate::vocabulary::Namespace;
@@ -152,13 +152,7 @@ impl IbqueryerrorsReader {
 
 impl LineReader for IbqueryerrorsReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {

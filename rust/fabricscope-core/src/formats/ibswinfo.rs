@@ -36,7 +36,7 @@
 
 use crate::error::{Position, Result};
 use crate::formats::ib;
-use crate::formats::{Directive, LineReader, lines, parse_directive};
+use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 
@@ -362,13 +362,7 @@ impl IbswinfoReader {
 
 impl LineReader for IbswinfoReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {

@@ -292,6 +292,23 @@ pub trait LineReader: Send {
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()>;
 }
 
+/// Hand every line of a chunk to `line` (a reader's per-line method), stopping early when the
+/// read was cancelled (the consumer went away or another input failed in strict mode).
+pub fn feed_lines(
+    chunk: &[u8],
+    start: Position,
+    ctx: &mut ReadContext<'_>,
+    mut line: impl FnMut(&[u8], Position, &mut ReadContext<'_>) -> Result<()>,
+) -> Result<()> {
+    for (raw, pos) in lines(chunk, start) {
+        if ctx.cancelled() {
+            break;
+        }
+        line(raw, pos, ctx)?;
+    }
+    Ok(())
+}
+
 /// Iterate the lines of a chunk with their positions. Yields the line without `\n` or `\r\n`.
 pub fn lines(chunk: &[u8], start: Position) -> impl Iterator<Item = (&[u8], Position)> {
     let mut offset = 0usize;

@@ -30,9 +30,9 @@
 
 use crate::error::{Position, Result};
 use crate::formats::ib;
-use crate::formats::{LineReader, lines};
+use crate::formats::{LineReader, feed_lines};
 use crate::read::ReadContext;
-use crate::schema::{Attribute, Sample, Value};
+use crate::schema::{Attribute, Value};
 
 /// Columns read, in the order [`Block::cols`] holds their indexes.
 const COLUMNS: [&str; 12] = [
@@ -212,20 +212,7 @@ impl NetDumpReader {
                 gauges.push(("link_rate_bytes_per_s", Value::from_f64(f64::from(*n) * g * 1e9 / 8.0)));
             }
         }
-        for (name, value) in gauges {
-            let counter = ctx.samples.counter(name);
-            ctx.push(&Sample {
-                time_ns,
-                host,
-                device,
-                port: Some(port),
-                priority: None,
-                counter,
-                value,
-                scale: 1,
-                is_counter: false,
-            })?;
-        }
+        ib::push_port_gauges(ctx, time_ns, host, device, port, &gauges)?;
         let mut attrs: Vec<(&str, String)> = Vec::with_capacity(12);
         for (i, key) in ATTR_KEYS.iter().enumerate() {
             let v = cell(i);
@@ -307,13 +294,7 @@ impl NetDumpReader {
 
 impl LineReader for NetDumpReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {

@@ -23,7 +23,7 @@
 
 use crate::error::{Position, Result};
 use crate::formats::ib::{self, NameCache};
-use crate::formats::{Directive, LineReader, lines, parse_directive};
+use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample};
 use crate::vocabulary::Namespace;
@@ -244,13 +244,7 @@ fn split_field(t: &str) -> Option<(&str, &str)> {
 
 impl LineReader for PerfqueryReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, _ctx: &mut ReadContext<'_>) -> Result<()> {

@@ -39,7 +39,7 @@ use ahash::{AHashMap, AHashSet};
 use memchr::{memchr2, memchr3};
 
 use crate::error::{Error, Position, Result};
-use crate::formats::{Directive, LineReader, lines, parse_directive};
+use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::vocabulary::{self, Kind, Mapping, Namespace};
@@ -571,10 +571,7 @@ impl PrometheusReader {
 
 impl LineReader for PrometheusReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {

@@ -25,7 +25,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Position, Result, excerpt};
-use crate::formats::{Directive, LineReader, lines, parse_directive};
+use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::timestamp::parse_timestamp_line;
@@ -697,13 +697,7 @@ impl SysfsGrepReader {
 
 impl LineReader for SysfsGrepReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, _ctx: &mut ReadContext<'_>) -> Result<()> {

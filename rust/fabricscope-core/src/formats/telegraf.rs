@@ -21,7 +21,7 @@ use ahash::AHashMap;
 
 use crate::error::{Position, Result};
 use crate::formats::ib;
-use crate::formats::{LineReader, lines};
+use crate::formats::{LineReader, feed_lines};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::vocabulary::{self, Kind, Namespace};
@@ -225,13 +225,7 @@ impl TelegrafReader {
 
 impl LineReader for TelegrafReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, _ctx: &mut ReadContext<'_>) -> Result<()> {

@@ -27,7 +27,7 @@ use std::io::Read;
 
 use crate::error::{Error, Position, Result};
 use crate::formats::ib::{self, NameCache, Resolved};
-use crate::formats::{BinaryReader, LineReader, lines};
+use crate::formats::{BinaryReader, LineReader, feed_lines};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::vocabulary::Namespace;
@@ -182,13 +182,7 @@ impl UfmCsvReader {
 
 impl LineReader for UfmCsvReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        for (line, pos) in lines(chunk, start) {
-            if ctx.cancelled() {
-                break;
-            }
-            self.line(line, pos, ctx)?;
-        }
-        Ok(())
+        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
     fn finish(&mut self, _ctx: &mut ReadContext<'_>) -> Result<()> {
