@@ -18,7 +18,7 @@ use std::path::Path;
 use ahash::AHashMap;
 
 use crate::error::{Position, Result};
-use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
+use crate::formats::{Directive, DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Sample, Value};
 use crate::vocabulary::{self, Kind, Namespace};
@@ -45,16 +45,12 @@ struct Snapshot {
 /// Streaming reader for `ethtool -S` snapshots.
 #[derive(Default)]
 pub struct EthtoolReader {
-    /// Last timestamp line; it dates every snapshot until the next one.
-    time: Option<i64>,
-    /// Last `# host: NAME` line.
-    host: Option<String>,
+    /// Time and host from timestamp and `# host: NAME` lines.
+    directives: DirectiveState,
     /// Last command echo naming the interface (`# ethtool -S eth0`).
     device: Option<String>,
     /// Device derived from the input's path, computed on first use.
     path_device: Option<String>,
-    /// Host from the arguments or `unknown`, computed on first use (it may warn).
-    fallback_host: Option<String>,
     snapshot: Option<Snapshot>,
     names: AHashMap<Box<str>, Resolved>,
 }
@@ -66,14 +62,8 @@ impl EthtoolReader {
     }
 
     fn start_snapshot(&mut self, ctx: &mut ReadContext<'_>) -> Result<Snapshot> {
-        let time_ns = match self.time {
-            Some(t) => t,
-            None => ctx.fallback_time_ns()?,
-        };
-        let host = match &self.host {
-            Some(h) => h.clone(),
-            None => self.fallback_host.get_or_insert_with(|| ctx.fallback_host()).clone(),
-        };
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host = self.directives.host(ctx);
         let device = if let Some(d) = &self.device {
             d.clone()
         } else {
@@ -157,8 +147,8 @@ impl EthtoolReader {
 
     fn directive(&mut self, d: Directive) {
         match d {
-            Directive::Time(t) => self.time = Some(t),
-            Directive::Host(h) => self.host = Some(h),
+            Directive::Time(t) => self.directives.set_time(t),
+            Directive::Host(h) => self.directives.set_host(h),
             Directive::Device(dev) => self.device = Some(dev),
         }
         // The next stat line belongs to a new snapshot, dated and named by what was just read.

@@ -24,7 +24,7 @@ use ahash::AHashMap;
 
 use crate::error::{Position, Result};
 use crate::formats::ib;
-use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
+use crate::formats::{Directive, DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::Value;
 use crate::topology::{End, Link, LinkSet, NodeType};
@@ -53,8 +53,7 @@ struct Pending {
 #[derive(Default)]
 pub struct IblinkinfoReader {
     block: Option<Block>,
-    time: Option<i64>,
-    host: Option<String>,
+    directives: DirectiveState,
     pending: Vec<Pending>,
     lids: AHashMap<u32, (String, NodeType)>,
 }
@@ -132,17 +131,8 @@ impl IblinkinfoReader {
         let diag = peer.rsplit_once('"').map_or("", |(_, d)| d);
         let (supported_width, supported_speed) = could_be(diag);
         let local = End { guid, port, name: local_name.or(block.name), node_type, lid: Some(lid) };
-        let time_ns = match self.time {
-            Some(t) => t,
-            None => ctx.fallback_time_ns()?,
-        };
-        let host_name = if let Some(h) = &self.host {
-            h.clone()
-        } else {
-            let h = ctx.fallback_host();
-            self.host = Some(h.clone());
-            h
-        };
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host_name = self.directives.host(ctx);
         let host = ctx.samples.host(&host_name);
         let device = ctx.samples.device(&local.guid);
         if let Some((_, n)) = width.as_deref().and_then(ib::width) {
@@ -193,8 +183,8 @@ impl IblinkinfoReader {
         }
         if let Some(d) = parse_directive(t) {
             match d {
-                Directive::Time(ts) => self.time = Some(ts),
-                Directive::Host(h) => self.host = Some(h),
+                Directive::Time(ts) => self.directives.set_time(ts),
+                Directive::Host(h) => self.directives.set_host(h),
                 Directive::Device(_) => {}
             }
             return Ok(());

@@ -15,7 +15,7 @@
 
 use crate::error::{Position, Result};
 use crate::formats::ib;
-use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
+use crate::formats::{Directive, DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::topology::{End, Link, LinkSet, NodeType};
@@ -83,8 +83,7 @@ pub fn parse_line(t: &str) -> Option<PortLine> {
 /// Streaming reader for `ibnetdiscover -p`.
 #[derive(Default)]
 pub struct IbnetdiscoverReader {
-    time: Option<i64>,
-    host: Option<String>,
+    directives: DirectiveState,
     links: LinkSet,
     described: ahash::AHashSet<String>,
 }
@@ -106,8 +105,8 @@ impl IbnetdiscoverReader {
         let Some(p) = parse_line(t) else {
             if let Some(d) = parse_directive(t) {
                 match d {
-                    Directive::Time(ts) => self.time = Some(ts),
-                    Directive::Host(h) => self.host = Some(h),
+                    Directive::Time(ts) => self.directives.set_time(ts),
+                    Directive::Host(h) => self.directives.set_host(h),
                     Directive::Device(_) => {}
                 }
                 return Ok(());
@@ -122,17 +121,8 @@ impl IbnetdiscoverReader {
             );
         };
         let Some(peer) = p.peer else { return Ok(()) };
-        let time_ns = match self.time {
-            Some(t) => t,
-            None => ctx.fallback_time_ns()?,
-        };
-        let host_name = if let Some(h) = &self.host {
-            h.clone()
-        } else {
-            let h = ctx.fallback_host();
-            self.host = Some(h.clone());
-            h
-        };
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host_name = self.directives.host(ctx);
         for end in [&p.local, &peer] {
             if let Some(n) = &end.name
                 && self.described.insert(end.guid.clone())

@@ -17,15 +17,14 @@
 
 use crate::error::{Position, Result};
 use crate::formats::ib::{self, NameCache};
-use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
+use crate::formats::{Directive, DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample};
 use crate::vocabulary::Namespace;
 
 /// Streaming reader for ibqueryerrors output.
 pub struct IbqueryerrorsReader {
-    time: Option<i64>,
-    host: Option<String>,
+    directives: DirectiveState,
     node_name: Option<String>,
     described: ahash::AHashSet<String>,
     aggregates: u64,
@@ -35,8 +34,7 @@ pub struct IbqueryerrorsReader {
 impl Default for IbqueryerrorsReader {
     fn default() -> Self {
         IbqueryerrorsReader {
-            time: None,
-            host: None,
+            directives: DirectiveState::default(),
             node_name: None,
             described: ahash::AHashSet::new(),
             aggregates: 0,
@@ -66,17 +64,8 @@ impl IbqueryerrorsReader {
         let Ok(port) = port_text.trim().parse::<u16>() else {
             return ctx.bad_record(pos, "a port number or `ALL` after `port`", raw);
         };
-        let time_ns = match self.time {
-            Some(t) => t,
-            None => ctx.fallback_time_ns()?,
-        };
-        let host_name = if let Some(h) = &self.host {
-            h.clone()
-        } else {
-            let h = ctx.fallback_host();
-            self.host = Some(h.clone());
-            h
-        };
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host_name = self.directives.host(ctx);
         if let Some(n) = &self.node_name
             && self.described.insert(guid.clone())
         {
@@ -137,8 +126,8 @@ impl IbqueryerrorsReader {
         }
         if let Some(d) = parse_directive(t) {
             match d {
-                Directive::Time(ts) => self.time = Some(ts),
-                Directive::Host(h) => self.host = Some(h),
+                Directive::Time(ts) => self.directives.set_time(ts),
+                Directive::Host(h) => self.directives.set_host(h),
                 Directive::Device(_) => {}
             }
             return Ok(());

@@ -36,7 +36,7 @@
 
 use crate::error::{Position, Result};
 use crate::formats::ib;
-use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
+use crate::formats::{Directive, DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 
@@ -143,8 +143,7 @@ enum Fact {
 /// Streaming reader for ibswinfo output.
 #[derive(Default)]
 pub struct IbswinfoReader {
-    time: Option<i64>,
-    host: Option<String>,
+    directives: DirectiveState,
     guid: Option<String>,
     /// The PSU the indented lines belong to.
     psu: Option<u32>,
@@ -182,14 +181,8 @@ impl IbswinfoReader {
             self.guid = None;
             return Ok(());
         }
-        let time_ns = match self.time {
-            Some(t) => t,
-            None => ctx.fallback_time_ns()?,
-        };
-        let host_name = match &self.host {
-            Some(h) => h.clone(),
-            None => ctx.fallback_host(),
-        };
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host_name = self.directives.host(ctx);
         let switch = match self.guid.take() {
             Some(g) => g,
             None => crate::formats::perfquery::guid_from_path(ctx.path).unwrap_or_else(|| {
@@ -252,9 +245,9 @@ impl IbswinfoReader {
                         if self.seen_values {
                             self.flush(ctx)?;
                         }
-                        self.time = Some(ts);
+                        self.directives.set_time(ts);
                     }
-                    Directive::Host(h) => self.host = Some(h),
+                    Directive::Host(h) => self.directives.set_host(h),
                     Directive::Device(_) => {}
                 }
                 return Ok(());

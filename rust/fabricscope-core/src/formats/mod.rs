@@ -341,6 +341,46 @@ pub enum Directive {
     Device(String),
 }
 
+/// The time and host an input's own directive lines set (a `date +%s` line, `# host: NAME`), with
+/// the driver's fallbacks when they set none. Shared by the text readers whose records carry no
+/// time or host of their own, so they all resolve them the same way.
+#[derive(Debug, Default, Clone)]
+pub struct DirectiveState {
+    time: Option<i64>,
+    host: Option<String>,
+    /// Host from the arguments or `unknown`, computed on first use (it may warn).
+    fallback_host: Option<String>,
+}
+
+impl DirectiveState {
+    /// A timestamp line: it dates every following record until the next one.
+    pub fn set_time(&mut self, time_ns: i64) {
+        self.time = Some(time_ns);
+    }
+
+    /// A `# host: NAME` line: it names the host of every following record.
+    pub fn set_host(&mut self, host: String) {
+        self.host = Some(host);
+    }
+
+    /// The time of the current record: the last timestamp line, else the driver's fallback (file
+    /// name, argument, mtime).
+    pub fn time_ns(&self, ctx: &mut ReadContext<'_>) -> Result<i64> {
+        match self.time {
+            Some(t) => Ok(t),
+            None => ctx.fallback_time_ns(),
+        }
+    }
+
+    /// The host of the current record: the last host line, else the driver's fallback.
+    pub fn host(&mut self, ctx: &mut ReadContext<'_>) -> String {
+        match &self.host {
+            Some(h) => h.clone(),
+            None => self.fallback_host.get_or_insert_with(|| ctx.fallback_host()).clone(),
+        }
+    }
+}
+
 /// Recognise a directive line. Returns `None` for anything else.
 pub fn parse_directive(line: &str) -> Option<Directive> {
     let t = line.trim();

@@ -23,7 +23,7 @@
 
 use crate::error::{Position, Result};
 use crate::formats::ib::{self, NameCache};
-use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
+use crate::formats::{Directive, DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample};
 use crate::vocabulary::Namespace;
@@ -85,9 +85,7 @@ struct Block {
 
 /// Streaming reader for perfquery output.
 pub struct PerfqueryReader {
-    time: Option<i64>,
-    host: Option<String>,
-    fallback_host: Option<String>,
+    directives: DirectiveState,
     /// GUID from the file name, looked up once (`path_checked`).
     path_device: Option<String>,
     path_checked: bool,
@@ -98,9 +96,7 @@ pub struct PerfqueryReader {
 impl Default for PerfqueryReader {
     fn default() -> Self {
         PerfqueryReader {
-            time: None,
-            host: None,
-            fallback_host: None,
+            directives: DirectiveState::default(),
             path_device: None,
             path_checked: false,
             block: None,
@@ -116,14 +112,8 @@ impl PerfqueryReader {
     }
 
     fn start_block(&mut self, header: Option<&Header<'_>>, ctx: &mut ReadContext<'_>) -> Result<Block> {
-        let time_ns = match self.time {
-            Some(t) => t,
-            None => ctx.fallback_time_ns()?,
-        };
-        let host = match &self.host {
-            Some(h) => h.clone(),
-            None => self.fallback_host.get_or_insert_with(|| ctx.fallback_host()).clone(),
-        };
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host = self.directives.host(ctx);
         let from_header = header
             .and_then(|h| h.target.split_whitespace().filter(|w| w.starts_with("0x")).find_map(ib::normalize_guid));
         let device = if let Some(g) = from_header {
@@ -182,8 +172,8 @@ impl PerfqueryReader {
         let Some((name, rest)) = split_field(t) else {
             if let Some(d) = parse_directive(t) {
                 match d {
-                    Directive::Time(ts) => self.time = Some(ts),
-                    Directive::Host(h) => self.host = Some(h),
+                    Directive::Time(ts) => self.directives.set_time(ts),
+                    Directive::Host(h) => self.directives.set_host(h),
                     Directive::Device(_) => {}
                 }
                 // The next field line starts a new block dated and named by what was just read.
