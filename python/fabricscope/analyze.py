@@ -15,7 +15,7 @@ from fabricscope.detect import DETECTORS, AnalysisInput
 from fabricscope.findings import FINDINGS_SCHEMA, empty_findings
 from fabricscope.io import InputReport, TimeLike, load
 from fabricscope.profiles import get_profile
-from fabricscope.rates import rates
+from fabricscope.rates import rates, value_as_float
 
 __all__ = ["Analysis", "analyze", "run_analysis"]
 
@@ -38,9 +38,7 @@ class Analysis:
 
 
 def _gauges(samples: pl.DataFrame) -> pl.DataFrame:
-    return samples.filter(~pl.col("is_counter")).with_columns(
-        pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64")).alias("value")
-    )
+    return samples.filter(~pl.col("is_counter")).with_columns(value_as_float().alias("value"))
 
 
 def _empty_attributes() -> pl.DataFrame:

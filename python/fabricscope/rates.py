@@ -29,7 +29,7 @@ import polars as pl
 
 from fabricscope import _native
 
-__all__ = ["SERIES_KEYS", "latest_gauges", "overflow_table", "rates"]
+__all__ = ["SERIES_KEYS", "latest_gauges", "overflow_table", "rates", "value_as_float"]
 
 # The source is part of a series: two exporters reading one port sample at different moments and
 # may disagree in absolute value (resets at different times), so they are rated separately.
@@ -39,6 +39,11 @@ _U64_MAX = (1 << 64) - 1
 # Overflow modes as small integers: comparing strings on every row costs more than the rules.
 _NONE, _SATURATE, _WRAP, _WIDE = 0, 1, 2, 3
 _MODE_CODES = {"none": _NONE, "saturate": _SATURATE, "wrap": _WRAP, "wide": _WIDE}
+
+
+def value_as_float() -> pl.Expr:
+    """A sample's value as one float: the exact integer when there is one, else ``value_f64``."""
+    return pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64"))
 
 
 def overflow_table() -> pl.DataFrame:
@@ -160,9 +165,9 @@ def rates(
     )
     reg_max = pl.col("_max")
     prev_u = pl.col("value_u64").shift(1)
-    prev_f = pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64")).shift(1)
+    prev_f = value_as_float().shift(1)
     prev_raw = pl.col("_raw").shift(1)
-    cur_f = pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64"))
+    cur_f = value_as_float()
     both_int = pl.col("value_u64").is_not_null() & prev_u.is_not_null()
     decreased = pl.when(both_int).then(pl.col("value_u64") < prev_u).otherwise(cur_f < prev_f)
     saturating = pl.col("_mode") == _SATURATE
@@ -248,7 +253,7 @@ def latest_gauges(samples: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     lf = samples.lazy() if isinstance(samples, pl.DataFrame) else samples
     return (
         lf.filter(~pl.col("is_counter"))
-        .with_columns(pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64")).alias("value"))
+        .with_columns(value_as_float().alias("value"))
         .sort("time", maintain_order=True)
         .group_by(SERIES_KEYS, maintain_order=True)
         .agg(pl.col("time").last(), pl.col("value").last())
