@@ -63,3 +63,80 @@ def test_ethtool_round_trip(stats: dict[str, int]) -> None:
         df = fabricscope.read(p, host="h")
     assert df.height == len(stats)
     assert df["value_u64"].to_list() == list(stats.values())
+
+
+# --- any input (issue 12): the public API never fails outside fabricscope's exceptions ---------
+
+FORMAT_NAMES = [f["name"] for f in fabricscope.formats().to_dicts() if f["name"] != "sysfs"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.binary(max_size=2048), fmt=st.sampled_from(["auto", *FORMAT_NAMES]))
+def test_any_bytes_give_rows_or_a_fabricscope_error(data: bytes, fmt: str) -> None:
+    from fabricscope.exceptions import FabricscopeError
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "input"
+        p.write_bytes(data)
+        try:
+            strict = fabricscope.load(p, format=fmt, host="h", time=0)
+        except FabricscopeError as e:
+            assert e.path == str(p)
+            strict = None
+        lenient = fabricscope.load(p, format=fmt, host="h", time=0, strict=False)
+    report = lenient.reports[0]
+    if strict is not None:
+        # Nothing was wrong: lenient mode reads exactly the same rows and skips nothing.
+        assert report.bad_records == 0
+        assert lenient.samples.height == strict.samples.height
+    assert report.rows == lenient.samples.height
+
+
+good_line = st.builds(
+    lambda n, v: f'ok_{n}_total{{instance="h"}} {v} 1764686822000\n',
+    st.integers(0, 10**6),
+    st.integers(0, 2**64 - 1),
+)
+bad_line = st.sampled_from(
+    [
+        "bad{ 1\n",
+        'x_total{a="1",a="2"} 1\n',
+        "9starts_with_digit 1\n",
+        'x_total{a="unterminated} 1\n',
+        "x_total not_a_number\n",
+        "x_total\x00 1\n",
+    ]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), good_line, bad_line), min_size=1, max_size=40))
+def test_lenient_keeps_every_good_line_and_counts_every_bad_one(lines: list[tuple[bool, str, str]]) -> None:
+    text = "".join(good if is_good else bad for is_good, good, bad in lines)
+    goods = [int(good.split()[1]) for is_good, good, _ in lines if is_good]
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "mixed.prom"
+        p.write_text(text, encoding="utf-8")
+        res = fabricscope.load(p, format="prometheus", strict=False)
+    assert res.samples["value_u64"].to_list() == goods
+    assert res.bad_records == len(lines) - len(goods)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_labels=st.integers(1, 60), limit=st.integers(1, 60))
+def test_label_limit_is_exact(n_labels: int, limit: int) -> None:
+    from fabricscope.exceptions import LimitExceededError
+
+    labels = ",".join(f'l{i}="v"' for i in range(n_labels))
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "labels.prom"
+        p.write_text(f"x_total{{{labels}}} 1 1764686822000\n", encoding="utf-8")
+        if n_labels > limit:
+            try:
+                fabricscope.load(p, host="h", limits={"max_labels": limit})
+            except LimitExceededError as e:
+                assert (e.line, e.byte_offset) == (1, 0) and "max_labels" in str(e)
+            else:
+                raise AssertionError("the label limit did not apply")
+        else:
+            assert fabricscope.load(p, host="h", limits={"max_labels": limit}).samples.height == 1

@@ -12,7 +12,9 @@ Example:
 
 from fabricscope import exceptions
 from fabricscope._native import __version__
+from fabricscope.advise import advise
 from fabricscope.analyze import Analysis, analyze, run_analysis
+from fabricscope.history import History
 from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
 from fabricscope.packets import PcapResult, read_pcap
 from fabricscope.profiles import get_profile, profiles
@@ -22,11 +24,13 @@ from fabricscope.vocabulary import SCHEMA_VERSION, counters, formats
 __all__ = [
     "SCHEMA_VERSION",
     "Analysis",
+    "History",
     "InputReport",
     "PcapResult",
     "ReadResult",
     "Scan",
     "__version__",
+    "advise",
     "analyze",
     "counters",
     "exceptions",

@@ -41,6 +41,8 @@ def read(
     max_line_bytes: int = ...,
     max_labels: int = ...,
     max_decompressed_bytes: int = ...,
+    max_decompression_ratio: int = ...,
+    max_document_bytes: int = ...,
     link_speed_gbps: float | None = None,
     bin_seconds: float = 1.0,
 ) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
@@ -61,6 +63,8 @@ class Scanner(Iterator[tuple[str, Any]]):
         max_line_bytes: int = ...,
         max_labels: int = ...,
         max_decompressed_bytes: int = ...,
+        max_decompression_ratio: int = ...,
+        max_document_bytes: int = ...,
         link_speed_gbps: float | None = None,
         bin_seconds: float = 1.0,
     ) -> None: ...

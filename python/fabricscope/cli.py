@@ -14,7 +14,7 @@ import polars as pl
 
 from fabricscope import __version__, _native
 from fabricscope.exceptions import FabricscopeError, InternalError
-from fabricscope.io import InputReport, _paths, _reports, _time_ns
+from fabricscope.io import LIMITS, InputReport, _limits, _paths, _reports, _time_ns
 
 __all__ = ["main"]
 
@@ -197,7 +197,7 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
         time_ns=time_ns,
         strict=not args.lenient,
         batch_rows=args.batch_rows,
-        max_line_bytes=args.max_line_bytes,
+        **_limits(dict(args.limit), args.max_line_bytes),
     )
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     progress = _Progress(show, scanner.bytes_total)
@@ -305,6 +305,21 @@ def _analysis_summary(findings: pl.DataFrame, inputs: list[dict[str, object]], s
     return "\n".join(lines)
 
 
+def _limit_arg(text: str) -> tuple[str, int]:
+    """Parse ``--limit NAME=VALUE`` (VALUE an integer, ``_`` separators allowed)."""
+    name, sep, value = text.partition("=")
+    name = name.strip().replace("-", "_")
+    if not sep or name not in LIMITS:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of {', '.join(LIMITS)}, got {text!r}")
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name}: expected a positive integer, got {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{name}: expected a positive integer, got {number}")
+    return name, number
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from fabricscope.analyze import run_analysis
     from fabricscope.findings import document, exit_status
@@ -318,6 +333,11 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             host=args.host,
             format=args.format,
             time=args.time,
+            engine=args.engine,
+            address=args.address,
+            since=args.since,
+            until=args.until,
+            hosts=args.hosts.split(",") if args.hosts else None,
         )
     except FabricscopeError as e:
         print(f"UNKNOWN - fabricscope cannot analyse: {e}", file=sys.stderr)
@@ -417,6 +437,14 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parse.add_argument("--batch-rows", type=int, default=1 << 20, help=argparse.SUPPRESS)
     parse.add_argument("--max-line-bytes", type=int, default=1 << 20, help="longest accepted line (default 1 MiB)")
+    parse.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        type=_limit_arg,
+        metavar="NAME=VALUE",
+        help=f"raise a resource limit (repeatable; docs/security.md): {', '.join(LIMITS)}",
+    )
     parse.set_defaults(func=_cmd_parse)
 
     an = sub.add_parser(
@@ -435,6 +463,16 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
     an.add_argument("--lenient", action="store_true", help="skip and count bad records")
     an.add_argument("--verbose", action="store_true", help="also list info findings (data quality)")
+    an.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="run partitioned by host in this process (default) or as Ray tasks (docs/scale.md)",
+    )
+    an.add_argument("--address", help="Ray cluster address for --engine ray (default: start a local Ray)")
+    an.add_argument("--since", help="analyse samples at or after this time (epoch seconds or ISO 8601)")
+    an.add_argument("--until", help="analyse samples before this time (epoch seconds or ISO 8601)")
+    an.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
     an.set_defaults(func=_cmd_analyze)
 
     topo = sub.add_parser(
@@ -458,6 +496,17 @@ def build_parser() -> argparse.ArgumentParser:
     from fabricscope.simulate import add_simulate_parser
 
     add_simulate_parser(sub)
+    from fabricscope.advise import add_advise_parser
+
+    add_advise_parser(sub)
+    from fabricscope.cron import add_cron_parser
+    from fabricscope.report import add_report_parser
+
+    add_cron_parser(sub)
+    add_report_parser(sub)
+    from fabricscope.dashboard import add_dashboard_parser
+
+    add_dashboard_parser(sub)
     return p
 
 

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULTS", "load_config"]
+__all__ = ["DEFAULTS", "load_config", "read_toml"]
 
 NVSENTINEL = "NVIDIA/NVSentinel docs/configuration/nic-health-monitor.md"
 IBQUERYERRORS = "rdma-core infiniband-diags ibqueryerrors (any error counter > 0)"
@@ -31,6 +31,16 @@ MLX5_STORM = "mlx5 tx_pause_storm_{warning,error}_events 'should never increment
 MLX5_PAUSE = "mlx5 counters.rst: rx pause = network cannot absorb the NIC; tx pause = NIC cannot absorb the network"
 DCQCN = "DCQCN loop (prior-art b.4; node_exporter #2827, omnistat #317): rp_cnp_ignored 'should not raise' with CC on"
 GBN = "prior-art b.5 go-back-N model 1/(1+p*W), go-back-0 (1-p)^M; article: RoCEv2 collapses at < 0.1% loss"
+NGC_PERF = (
+    "Mellanox/ngc_multinode_perf common.sh: ib_write_bw >= 90% of port rate; send/write lat <= 2.5 us, read <= 4.5 us"
+)
+NCCL_EXPECTED = (
+    "prior-art (d): NDR400 46-48 GB/s per NIC (nccl-tests #290, #267); NVLink4 ring busbw ~370 GB/s (nccl-tests #212); "
+    "NVLink5 830+ GB/s (nccl #1807); '> 20% below -> something is off' (alayanew nccl-tests reference table)"
+)
+NCCL_ACHIEVABLE = (
+    "NCCL reaches ~80-85% of NVLink line rate (370/450, nccl-tests #212) and ~84% of PCIe Gen5 (nvbandwidth #24)"
+)
 
 DEFAULTS: dict[str, Any] = {
     "rates": {"gap_factor": 3.0, "min_gap_s": 0.0},
@@ -149,6 +159,39 @@ DEFAULTS: dict[str, Any] = {
         "max_drop_ratio": 0.1,
         "source": f"{GBN}; RTT 10 us, 4 KB MTU, 4 MB messages as in prior-art b.5",
     },
+    "underperformance": {
+        # perftest: the largest message size of each run (if >= perftest_min_size_bytes, perftest's default
+        # BW message size) against the port rate (NVIDIA's pass criterion)
+        "perftest_min_ratio": 0.90,
+        "perftest_critical_ratio": 0.50,
+        "perftest_min_size_bytes": 65536,
+        "perftest_max_write_lat_us": 2.5,
+        "perftest_max_read_lat_us": 4.5,
+        # nccl-tests: bus bandwidth at the largest size >= nccl_min_size_bytes against the topology's expectation
+        "nccl_min_ratio": 0.80,
+        "nccl_critical_ratio": 0.50,
+        "nccl_min_size_bytes": 1 << 30,
+        # counters: a port busy (sending or waiting) this share of a window moving less than min_ratio of line rate
+        "busy_ratio": 0.90,
+        "counter_min_ratio": 0.50,
+        # what a profile-less GPU or network is assumed to be (evidence says expected_assumed)
+        "nvlink_profile": "nvlink4",
+        "network_profile": "ndr400",
+        "source": f"{NGC_PERF}; {NCCL_EXPECTED}; busy-but-slow 90%/50% is a fabricscope default",
+    },
+    "bottleneck": {
+        # windows on a grid of window_s; a layer at or above saturated_ratio of its capacity is saturated
+        "window_s": 60.0,
+        "saturated_ratio": 0.90,
+        "comm_bound_ratio": 0.50,
+        "nvlink_profile": "nvlink4",
+        "pcie_profile": "pcie5x16",
+        "cxl_profile": "cxl2x8",
+        "network_profile": "ndr400",
+        "source": f"{NGC_PERF} (a link moving >= 90% of its rate is at its ceiling: NCCL reaches 92-96% of NDR, "
+        f"nccl-tests #290); {NCCL_ACHIEVABLE}; communication-bound at >= 50% average use of the busiest layer "
+        "is a fabricscope default",
+    },
     "lossless_misconfig": {
         "min_events": 10,
         "source": "article: RoCEv2 needs PFC and ECN; NetQ 'check roce' / host-side lossless config (prior-art b.4); "
@@ -186,14 +229,23 @@ def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     cfg = copy.deepcopy(DEFAULTS)
     if path is None:
         return cfg
+    _merge(cfg, read_toml(path), "")
+    return cfg
+
+
+def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A TOML file as a dict.
+
+    Raises:
+        ValueError: the file is not valid TOML (the message names the file and where).
+        OSError: the file cannot be read.
+    """
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     with Path(path).open("rb") as f:
         try:
-            data = tomllib.load(f)
+            return tomllib.load(f)
         except tomllib.TOMLDecodeError as e:
             raise ValueError(f"config {os.fspath(path)}: {e}") from e
-    _merge(cfg, data, "")
-    return cfg

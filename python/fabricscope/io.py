@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -17,12 +17,24 @@ import polars as pl
 
 from fabricscope import _native
 
-__all__ = ["InputReport", "ReadResult", "TimeLike", "load", "read", "scan"]
+__all__ = ["LIMITS", "InputReport", "ReadResult", "TimeLike", "load", "read", "scan"]
 
 _log = logging.getLogger("fabricscope")
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
 TimeLike: TypeAlias = "_dt.datetime | int | float | str | None"
+
+#: Resource limits per input and their defaults (``docs/security.md``). Override any of them with
+#: ``limits={"name": value}`` (``--limit name=value`` on the command line); exceeding one raises
+#: :class:`~fabricscope.exceptions.LimitExceededError` naming the limit, or in lenient mode skips
+#: and counts the offending record (line length, label count).
+LIMITS: dict[str, int] = {
+    "max_line_bytes": 1 << 20,
+    "max_labels": 128,
+    "max_decompressed_bytes": 256 << 30,
+    "max_decompression_ratio": 250,
+    "max_document_bytes": 256 << 20,
+}
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,18 @@ def _time_ns(time: TimeLike) -> int | None:
     raise TypeError("time must be a datetime, epoch seconds or an ISO 8601 string")
 
 
+def _limits(limits: Mapping[str, int] | None, max_line_bytes: int = LIMITS["max_line_bytes"]) -> dict[str, int]:
+    """Every limit's value: the defaults, ``max_line_bytes``, then ``limits`` (validated)."""
+    out = {**LIMITS, "max_line_bytes": max_line_bytes}
+    for name, value in (limits or {}).items():
+        if name not in LIMITS:
+            raise ValueError(f"unknown limit {name!r}; expected one of {', '.join(LIMITS)}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 1 << 64:
+            raise ValueError(f"limit {name} must be a positive integer, got {value!r}")
+        out[name] = value
+    return out
+
+
 def _native_kwargs(
     format: str,
     host: str | None,
@@ -124,6 +148,7 @@ def _native_kwargs(
     strict: bool,
     batch_rows: int,
     max_line_bytes: int,
+    limits: Mapping[str, int] | None = None,
 ) -> dict[str, object]:
     return {
         "format": format,
@@ -131,7 +156,7 @@ def _native_kwargs(
         "time_ns": _time_ns(time),
         "strict": strict,
         "batch_rows": batch_rows,
-        "max_line_bytes": max_line_bytes,
+        **_limits(limits, max_line_bytes),
     }
 
 
@@ -155,6 +180,7 @@ def load(
     strict: bool = True,
     batch_rows: int = 1 << 20,
     max_line_bytes: int = 1 << 20,
+    limits: Mapping[str, int] | None = None,
 ) -> ReadResult:
     """Read inputs into samples, port attributes and per-input reports.
 
@@ -168,12 +194,16 @@ def load(
         strict: Raise on the first malformed record (default) or skip and count bad records.
         batch_rows: Rows per Arrow batch.
         max_line_bytes: Longest accepted line.
+        limits: Overrides of the resource limits in :data:`LIMITS` by name, for example
+            ``{"max_labels": 512}``.
 
     Returns:
         A :class:`ReadResult`.
 
     Raises:
         fabricscope.exceptions.FabricscopeError: an input is unreadable or malformed (strict).
+        fabricscope.exceptions.LimitExceededError: an input exceeds a limit (see ``limits``).
+        ValueError: an unknown limit name or a non-positive limit.
 
     Example:
         >>> import fabricscope
@@ -182,7 +212,7 @@ def load(
         ['time', 'host', 'device', 'port']
     """
     samples, attributes, tables, reports = _native.read(
-        _paths(paths), **_native_kwargs(format, host, time, strict, batch_rows, max_line_bytes)
+        _paths(paths), **_native_kwargs(format, host, time, strict, batch_rows, max_line_bytes, limits)
     )
     return ReadResult(
         pl.DataFrame(samples),
@@ -199,6 +229,7 @@ def read(
     host: str | None = None,
     time: TimeLike = None,
     strict: bool = True,
+    limits: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
     """Read inputs into the canonical samples table.
 
@@ -212,6 +243,7 @@ def read(
         host: Host for inputs that name none.
         time: Timestamp for inputs that carry none.
         strict: Raise on the first malformed record, or skip and count (see :func:`load`).
+        limits: Overrides of the resource limits in :data:`LIMITS` (see :func:`load`).
 
     Returns:
         The samples as a Polars DataFrame.
@@ -222,7 +254,7 @@ def read(
         >>> df.filter(df["counter"] == "port_xmit_data_bytes").height > 0
         True
     """
-    return load(paths, format=format, host=host, time=time, strict=strict).samples
+    return load(paths, format=format, host=host, time=time, strict=strict, limits=limits).samples
 
 
 class Scan:
@@ -261,6 +293,7 @@ def scan(
     strict: bool = True,
     batch_rows: int = 1 << 20,
     include_attributes: bool = False,
+    limits: Mapping[str, int] | None = None,
 ) -> Scan:
     """Stream inputs larger than memory as frames of at most ``batch_rows`` rows.
 
@@ -276,6 +309,7 @@ def scan(
         batch_rows: Most rows per yielded frame.
         include_attributes: Yield ``(kind, frame)`` pairs with kind ``"samples"``,
             ``"attributes"`` or another table's name instead of sample frames only.
+        limits: Overrides of the resource limits in :data:`LIMITS` (see :func:`load`).
 
     Returns:
         A :class:`Scan` iterator.
@@ -286,5 +320,5 @@ def scan(
         >>> total > 0
         True
     """
-    kwargs = _native_kwargs(format, host, time, strict, batch_rows, 1 << 20)
+    kwargs = _native_kwargs(format, host, time, strict, batch_rows, LIMITS["max_line_bytes"], limits)
     return Scan(_native.Scanner(_paths(paths), **kwargs), include_attributes)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-__all__ = ["PROFILES", "Profile", "get_profile", "profile_for_port", "profiles"]
+__all__ = ["PROFILES", "Profile", "get_profile", "nvlink_profile_for_gpu", "profile_for_port", "profiles"]
 
 _ARTICLE = "shared/reference/interconnect-stack.txt"
 _PRIOR = "shared/reference/prior-art.md section (d)"
@@ -180,6 +180,20 @@ PROFILES: dict[str, Profile] = {
             f"Ultra Ethernet 800G target, sub-microsecond latency; silicon expected late 2026-2027 ({_ARTICLE})",
         ),
         _p(
+            "nvlink3",
+            "nvlink",
+            "nvlink",
+            300e9,
+            12,
+            25 * 8,
+            0.77,
+            0.83,
+            None,
+            False,
+            f"A100: 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional); 8xA100 busbw 230-250 GB/s "
+            f"(alayanew nccl-tests reference table); {_PRIOR}",
+        ),
+        _p(
             "nvlink4",
             "nvlink",
             "nvlink",
@@ -271,6 +285,20 @@ PROFILES: dict[str, Profile] = {
             f"CXL 3 over PCIe 6: 128 GB/s per x16 link, sub-microsecond latency ({_ARTICLE}); "
             "achievable not sourced (prior-art d: gap)",
         ),
+        _p(
+            "cxl2x8",
+            "cxl",
+            "cxl",
+            31.5e9,
+            8,
+            32,
+            0.60,
+            0.80,
+            None,
+            False,
+            f"CXL 1.1/2.0 Type-3 expander on PCIe Gen5 x8 (typical E3.S, e.g. Samsung CMM-D) = ~32 GB/s per direction; "
+            f"achievable not sourced ({_PRIOR}: gap)",
+        ),
         _p("hbm3e", "hbm", "device", 8000e9, 1, 0, 0.80, 0.90, None, False, f"HBM3e 8 TB/s per B200 ({_ARTICLE})"),
     ]
 }
@@ -323,6 +351,49 @@ def profile_for_port(
         exact = by_lanes or exact
     if exact:
         return exact[0]
+    return None
+
+
+# GPU model name fragments -> NVLink generation (NVIDIA product pages; prior-art (d)). PCIe cards have no
+# NVSwitch: their GPU-to-GPU path is PCIe.
+_GPU_NVLINK = (
+    ("GB300", "nvlink5"),
+    ("GB200", "nvlink5"),
+    ("B300", "nvlink5"),
+    ("B200", "nvlink5"),
+    ("B100", "nvlink5"),
+    ("H200", "nvlink4"),
+    ("H100", "nvlink4"),
+    ("H800", "nvlink4"),
+    ("H20", "nvlink4"),
+    ("A100", "nvlink3"),
+    ("A800", "nvlink3"),
+)
+
+
+def nvlink_profile_for_gpu(gpu_name: str | None) -> Profile | None:
+    """The GPU-to-GPU profile of a GPU model as nvidia-smi or DCGM name it.
+
+    SXM/HGX parts map to their NVLink generation; PCIe cards (no NVSwitch) to ``pcie5x16``
+    (Hopper and later) or ``pcie4x16``. None when the model is unknown.
+
+    Example:
+        >>> from fabricscope.profiles import nvlink_profile_for_gpu
+        >>> nvlink_profile_for_gpu("NVIDIA H100 80GB HBM3").name
+        'nvlink4'
+        >>> nvlink_profile_for_gpu("NVIDIA H100 PCIe").name
+        'pcie5x16'
+        >>> nvlink_profile_for_gpu("NVIDIA B200").name
+        'nvlink5'
+    """
+    if not gpu_name:
+        return None
+    name = gpu_name.upper()
+    for frag, prof in _GPU_NVLINK:
+        if frag in name:
+            if "PCIE" in name:
+                return PROFILES["pcie4x16" if prof == "nvlink3" else "pcie5x16"]
+            return PROFILES[prof]
     return None
 
 

@@ -43,6 +43,7 @@ class AnalysisInput:
 
 def _registry() -> dict[str, Callable[[AnalysisInput], pl.DataFrame]]:
     from fabricscope.detect import (
+        bottleneck,
         counter_anomaly,
         ecn_congestion,
         ib_congestion,
@@ -54,6 +55,7 @@ def _registry() -> dict[str, Callable[[AnalysisInput], pl.DataFrame]]:
         packet_loss,
         pfc_congestion,
         pfc_storm,
+        underperformance,
     )
 
     return {
@@ -67,6 +69,8 @@ def _registry() -> dict[str, Callable[[AnalysisInput], pl.DataFrame]]:
         "packet_loss": packet_loss.detect,
         "lossy_collapse": lossy_collapse.detect,
         "lossless_misconfig": lossless_misconfig.detect,
+        "underperformance": underperformance.detect,
+        "bottleneck": bottleneck.detect,
         "counter_anomaly": counter_anomaly.detect,
     }
 

@@ -385,6 +385,28 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             print(f"{name:<{width}}  {sc.tech:<8} {sc.summary}")
         print(f"{'scale':<{width}}  ndr400   benchmark: healthy fabric as /federate text, vectorised (>= 100 MB/s)")
         return 0
+    if args.scale and args.outdir:
+        from fabricscope.simulate.scale import parse_scale, write_scale
+
+        try:
+            ports, counters, readings = parse_scale(args.scale)
+        except ValueError as e:
+            print(f"fabricscope simulate: {e}")
+            return 2
+        res = write_scale(
+            args.outdir,
+            ports=ports,
+            counters=counters,
+            readings=readings,
+            interval_s=args.interval or 10.0,
+            files=args.files,
+            seed=args.seed,
+        )
+        print(
+            f"wrote {res['samples']:,} samples, {res['bytes'] / 1e6:,.1f} MB in {res['files']} file(s) "
+            f"in {res['seconds']:.2f} s: {res['mb_per_s']:,.0f} MB/s"
+        )
+        return 0
     if not args.outdir or not args.scenario:
         print("fabricscope simulate: OUTDIR and --scenario are required (or --list)")
         return 2
@@ -440,6 +462,7 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
             "  fabricscope simulate out/storm --scenario pfc-storm --hosts 8 --duration 600\n"
             "  fabricscope simulate out/flap --scenario link-flap --format prometheus,sysfs-grep\n"
             "  fabricscope simulate out/bench --scenario scale --hosts 2048 --size-mb 2000\n"
+            "  fabricscope simulate out/e2e --scale 8192x12x1018 --files 8\n"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -453,5 +476,11 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--format", help=f"comma-separated formats: {','.join(FORMATS)}")
     p.add_argument("--sysfs-snapshots", choices=["last", "all"], default="last", help="sysfs trees to write")
     p.add_argument("--size-mb", type=float, help="scale mode: stop after this many MB")
+    p.add_argument(
+        "--scale",
+        metavar="PORTSxCOUNTERSxREADINGS",
+        help="write PORTS x COUNTERS x READINGS samples of /federate text (e.g. 8192x12x1018 = 10^8)",
+    )
+    p.add_argument("--files", type=int, default=1, help="--scale: split the hosts over this many files")
     p.set_defaults(func=_cmd_simulate)
     return p

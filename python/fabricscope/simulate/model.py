@@ -89,6 +89,9 @@ class Workload:
         load: Share of line rate a prefill NIC streams at (inference).
         prefill_share: Share of hosts in the prefill pool (inference).
         nvlink_share: Typical NVLink utilisation of a GPU (tensor parallel traffic).
+        pcie_h2d_bytes_per_s: Host-to-GPU input traffic per GPU over PCIe (data loading), or None
+            to export no DCGM PCIe gauges. With it, each GPU also carries its share of the host's
+            NIC traffic over PCIe (GPUDirect RDMA: the NIC reads and writes GPU memory).
     """
 
     kind: str = "training"
@@ -97,6 +100,7 @@ class Workload:
     load: float = 0.7
     prefill_share: float = 0.5
     nvlink_share: float = 0.35
+    pcie_h2d_bytes_per_s: float | None = None
 
 
 @dataclass
@@ -246,11 +250,14 @@ def run_model(
     accs = {(i, n.index): _Acc(nk) for i, h in enumerate(hosts) for n in h.nics}
     rate_rows: list[tuple[str, str, int, float, float, float]] = []
     gpu_rows: list[tuple[int, int, int, float, float]] = []  # host, gpu, sample, tx, rx
+    pcie_rows: list[tuple[int, int, int, float, float]] = []  # host, gpu, sample, tx, rx
     state: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (state_id, phys_id) per sample
     step_bytes_base = workload.gradient_bytes * 2 * (nh - 1) / max(nh, 1)
 
     for k in range(nk):
         a, b = k * dt, (k + 1) * dt
+        nic_tx = [0.0] * nh  # bytes/s over all of a host's NICs in this interval
+        nic_rx = [0.0] * nh
         nv_slow = 1.0
         for f in fl("nvlink_saturated"):
             if f.overlap(a, b, end) > 0:
@@ -386,6 +393,8 @@ def run_model(
                 acc.add("_tx_wire", k, tx_b[i])
                 acc.add("_rx_wire", k, rx_b[i])
                 rate_rows.append((hosts[i].name, nics[i].device, k, tx_b[i] / dt, rx_b[i] / dt, float(line[i])))
+                nic_tx[i] += tx_b[i] / dt
+                nic_rx[i] += rx_b[i] / dt
                 if roce:
                     acc.add("rx_pause_duration_us", k, 0.0, ROCE_PRIORITY)
                     if (hosts[i].name, j) not in pfc_off and up[i] > 0:
@@ -431,6 +440,11 @@ def run_model(
                 share = rng.uniform(0.95, 0.99) if sat else workload.nvlink_share * rng.uniform(0.85, 1.1)
                 tx = share * NVLINK_BYTES_PER_S
                 gpu_rows.append((i, g.index, k + 1, tx, tx * rng.uniform(0.98, 1.0)))
+            if workload.pcie_h2d_bytes_per_s is not None:
+                ng = max(len(h.gpus), 1)
+                for g in h.gpus:
+                    h2d = workload.pcie_h2d_bytes_per_s * rng.uniform(0.9, 1.1)
+                    pcie_rows.append((i, g.index, k + 1, nic_tx[i] / ng, nic_rx[i] / ng + h2d))
     # link state per sample
     for i, h in enumerate(hosts):
         for n in h.nics:
@@ -448,7 +462,7 @@ def run_model(
         for s in f.params["samples"]:
             if 0 < s < samples - 1:
                 missing.add((hosts[f.host].name, s))
-    frame = _counters(fabric, accs, state, gpu_rows, faults, samples, dt, rng, pfc_off, roce)
+    frame = _counters(fabric, accs, state, gpu_rows, faults, samples, dt, rng, pfc_off, roce, pcie_rows)
     ecn_off = set(pfc_off)
     rates = pl.DataFrame(
         rate_rows,
@@ -488,6 +502,7 @@ def _counters(
     rng: random.Random,
     pfc_off: set[tuple[str, int]],
     roce: bool,
+    pcie_rows: list[tuple[int, int, int, float, float]],
 ) -> pl.DataFrame:
     tech = fabric.tech
     rows: list[tuple[int, str, str, int | None, int | None, str, int, str, bool]] = []
@@ -707,6 +722,10 @@ def _counters(
         h = fabric.hosts[hi]
         rows.append((s, h.name, f"gpu{g}", None, None, "nvlink_tx_bytes_per_s", int(tx), "gpu", False))
         rows.append((s, h.name, f"gpu{g}", None, None, "nvlink_rx_bytes_per_s", int(rx), "gpu", False))
+    for hi, g, s, tx, rx in pcie_rows:
+        h = fabric.hosts[hi]
+        rows.append((s, h.name, f"gpu{g}", None, None, "pcie_tx_bytes_per_s", int(tx), "gpu", False))
+        rows.append((s, h.name, f"gpu{g}", None, None, "pcie_rx_bytes_per_s", int(rx), "gpu", False))
     return pl.DataFrame(
         rows,
         schema={

@@ -194,9 +194,11 @@ SCENARIOS: dict[str, Scenario] = {
                     "note": "np_ecn_marked_roce_packets and np_cnp_sent on the receiver; rp_cnp_handled on the senders",
                 }
             ],
-            allowed=lambda h, d: [
-                {"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("pfc_congestion", "ecn_congestion")
-            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("pfc_congestion", "ecn_congestion")]
+                # decode hosts receive 2:1 (82% of line) and the incast victim at line rate: their network saturates
+                + [{"kind": "bottleneck", "host": i, "nic": 0} for i in range(round(h * 4 / 6), h)]
+            ),
             formats=_ROCE_FMT,
             prefix="incast",
         ),
@@ -337,6 +339,72 @@ SCENARIOS: dict[str, Scenario] = {
             ],
             allowed=lambda h, d: [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)],
             prefix="nvlink",
+        ),
+        Scenario(
+            "nvlink-bound",
+            "NDR400 training with 8-way tensor parallelism in every node: NVLink ~90% of 450 GB/s, network ~10%, "
+            "PCIe light",
+            "ndr400",
+            3,
+            1,
+            Workload("training", gradient_bytes=4e9, compute_s=1.2, nvlink_share=0.9, pcie_h2d_bytes_per_s=2e9),
+            lambda h, d: [],
+            expected=lambda h, d: [
+                {
+                    "kind": "bottleneck",
+                    "severity": "warning",
+                    "host": i,
+                    "nic": None,
+                    "layer": "nvlink",
+                    "note": "DCGM_FI_PROF_NVLINK_TX_BYTES ~90% of 450 GB/s on every GPU; network and PCIe far below",
+                }
+                for i in range(h)
+            ],
+            allowed=lambda h, d: [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)],
+            formats=("prometheus",),
+            duration=180.0,
+            interval=15.0,
+            prefix="nvbound",
+        ),
+        Scenario(
+            "network-bound",
+            "NDR400 data-parallel training, 10 GB gradients per step (70B model class), all-reduce not overlapped "
+            "with the 5 ms of compute: every HCA ~93% busy, NVLink ~35%, PCIe carries the NIC traffic",
+            "ndr400",
+            3,
+            1,
+            Workload("training", gradient_bytes=10e9, compute_s=0.005, pcie_h2d_bytes_per_s=2e9),
+            lambda h, d: [],
+            expected=lambda h, d: [
+                {
+                    "kind": "bottleneck",
+                    "severity": "warning",
+                    "host": i,
+                    "nic": 0,
+                    "layer": "network",
+                    "note": "port_xmit_data ~93% of 50 GB/s on every HCA; NVLink ~35%, PCIe ~13%",
+                }
+                for i in range(h)
+            ],
+            allowed=lambda h, d: [{"kind": "underperformance", "host": i, "nic": 0} for i in range(h)],
+            formats=("prometheus",),
+            duration=180.0,
+            interval=15.0,
+            prefix="netbound",
+        ),
+        Scenario(
+            "balanced",
+            "NDR400 training: network, NVLink and PCIe each ~20-45% busy; nothing saturates",
+            "ndr400",
+            3,
+            1,
+            Workload("training", gradient_bytes=4e9, compute_s=0.15, nvlink_share=0.4, pcie_h2d_bytes_per_s=8e9),
+            lambda h, d: [],
+            must_not=lambda h, d: _all(h, "no layer saturates: the bottleneck verdict is info only"),
+            formats=("prometheus",),
+            duration=180.0,
+            interval=15.0,
+            prefix="balanced",
         ),
         Scenario(
             "trap-counter-reset",

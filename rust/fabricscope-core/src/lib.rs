@@ -14,7 +14,9 @@ pub mod vocabulary;
 
 pub use error::{Error, Position, Result};
 pub use formats::{FORMATS, Format, FormatInfo};
-pub use read::{Event, InputReport, Limits, ReadContext, ReadOptions, TimeSource, read_paths, total_input_bytes};
+pub use read::{
+    Event, InputReport, Limits, ReadContext, ReadOptions, TimeSource, read_bytes, read_paths, total_input_bytes,
+};
 pub use schema::{SCHEMA_VERSION, attributes_schema, samples_schema};
 
 /// Crate version, the same as the Python package's.

@@ -17,6 +17,10 @@ use crate::schema::{Attribute, AttributeBuilder, Sample, SampleBuilder};
 use crate::timestamp::timestamp_from_file_name;
 
 /// Resource bounds. Every limit has an option that raises it; errors name that option.
+///
+/// Memory per input is bounded by these plus the streaming chunk: a line reader holds at most
+/// one chunk and one `max_line_bytes` line; a whole-document reader (UFM JSON) at most
+/// `max_document_bytes`.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Longest accepted line in bytes (`max_line_bytes`).
@@ -25,11 +29,29 @@ pub struct Limits {
     pub max_decompressed_bytes: u64,
     /// Most labels on one Prometheus sample (`max_labels`).
     pub max_labels: usize,
+    /// Largest decompressed/compressed ratio of a gzip or zstd input (`max_decompression_ratio`),
+    /// checked once it has produced [`RATIO_GRACE_BYTES`]: a gzip bomb reaches ~1030:1, a zstd
+    /// bomb far more, while telemetry text compresses 3-35:1 with gzip and up to ~90:1 with
+    /// `zstd -19` (measured on repeated scrapes; docs/security.md).
+    pub max_decompression_ratio: u64,
+    /// Largest document a whole-document reader (UFM JSON) holds in memory
+    /// (`max_document_bytes`); its parse tree takes a few times that.
+    pub max_document_bytes: u64,
 }
+
+/// Decompressed bytes an input may produce before `max_decompression_ratio` applies: small
+/// highly compressible files are harmless, only a long run at a bomb's ratio is refused.
+pub const RATIO_GRACE_BYTES: u64 = 64 << 20;
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_line_bytes: 1 << 20, max_decompressed_bytes: 256 << 30, max_labels: 128 }
+        Limits {
+            max_line_bytes: 1 << 20,
+            max_decompressed_bytes: 256 << 30,
+            max_labels: 128,
+            max_decompression_ratio: 250,
+            max_document_bytes: 256 << 20,
+        }
     }
 }
 
@@ -605,10 +627,11 @@ fn read_unit(
     }
 }
 
-/// Counts compressed bytes as they are read, for progress.
+/// Counts compressed bytes as they are read, for progress and the decompression ratio.
 struct Counting<R> {
     inner: R,
     progress: Option<Arc<AtomicU64>>,
+    consumed: Arc<AtomicU64>,
 }
 
 impl<R: Read> Read for Counting<R> {
@@ -617,7 +640,78 @@ impl<R: Read> Read for Counting<R> {
         if let Some(p) = &self.progress {
             p.fetch_add(n as u64, Ordering::Relaxed);
         }
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+/// A decompression limit tripped inside [`Bounded`]; it travels inside an `io::Error` through
+/// the readers and becomes [`Error::LimitExceeded`] in [`stream_error`].
+#[derive(Debug)]
+struct LimitTrip {
+    what: &'static str,
+    limit: u64,
+    option: &'static str,
+    byte_offset: u64,
+}
+
+impl std::fmt::Display for LimitTrip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} exceeds the limit of {} (raise it with {})", self.what, self.limit, self.option)
+    }
+}
+
+impl std::error::Error for LimitTrip {}
+
+/// The decompressed side of a gzip/zstd input: refuses to produce more than
+/// `max_decompressed_bytes`, or more than `max_decompression_ratio` times the compressed bytes
+/// consumed (after [`RATIO_GRACE_BYTES`]), so a bomb costs neither memory nor hours of CPU.
+/// Text and binary readers both read through it.
+struct Bounded<R> {
+    inner: R,
+    produced: u64,
+    consumed: Arc<AtomicU64>,
+    limits: Limits,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.produced += n as u64;
+        let l = &self.limits;
+        let trip = if self.produced > l.max_decompressed_bytes {
+            Some(("decompressed size", l.max_decompressed_bytes, "max_decompressed_bytes"))
+        } else if self.produced > RATIO_GRACE_BYTES
+            && self.produced / self.consumed.load(Ordering::Relaxed).max(1) > l.max_decompression_ratio
+        {
+            Some(("decompression ratio", l.max_decompression_ratio, "max_decompression_ratio"))
+        } else {
+            None
+        };
+        match trip {
+            Some((what, limit, option)) => {
+                Err(std::io::Error::other(LimitTrip { what, limit, option, byte_offset: self.produced - n as u64 }))
+            }
+            None => Ok(n),
+        }
+    }
+}
+
+/// The error for a failed read of an input stream: a tripped decompression limit, a corrupt
+/// gzip/zstd stream, or an I/O error on a plain file.
+fn stream_error(path: &Path, codec: Codec, byte_offset: u64, e: std::io::Error) -> Error {
+    if let Some(t) = e.get_ref().and_then(|inner| inner.downcast_ref::<LimitTrip>()) {
+        return Error::LimitExceeded {
+            path: path.to_path_buf(),
+            position: Position { line: None, byte_offset: t.byte_offset },
+            what: t.what,
+            limit: t.limit,
+            option: t.option,
+        };
+    }
+    match codec {
+        Codec::Plain => Error::Io { path: path.to_path_buf(), source: e },
+        _ => Error::Decompress { path: path.to_path_buf(), codec: codec.name(), byte_offset, message: e.to_string() },
     }
 }
 
@@ -639,9 +733,20 @@ impl Codec {
 }
 
 fn open_decompressed(path: &Path, opts: &ReadOptions) -> Result<(Box<dyn Read + Send>, Codec)> {
+    let file = File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    decoder(file, path, opts)
+}
+
+/// Wrap a byte source in the decompressor its magic number asks for, bounded by the limits.
+fn decoder<R: Read + Send + 'static>(
+    source: R,
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<(Box<dyn Read + Send>, Codec)> {
     let io = |source| Error::Io { path: path.to_path_buf(), source };
-    let file = File::open(path).map_err(io)?;
-    let mut buffered = BufReader::with_capacity(1 << 20, Counting { inner: file, progress: opts.progress.clone() });
+    let consumed = Arc::new(AtomicU64::new(0));
+    let counting = Counting { inner: source, progress: opts.progress.clone(), consumed: consumed.clone() };
+    let mut buffered = BufReader::with_capacity(1 << 20, counting);
     let head = buffered.fill_buf().map_err(io)?;
     let codec = if head.starts_with(&[0x1f, 0x8b]) {
         Codec::Gzip
@@ -652,8 +757,18 @@ fn open_decompressed(path: &Path, opts: &ReadOptions) -> Result<(Box<dyn Read + 
     };
     let reader: Box<dyn Read + Send> = match codec {
         Codec::Plain => Box::new(buffered),
-        Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
-        Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(buffered).map_err(io)?),
+        Codec::Gzip => Box::new(Bounded {
+            inner: flate2::bufread::MultiGzDecoder::new(buffered),
+            produced: 0,
+            consumed,
+            limits: opts.limits,
+        }),
+        Codec::Zstd => Box::new(Bounded {
+            inner: zstd::stream::read::Decoder::with_buffer(buffered).map_err(io)?,
+            produced: 0,
+            consumed,
+            limits: opts.limits,
+        }),
     };
     Ok((reader, codec))
 }
@@ -679,15 +794,7 @@ fn fill(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(old),
             Err(e) => {
                 buf.truncate(old);
-                return Err(match codec {
-                    Codec::Plain => Error::Io { path: path.to_path_buf(), source: e },
-                    _ => Error::Decompress {
-                        path: path.to_path_buf(),
-                        codec: codec.name(),
-                        byte_offset: produced + old as u64,
-                        message: e.to_string(),
-                    },
-                });
+                return Err(stream_error(path, codec, produced + old as u64, e));
             }
         }
     }
@@ -700,7 +807,40 @@ fn read_file(
     sink: &(dyn Fn(Event) -> bool + Sync),
     cancel: &AtomicBool,
 ) -> Result<InputReport> {
-    let (mut reader, codec) = open_decompressed(path, opts)?;
+    let (reader, codec) = open_decompressed(path, opts)?;
+    read_stream(path, reader, codec, opts, sink, cancel)
+}
+
+/// Read one in-memory input (plain, gzip or zstd) through the same path as a file: detection
+/// (unless `opts.format` forces one), encoding checks, limits, the reader, lenient counting.
+/// `path` only names the input in errors and reports; set `opts.time_ns` for formats without
+/// timestamps, or the fallback looks for the file's mtime. Used by the fuzz targets.
+///
+/// ```
+/// use fabricscope_core::{ReadOptions, read_bytes};
+/// let opts = ReadOptions { time_ns: Some(0), ..ReadOptions::default() };
+/// let report = read_bytes(b"up{instance=\"h\"} 1\n", "x.prom".as_ref(), &opts, &|_| true).unwrap();
+/// assert_eq!(report.rows, 1);
+/// ```
+pub fn read_bytes(
+    data: &[u8],
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &(dyn Fn(Event) -> bool + Sync),
+) -> Result<InputReport> {
+    let cancel = AtomicBool::new(false);
+    let (reader, codec) = decoder(std::io::Cursor::new(data.to_vec()), path, opts)?;
+    read_stream(path, reader, codec, opts, sink, &cancel)
+}
+
+fn read_stream(
+    path: &Path,
+    mut reader: Box<dyn Read + Send>,
+    codec: Codec,
+    opts: &ReadOptions,
+    sink: &(dyn Fn(Event) -> bool + Sync),
+    cancel: &AtomicBool,
+) -> Result<InputReport> {
     let chunk = opts.chunk_bytes.max(64 << 10);
     let mut buf: Vec<u8> = Vec::with_capacity(chunk + (64 << 10));
     let mut eof = fill(&mut *reader, &mut buf, chunk, path, codec, 0)?;
@@ -745,12 +885,7 @@ fn read_file(
     if let Some(mut binary) = format.binary_reader() {
         let mut ctx = ReadContext::new(path, format, opts, sink, cancel);
         let bytes = binary.read(&buf, &mut *reader, &mut ctx).map_err(|e| match e {
-            Error::Io { source, .. } if codec != Codec::Plain => Error::Decompress {
-                path: path.to_path_buf(),
-                codec: codec.name(),
-                byte_offset: 0,
-                message: source.to_string(),
-            },
+            Error::Io { source, .. } => stream_error(path, codec, 0, source),
             other => other,
         })?;
         ctx.set_bytes(bytes);
@@ -771,6 +906,15 @@ fn read_file(
         }
         if eof {
             if !buf.is_empty() {
+                if buf.last() != Some(&b'\n') {
+                    // Every tool we read ends its lines with `\n`: a last line without one was
+                    // most likely cut (full disk, rotation mid-write), and a cut number still
+                    // parses (`123456` -> `12`). It is read, but the report says so.
+                    ctx.warn(format!(
+                        "the input does not end with a newline at byte {}: its last line may be truncated",
+                        pos.byte_offset + buf.len() as u64
+                    ));
+                }
                 line_reader.feed(&buf, pos, &mut ctx)?;
                 pos.byte_offset += buf.len() as u64;
             }
@@ -817,15 +961,6 @@ fn read_file(
         } else {
             let want = buf.len() + chunk.min(max_line + 1);
             eof = fill(&mut *reader, &mut buf, want, path, codec, pos.byte_offset)?;
-        }
-        if codec != Codec::Plain && pos.byte_offset + buf.len() as u64 > opts.limits.max_decompressed_bytes {
-            return Err(Error::LimitExceeded {
-                path: path.to_path_buf(),
-                position: pos,
-                what: "decompressed size",
-                limit: opts.limits.max_decompressed_bytes,
-                option: "max_decompressed_bytes",
-            });
         }
     }
     line_reader.finish(&mut ctx)?;

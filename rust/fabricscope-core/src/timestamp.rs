@@ -7,9 +7,11 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 
 const NS_PER_S: i64 = 1_000_000_000;
 
-/// Plausible epoch-second range for telemetry: 2001-09-09 .. 2286-11-20 (10 digits).
+/// Plausible epoch-second range for telemetry: 2001-09-09 .. 2262-04-11 (10 digits).
 fn plausible_epoch_seconds(s: i64) -> bool {
-    (1_000_000_000..10_000_000_000).contains(&s)
+    // Ten digits, up to the last second whose nanoseconds fit an i64 (2262-04-11): beyond it
+    // `secs * NS_PER_S` overflowed (found by fuzzing, issue 12).
+    (1_000_000_000..i64::MAX / NS_PER_S).contains(&s)
 }
 
 /// Parse a line that consists of a timestamp only, as `date +%s`, `date +%s.%N`, `date -Is`,
@@ -51,7 +53,7 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
             let digits: i64 = frac.parse().ok()?;
             frac_ns = digits * 10_i64.pow(9 - frac.len() as u32);
         }
-        return Some(secs * NS_PER_S + frac_ns);
+        return secs.checked_mul(NS_PER_S)?.checked_add(frac_ns);
     }
     // RFC 3339 / ISO 8601 (`date -Ins` uses a comma before the fraction).
     let normalised = s.replacen(',', ".", 1);

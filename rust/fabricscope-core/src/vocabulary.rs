@@ -189,6 +189,11 @@ pub enum Namespace {
     // --- packet captures (issue 7) ---
     /// Counters derived from packet captures (`capture_*`): canonical names, no raw spellings.
     Capture,
+    // --- measured-performance, GPU and CXL sources (issue 8) ---
+    /// `nvidia-smi nvlink` row labels (`Data Tx`, `Raw Rx`, `Tx0`, `Replay Errors`).
+    NvidiaSmi,
+    /// `perf stat` CXL PMU event names (`clock_ticks`, `m2s_req_memrd`; kernel `cxl_pmu.c`).
+    PerfStat,
 }
 
 impl Namespace {
@@ -203,6 +208,8 @@ impl Namespace {
             Namespace::Ufm => "ufm",
             Namespace::Telegraf => "telegraf",
             Namespace::Capture => "capture",
+            Namespace::NvidiaSmi => "nvidia-smi",
+            Namespace::PerfStat => "perf-stat",
         }
     }
 }
@@ -250,7 +257,7 @@ const fn c(
 }
 
 use Kind::{Counter as CTR, Gauge as GAU};
-use Layer::{Device as DEV, Network as NET, Nvlink as NVL, Pcie as PCI};
+use Layer::{Cxl as CXL, Device as DEV, Network as NET, Nvlink as NVL, Pcie as PCI};
 use Overflow::{None as NOOVF, Saturate as SAT, Wrap as WRAP};
 use Unit::{
     Bits, Bytes, BytesPerSecond, Celsius, Events, Lanes, Microseconds, Packets, Percent, Rpm, Seconds, StateId, Ticks,
@@ -408,6 +415,42 @@ pub static COUNTERS: &[CounterDef] = &[
     c("pcie_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe transmit rate incl. headers (DCGM_FI_PROF_PCIE_TX_BYTES: a rate)"),
     c("pcie_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe receive rate incl. headers (DCGM_FI_PROF_PCIE_RX_BYTES: a rate)"),
     c("pcie_replay_events", Events, CTR, WRAP(64), PCI, false, "GPU PCIe replays (DCGM_FI_DEV_PCIE_REPLAY_COUNTER)"),
+    // DCGM PCIe link training (dcgm_fields.h fields 235-238): a GPU trained below x16 or below its
+    // generation halves its PCIe bandwidth (issue 8, bottleneck layer).
+    c("pcie_link_generation", StateId, GAU, NOOVF, PCI, false, "Current PCIe link generation of the GPU, 1-6 (DCGM_FI_DEV_PCIE_LINK_GEN, field 237)"),
+    c("pcie_link_max_generation", StateId, GAU, NOOVF, PCI, false, "Highest PCIe link generation the GPU supports (DCGM_FI_DEV_PCIE_MAX_LINK_GEN, field 235)"),
+    c("pcie_link_width_lanes", Lanes, GAU, NOOVF, PCI, false, "Current PCIe link width of the GPU in lanes (DCGM_FI_DEV_PCIE_LINK_WIDTH, field 238)"),
+    c("pcie_link_max_width_lanes", Lanes, GAU, NOOVF, PCI, false, "Widest PCIe link the GPU supports, lanes (DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH, field 236)"),
+    // `nvidia-smi nvlink` (issue 8): per link (port = link number), KiB counters stored in bytes.
+    c("nvlink_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink data payload transmitted per link (nvidia-smi nvlink -gt d `Data Tx`, KiB x 1024)"),
+    c("nvlink_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink data payload received per link (nvidia-smi nvlink -gt d `Data Rx`, KiB x 1024)"),
+    c("nvlink_raw_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink payload plus protocol overhead transmitted per link (nvidia-smi nvlink -gt r `Raw Tx`, KiB x 1024)"),
+    c("nvlink_raw_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink payload plus protocol overhead received per link (nvidia-smi nvlink -gt r `Raw Rx`, KiB x 1024)"),
+    c("nvlink_counter0_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 0, transmit (nvidia-smi nvlink -g 0 `Tx0`, KiB x 1024); counts what `-sc` configured"),
+    c("nvlink_counter0_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 0, receive (nvidia-smi nvlink -g 0 `Rx0`, KiB x 1024); counts what `-sc` configured"),
+    c("nvlink_counter1_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 1, transmit (nvidia-smi nvlink -g 1 `Tx1`, KiB x 1024); counts what `-sc` configured"),
+    c("nvlink_counter1_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 1, receive (nvidia-smi nvlink -g 1 `Rx1`, KiB x 1024); counts what `-sc` configured"),
+    c("nvlink_crc_errors", Events, CTR, WRAP(64), NVL, false, "NVLink CRC errors as nvidia-smi nvlink -e prints them (`CRC Errors`; which NVML DL CRC counter it sums is not documented)"),
+    // --- CXL PMU (issue 8): kernel drivers/perf/cxl_pmu.c event names, CXL 3.0 section 13.2 ---
+    c("cxl_clock_ticks", Ticks, CTR, WRAP(64), CXL, false, "CXL PMU clock ticks (perf event cxl_pmu_mem<X>.<Y>/clock_ticks/)"),
+    c("cxl_m2s_req_meminv", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemInv messages (CXL 3.0 Table 3-29; perf event m2s_req_meminv)"),
+    c("cxl_m2s_req_memrd", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemRd messages: host reads of device memory (CXL 3.0 Table 3-29; perf event m2s_req_memrd)"),
+    c("cxl_m2s_req_memrddata", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemRdData messages (CXL 3.0 Table 3-29; perf event m2s_req_memrddata)"),
+    c("cxl_m2s_req_memspecrd", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemSpecRd messages (CXL 3.0 Table 3-29; perf event m2s_req_memspecrd)"),
+    c("cxl_m2s_rwd_memwr", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S RwD MemWr messages: host writes to device memory (CXL 3.0 Table 3-35; perf event m2s_rwd_memwr)"),
+    c("cxl_m2s_rwd_memwrptl", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S RwD MemWrPtl (partial write) messages (CXL 3.0 Table 3-35; perf event m2s_rwd_memwrptl)"),
+    c("cxl_s2m_drs_memdata", Events, CTR, WRAP(64), CXL, false, "CXL.mem S2M DRS MemData messages: read data returned (CXL 3.0 Table 3-46; perf event s2m_drs_memdata)"),
+    c("cxl_s2m_ndr_cmp", Events, CTR, WRAP(64), CXL, false, "CXL.mem S2M NDR Cmp completions (CXL 3.0 Table 3-43; perf event s2m_ndr_cmp)"),
+    c("cxl_d2h_req_rdcurr", Events, CTR, WRAP(64), CXL, false, "CXL.cache D2H Req RdCurr messages (perf event d2h_req_rdcurr)"),
+    c("cxl_d2h_req_rdown", Events, CTR, WRAP(64), CXL, false, "CXL.cache D2H Req RdOwn messages (perf event d2h_req_rdown)"),
+    c("cxl_d2h_req_rdshared", Events, CTR, WRAP(64), CXL, false, "CXL.cache D2H Req RdShared messages (perf event d2h_req_rdshared)"),
+    c("cxl_h2d_req_snpdata", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D Req SnpData snoops (CXL 3.0 Table 3-21; perf event h2d_req_snpdata)"),
+    c("cxl_h2d_req_snpinv", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D Req SnpInv snoops (CXL 3.0 Table 3-21; perf event h2d_req_snpinv)"),
+    c("cxl_h2d_req_snpcur", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D Req SnpCur snoops (CXL 3.0 Table 3-21; perf event h2d_req_snpcur)"),
+    c("cxl_cachedata_d2h_data", Events, CTR, WRAP(64), CXL, false, "CXL.cache D2H data messages (CXL 3.0 Table 13-5; perf event cachedata_d2h_data)"),
+    c("cxl_cachedata_h2d_data", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D data messages (CXL 3.0 Table 13-5; perf event cachedata_h2d_data)"),
+    c("cxl_ddr_casrd", Events, CTR, WRAP(64), CXL, false, "Device DDR read CAS commands (CXL 3.0 Table 13-5; perf event ddr_casrd)"),
+    c("cxl_ddr_caswr", Events, CTR, WRAP(64), CXL, false, "Device DDR write CAS commands (CXL 3.0 Table 13-5; perf event ddr_caswr)"),
     c("gpu_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU temperature (DCGM_FI_DEV_GPU_TEMP)"),
     c("gpu_memory_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU memory temperature (DCGM_FI_DEV_MEMORY_TEMP)"),
     // --- switch vitals (`ibswinfo`, issue 6): per switch, or per fan/PSU sub-device `<switch>/fan<n>`, `<switch>/psu<n>` ---
@@ -460,6 +503,13 @@ const fn ovf(namespace: Namespace, raw: &'static str, counter: &'static str, ove
 use Namespace::{Ethtool as ETH, Prometheus as PROM, Sysfs as SYS};
 // InfiniBand diagnostic sources (issue 6).
 use Namespace::{Ibdiagnet as IBD, Perfquery as PQ, Telegraf as TG, Ufm as UFM};
+// Measured-performance, GPU and CXL sources (issue 8).
+use Namespace::{NvidiaSmi as NSMI, PerfStat as PERF};
+
+/// An `nvidia-smi nvlink` throughput row: printed in KiB, stored in bytes.
+const fn kib(raw: &'static str, counter: &'static str) -> Spelling {
+    Spelling { namespace: NSMI, raw, counter, multiply: 1024, scale: 1, overflow: None }
+}
 
 /// Every known spelling.
 #[rustfmt::skip]
@@ -714,6 +764,44 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PROM, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "pcie_replay_events"),
     s(PROM, "DCGM_FI_DEV_GPU_TEMP", "gpu_temperature_celsius"),
     s(PROM, "DCGM_FI_DEV_MEMORY_TEMP", "gpu_memory_temperature_celsius"),
+    s(PROM, "DCGM_FI_DEV_PCIE_LINK_GEN", "pcie_link_generation"),
+    s(PROM, "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_link_max_generation"),
+    s(PROM, "DCGM_FI_DEV_PCIE_LINK_WIDTH", "pcie_link_width_lanes"),
+    s(PROM, "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "pcie_link_max_width_lanes"),
+    // --- nvidia-smi nvlink (issue 8) ------------------------------------------------------------
+    kib("Data Tx", "nvlink_tx_bytes"),
+    kib("Data Rx", "nvlink_rx_bytes"),
+    kib("Raw Tx", "nvlink_raw_tx_bytes"),
+    kib("Raw Rx", "nvlink_raw_rx_bytes"),
+    kib("Tx0", "nvlink_counter0_tx_bytes"),
+    kib("Rx0", "nvlink_counter0_rx_bytes"),
+    kib("Tx1", "nvlink_counter1_tx_bytes"),
+    kib("Rx1", "nvlink_counter1_rx_bytes"),
+    s(NSMI, "Replay Errors", "nvlink_replay_errors"),
+    s(NSMI, "Recovery Errors", "nvlink_recovery_errors"),
+    s(NSMI, "CRC Errors", "nvlink_crc_errors"),
+    s(NSMI, "CRC FLIT Errors", "nvlink_crc_flit_errors"),
+    s(NSMI, "CRC Data Errors", "nvlink_crc_data_errors"),
+    // --- perf stat CXL PMU events (issue 8; kernel drivers/perf/cxl_pmu.c) ----------------------
+    s(PERF, "clock_ticks", "cxl_clock_ticks"),
+    s(PERF, "m2s_req_meminv", "cxl_m2s_req_meminv"),
+    s(PERF, "m2s_req_memrd", "cxl_m2s_req_memrd"),
+    s(PERF, "m2s_req_memrddata", "cxl_m2s_req_memrddata"),
+    s(PERF, "m2s_req_memspecrd", "cxl_m2s_req_memspecrd"),
+    s(PERF, "m2s_rwd_memwr", "cxl_m2s_rwd_memwr"),
+    s(PERF, "m2s_rwd_memwrptl", "cxl_m2s_rwd_memwrptl"),
+    s(PERF, "s2m_drs_memdata", "cxl_s2m_drs_memdata"),
+    s(PERF, "s2m_ndr_cmp", "cxl_s2m_ndr_cmp"),
+    s(PERF, "d2h_req_rdcurr", "cxl_d2h_req_rdcurr"),
+    s(PERF, "d2h_req_rdown", "cxl_d2h_req_rdown"),
+    s(PERF, "d2h_req_rdshared", "cxl_d2h_req_rdshared"),
+    s(PERF, "h2d_req_snpdata", "cxl_h2d_req_snpdata"),
+    s(PERF, "h2d_req_snpinv", "cxl_h2d_req_snpinv"),
+    s(PERF, "h2d_req_snpcur", "cxl_h2d_req_snpcur"),
+    s(PERF, "cachedata_d2h_data", "cxl_cachedata_d2h_data"),
+    s(PERF, "cachedata_h2d_data", "cxl_cachedata_h2d_data"),
+    s(PERF, "ddr_casrd", "cxl_ddr_casrd"),
+    s(PERF, "ddr_caswr", "cxl_ddr_caswr"),
     // --- InfiniBand diagnostic sources (issue 6) ----------------------------------------------------
     // perfquery / ibqueryerrors: libibmad `fields.c` names. Data fields are 4-octet words read raw.
     words(PQ, "PortXmitData", "port_xmit_data_bytes", None),

@@ -29,6 +29,8 @@ fn options(
     max_line_bytes: usize,
     max_labels: usize,
     max_decompressed_bytes: u64,
+    max_decompression_ratio: u64,
+    max_document_bytes: u64,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
 ) -> PyResult<ReadOptions> {
@@ -58,7 +60,13 @@ fn options(
         time_ns,
         strict,
         batch_rows,
-        limits: Limits { max_line_bytes, max_decompressed_bytes, max_labels },
+        limits: Limits {
+            max_line_bytes,
+            max_decompressed_bytes,
+            max_labels,
+            max_decompression_ratio,
+            max_document_bytes,
+        },
         link_speed_bps,
         bin_ns: (bin_seconds * 1e9).round() as i64,
         ..ReadOptions::default()
@@ -87,6 +95,7 @@ type ReadOutput<'py> = (PyTable, PyTable, Bound<'py, PyDict>, Vec<Bound<'py, PyD
 #[pyfunction]
 #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
                     max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30,
+                    max_decompression_ratio=250, max_document_bytes=256u64<<20,
                     link_speed_gbps=None, bin_seconds=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn read<'py>(
@@ -100,6 +109,8 @@ pub fn read<'py>(
     max_line_bytes: usize,
     max_labels: usize,
     max_decompressed_bytes: u64,
+    max_decompression_ratio: u64,
+    max_document_bytes: u64,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
 ) -> PyResult<ReadOutput<'py>> {
@@ -112,6 +123,8 @@ pub fn read<'py>(
         max_line_bytes,
         max_labels,
         max_decompressed_bytes,
+        max_decompression_ratio,
+        max_document_bytes,
         link_speed_gbps,
         bin_seconds,
     )?;
@@ -167,6 +180,7 @@ impl Scanner {
     #[new]
     #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
                         max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30,
+                    max_decompression_ratio=250, max_document_bytes=256u64<<20,
                     link_speed_gbps=None, bin_seconds=1.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -180,6 +194,8 @@ impl Scanner {
         max_line_bytes: usize,
         max_labels: usize,
         max_decompressed_bytes: u64,
+        max_decompression_ratio: u64,
+        max_document_bytes: u64,
         link_speed_gbps: Option<f64>,
         bin_seconds: f64,
     ) -> PyResult<Self> {
@@ -192,6 +208,8 @@ impl Scanner {
             max_line_bytes,
             max_labels,
             max_decompressed_bytes,
+            max_decompression_ratio,
+            max_document_bytes,
             link_speed_gbps,
             bin_seconds,
         )?;

@@ -128,6 +128,11 @@ impl IblinkinfoReader {
         let Some((peer_guid, peer_name, peer_lid, peer_port)) = lid_port(peer) else {
             return ctx.bad_record(pos, EXPECTED, raw);
         };
+        // iblinkinfo always quotes the peer's description after its port: a line without it was
+        // cut, and the port before the cut may be short (`36` -> `3`), so it is not a link.
+        if peer.matches('"').count() < 2 {
+            return ctx.bad_record(pos, EXPECTED, raw);
+        }
         let diag = peer.rsplit_once('"').map_or("", |(_, d)| d);
         let (supported_width, supported_speed) = could_be(diag);
         let local = End { guid, port, name: local_name.or(block.name), node_type, lid: Some(lid) };

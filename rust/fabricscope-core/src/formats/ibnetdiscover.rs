@@ -70,12 +70,13 @@ pub fn parse_line(t: &str) -> Option<PortLine> {
     let peer_guid = ib::normalize_guid(rest.get(4)?)?;
     let mut peer = End { guid: peer_guid, port: peer_port, name: None, node_type: peer_type, lid: Some(peer_lid) };
     // `( 'desc' - 'peerdesc' )`: descriptions may hold spaces, so split on the quoted separator.
-    if let Some((_, names)) = t.split_once("( '") {
-        let names = names.trim_end().trim_end_matches(')').trim_end().trim_end_matches('\'');
-        if let Some((a, b)) = names.split_once("' - '") {
-            local.name = Some(a.trim().to_owned()).filter(|s| !s.is_empty());
-            peer.name = Some(b.trim().to_owned()).filter(|s| !s.is_empty());
-        }
+    // ibnetdiscover always prints it after a peer (`" ( '%s' - '%s' )\n"`): a line without it was
+    // cut, and its peer GUID or port may be cut short too (`0x5`), so it is not a link.
+    let (_, names) = t.split_once("( '")?;
+    let names = names.trim_end().trim_end_matches(')').trim_end().trim_end_matches('\'');
+    if let Some((a, b)) = names.split_once("' - '") {
+        local.name = Some(a.trim().to_owned()).filter(|s| !s.is_empty());
+        peer.name = Some(b.trim().to_owned()).filter(|s| !s.is_empty());
     }
     Some(PortLine { local, peer: Some(peer), width, speed })
 }

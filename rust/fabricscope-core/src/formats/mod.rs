@@ -18,6 +18,12 @@ pub mod netdump;
 pub mod perfquery;
 pub mod telegraf;
 pub mod ufm;
+// Measured-performance and GPU/CXL sources (issue 8).
+pub mod cxl_list;
+pub mod nccl_tests;
+pub mod nvidia_smi;
+pub mod perf_stat;
+pub mod perftest;
 
 pub use ib::normalize_guid;
 
@@ -62,6 +68,19 @@ pub enum Format {
     Pcap,
     /// pcapng capture (SHB/IDB/EPB/SPB; several sections, per-interface resolution).
     Pcapng,
+    // --- measured performance, GPU and CXL sources (issue 8) ---
+    /// `nvidia-smi nvlink` throughput (`-gt d|r`, `-g`), status (`-s`) and error (`-e`) output.
+    NvidiaSmiNvlink,
+    /// nccl-tests text logs (`all_reduce_perf` ...): the `nccl_results`/`nccl_ranks` tables.
+    NcclTests,
+    /// nccl-tests `-J` JSON report.
+    NcclTestsJson,
+    /// perftest output (`ib_write_bw`, `ib_read_lat`, ...): the `perftest_results` table.
+    Perftest,
+    /// `cxl list` JSON (ndctl cxl-cli): the `cxl_devices` table.
+    CxlList,
+    /// `perf stat` (CSV `-x,` or table, totals or `-I` intervals) for `cxl_pmu_mem*` events.
+    PerfStatCxl,
 }
 
 /// Static description of a format for `fabricscope formats`.
@@ -162,7 +181,7 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::UfmJson,
         name: "ufm-json",
-        produced_by: "UFM telemetry JSON (fluentd telemetry plugin messages, REST), at most 1 GiB per document",
+        produced_by: "UFM telemetry JSON (fluentd telemetry plugin messages, REST), at most `max_document_bytes` (256 MiB) per document",
         detection: "a JSON document whose head contains `\"node_guid\"` and `\"port_num\"`",
         timestamps: "per-record `timestamp` (µs epoch); else file name, argument, mtime",
     },
@@ -202,6 +221,49 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a Section Header Block (0a0d0d0a + byte-order magic)",
         timestamps: "per-packet, per-interface if_tsresol/if_tsoffset (integer ns)",
     },
+    // --- measured performance, GPU and CXL sources (issue 8) ---
+    FormatInfo {
+        format: Format::NvidiaSmiNvlink,
+        name: "nvidia-smi-nvlink",
+        produced_by: "`nvidia-smi nvlink -gt d|r`, `-g <set>` (KiB counters), `-s` (link speed), `-e` (error counters)",
+        detection: "a `GPU <n>: <name> (UUID: GPU-...)` line followed by `Link <n>: ...` lines",
+        timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::NcclTests,
+        name: "nccl-tests",
+        produced_by: "nccl-tests/rccl-tests `*_perf` logs; emits `nccl_results`, `nccl_ranks`",
+        detection: "`# Collective test starting`, `# nThread ... nGpus`, `#  Rank N ... on HOST device N` or a `size count type ... busbw` header",
+        timestamps: "the `timestamp` column (local time read as UTC); else timestamp line, file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::NcclTestsJson,
+        name: "nccl-tests-json",
+        produced_by: "nccl-tests `-J <file>` JSON report; emits `nccl_results`, `nccl_ranks`",
+        detection: "a JSON object with `\"nccl_version\"` and `\"start_time\"`/`\"results\"`",
+        timestamps: "`start_time` (local time read as UTC); else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::Perftest,
+        name: "perftest",
+        produced_by: "perftest `ib_{write,read,send,atomic}_{bw,lat}` client/server output; emits `perftest_results`",
+        detection: "a ` #bytes #iterations ...` results header or a `... BW Test`/`... Latency Test` banner",
+        timestamps: "timestamp line before each run; else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::CxlList,
+        name: "cxl-list",
+        produced_by: "`cxl list [-M] [-u] [-BEMP]` (ndctl cxl-cli) JSON; emits `cxl_devices`",
+        detection: "a JSON array/object containing `\"memdev\"`",
+        timestamps: "none (inventory table)",
+    },
+    FormatInfo {
+        format: Format::PerfStatCxl,
+        name: "perf-stat-cxl",
+        produced_by: "`perf stat [-x,] [-I ms] -e cxl_pmu_mem<X>.<Y>/<event>/` (CXL PMU)",
+        detection: "a line naming a `cxl_pmu_<pmu>/<event>/` event",
+        timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
+    },
 ];
 
 impl Format {
@@ -225,6 +287,12 @@ impl Format {
             Format::Ibswinfo => "ibswinfo",
             Format::Pcap => "pcap",
             Format::Pcapng => "pcapng",
+            Format::NvidiaSmiNvlink => "nvidia-smi-nvlink",
+            Format::NcclTests => "nccl-tests",
+            Format::NcclTestsJson => "nccl-tests-json",
+            Format::Perftest => "perftest",
+            Format::CxlList => "cxl-list",
+            Format::PerfStatCxl => "perf-stat-cxl",
         }
     }
 
@@ -239,6 +307,10 @@ impl Format {
             "db_csv" | "db-csv" | "ibdiagnet" | "ibdiagnet2" => Some(Format::IbdiagnetDbCsv),
             "net_dump" | "net-dump" | "ibdiagnet-net_dump" => Some(Format::IbdiagnetNetDump),
             "influx" | "line-protocol" => Some(Format::Telegraf),
+            "nvidia-smi" | "nvlink" => Some(Format::NvidiaSmiNvlink),
+            "nccl" | "rccl-tests" => Some(Format::NcclTests),
+            "cxl" => Some(Format::CxlList),
+            "perf-stat" => Some(Format::PerfStatCxl),
             _ => None,
         })
     }
@@ -249,6 +321,8 @@ impl Format {
             // JSON is not line oriented: the UFM reader takes the whole stream (bounded).
             Format::UfmJson => Some(Box::new(ufm::UfmJsonReader::new())),
             Format::Pcap | Format::Pcapng => Some(Box::new(crate::packets::CaptureReader)),
+            Format::NcclTestsJson => Some(Box::new(nccl_tests::NcclJsonReader)),
+            Format::CxlList => Some(Box::new(cxl_list::CxlListReader::new())),
             _ => None,
         }
     }
@@ -269,7 +343,16 @@ impl Format {
             Format::Telegraf => Some(Box::new(telegraf::TelegrafReader::new())),
             Format::IbdiagnetNetDump => Some(Box::new(netdump::NetDumpReader::new())),
             Format::Ibswinfo => Some(Box::new(ibswinfo::IbswinfoReader::new())),
-            Format::SysfsTree | Format::UfmJson | Format::Pcap | Format::Pcapng => None,
+            Format::NvidiaSmiNvlink => Some(Box::new(nvidia_smi::NvidiaSmiReader::new())),
+            Format::NcclTests => Some(Box::new(nccl_tests::NcclTestsReader::new())),
+            Format::Perftest => Some(Box::new(perftest::PerftestReader::new())),
+            Format::PerfStatCxl => Some(Box::new(perf_stat::PerfStatReader::new())),
+            Format::SysfsTree
+            | Format::UfmJson
+            | Format::Pcap
+            | Format::Pcapng
+            | Format::NcclTestsJson
+            | Format::CxlList => None,
         }
     }
 }
@@ -280,6 +363,33 @@ impl Format {
 pub trait BinaryReader: Send {
     /// Read the whole input.
     fn read(&mut self, head: &[u8], rest: &mut dyn std::io::Read, ctx: &mut ReadContext<'_>) -> Result<u64>;
+}
+
+/// Read a whole JSON-like input (`head` plus the rest of the stream) into memory, refusing more
+/// than `Limits::max_document_bytes` with a [`crate::error::Error::LimitExceeded`] naming `what`
+/// and that option (one override for every whole-document reader, issue 12).
+pub fn read_bounded(
+    head: &[u8],
+    rest: &mut dyn std::io::Read,
+    ctx: &ReadContext<'_>,
+    what: &'static str,
+) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let limit = ctx.options().limits.max_document_bytes;
+    let mut buf = head.to_vec();
+    let io = |source| crate::error::Error::Io { path: ctx.path.to_path_buf(), source };
+    let more = limit.saturating_sub(buf.len() as u64) + 1;
+    rest.take(more).read_to_end(&mut buf).map_err(io)?;
+    if buf.len() as u64 > limit {
+        return Err(crate::error::Error::LimitExceeded {
+            path: ctx.path.to_path_buf(),
+            position: Position { line: None, byte_offset: limit },
+            what,
+            limit,
+            option: "max_document_bytes",
+        });
+    }
+    Ok(buf)
 }
 
 /// A reader of line-oriented text.
@@ -363,6 +473,18 @@ impl DirectiveState {
         self.host = Some(host);
     }
 
+    /// Apply a line if it is a time or host directive (a device directive is ignored). Returns
+    /// whether it was a directive. For readers whose other lines never look like directives.
+    pub fn apply_line(&mut self, line: &str) -> bool {
+        match parse_directive(line) {
+            Some(Directive::Time(t)) => self.set_time(t),
+            Some(Directive::Host(h)) => self.set_host(h),
+            Some(Directive::Device(_)) => {}
+            None => return false,
+        }
+        true
+    }
+
     /// The time of the current record: the last timestamp line, else the driver's fallback (file
     /// name, argument, mtime).
     pub fn time_ns(&self, ctx: &mut ReadContext<'_>) -> Result<i64> {
@@ -418,6 +540,11 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
         return Some(Format::Pcap);
     }
     let text = String::from_utf8_lossy(head);
+    // Measured-performance and GPU/CXL sources (issue 8): strict signatures, checked before the
+    // IB heuristics so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire.
+    if let Some(f) = detect_perf_sources(&text) {
+        return Some(f);
+    }
     // InfiniBand diagnostic outputs have distinctive shapes; checked first because a few of their
     // lines (`CA   134  1 0x...`) would otherwise score as Prometheus samples.
     if let Some(f) = ib::detect(&text) {
@@ -452,6 +579,33 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     let lower = name.to_ascii_lowercase();
     if lower.contains("ethtool") && text.contains(": ") {
         return Some(Format::Ethtool);
+    }
+    None
+}
+
+/// Issue 8 sources: JSON documents by their keys, text by lines only these tools print.
+fn detect_perf_sources(text: &str) -> Option<Format> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        if nccl_tests::looks_like_json(trimmed) {
+            return Some(Format::NcclTestsJson);
+        }
+        if cxl_list::looks_like(trimmed) {
+            return Some(Format::CxlList);
+        }
+        // `[1,0]<stdout>:` (mpirun --tag-output) also starts with a bracket: keep looking.
+    }
+    if nvidia_smi::looks_like(text) {
+        return Some(Format::NvidiaSmiNvlink);
+    }
+    if nccl_tests::looks_like_log(text) {
+        return Some(Format::NcclTests);
+    }
+    if perftest::looks_like(text) {
+        return Some(Format::Perftest);
+    }
+    if perf_stat::looks_like(text) {
+        return Some(Format::PerfStatCxl);
     }
     None
 }

@@ -15,7 +15,7 @@
 //! 8 to get bits/s), so no x4; the row records scale 4 (the register counts words). Calibrate
 //! against perfquery or sysfs on one port if in doubt.
 //!
-//! **JSON**: the whole stream is read (at most [`MAX_JSON_BYTES`]) and parsed as a sequence of
+//! **JSON**: the whole stream is read (at most `Limits::max_document_bytes`) and parsed as a sequence of
 //! JSON values (one document, or several concatenated / one per line). Each value is a message
 //! `{"values": [record, ...]}`, an array of records, or one record. A record has `node_guid`,
 //! `port_num` and `timestamp` (µs; the message's outer timestamp is a local-time string without a
@@ -25,16 +25,16 @@
 
 use std::io::Read;
 
-use crate::error::{Error, Position, Result};
+use crate::error::{Position, Result};
 use crate::formats::ib::{self, NameCache, Resolved};
 use crate::formats::{BinaryReader, LineReader, feed_lines};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::vocabulary::Namespace;
 
-/// Largest UFM JSON stream read into memory (1 GiB): a UFM message is one pull of the fabric,
-/// about 1 KiB per port, so even a 100k-port fabric stays far below it.
-pub const MAX_JSON_BYTES: u64 = 1 << 30;
+// The stream is held in memory whole, bounded by `Limits::max_document_bytes` (256 MiB by
+// default): a UFM message is one pull of the fabric, about 1 KiB per port, so even a 100k-port
+// fabric stays far below it, while the parse tree of a crafted 1 GiB document would not fit.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Column {
@@ -190,7 +190,7 @@ impl LineReader for UfmCsvReader {
     }
 }
 
-/// Reader for UFM telemetry JSON (whole stream, bounded by [`MAX_JSON_BYTES`]).
+/// Reader for UFM telemetry JSON (whole stream, bounded by `Limits::max_document_bytes`).
 pub struct UfmJsonReader {
     names: NameCache,
 }
@@ -299,20 +299,8 @@ impl UfmJsonReader {
 
 impl BinaryReader for UfmJsonReader {
     fn read(&mut self, head: &[u8], rest: &mut dyn Read, ctx: &mut ReadContext<'_>) -> Result<u64> {
-        let mut buf = head.to_vec();
-        let io = |source| Error::Io { path: ctx.path.to_path_buf(), source };
-        let limit = MAX_JSON_BYTES.saturating_sub(buf.len() as u64) + 1;
-        rest.take(limit).read_to_end(&mut buf).map_err(io)?;
+        let buf = crate::formats::read_bounded(head, rest, ctx, "UFM JSON document size")?;
         let total = buf.len() as u64;
-        if total > MAX_JSON_BYTES {
-            return Err(Error::LimitExceeded {
-                path: ctx.path.to_path_buf(),
-                position: Position { line: None, byte_offset: MAX_JSON_BYTES },
-                what: "UFM JSON document size",
-                limit: MAX_JSON_BYTES,
-                option: "splitting the document (one UFM message per file)",
-            });
-        }
         let host = ctx.fallback_host();
         let mut index = 0u64;
         let stream = serde_json::Deserializer::from_slice(&buf).into_iter::<serde_json::Value>();

@@ -1,0 +1,164 @@
+"""End-to-end benchmark: parse + rates + every detector at 10^6, 10^7 and 10^8 samples.
+
+Input: scale-mode Prometheus ``/federate`` text (``fabricscope simulate --scale``): 8,192 HCA
+ports x 12 node_exporter InfiniBand counters x T scrapes, split over ``--files`` files by host.
+Each size runs in a fresh subprocess (``fabricscope.engines.local`` exactly as ``fabricscope analyze``
+runs it) that reports its wall time per step and its peak RSS (``resource.getrusage``); the parent
+times the whole subprocess, Python start-up and imports included.
+
+Baseline, in the same run at the smallest size: the simplest Python alternative, prometheus_client's
+text parser feeding a pandas DataFrame, per-series ``diff`` over time for rates, and one threshold
+rule (symbol errors) - far less than fabricscope does, so the ratio flatters the baseline.
+
+    python bench/bench_e2e.py                       # 1e6, 1e7 (and the baseline at 1e6)
+    python bench/bench_e2e.py --sizes 1e6,1e7,1e8   # + 10^8 (about 13 GB of text on disk)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PORTS = 8192
+COUNTERS = 12
+
+CHILD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+from fabricscope.config import load_config
+from fabricscope.engines import Filters, ReadOptions
+from fabricscope.engines.local import LocalEngine
+t_import = time.perf_counter() - t0
+res = LocalEngine().run([sys.argv[1]], read=ReadOptions(), filters=Filters(), config=load_config(None), profile=None)
+print(json.dumps({
+    "import_s": t_import,
+    "seconds": res.seconds,
+    "rows": res.rows,
+    "partitions": res.partitions,
+    "sample_bytes": res.sample_bytes,
+    "findings": res.findings.height,
+    "warnings": int((res.findings["severity"] != "info").sum()),
+    "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+}))
+"""
+
+BASELINE = r"""
+import json, resource, sys, time
+from pathlib import Path
+import pandas as pd
+from prometheus_client.parser import text_string_to_metric_families
+rows = []
+for f in sorted(Path(sys.argv[1]).rglob("*.prom")):
+    for fam in text_string_to_metric_families(f.read_text()):
+        for s in fam.samples:
+            rows.append((s.name, s.labels.get("instance"), s.labels.get("device"), s.labels.get("port"),
+                         s.timestamp, s.value))
+df = pd.DataFrame(rows, columns=["name", "instance", "device", "port", "ts", "value"])
+df = df.sort_values(["name", "instance", "device", "port", "ts"], kind="stable")
+g = df.groupby(["name", "instance", "device", "port"], sort=False)
+df["rate"] = g["value"].diff() / g["ts"].diff()
+bad = df[(df["name"] == "node_infiniband_symbol_error_total") & (df["rate"] > 10)]
+print(json.dumps({"rows": len(df), "flagged": len(bad),
+                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def _generate(root: Path, samples: int, files: int) -> tuple[Path, int, float]:
+    from fabricscope.simulate.scale import write_scale
+
+    readings = max(2, round(samples / (PORTS * COUNTERS)))
+    d = root / f"e2e-{samples:.0e}"
+    if d.exists():
+        shutil.rmtree(d)
+    res = write_scale(d, ports=PORTS, counters=COUNTERS, readings=readings, files=files)
+    return d, int(res["bytes"]), res["seconds"]
+
+
+def _child(code: str, path: Path) -> tuple[dict, float]:
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t
+    if out.returncode != 0:
+        raise SystemExit(f"child failed ({out.returncode}):\n{out.stderr[-4000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1]), wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1e6,1e7", help="comma-separated sample counts (1e6,1e7,1e8)")
+    ap.add_argument("--files", type=int, default=8, help="input files per size (parsed in parallel)")
+    ap.add_argument("--workdir", default="bench/data", help="where inputs are generated (deleted afterwards)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated inputs")
+    ap.add_argument("--no-baseline", action="store_true", help="skip prometheus_client + pandas")
+    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = ap.parse_args()
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    root = Path(args.workdir)
+    root.mkdir(parents=True, exist_ok=True)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average at start {_load()}"
+    )
+    results = []
+    for i, n in enumerate(sizes):
+        d, nbytes, gen_s = _generate(root, n, args.files)
+        print(f"generated {n:.0e} samples: {nbytes / 1e6:,.0f} MB in {gen_s:.1f} s; load {_load()}", flush=True)
+        r, wall = _child(CHILD, d)
+        r.update(size=n, wall_s=wall, input_mb=nbytes / 1e6, load=_load())
+        results.append(r)
+        print(json.dumps(r), flush=True)
+        if i == 0 and not args.no_baseline:
+            b, bwall = _child(BASELINE, d)
+            b.update(size=n, wall_s=bwall, input_mb=nbytes / 1e6, load=_load(), baseline=True)
+            results.append(b)
+            print(json.dumps(b), flush=True)
+        if not args.keep:
+            shutil.rmtree(d)
+    print()
+    print(
+        "| input | samples | MB of text | seconds (wall) | samples/s | read s | rates+detectors s | fabric-wide s | "
+        "peak RSS MB | Arrow MB | RSS / Arrow | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        rss = r["maxrss_kb"] / 1024
+        if r.get("baseline"):
+            print(
+                f"| prometheus_client + pandas | {r['rows']:,} | {r['input_mb']:,.0f} | {r['wall_s']:.2f} | "
+                f"{r['rows'] / r['wall_s'] / 1e6:.2f} M | - | - | - | {rss:,.0f} | - | - | {r['load']} |"
+            )
+            continue
+        s = r["seconds"]
+        arrow = r["sample_bytes"] / 2**20
+        print(
+            f"| fabricscope analyze (local engine) | {r['rows']:,} | {r['input_mb']:,.0f} | {r['wall_s']:.2f} | "
+            f"{r['rows'] / r['wall_s'] / 1e6:.2f} M | {s['read']:.2f} | {s['partitions']:.2f} | {s['fabric']:.2f} | "
+            f"{rss:,.0f} | {arrow:,.0f} | {rss / arrow:.2f} | {r['load']} |"
+        )
+    base = next((r for r in results if r.get("baseline")), None)
+    ours = next((r for r in results if not r.get("baseline") and base and r["size"] == base["size"]), None)
+    if base and ours:
+        print(
+            f"\nat {base['size']:.0e} samples: fabricscope is {base['wall_s'] / ours['wall_s']:.1f}x faster than "
+            f"prometheus_client + pandas, with {base['maxrss_kb'] / ours['maxrss_kb']:.1f}x less peak memory"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

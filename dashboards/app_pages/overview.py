@@ -1,0 +1,95 @@
+"""Overview: is the fabric healthy, and if not, where and why."""
+
+import json
+
+import altair as alt
+import data
+import polars as pl
+import streamlit as st
+
+st.title("Fabric health")
+ds = data.current()
+if ds is None:
+    st.stop()
+
+counts = data.severity_counts(ds)
+status = ds.status
+last = ds.last_data
+st.markdown(
+    f"**Status: :{'red' if status == 'critical' else 'orange' if status == 'warning' else 'green'}"
+    f"[{status.upper()}]** — {ds.label} ({ds.mode})"
+)
+c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
+c1.metric("Critical", counts["critical"])
+c2.metric("Warning", counts["warning"])
+c3.metric("Info (data quality)", counts["info"])
+c4.metric("Last data (UTC)", str(last)[:19] if last is not None else "none")
+
+worst = data.worst_ports(ds)
+st.subheader("Worst ports")
+if worst.height:
+    st.dataframe(worst.drop("host", "device", "port"), hide_index=True, width="stretch")
+    st.caption("Open one on the Port page to see its counters with the finding windows shaded.")
+else:
+    st.success("No warning or critical finding on any port.")
+
+st.subheader("Findings by severity and kind")
+by_kind = data.findings_by_kind(ds)
+if by_kind.height:
+    chart = (
+        alt.Chart(by_kind)
+        .mark_bar()
+        .encode(
+            x=alt.X("findings:Q", title="findings", axis=alt.Axis(tickMinStep=1, format="d")),
+            y=alt.Y("kind:N", sort="-x", title=None),
+            color=alt.Color(
+                "severity:N",
+                scale=alt.Scale(
+                    domain=["critical", "warning", "info"],
+                    range=[data.SEVERITY_COLOURS[s] for s in ("critical", "warning", "info")],
+                ),
+            ),
+            tooltip=["kind", "severity", "findings"],
+        )
+    )
+    st.altair_chart(chart, width="stretch")
+
+st.subheader("Findings")
+if ds.findings.height:
+    severities = st.multiselect(
+        "Severity", ["critical", "warning", "info"], default=["critical", "warning"], key="overview_severity"
+    )
+    shown = ds.findings.filter(pl.col("severity").is_in(severities))
+    st.dataframe(
+        shown.select("severity", "kind", "host", "device", "port", "priority", "start", "end", "message"),
+        hide_index=True,
+        width="stretch",
+    )
+    with st.expander("Evidence of a finding"):
+        if shown.height:
+            i = st.number_input("Row", 0, shown.height - 1, 0, key="overview_evidence_row")
+            row = shown.row(int(i), named=True)
+            st.write(f"**{row['kind']}** on {row['host']} {row['device'] or ''} {row['port'] or ''}: {row['message']}")
+            st.json(json.loads(row["evidence"] or "{}"))
+    st.download_button(
+        "Findings JSON (fabricscope.findings/1)",
+        json.dumps(data.findings_document(ds), indent=2),
+        file_name="findings.json",
+        mime="application/json",
+    )
+else:
+    st.success("No findings.")
+
+if ds.lifecycle is not None and ds.lifecycle.height:
+    st.subheader("Fault lifecycle (cron history)")
+    active = (
+        ds.lifecycle.filter(pl.col("resolved_at").is_null()) if "resolved_at" in ds.lifecycle.columns else ds.lifecycle
+    )
+    st.caption(f"{active.height} active fault(s), {ds.lifecycle.height - active.height} resolved")
+    st.dataframe(ds.lifecycle, hide_index=True, width="stretch")
+if ds.runs is not None and ds.runs.height:
+    st.subheader("Cron runs")
+    st.dataframe(ds.runs, hide_index=True, width="stretch")
+
+with st.expander(f"Inputs ({len(ds.inputs)})"):
+    st.dataframe(pl.DataFrame(ds.inputs) if ds.inputs else pl.DataFrame(), hide_index=True, width="stretch")

@@ -1,0 +1,113 @@
+"""Topology: which cables are healthy, where the fabric's topology is known; else a port matrix."""
+
+import altair as alt
+import data
+import polars as pl
+import streamlit as st
+
+st.title("Topology")
+ds = data.current()
+if ds is None:
+    st.stop()
+
+HEALTH = ["ok", "info", "warning", "critical"]
+SCALE = alt.Scale(domain=HEALTH, range=[data.SEVERITY_COLOURS[h] for h in HEALTH])
+
+links = data.link_health(ds)
+if links.height:
+    tiers = links.group_by("tier", "peer_tier").len().sort("tier")
+    st.caption(
+        f"{links.height} cable(s) from {', '.join(sorted(set(links['source'].to_list())))}: "
+        + ", ".join(f"{r['len']} {r['tier']}→{r['peer_tier']}" for r in tiers.iter_rows(named=True))
+    )
+    fastest = links["data_rate_gbps"].max()
+    links = links.with_columns(
+        (
+            (pl.col("data_rate_gbps") < fastest)
+            | (pl.col("supported_width").is_not_null() & (pl.col("supported_width") != pl.col("width")))
+            | pl.col("kinds").str.contains("link_degraded")
+        )
+        .fill_null(False)
+        .alias("degraded"),
+        pl.col("kinds").str.contains("link_flap").alias("flapping"),
+    )
+    bad = links.filter(pl.col("health").is_in(["warning", "critical"]) | pl.col("degraded") | pl.col("flapping"))
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Cables with findings", bad.filter(pl.col("health") != "ok").height)
+    c2.metric("Degraded", links["degraded"].sum())
+    c3.metric("Flapping", links["flapping"].sum())
+    matrix = (
+        links.group_by("lower_node", "upper_node")
+        .agg(
+            pl.col("health")
+            .replace_strict({h: i for i, h in enumerate(HEALTH)}, return_dtype=pl.Int8)
+            .max()
+            .alias("_r"),
+            pl.len().alias("cables"),
+            pl.col("kinds").str.join(" ").alias("kinds"),
+            (pl.col("degraded") | pl.col("flapping")).any().alias("highlight"),
+        )
+        .with_columns(pl.col("_r").replace_strict(dict(enumerate(HEALTH)), return_dtype=pl.String).alias("health"))
+    )
+    st.subheader("Cable matrix (lower tier → upper tier)")
+    base = alt.Chart(matrix).encode(
+        x=alt.X("upper_node:N", title="upper end (leaf / spine)"),
+        y=alt.Y("lower_node:N", title="lower end (host / leaf)", axis=alt.Axis(labelOverlap=False)),
+    )
+    heat = base.mark_rect(stroke="black").encode(
+        color=alt.Color("health:N", scale=SCALE),
+        strokeWidth=alt.condition("datum.highlight", alt.value(3), alt.value(0)),
+        tooltip=["lower_node", "upper_node", "cables", "health", "kinds"],
+    )
+    text = base.mark_text().encode(text="cables:Q")
+    st.altair_chart(
+        alt.layer(heat, text).properties(height=max(200, 36 * matrix["lower_node"].n_unique())), width="stretch"
+    )
+    st.subheader("Cables needing attention" if bad.height else "Cables")
+    if not bad.height:
+        st.success("Every cable is healthy: no finding on either end, none degraded or flapping.")
+    st.dataframe(
+        (bad if bad.height else links).select(
+            "lower",
+            "upper",
+            "tier",
+            "peer_tier",
+            "width",
+            "speed",
+            "data_rate_gbps",
+            "health",
+            "degraded",
+            "flapping",
+            "kinds",
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+else:
+    st.info(
+        "Topology unknown for this source (no ibnetdiscover -p, iblinkinfo or ibdiagnet2.db_csv input): ports by host."
+    )
+    ph = data.port_health(ds)
+    if not ph.height:
+        st.info("No network port with rated counters in this source.")
+        st.stop()
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Ports with findings", ph.filter(pl.col("health").is_in(["warning", "critical"])).height)
+    c2.metric("Degraded", ph["degraded"].sum())
+    c3.metric("Flapping", ph["flapping"].sum())
+    base = alt.Chart(ph.with_columns((pl.col("degraded") | pl.col("flapping")).alias("highlight"))).encode(
+        x=alt.X("port_name:N", title="device:port"), y=alt.Y("host:N", title=None, axis=alt.Axis(labelOverlap=False))
+    )
+    heat = base.mark_rect(stroke="black").encode(
+        color=alt.Color("health:N", scale=SCALE),
+        strokeWidth=alt.condition("datum.highlight", alt.value(3), alt.value(0)),
+        tooltip=["host", "port_name", "health", "kinds"],
+    )
+    label = base.transform_filter("datum.highlight").mark_text(fontWeight="bold").encode(text=alt.Text("kinds:N"))
+    st.altair_chart(alt.layer(heat, label).properties(height=max(200, 30 * ph["host"].n_unique())), width="stretch")
+    flagged = ph.filter(pl.col("health") != "ok")
+    st.subheader("Ports needing attention")
+    if flagged.height:
+        st.dataframe(flagged, hide_index=True, width="stretch")
+    else:
+        st.success("No warning or critical finding on any port.")

@@ -1,0 +1,192 @@
+"""``fabricscope dashboard``: start the Streamlit fabric-health dashboard on this machine.
+
+The app is ``dashboards/app.py`` of the source tree (it ships in the sdist, not inside the Python
+package, because it is a Streamlit script tree rather than importable code). It is found, in order:
+
+1. ``--app PATH`` (the app file, or the ``dashboards`` directory holding it);
+2. the ``FABRICSCOPE_DASHBOARD_APP`` environment variable (same);
+3. ``dashboards/app.py`` beside the package's source tree (a checkout, an editable install, or an
+   unpacked sdist: ``python/fabricscope/`` → ``dashboards/``).
+
+So an installed wheel runs it with ``FABRICSCOPE_DASHBOARD_APP=/path/to/sdist/dashboards``.
+
+What the server is allowed to do is decided here, not in the browser: it binds to 127.0.0.1
+unless ``--host`` says otherwise, reads only under ``--data`` (passed to the app as
+``FABRICSCOPE_DATA``; the app refuses paths outside it), caps uploads at ``--max-upload-mb``
+(Streamlit's ``server.maxUploadSize`` and the app's own check), never opens a browser, and does
+not watch or re-run its own source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_dashboard_parser", "find_app", "streamlit_command"]
+
+ENV_APP = "FABRICSCOPE_DASHBOARD_APP"
+ENV_DATA = "FABRICSCOPE_DATA"
+ENV_MAX_UPLOAD_MB = "FABRICSCOPE_MAX_UPLOAD_MB"
+
+_EPILOG = """\
+examples:
+  fabricscope dashboard                                  sample_traces/ on http://127.0.0.1:8501
+  fabricscope dashboard --data /var/lib/fabricscope/history --port 8600
+  fabricscope dashboard --data dumps/ --host 0.0.0.0     reachable from other machines (no auth!)
+
+The dashboard only reads files under --data (a directory of counter files, or a
+`fabricscope cron` history). Installed from a wheel: set FABRICSCOPE_DASHBOARD_APP to the
+dashboards/ directory of the sdist.
+"""
+
+
+def find_app(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """Locate ``dashboards/app.py``.
+
+    Args:
+        explicit: ``--app``: the app file or its directory (wins over everything).
+
+    Returns:
+        The resolved path of ``app.py``.
+
+    Raises:
+        FileNotFoundError: no candidate exists; the message lists where it looked.
+
+    Example:
+        >>> from fabricscope.dashboard import find_app
+        >>> find_app().name
+        'app.py'
+    """
+    # A location the user named must exist: silently running another copy would be a surprise.
+    for named, what in ((explicit, "--app"), (os.environ.get(ENV_APP), ENV_APP)):
+        if named:
+            p = Path(named).expanduser()
+            p = p / "app.py" if p.is_dir() else p
+            if not p.is_file():
+                raise FileNotFoundError(f"{what} {named}: no dashboards/app.py there")
+            return p.resolve()
+    here = Path(__file__).resolve().parent  # .../python/fabricscope
+    p = here.parent.parent / "dashboards" / "app.py"
+    if p.is_file():
+        return p
+    raise FileNotFoundError(
+        f"cannot find the dashboard app (looked at {p}): pass --app or set {ENV_APP} to the dashboards/ "
+        "directory of the fabricscope sdist"
+    )
+
+
+def streamlit_command(app: Path, *, host: str = "127.0.0.1", port: int = 8501, max_upload_mb: int = 200) -> list[str]:
+    """The ``streamlit run`` command line for the app, with the server locked down.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from fabricscope.dashboard import streamlit_command
+        >>> cmd = streamlit_command(Path("dashboards/app.py"), port=8600)
+        >>> cmd[cmd.index("--server.address") + 1], cmd[cmd.index("--server.port") + 1]
+        ('127.0.0.1', '8600')
+    """
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--server.maxUploadSize",
+        str(max_upload_mb),
+        # The app's source is not a live-reload playground in production.
+        "--server.fileWatcherType",
+        "none",
+        "--server.runOnSave",
+        "false",
+        "--server.enableXsrfProtection",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--global.developmentMode",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
+    ]
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    try:
+        import streamlit  # noqa: F401
+    except ImportError:
+        print("fabricscope: the dashboard needs streamlit: pip install 'fabricscope[dashboard]'", file=sys.stderr)
+        return 2
+    try:
+        app = find_app(args.app)
+    except FileNotFoundError as e:
+        print(f"fabricscope: {e}", file=sys.stderr)
+        return 2
+    data = Path(args.data).expanduser().resolve() if args.data else (app.parent.parent / "sample_traces").resolve()
+    if not data.is_dir():
+        print(f"fabricscope: --data {data} is not a directory", file=sys.stderr)
+        return 3
+    if not 0 < args.port < 65536:
+        print(f"fabricscope: --port {args.port} is not a TCP port", file=sys.stderr)
+        return 2
+    if args.max_upload_mb < 1:
+        print("fabricscope: --max-upload-mb must be at least 1", file=sys.stderr)
+        return 2
+    if not _is_loopback(args.host):
+        print(
+            f"fabricscope: warning: listening on {args.host}: anyone who can reach this port can read the "
+            f"telemetry under {data} (the dashboard has no authentication)",
+            file=sys.stderr,
+        )
+    env = {**os.environ, ENV_DATA: str(data), ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
+    cmd = streamlit_command(app, host=args.host, port=args.port, max_upload_mb=args.max_upload_mb)
+    print(f"fabricscope dashboard: http://{args.host}:{args.port}  (data: {data})", file=sys.stderr)
+    try:
+        return subprocess.call(cmd, env=env)
+    except KeyboardInterrupt:
+        return 0
+
+
+def add_dashboard_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``dashboard`` subcommand to the ``fabricscope`` parser.
+
+    Args:
+        subparsers: The object ``ArgumentParser.add_subparsers`` returned.
+
+    Returns:
+        The subcommand's parser.
+    """
+    p = subparsers.add_parser(
+        "dashboard",
+        help="start the fabric-health dashboard (Streamlit) on this machine",
+        description="Start the Streamlit fabric-health dashboard over a data directory or cron history.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--data", metavar="DIR", help="directory of counter files or a cron history (default: sample_traces/)"
+    )
+    p.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--max-upload-mb", type=int, default=200, help="largest accepted upload per file (default 200)")
+    p.add_argument("--app", metavar="PATH", help=f"the dashboards/ directory or app.py (default: ${ENV_APP}, checkout)")
+    p.set_defaults(func=_cmd_dashboard)
+    return p

@@ -1,0 +1,594 @@
+"""``bottleneck``: which layer of the stack (NVLink, PCIe, network, CXL) holds a host back.
+
+Per host and time window (a grid of ``window_s``), the utilisation of each layer is the busiest
+component's throughput over its capacity:
+
+* ``nvlink``: per GPU, DCGM ``nvlink_{tx,rx}_bytes_per_s`` gauges (PROF fields are rates), else the
+  rate of nvidia-smi ``nvlink_{tx,rx}_bytes`` counters summed over links; capacity from the
+  links' reported speed (``nvlink_speed_gb_per_s`` attributes), else the GPU model's NVLink
+  profile, else ``nvlink_profile``.
+* ``pcie``: per GPU, DCGM ``pcie_{tx,rx}_bytes_per_s``; capacity ``pcie_profile``.
+* ``network``: per NIC port, data bytes each way over the link rate, plus the share of time the
+  port could not send (PortXmitWait ticks on InfiniBand, received pause time on RoCE): a port that
+  moves 60% of line rate and waits for credits 35% of the time is 95% used. Capacity: the port's
+  rate gauge, else another port of the host, else ``--profile`` / ``network_profile``.
+* ``cxl``: per CXL PMU (``perf stat`` of ``cxl_pmu_mem<X>.<Y>``), data messages x 64 B each way
+  (MemData returned to the host; MemWr/MemWrPtl and cache data to the device); capacity
+  ``cxl_profile``.
+
+A reading is assigned to the window that contains the end of its interval (a reading on a window
+boundary closes the earlier window), so gauges and counter intervals of one scrape agree.
+
+A layer whose data throughput reaches ``saturated_ratio`` of its capacity is saturated; the one
+with the highest share in a window saturates first and is a ``warning`` (windows merged per host
+and layer). Time a port spends unable to send counts in its utilisation but not as saturation: that
+is congestion, which ``ib_congestion`` and the PFC detectors report. Hosts with nothing saturated
+get one ``info`` verdict naming their busiest layer. A window is communication-bound when its
+busiest layer averages at least ``comm_bound_ratio`` of capacity: collectives run near line rate
+while they run, so the busiest layer's average use estimates the share of time spent
+communicating.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+import polars as pl
+
+from fabricscope.detect import AnalysisInput
+from fabricscope.detect._common import port_facts, preferred, series_of
+from fabricscope.findings import make_findings, merge_windows
+from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu
+
+__all__ = ["LAYERS_SCHEMA", "detect", "empty_layers", "layer_utilisation", "network_ports"]
+
+KIND = "bottleneck"
+
+LAYERS_SCHEMA = pl.Schema(
+    {
+        "host": pl.String,
+        "window_start": pl.Datetime("ns", "UTC"),
+        "window_end": pl.Datetime("ns", "UTC"),
+        "layer": pl.String,
+        "utilisation_ratio": pl.Float64,
+        "throughput_bytes_per_s": pl.Float64,
+        "capacity_bytes_per_s": pl.Float64,
+        "metric": pl.String,
+    }
+)
+
+# Internal: the busiest component of each layer keeps its device and where its capacity came from.
+_COMPONENT = pl.Schema(
+    {
+        **LAYERS_SCHEMA,
+        "device": pl.String,
+        "port": pl.Int64,
+        "capacity_source": pl.String,
+    }
+)
+
+# Data bytes per direction, most specific first (the IB port counters on RoCE count RDMA only,
+# which is what collectives move; wire counters next).
+TX_COUNTERS = ["port_xmit_data_bytes", "ext_port_xmit_data_bytes", "vport_rdma_tx_unicast_bytes", "phy_tx_bytes"]
+RX_COUNTERS = ["port_rcv_data_bytes", "ext_port_rcv_data_bytes", "vport_rdma_rx_unicast_bytes", "phy_rx_bytes"]
+GPU_GAUGES = {
+    "nvlink": ("nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s"),
+    "pcie": ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"),
+}
+NVLINK_COUNTERS = ("nvlink_tx_bytes", "nvlink_rx_bytes")
+# What keeps a port from sending: IB credit waits, RoCE pause received from the switch.
+STALL_COUNTERS = ("port_xmit_wait_ticks", "rx_pause_duration_us")
+# CXL PMU messages that carry data, by direction (event names: kernel Documentation/admin-guide/perf/cxl.rst).
+# Assumption, not checked against a measurement (prior-art (d) lists CXL bandwidth as a gap): each data
+# message carries one 64-byte cache line, CXL's coherence granularity; a partial write counts as a
+# full line (an upper bound).
+CXL_LINE_BYTES = 64
+CXL_DATA = {
+    "cxl_s2m_drs_memdata": ("to_host", "read data returned"),
+    "cxl_cachedata_d2h_data": ("to_host", "device-to-host cache data"),
+    "cxl_m2s_rwd_memwr": ("to_device", "host writes"),
+    "cxl_m2s_rwd_memwrptl": ("to_device", "partial host writes"),
+    "cxl_cachedata_h2d_data": ("to_device", "host-to-device cache data"),
+}
+
+
+def _only(df: pl.DataFrame, counters: Iterable[str]) -> pl.DataFrame:
+    """Rows of some counters; compares the categorical directly (casting every row costs more)."""
+    return df.filter(pl.col("counter").is_in(list(counters)))
+
+
+def empty_layers() -> pl.DataFrame:
+    """A layer-utilisation frame with no rows (:data:`LAYERS_SCHEMA`)."""
+    return pl.DataFrame(schema=LAYERS_SCHEMA)
+
+
+def _every(window_s: float) -> str:
+    return f"{max(1, round(window_s * 1e6))}us"
+
+
+def _window(col: str, window_s: float) -> pl.Expr:
+    # A reading stamped exactly on a boundary describes the interval before it.
+    return (pl.col(col) - pl.duration(nanoseconds=1)).dt.truncate(_every(window_s)).alias("window_start")
+
+
+def _finish(df: pl.DataFrame, layer: str, window_s: float) -> pl.DataFrame:
+    """Busiest component per host and window, in the component schema."""
+    if df.is_empty():
+        return pl.DataFrame(schema=_COMPONENT)
+    return (
+        df.sort("utilisation_ratio", descending=True, nulls_last=True)
+        .group_by(["host", "window_start"], maintain_order=True)
+        .first()
+        .with_columns(
+            (pl.col("window_start") + pl.duration(microseconds=round(window_s * 1e6))).alias("window_end"),
+            pl.lit(layer).alias("layer"),
+        )
+        .with_columns(pl.col("port") if "port" in df.columns else pl.lit(None, pl.Int64).alias("port"))
+        .select([pl.col(c).cast(t) for c, t in _COMPONENT.items()])
+    )
+
+
+def _gpu_capacity(inp: AnalysisInput, layer: str, counted: pl.DataFrame) -> pl.DataFrame:
+    """Per (host, device): capacity in bytes/s and its source, for GPUs that name one.
+
+    ``counted`` holds the links each GPU's counters cover (``_counted``): when ``nvlink -s`` listed
+    fewer links than the counters show, the unlisted ones are taken to run at the listed links'
+    mean speed.
+    """
+    schema = {"host": pl.String, "device": pl.String, "_cap": pl.Float64, "_cap_source": pl.String}
+    attrs = inp.attributes
+    if layer != "nvlink" or attrs.is_empty():
+        return pl.DataFrame(schema=schema)
+    a = attrs.with_columns(pl.col("host", "device", "key").cast(pl.String)).sort("time")
+    speed = (
+        a.filter(pl.col("key") == "nvlink_speed_gb_per_s")
+        .group_by(["host", "device", "port"])
+        .agg(pl.col("value").last().cast(pl.Float64, strict=False))
+        .group_by(["host", "device"])
+        .agg((pl.col("value").mean() * 1e9).alias("_speed"), pl.len().alias("_links"))
+        .filter(pl.col("_speed") > 0)
+        .join(counted, on=["host", "device"], how="left")
+        .with_columns(pl.max_horizontal("_links", pl.col("_counted").fill_null(0)).alias("_n"))
+        .select(
+            "host",
+            "device",
+            (pl.col("_speed") * pl.col("_n")).alias("_cap"),
+            pl.format(
+                "{} links x {} GB/s (nvidia-smi nvlink -s, {} listed)", pl.col("_n"), pl.col("_speed") / 1e9, "_links"
+            ).alias("_cap_source"),
+        )
+    )
+    names = (
+        a.filter(pl.col("key").is_in(["gpu_name", "modelName"]))
+        .group_by(["host", "device"])
+        .agg(pl.col("value").last().alias("gpu_name"))
+    )
+    rows = []
+    for r in names.iter_rows(named=True):
+        p = nvlink_profile_for_gpu(r["gpu_name"])
+        if p is not None:
+            rows.append((r["host"], r["device"], p.line_rate_bytes_per_s, f"{r['gpu_name']}: profile {p.name}"))
+    by_model = pl.DataFrame(rows, schema=schema, orient="row")
+    return pl.concat([speed.cast(schema), by_model]).unique(["host", "device"], keep="first")  # type: ignore[arg-type]
+
+
+def _gpu_layer(inp: AnalysisInput, layer: str, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
+    tx_name, rx_name = GPU_GAUGES[layer]
+    g = _only(inp.gauges, [tx_name, rx_name]).filter(pl.col("value").is_not_null())
+    parts = []
+    if not g.is_empty():
+        parts.append(
+            g.with_columns(pl.col("host", "device", "counter").cast(pl.String), _window("time", window_s))
+            .group_by(["host", "device", "window_start", "counter"])
+            .agg(pl.col("value").mean().alias("bps"))
+            .with_columns(pl.lit(0).alias("_rank"))
+        )
+    counted = pl.DataFrame(schema={"host": pl.String, "device": pl.String, "_counted": pl.UInt32})
+    if layer == "nvlink":
+        c = _only(inp.rates, NVLINK_COUNTERS).filter(pl.col("delta").is_not_null())
+        if not c.is_empty():
+            parts.append(
+                c.with_columns(pl.col("host", "device", "counter").cast(pl.String), _window("end", window_s))
+                .group_by(["host", "device", "port", "window_start", "counter"])
+                .agg((pl.col("delta").sum() / pl.col("interval_s").sum()).alias("bps"))
+                .group_by(["host", "device", "window_start", "counter"])
+                .agg(pl.col("bps").sum())
+                .with_columns(pl.lit(1).alias("_rank"))
+            )
+            counted = (
+                c.with_columns(pl.col("host", "device").cast(pl.String))
+                .group_by(["host", "device"])
+                .agg(pl.col("port").n_unique().cast(pl.UInt32).alias("_counted"))
+            )
+    if not parts:
+        return pl.DataFrame(schema=_COMPONENT)
+    df = pl.concat(parts, how="vertical_relaxed")
+    # DCGM gauges and nvidia-smi counters of one GPU measure the same links: keep the gauges.
+    best = df.group_by(["host", "device"]).agg(pl.col("_rank").min().alias("_best"))
+    df = df.join(best, on=["host", "device"]).filter(pl.col("_rank") == pl.col("_best"))
+    df = (
+        df.sort("bps", descending=True)
+        .group_by(["host", "device", "window_start"], maintain_order=True)
+        .agg(pl.col("bps").first().alias("throughput_bytes_per_s"), pl.col("counter").first().alias("metric"))
+    )
+    default = get_profile(cfg[f"{layer}_profile"])
+    cap = _gpu_capacity(inp, layer, counted)
+    df = df.join(cap, on=["host", "device"], how="left").with_columns(
+        pl.col("_cap").fill_null(default.line_rate_bytes_per_s).alias("capacity_bytes_per_s"),
+        pl.col("_cap_source")
+        .fill_null(f"assumed profile {default.name} ([bottleneck] {layer}_profile)")
+        .alias("capacity_source"),
+    )
+    df = df.with_columns((pl.col("throughput_bytes_per_s") / pl.col("capacity_bytes_per_s")).alias("utilisation_ratio"))
+    return _finish(df, layer, window_s)
+
+
+def _network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
+    return _cached(inp, f"network@{window_s}", lambda: _make_network_wide(inp, cfg, window_s))
+
+
+def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
+    keys = ["host", "device", "_port"]
+    # Narrow the rates to the few counters used before the helpers cast entity columns to strings.
+    inp = dataclasses.replace(inp, rates=_only(inp.rates, [*TX_COUNTERS, *RX_COUNTERS, *STALL_COUNTERS]))
+    frames = []
+    for q, names in (("tx", TX_COUNTERS), ("rx", RX_COUNTERS)):
+        s = series_of(inp, names)
+        if s.is_empty():
+            continue
+        s = preferred(s).filter(pl.col("delta").is_not_null())
+        frames.append(
+            s.select(
+                *keys, "end", "interval_s", "delta", pl.lit(None, pl.Int64).alias("_prio"), "counter"
+            ).with_columns(pl.lit(q).alias("q"))
+        )
+    if not frames:
+        return pl.DataFrame()
+    bits_per_tick = inp.config["ib_congestion"]["bits_per_tick"]
+    wait = series_of(inp, [STALL_COUNTERS[0]]).filter(pl.col("delta").is_not_null())
+    pause = series_of(inp, [STALL_COUNTERS[1]]).filter(pl.col("delta").is_not_null())
+    if not wait.is_empty():
+        frames.append(
+            wait.select(
+                *keys,
+                "end",
+                "interval_s",
+                (pl.col("delta") * bits_per_tick / 8).alias("delta"),
+                pl.lit(None, pl.Int64).alias("_prio"),
+                "counter",
+            ).with_columns(pl.lit("stall_bytes").alias("q"))
+        )
+    if not pause.is_empty():
+        frames.append(
+            pause.select(
+                *keys, "end", "interval_s", (pl.col("delta") / 1e6).alias("delta"), "_prio", "counter"
+            ).with_columns(pl.lit("pause_s").alias("q"))
+        )
+    long = pl.concat(frames, how="vertical_relaxed").with_columns(
+        pl.col("counter").cast(pl.String), _window("end", window_s)
+    )
+    agg = (
+        long.group_by([*keys, "window_start", "q", "_prio"])
+        .agg((pl.col("delta").sum() / pl.col("interval_s").sum()).alias("v"), pl.col("counter").first())
+        # pause on several priorities at once is one stalled port: the worst priority counts
+        .sort("v", descending=True)
+        .group_by([*keys, "window_start", "q"], maintain_order=True)
+        .agg(pl.col("v").first(), pl.col("counter").first())
+    )
+    wide = agg.pivot(on="q", index=[*keys, "window_start"], values=["v", "counter"])
+    for q in ("tx", "rx", "stall_bytes", "pause_s"):
+        if f"v_{q}" not in wide.columns:
+            wide = wide.with_columns(
+                pl.lit(None, pl.Float64).alias(f"v_{q}"), pl.lit(None, pl.String).alias(f"counter_{q}")
+            )
+    facts = (
+        port_facts(inp)
+        .select("host", "device", pl.col("port").fill_null(-1).alias("_port"), "link_rate_bytes_per_s")
+        .filter(pl.col("link_rate_bytes_per_s") > 0)
+    )
+    default: Profile = inp.profile or get_profile(cfg["network_profile"])
+    host_rate = facts.group_by("host").agg(pl.col("link_rate_bytes_per_s").max().alias("_host_rate"))
+    wide = (
+        wide.join(facts, on=keys, how="left")
+        .join(host_rate, on="host", how="left")
+        .with_columns(
+            pl.coalesce("link_rate_bytes_per_s", "_host_rate", pl.lit(default.line_rate_bytes_per_s)).alias(
+                "capacity_bytes_per_s"
+            ),
+            pl.when(pl.col("link_rate_bytes_per_s").is_not_null())
+            .then(pl.lit("port rate gauge"))
+            .when(pl.col("_host_rate").is_not_null())
+            .then(pl.lit("rate of another port of the host"))
+            .otherwise(pl.lit(f"assumed profile {default.name}"))
+            .alias("capacity_source"),
+        )
+    )
+    return wide
+
+
+def network_ports(inp: AnalysisInput, window_s: float) -> pl.DataFrame:
+    """Per NIC port and window: send, receive and stall shares of the port's capacity.
+
+    Args:
+        inp: The analysis input.
+        window_s: Window length in seconds.
+
+    Returns:
+        Columns ``host``, ``device``, ``_port``, ``window_start``, ``send_ratio`` (transmit bytes
+        over capacity), ``stall_ratio`` (time the port could not send), ``recv_ratio``, ``tx_bytes_per_s``,
+        ``rx_bytes_per_s``, ``capacity_bytes_per_s``, ``capacity_source`` and the counters used;
+        empty when no NIC data counter was read.
+    """
+    wide = _network_wide(inp, inp.config["bottleneck"], window_s)
+    if wide.is_empty():
+        return wide
+    cap = pl.col("capacity_bytes_per_s")
+    return wide.with_columns(
+        pl.col("v_tx").alias("tx_bytes_per_s"),
+        pl.col("v_rx").alias("rx_bytes_per_s"),
+        (pl.col("v_tx").fill_null(0.0) / cap).alias("send_ratio"),
+        (pl.col("v_rx").fill_null(0.0) / cap).alias("recv_ratio"),
+        pl.max_horizontal((pl.col("v_stall_bytes") / cap).fill_null(0.0), pl.col("v_pause_s").fill_null(0.0)).alias(
+            "stall_ratio"
+        ),
+    )
+
+
+def _network_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
+    wide = _network_wide(inp, cfg, window_s)
+    if wide.is_empty():
+        return pl.DataFrame(schema=_COMPONENT)
+    tx = pl.col("v_tx").fill_null(0.0)
+    rx = pl.col("v_rx").fill_null(0.0)
+    stall = pl.max_horizontal(
+        (pl.col("v_stall_bytes") / pl.col("capacity_bytes_per_s")).fill_null(0.0), pl.col("v_pause_s").fill_null(0.0)
+    )
+    send = tx / pl.col("capacity_bytes_per_s") + stall
+    recv = rx / pl.col("capacity_bytes_per_s")
+    stall_name = pl.coalesce("counter_stall_bytes", "counter_pause_s")
+    wide = wide.with_columns(
+        pl.min_horizontal(pl.max_horizontal(send, recv), pl.lit(1.0)).alias("utilisation_ratio"),
+        pl.max_horizontal(tx, rx).alias("throughput_bytes_per_s"),
+        pl.when(send >= recv)
+        .then(
+            pl.when(stall >= 0.01)
+            .then(pl.concat_str(pl.col("counter_tx").fill_null("-"), pl.lit("+"), stall_name))
+            .otherwise(pl.col("counter_tx"))
+        )
+        .otherwise(pl.col("counter_rx"))
+        .alias("metric"),
+    )
+    wide = wide.with_columns(pl.when(pl.col("_port") >= 0).then(pl.col("_port")).alias("port"))
+    return _finish(wide, "network", window_s)
+
+
+def _cxl_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
+    c = _only(inp.rates, CXL_DATA).filter(pl.col("delta").is_not_null())
+    if c.is_empty():
+        return pl.DataFrame(schema=_COMPONENT)
+    prof = get_profile(cfg["cxl_profile"])
+    direction = {k: d for k, (d, _) in CXL_DATA.items()}
+    df = (
+        c.with_columns(
+            pl.col("host", "device", "counter").cast(pl.String),
+            _window("end", window_s),
+            (pl.col("delta") * CXL_LINE_BYTES).alias("_bytes"),
+        )
+        .with_columns(pl.col("counter").replace_strict(direction, return_dtype=pl.String).alias("_dir"))
+        .group_by(["host", "device", "window_start", "counter", "_dir"])
+        .agg((pl.col("_bytes").sum() / pl.col("interval_s").sum()).alias("bps"))
+        .group_by(["host", "device", "window_start", "_dir"])
+        .agg(pl.col("bps").sum(), pl.col("counter").sort().str.join("+").alias("metric"))
+        # the link is as busy as its busier direction
+        .sort("bps", descending=True)
+        .group_by(["host", "device", "window_start"], maintain_order=True)
+        .agg(pl.col("bps").first().alias("throughput_bytes_per_s"), pl.col("metric").first())
+        .with_columns(
+            pl.lit(prof.line_rate_bytes_per_s).alias("capacity_bytes_per_s"),
+            pl.lit(f"assumed profile {prof.name} ([bottleneck] cxl_profile)").alias("capacity_source"),
+        )
+        .with_columns((pl.col("throughput_bytes_per_s") / pl.col("capacity_bytes_per_s")).alias("utilisation_ratio"))
+    )
+    return _finish(df, "cxl", window_s)
+
+
+# The last input's frames: run_analysis asks for the layers, and the bottleneck and
+# underperformance detectors for the same components and ports, of one AnalysisInput.
+_LAST: dict[str, Any] = {}
+
+
+def _cached(inp: AnalysisInput, what: str, make: Any) -> pl.DataFrame:
+    ref = _LAST.get("inp")
+    if ref is None or ref() is not inp or _LAST.get("key") != (id(inp.rates), id(inp.gauges), id(inp.config)):
+        _LAST.clear()
+        _LAST.update(inp=weakref.ref(inp), key=(id(inp.rates), id(inp.gauges), id(inp.config)))
+    if what not in _LAST:
+        _LAST[what] = make()
+    return _LAST[what]
+
+
+def _components(inp: AnalysisInput) -> pl.DataFrame:
+    return _cached(inp, "components", lambda: _make_components(inp))
+
+
+def _make_components(inp: AnalysisInput) -> pl.DataFrame:
+    cfg = inp.config["bottleneck"]
+    w = float(cfg["window_s"])
+    frames = [
+        _gpu_layer(inp, "nvlink", cfg, w),
+        _gpu_layer(inp, "pcie", cfg, w),
+        _network_layer(inp, cfg, w),
+        _cxl_layer(inp, cfg, w),
+    ]
+    frames = [f for f in frames if not f.is_empty()]
+    if not frames:
+        return pl.DataFrame(schema=_COMPONENT)
+    return pl.concat(frames).sort("host", "window_start", "layer")
+
+
+def layer_utilisation(inp: AnalysisInput) -> pl.DataFrame:
+    """Per host, window and layer: the busiest component's utilisation, throughput and capacity.
+
+    Args:
+        inp: The analysis input (rates, gauges, attributes, config ``[bottleneck]``).
+
+    Returns:
+        A frame with :data:`LAYERS_SCHEMA` (``host``, ``window_start``, ``window_end``, ``layer``,
+        ``utilisation_ratio``, ``throughput_bytes_per_s``, ``capacity_bytes_per_s``, ``metric``);
+        empty with that schema when no layer was measured.
+
+    Example:
+        >>> import fabricscope
+        >>> a = fabricscope.run_analysis("sample_traces/scenarios/nvlink-saturated")
+        >>> busy = a.layers.filter(a.layers["host"] == "nvlink-gpu03")
+        >>> busy.group_by("layer").agg(busy["utilisation_ratio"].max()).sort("layer")["layer"].to_list()
+        ['network', 'nvlink']
+    """
+    return _components(inp).select(LAYERS_SCHEMA.names())
+
+
+def _fmt_layers(lay: pl.DataFrame) -> str:
+    return ", ".join(f"{r['layer']} {r['u']:.0%}" for r in lay.sort("u", descending=True).iter_rows(named=True))
+
+
+def detect(inp: AnalysisInput) -> pl.DataFrame:
+    """Name the layer that saturates first, per host and window."""
+    cfg = inp.config["bottleneck"]
+    comp = _components(inp)
+    if comp.is_empty():
+        return make_findings([])
+    w = float(cfg["window_s"])
+    # Saturation is judged on the data a layer moves: a port that mostly waits (credits, pause)
+    # is congested, which ib_congestion and the PFC detectors report; its busy time still counts
+    # in the utilisation and the verdict.
+    flagged = (
+        comp.with_columns((pl.col("throughput_bytes_per_s") / pl.col("capacity_bytes_per_s")).alias("data_ratio"))
+        .filter(pl.col("data_ratio") >= cfg["saturated_ratio"])
+        .sort("data_ratio", descending=True)
+        .group_by(["host", "window_start"], maintain_order=True)
+        .first()
+        .rename({"window_start": "start", "window_end": "end"})
+    )
+    rows: list[dict[str, Any]] = []
+    warned: set[str] = set()
+    if not flagged.is_empty():
+        windows = merge_windows(
+            flagged,
+            keys=["host", "layer"],
+            max_gap_s=w,
+            aggs=[
+                pl.col("data_ratio").mean().alias("mean_ratio"),
+                pl.col("data_ratio").max().alias("peak_ratio"),
+                pl.col("utilisation_ratio").mean().alias("busy_ratio"),
+                pl.col("throughput_bytes_per_s").mean().alias("throughput"),
+                pl.col("capacity_bytes_per_s").max().alias("capacity"),
+                pl.col("capacity_source").first(),
+                pl.col("metric").first(),
+                pl.col("device").mode().first().alias("device"),
+                pl.col("port").mode().first().alias("port"),
+            ],
+        )
+        for x in windows.iter_rows(named=True):
+            warned.add(x["host"])
+            others = (
+                comp.filter(
+                    (pl.col("host") == x["host"])
+                    & (pl.col("window_start") >= x["start"])
+                    & (pl.col("window_end") <= x["end"])
+                )
+                .group_by("layer")
+                .agg(pl.col("utilisation_ratio").mean().alias("u"))
+            )
+            rest = others.filter(pl.col("layer") != x["layer"])
+            rows.append(
+                {
+                    "kind": KIND,
+                    "severity": "warning",
+                    "host": x["host"],
+                    # the busiest NIC port or GPU: where to look first
+                    "device": x["device"],
+                    "port": x["port"],
+                    "layer": x["layer"],
+                    "start": x["start"],
+                    "end": x["end"],
+                    "metric": "utilisation_ratio",
+                    "observed": x["mean_ratio"],
+                    "expected": cfg["saturated_ratio"],
+                    "message": (
+                        f"{x['layer']} saturates first: {x['mean_ratio']:.0%} of "
+                        f"{x['capacity'] / 1e9:.0f} GB/s on {x['device']} (peak {x['peak_ratio']:.0%})"
+                        + (f"; {_fmt_layers(rest)}" if rest.height else "; no other layer measured")
+                        + "; communication-bound"
+                    ),
+                    "evidence": {
+                        "rule": "bottleneck.saturated_layer",
+                        "threshold_source": cfg["source"],
+                        "busiest_device": x["device"],
+                        "measured_bytes_per_s": x["throughput"],
+                        "expected_bytes_per_s": x["capacity"],
+                        "ratio": x["mean_ratio"],
+                        "data_ratio": x["mean_ratio"],
+                        "peak_data_ratio": x["peak_ratio"],
+                        "utilisation_ratio": x["busy_ratio"],
+                        "expectation_source": x["capacity_source"],
+                        "metric": x["metric"],
+                        "other_layers_ratio": {r["layer"]: r["u"] for r in rest.iter_rows(named=True)},
+                        "communication_bound": bool(x["mean_ratio"] >= cfg["comm_bound_ratio"]),
+                        "windows": x["intervals"],
+                        "window_s": w,
+                    },
+                }
+            )
+    # One verdict per host that has no saturated layer: its busiest layer over the observation.
+    per_host = (
+        comp.filter(~pl.col("host").is_in(list(warned)))
+        .group_by(["host", "layer"])
+        .agg(
+            pl.col("utilisation_ratio").mean().alias("u"),
+            pl.col("utilisation_ratio").max().alias("peak"),
+            pl.col("throughput_bytes_per_s").mean().alias("throughput"),
+            pl.col("capacity_bytes_per_s").max().alias("capacity"),
+            pl.col("capacity_source").first(),
+            pl.col("metric").first(),
+            pl.col("window_start").min().alias("start"),
+            pl.col("window_end").max().alias("end"),
+        )
+        .sort(["host", "u"], descending=[False, True])
+    )
+    for host, grp in per_host.group_by("host", maintain_order=True):
+        b = grp.row(0, named=True)
+        comm = b["u"] >= cfg["comm_bound_ratio"]
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "info",
+                "host": host[0],
+                "layer": b["layer"],
+                "start": grp["start"].min(),
+                "end": grp["end"].max(),
+                "metric": "utilisation_ratio",
+                "observed": b["u"],
+                "expected": cfg["saturated_ratio"],
+                "message": (
+                    f"no layer saturated; busiest {b['layer']} at {b['u']:.0%} on average (peak {b['peak']:.0%}) "
+                    f"[{_fmt_layers(grp)}]: " + ("communication-bound" if comm else "not communication-bound")
+                ),
+                "evidence": {
+                    "rule": "bottleneck.verdict",
+                    "threshold_source": cfg["source"],
+                    "measured_bytes_per_s": b["throughput"],
+                    "expected_bytes_per_s": b["capacity"],
+                    "ratio": b["throughput"] / b["capacity"] if b["capacity"] else None,
+                    "utilisation_ratio": b["u"],
+                    "expectation_source": b["capacity_source"],
+                    "metric": b["metric"],
+                    "layers_ratio": {r["layer"]: r["u"] for r in grp.iter_rows(named=True)},
+                    "communication_bound": bool(comm),
+                    "window_s": w,
+                },
+            }
+        )
+    return make_findings(rows)

@@ -1,0 +1,150 @@
+"""The Ray engine: the same three steps as the local engine, as Ray tasks.
+
+* The driver walks the inputs into *units* (a file, or a sysfs tree that must be read whole) and
+  ships their **paths** to read tasks, grouped by size; workers must see the same paths (a shared
+  filesystem, or a copy per node). Nothing but paths and options leaves the driver.
+* Each read task parses its files with the Rust readers (GIL released), filters every batch, and
+  returns one frame per host partition (``num_returns``), which stay in Ray's object store.
+* One analysis task per partition receives that partition's frames from every read task, computes
+  rates and the per-partition detectors, and returns findings plus the small reduced inputs of
+  the fabric-wide detectors, which the driver runs last (:func:`fabricscope.engines.fabric_wide`).
+
+Install with ``pip install 'fabricscope[ray]'``; see ``docs/scale.md`` for a real cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from fabricscope.engines import (
+    Engine,
+    EngineResult,
+    Filters,
+    PartitionResult,
+    ReadOptions,
+    analyze_partition,
+    empty_attributes,
+    merge_tables,
+    reduce_results,
+)
+from fabricscope.engines.units import Unit, group_units, read_units, work_units
+from fabricscope.exceptions import FabricscopeError
+from fabricscope.profiles import Profile
+
+__all__ = ["RayEngine"]
+
+
+def _read_task(units: Sequence[Unit], read: ReadOptions, filters: Filters, partitions: int) -> tuple[Any, ...]:
+    reports, tables, samples, attrs = read_units(units, read, filters, partitions)
+
+    def one(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
+        return pl.concat(frames, how="vertical_relaxed") if frames else None
+
+    # One return value per partition: Ray stores each separately, so partition i's analysis task
+    # fetches only its own rows.
+    return ({"reports": reports, "tables": tables}, *((one(s), one(a)) for s, a in zip(samples, attrs, strict=True)))
+
+
+def _analyze_task(
+    tables: dict[str, pl.DataFrame],
+    config: dict[str, Any],
+    profile: Profile | None,
+    *parts: tuple[pl.DataFrame | None, pl.DataFrame | None],
+) -> PartitionResult | None:
+    samples = [s for s, _ in parts if s is not None]
+    if not samples:
+        return None
+    attrs = [a for _, a in parts if a is not None]
+    return analyze_partition(
+        pl.concat(samples, how="vertical_relaxed"),
+        pl.concat(attrs, how="vertical_relaxed") if attrs else empty_attributes(),
+        tables,
+        config,
+        profile,
+    )
+
+
+def _get(ray: Any, refs: list[Any]) -> list[Any]:
+    """``ray.get``, raising a worker's fabricscope error as itself (file, line, what was expected)."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as e:
+        if isinstance(e.cause, FabricscopeError):
+            raise e.cause from None
+        raise
+
+
+class RayEngine(Engine):
+    """Partitioned analysis as Ray tasks.
+
+    Args:
+        address: Cluster to join (``auto``, ``ray://head:10001``); None uses the running Ray
+            instance or starts a local one. A Ray started here is shut down after the run.
+        partitions: Host partitions (default: twice the cluster's CPUs).
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, partitions: int | None = None) -> None:
+        if partitions is not None and partitions < 1:
+            raise ValueError("partitions must be at least 1")
+        self.address = address
+        self.partitions = partitions
+
+    def run(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        read: ReadOptions,
+        filters: Filters,
+        config: dict[str, Any],
+        profile: Profile | None,
+    ) -> EngineResult:
+        """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
+        try:
+            import ray
+        except ImportError as e:  # pragma: no cover - depends on the install
+            raise ImportError("the ray engine needs Ray: pip install 'fabricscope[ray]'") from e
+        started = False
+        if not ray.is_initialized():
+            ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+            started = True
+        try:
+            return self._run(ray, paths, read, filters, config, profile)
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _run(
+        self,
+        ray: Any,
+        paths: Sequence[str | os.PathLike[str]],
+        read: ReadOptions,
+        filters: Filters,
+        config: dict[str, Any],
+        profile: Profile | None,
+    ) -> EngineResult:
+        t0 = time.perf_counter()
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        n = self.partitions or 2 * cpus
+        units = work_units(paths, read.format, filters)
+        groups = group_units(units, 2 * cpus)
+        read_task = ray.remote(_read_task).options(num_returns=n + 1)
+        analyze_task = ray.remote(_analyze_task)
+        reads = [read_task.remote(g, read, filters, n) for g in groups]
+        metas = _get(ray, [r[0] for r in reads])
+        tables = merge_tables([m["tables"] for m in metas])
+        tables_ref = ray.put(tables)
+        # Partition i's frames from every read task go to one analysis task, straight from the
+        # object store: the driver never holds samples.
+        pending = [analyze_task.remote(tables_ref, config, profile, *[r[1 + i] for r in reads]) for i in range(n)]
+        results: list[PartitionResult] = [r for r in _get(ray, pending) if r is not None]
+        # Reading and the partitions overlap in Ray: one figure for both.
+        seconds = {"read+partitions": time.perf_counter() - t0}
+        reports = [r for m in metas for r in m["reports"]]
+        return reduce_results(results, tables=tables, config=config, profile=profile, reports=reports, seconds=seconds)

@@ -1,0 +1,249 @@
+"""Work units: what a worker reads on its own, and reading them in a stable order."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from fabricscope.engines import Filters, ReadOptions, split_by_partition
+from fabricscope.exceptions import FabricscopeError, UnknownFormatError
+from fabricscope.io import InputReport, scan
+
+__all__ = ["Unit", "group_units", "read_units", "work_units"]
+
+Unit = tuple[str, str]
+"""A path and its kind: ``file`` (named by the user), ``walked`` (found by walking a directory:
+skipped when its format cannot be detected, as the Rust reader does), ``history`` (one Parquet
+part of a ``fabricscope cron`` history) or ``history-attributes`` (a history's port attributes)."""
+
+FILE, WALKED, HISTORY, HISTORY_ATTRIBUTES = "file", "walked", "history", "history-attributes"
+
+
+def _sysfs_root(d: Path) -> bool:
+    # Mirrors `sysfs_root_kind` in rust/fabricscope-core/src/read.rs: a sysfs tree is one unit,
+    # never split into its counter files.
+    name = d.name
+
+    def child_with(sub: str) -> bool:
+        try:
+            return any((c / sub).is_dir() for c in d.iterdir())
+        except OSError:
+            return False
+
+    return (
+        (d / "class/infiniband").is_dir()
+        or (d / "class/net").is_dir()
+        or (name == "class" and ((d / "infiniband").is_dir() or (d / "net").is_dir()))
+        or (name == "infiniband" and child_with("ports"))
+        or (name == "net" and child_with("statistics"))
+        or (d / "ports").is_dir()
+        or ((d / "statistics").is_dir() and (d / "operstate").is_file())
+        or (name == "ports" and (child_with("counters") or child_with("hw_counters")))
+        or (d / "counters").is_dir()
+        or (d / "hw_counters").is_dir()
+    )
+
+
+def _history_units(root: Path, filters: Filters) -> list[Unit]:
+    # The history's Hive layout (samples/date=YYYY-MM-DD/host=H/part-*.parquet) prunes whole
+    # directories by the filters before any file is opened.
+    from fabricscope.history import partition_dir
+
+    first = _date(filters.since)
+    last = _date(filters.until)
+    hosts = {partition_dir(root, "samples", dt.date(2000, 1, 1), h).name for h in filters.hosts or ()}
+    units: list[Unit] = []
+    for day in sorted((root / "samples").glob("date=*")):
+        try:
+            d = dt.date.fromisoformat(day.name.removeprefix("date="))
+        except ValueError:
+            continue
+        if (first and d < first) or (last and d > last):
+            continue
+        for host_dir in sorted(day.glob("host=*")):
+            if filters.hosts is not None and host_dir.name not in hosts:
+                continue
+            units.extend((str(f), HISTORY) for f in sorted(host_dir.glob("*.parquet")))
+    if (root / "attributes.parquet").is_file():
+        units.append((str(root), HISTORY_ATTRIBUTES))
+    return units
+
+
+def _date(ns: int | None) -> dt.date | None:
+    return None if ns is None else dt.datetime.fromtimestamp(ns / 1e9, tz=dt.timezone.utc).date()
+
+
+def work_units(
+    paths: Sequence[str | os.PathLike[str]], format: str = "auto", filters: Filters | None = None
+) -> list[Unit]:
+    """Expand inputs into independently readable units, in the order the Rust reader uses.
+
+    Directories are walked like the Rust reader walks them (sorted, dot entries skipped, symlink
+    loops entered once, sysfs trees kept whole). Missing paths stay units so that reading them
+    reports the error. A ``fabricscope cron`` history directory becomes its sample files, pruned
+    by ``filters`` through the date and host directories.
+
+    Example:
+        >>> from fabricscope.engines.units import work_units
+        >>> work_units(["sample_traces/ethtool"])
+        [('sample_traces/ethtool/roce01-eth2.log', 'walked')]
+    """
+    units: list[Unit] = []
+    seen: set[str] = set()
+
+    def walk(d: Path) -> None:
+        real = os.path.realpath(d)
+        if real in seen:
+            return
+        seen.add(real)
+        if format == "sysfs" or (format == "auto" and _sysfs_root(d)):
+            units.append((str(d), FILE))
+            return
+        try:
+            children = sorted(d.iterdir(), key=lambda p: os.fsencode(p.name))
+        except OSError:
+            units.append((str(d), FILE))  # reading it reports the error as the Rust reader does
+            return
+        for c in children:
+            if c.name.startswith("."):
+                continue
+            if c.is_dir():
+                walk(c)
+            else:
+                units.append((str(c), WALKED))
+
+    from fabricscope.history import is_history
+
+    for p in paths:
+        path = Path(p)
+        if path.is_dir() and is_history(path):
+            units.extend(_history_units(path, filters or Filters()))
+        elif path.is_dir():
+            walk(path)
+        else:
+            units.append((os.fspath(p), FILE))
+    return units
+
+
+def group_units(units: list[Unit], groups: int) -> list[list[Unit]]:
+    """Split units into at most ``groups`` lists of similar total size, keeping input order inside."""
+    sizes = []
+    for path, _ in units:
+        try:
+            sizes.append(Path(path).stat().st_size)
+        except OSError:
+            sizes.append(0)
+    total = sum(sizes) or 1
+    per = total / max(1, groups)
+    out: list[list[Unit]] = [[]]
+    acc = 0
+    for u, s in zip(units, sizes, strict=True):
+        if out[-1] and acc + s > per and len(out) < groups:
+            out.append([])
+            acc = 0
+        out[-1].append(u)
+        acc += s
+    return [g for g in out if g]
+
+
+def read_units(
+    units: Sequence[Unit], read: ReadOptions, filters: Filters, partitions: int, batch_rows: int = 1 << 20
+) -> tuple[list[InputReport], dict[str, pl.DataFrame], list[list[pl.DataFrame]], list[list[pl.DataFrame]]]:
+    """Read units in order, streaming each one's batches, filtered and split by host partition.
+
+    Each unit is scanned on its own, so rows arrive in the same order on every run and in every
+    engine (the Rust reader interleaves the batches of files it reads in parallel).
+
+    Returns:
+        ``(reports, tables, samples, attributes)``: ``samples[i]``/``attributes[i]`` list the
+        frames of partition ``i``, in read order.
+    """
+    reports: list[InputReport] = []
+    samples: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
+    attrs: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
+    tables: dict[str, list[pl.DataFrame]] = {}
+    for path, kind in units:
+        if kind in (HISTORY, HISTORY_ATTRIBUTES):
+            _read_history(path, kind, filters, partitions, reports, samples, attrs)
+            continue
+        walked = kind == WALKED
+        try:
+            # A walked file is tried strictly first: in lenient mode an undetectable file would
+            # come back as a failed input, where the Rust walker skips it.
+            got = _scan_unit(path, read, filters, partitions, batch_rows, strict=read.strict or walked)
+        except UnknownFormatError as e:
+            if not walked:
+                raise
+            # What the Rust reader does with an undetectable file it found by walking.
+            reports.append(InputReport(path, None, 0, 0, 0, 0, warnings=[f"skipped: not a recognised format ({e})"]))
+            continue
+        except FabricscopeError:
+            if read.strict:
+                raise
+            got = _scan_unit(path, read, filters, partitions, batch_rows, strict=False)  # count bad records
+        unit_reports, unit_tables, unit_samples, unit_attrs = got
+        reports.extend(unit_reports)
+        for name, frames in unit_tables.items():
+            tables.setdefault(name, []).extend(frames)
+        for i in range(partitions):
+            samples[i].extend(unit_samples[i])
+            attrs[i].extend(unit_attrs[i])
+    return reports, {k: pl.concat(v, how="vertical_relaxed") for k, v in tables.items()}, samples, attrs
+
+
+def _read_history(
+    path: str,
+    kind: str,
+    filters: Filters,
+    partitions: int,
+    reports: list[InputReport],
+    samples: list[list[pl.DataFrame]],
+    attrs: list[list[pl.DataFrame]],
+) -> None:
+    from fabricscope.history import History, to_canonical
+
+    if kind == HISTORY_ATTRIBUTES:
+        a = History(path).attributes()
+        if a is not None:
+            for i, df in split_by_partition(filters.apply(a, timed=False), partitions).items():
+                attrs[i].append(df)
+        return
+    # Filters are pushed into the Parquet scan (row groups outside the window are never decoded).
+    lf = pl.scan_parquet(path, hive_partitioning=False)
+    cond = filters.predicates()
+    df = to_canonical(lf.filter(cond) if cond else lf)
+    df = df.collect() if isinstance(df, pl.LazyFrame) else df
+    reports.append(InputReport(path, "parquet", Path(path).stat().st_size, df.height, 0, 0))
+    for i, part in split_by_partition(df, partitions).items():
+        samples[i].append(part)
+
+
+def _scan_unit(
+    path: str, read: ReadOptions, filters: Filters, partitions: int, batch_rows: int, *, strict: bool
+) -> tuple[list[InputReport], dict[str, list[pl.DataFrame]], list[list[pl.DataFrame]], list[list[pl.DataFrame]]]:
+    samples: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
+    attrs: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
+    tables: dict[str, list[pl.DataFrame]] = {}
+    it = scan(
+        [path],
+        format=read.format,
+        host=read.host,
+        time=read.time,
+        strict=strict,
+        batch_rows=batch_rows,
+        include_attributes=True,
+    )
+    for kind, frame in it:
+        if kind == "samples":
+            for i, df in split_by_partition(filters.apply(frame), partitions).items():
+                samples[i].append(df)
+        elif kind == "attributes":
+            for i, df in split_by_partition(filters.apply(frame, timed=False), partitions).items():
+                attrs[i].append(df)
+        else:
+            tables.setdefault(kind, []).append(frame)
+    return it.reports or [], tables, samples, attrs

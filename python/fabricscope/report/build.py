@@ -1,0 +1,635 @@
+"""Build the report: gather (analysis or history), plot (matplotlib, inlined), render (HTML/Markdown)."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import datetime as dt
+import html
+import io
+import json
+import os
+import sys
+import time as _time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from fabricscope import __version__
+from fabricscope.findings import overall_status
+from fabricscope.rates import value_as_float
+
+__all__ = ["ReportData", "add_parser", "gather", "render_html", "render_markdown", "write_report"]
+
+# Which counters feed each panel. The first present counter of a list is used, so one port never
+# shows the same traffic twice from two sources.
+_TX_BYTES = ["port_xmit_data_bytes", "phy_tx_bytes", "vport_rdma_tx_unicast_bytes", "netdev_tx_bytes", "capture_bytes"]
+_RX_BYTES = ["port_rcv_data_bytes", "phy_rx_bytes", "vport_rdma_rx_unicast_bytes", "netdev_rx_bytes"]
+_RX_PACKETS = ["port_rcv_packets", "phy_rx_packets", "vport_rdma_rx_unicast_packets", "netdev_rx_packets"]
+_ECN = ["prio_rx_ecn_marked_packets", "np_ecn_marked_roce_packets", "capture_ce_marked_packets"]
+_CNP = ["np_cnp_sent_packets", "rp_cnp_handled_packets", "rp_cnp_ignored_packets", "capture_cnp_packets"]
+_ERRORS = [
+    "symbol_errors",
+    "port_rcv_errors",
+    "port_rcv_remote_physical_errors",
+    "local_link_integrity_errors",
+    "link_error_recovery_events",
+    "link_downed_events",
+    "phy_rx_crc_errors",
+    "phy_rx_symbol_errors",
+    "phy_link_down_events",
+    "fec_uncorrectable_blocks",
+]
+# RoCE loss signals (prior-art b.5): receiver sequence errors and NIC/physical drops.
+_LOSS = ["out_of_sequence_packets", "packet_seq_errors", "phy_rx_discards", "rx_out_of_buffer_packets"]
+_SEV_COLOUR = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#7f7f7f"}
+
+
+@dataclass
+class ReportData:
+    """Everything a report shows.
+
+    Attributes:
+        title: Report title.
+        sources: The inputs or history directories.
+        findings: Findings frame (worst first).
+        rates: Rates the detectors saw.
+        gauges: Latest gauges (link rate per port).
+        inputs: The contract's per-input rows.
+        lifecycle: Fault lifecycle when the report is over a history.
+        layers: ``Analysis.layers`` (bottleneck view) when the analysis provides it.
+        advice: Advisor tables by name, or a note why there are none.
+        plots: Per port: title and SVG text.
+    """
+
+    title: str
+    sources: list[str]
+    findings: pl.DataFrame
+    rates: pl.DataFrame
+    gauges: pl.DataFrame
+    inputs: list[dict[str, Any]]
+    lifecycle: pl.DataFrame | None = None
+    layers: pl.DataFrame | None = None
+    advice: dict[str, pl.DataFrame] | str = ""
+    plots: list[tuple[str, str, bytes]] = field(default_factory=list)
+
+
+class _Stages:
+    """A stage counter on stderr (``[3/9] plotting gpu01/mlx5_0/1``); silent when quiet."""
+
+    def __init__(self, quiet: bool, total: int = 0) -> None:
+        self.quiet = quiet
+        self.total = total
+        self.done = 0
+        self.t0 = _time.monotonic()
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        if self.quiet:
+            return
+        total = f"/{self.total}" if self.total else ""
+        sys.stderr.write(f"\r[{self.done}{total}] {_time.monotonic() - self.t0:5.1f} s  {what[:60]:<60}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if not self.quiet:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def gather(
+    sources: Sequence[str | os.PathLike[str]],
+    *,
+    profile: str | None = None,
+    config: str | None = None,
+    strict: bool = True,
+    since: str | None = None,
+    quiet: bool = True,
+) -> ReportData:
+    """Analyse inputs (or read histories) into :class:`ReportData`.
+
+    Args:
+        sources: Input files/directories, or history directories written by ``fabricscope cron``.
+        profile: Force a technology profile.
+        config: Thresholds TOML.
+        strict: Reader strictness.
+        since: For histories: only samples from this time (ISO 8601).
+        quiet: No progress on stderr.
+
+    Returns:
+        The report's data (plots not yet drawn).
+
+    Example:
+        >>> d = gather(["sample_traces/ethtool"])
+        >>> d.rates.height > 0
+        True
+    """
+    from fabricscope.analyze import run_analysis
+    from fabricscope.history import History, is_history, to_canonical
+    from fabricscope.io import load
+
+    paths = [os.fspath(s) for s in sources]
+    histories = [p for p in paths if is_history(p)]
+    others = [p for p in paths if p not in histories]
+    frames, attrs, tables, inputs, lifecycles = [], [], {}, [], []
+    for h in histories:
+        hist = History(h)
+        frames.append(to_canonical(hist.samples(since=since).collect()))
+        a = hist.attributes()
+        if a is not None:
+            attrs.append(a)
+        lifecycles.append(hist.lifecycle())
+        runs = hist.runs()
+        inputs.append(
+            {"path": h, "format": "history", "records": frames[-1].height, "rejected": 0, "runs": runs.height}
+        )
+    if others:
+        res = load(others, strict=strict)
+        frames.append(res.samples)
+        if not res.attributes.is_empty():
+            attrs.append(res.attributes)
+        tables = res.tables
+        inputs += [
+            {"path": r.path, "format": r.format or "-", "records": r.rows + r.attribute_rows, "rejected": r.bad_records}
+            for r in res.reports
+            if r.format is not None or r.failed
+        ]
+    samples = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+    analysis = run_analysis(
+        samples,
+        profile=profile,
+        config=config,
+        attributes=pl.concat(attrs, how="vertical_relaxed") if attrs else None,
+        tables=tables,
+    )
+    gauges = (
+        samples.lazy()
+        .filter(~pl.col("is_counter") & (pl.col("counter") == "link_rate_bytes_per_s"))
+        .group_by("host", "device", "port")
+        .agg(value_as_float().sort_by(pl.col("time")).last().alias("link_rate_bytes_per_s"))
+        .with_columns([pl.col(c).cast(pl.String) for c in ("host", "device")])
+        .collect()
+        if samples.height
+        else pl.DataFrame(schema={"host": pl.String, "device": pl.String, "port": pl.UInt16})
+    )
+    return ReportData(
+        title="fabricscope report",
+        sources=paths,
+        findings=analysis.findings,
+        rates=analysis.rates,
+        gauges=gauges,
+        inputs=inputs,
+        lifecycle=pl.concat(lifecycles) if lifecycles else None,
+        layers=getattr(analysis, "layers", None),
+        advice=_advice(analysis),
+    )
+
+
+def _advice(analysis: Any) -> dict[str, pl.DataFrame] | str:
+    """The advisor's tables (``fabricscope.advise``), or why there are none."""
+    import importlib
+
+    try:
+        adv = importlib.import_module("fabricscope.advise")  # another issue's module; optional here
+    except ImportError:
+        return "The advisor (fabricscope.advise) is not available in this installation."
+    try:
+        res = adv.advise(analysis=analysis)
+    except Exception as e:  # an advisor failure must not lose the whole report
+        return f"The advisor failed: {type(e).__name__}: {e}"
+    tables = {n: getattr(res, n) for n in ("allreduce", "breakeven")}
+    return {n: t for n, t in tables.items() if isinstance(t, pl.DataFrame)} or "The advisor returned no tables."
+
+
+# ------------------------------------------------------------------------------------------- plots
+
+
+def _series(rates: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """Per time: the summed rate of the first counter of ``names`` present in ``rates``."""
+    present = set(rates["counter"].cast(pl.String).unique().to_list()) if rates.height else set()
+    for n in names:
+        if n in present:
+            return (
+                rates.filter(pl.col("counter").cast(pl.String) == n)
+                .group_by("end")
+                .agg(pl.col("rate_per_s").sum())
+                .sort("end")
+            )
+    return pl.DataFrame(schema={"end": pl.Datetime("ns", "UTC"), "rate_per_s": pl.Float64})
+
+
+def _port_frames(
+    data: ReportData, max_ports: int
+) -> list[tuple[tuple[str, str, int | None], pl.DataFrame, pl.DataFrame]]:
+    """The ports to plot (those with findings first), each with its rates and findings."""
+    r = data.rates.with_columns(
+        pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("port").cast(pl.Int64)
+    )
+    ports = r.select("host", "device", "port").unique()
+    f = data.findings
+    flagged = (
+        f.filter(pl.col("severity") != "info").select("host", "device", "port").unique()
+        if f.height
+        else f.select("host", "device", "port")
+    )
+    # A finding naming a device but no port flags every port of the device.
+    hit = ports.join(flagged, on=["host", "device"], how="inner", suffix="_f").filter(
+        pl.col("port_f").is_null() | pl.col("port").eq_missing(pl.col("port_f"))
+    )
+    ordered = pl.concat(
+        [hit.select("host", "device", "port").unique(maintain_order=True), ports], how="vertical"
+    ).unique(maintain_order=True)
+    ordered = ordered.sort(
+        pl.struct("host", "device", "port").is_in(hit.select(pl.struct("host", "device", "port")).to_series()).not_(),
+        "host",
+        "device",
+        "port",
+        nulls_last=True,
+    ).head(max_ports)
+    out = []
+    for host, device, port in ordered.iter_rows():
+        pr = r.filter((pl.col("host") == host) & (pl.col("device") == device) & pl.col("port").eq_missing(port))
+        pf = f.filter(
+            pl.col("host").eq_missing(host)
+            & (pl.col("device").is_null() | (pl.col("device") == device))
+            & (pl.col("port").is_null() | pl.col("port").eq_missing(port))
+        )
+        out.append(((host, device, port), pr, pf))
+    return out
+
+
+def _plot_port(
+    key: tuple[str, str, int | None], pr: pl.DataFrame, pf: pl.DataFrame, gauges: pl.DataFrame
+) -> tuple[str, bytes]:
+    """Five panels for one port, fault windows shaded; returns SVG text and PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    host, device, port = key
+    fig, axes = plt.subplots(5, 1, figsize=(10, 11), sharex=True)
+    # 1. throughput vs line rate
+    ax = axes[0]
+    for label, names in (("tx", _TX_BYTES), ("rx", _RX_BYTES)):
+        s = _series(pr, names)
+        if s.height:
+            ax.plot(s["end"].to_list(), (s["rate_per_s"] * 8 / 1e9).to_list(), label=f"{label} Gb/s")
+    g = gauges.filter(
+        (pl.col("host") == host) & (pl.col("device") == device) & pl.col("port").cast(pl.Int64).eq_missing(port)
+    )
+    if g.height and g["link_rate_bytes_per_s"][0] is not None:
+        ax.axhline(g["link_rate_bytes_per_s"][0] * 8 / 1e9, color="k", linestyle="--", label="line rate")
+    ax.set_ylabel("throughput Gb/s")
+    # 2. pause ratio per priority
+    ax = axes[1]
+    pause = pr.filter(pl.col("counter").cast(pl.String).is_in(["rx_pause_duration_us", "tx_pause_duration_us"]))
+    for (counter, prio), grp in pause.group_by("counter", "priority", maintain_order=True):
+        grp = grp.sort("end")
+        ax.plot(
+            grp["end"].to_list(),
+            (grp["rate_per_s"] / 1e6).to_list(),
+            label=f"{str(counter)[:2]} p{prio if prio is not None else '-'}",
+        )
+    ax.set_ylabel("pause ratio")
+    # 3. ECN share and CNP rate
+    ax = axes[2]
+    ecn, pk = _series(pr, _ECN), _series(pr, _RX_PACKETS)
+    if ecn.height and pk.height:
+        share = ecn.join(pk, on="end", suffix="_pk").with_columns(
+            (pl.col("rate_per_s") / pl.col("rate_per_s_pk")).alias("share")
+        )
+        ax.plot(share["end"].to_list(), share["share"].to_list(), label="ECN-marked share")
+    ax.set_ylabel("ECN share")
+    cnp = _series(pr, _CNP)
+    if cnp.height:
+        ax2 = ax.twinx()
+        ax2.plot(cnp["end"].to_list(), cnp["rate_per_s"].to_list(), color="tab:purple", label="CNP /s")
+        ax2.set_ylabel("CNP /s")
+    # 4. error rates
+    ax = axes[3]
+    for name in _ERRORS:
+        s = _series(pr, [name])
+        if s.height and (s["rate_per_s"].fill_null(0) > 0).any():
+            ax.plot(s["end"].to_list(), s["rate_per_s"].to_list(), label=name)
+    ax.set_ylabel("errors /s")
+    # 5. estimated loss
+    ax = axes[4]
+    loss = pr.filter(pl.col("counter").cast(pl.String).is_in(_LOSS)).group_by("end").agg(pl.col("rate_per_s").sum())
+    if loss.height and pk.height:
+        p = loss.join(pk, on="end", suffix="_pk").sort("end")
+        ax.plot(p["end"].to_list(), (p["rate_per_s"] / p["rate_per_s_pk"]).to_list(), label="loss p")
+    ax.set_ylabel("est. loss ratio")
+    for r in pf.iter_rows(named=True):
+        if r["start"] is None or r["end"] is None:
+            continue
+        for a in axes:
+            a.axvspan(r["start"], r["end"], color=_SEV_COLOUR[r["severity"]], alpha=0.15)
+    for a in axes:
+        if a.get_legend_handles_labels()[0]:
+            a.legend(loc="upper left", fontsize=7)
+        a.grid(alpha=0.3)
+    fig.suptitle(f"{host} {device}" + (f" port {port}" if port is not None else ""))
+    fig.tight_layout()
+    svg, png = io.StringIO(), io.BytesIO()
+    fig.savefig(svg, format="svg")
+    fig.savefig(png, format="png", dpi=70)
+    plt.close(fig)
+    text = svg.getvalue()
+    return text[text.find("<svg") :], png.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ render
+
+
+def _sources_of(evidence: str | None) -> list[str]:
+    """Every threshold source named in a finding's evidence (``threshold_source``, ``source``)."""
+    out: list[str] = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k.endswith("source") and isinstance(v, str):
+                    out.append(v)
+                else:
+                    walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    with contextlib.suppress(ValueError):
+        walk(json.loads(evidence or "{}"))
+    return list(dict.fromkeys(out))
+
+
+def _entity(r: dict[str, Any]) -> str:
+    ent = "/".join(str(x) for x in (r["host"], r["device"], r["port"]) if x is not None)
+    return ent + (f" p{r['priority']}" if r["priority"] is not None else "")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, dt.datetime):
+        return v.strftime("%Y-%m-%d %H:%M:%S")
+    return str(v)
+
+
+def _counts(findings: pl.DataFrame) -> dict[str, int]:
+    c = {"critical": 0, "warning": 0, "info": 0}
+    for s in findings["severity"].to_list():
+        c[s] += 1
+    return c
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:90%}
+td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}
+th{background:#f0f0f0}.critical{background:#fbdada}.warning{background:#fde9d0}.info{background:#f4f4f4}
+.status{font-size:130%;font-weight:bold;padding:.5em;border-radius:4px;display:inline-block}
+pre{white-space:pre-wrap;font-size:85%;margin:0}figure{margin:1em 0}.note{color:#666}
+"""
+
+
+def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
+    cols = df.columns
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r) + "</tr>" for r in df.head(limit).iter_rows()
+    )
+    more = f"<p class='note'>{df.height - limit} more rows not shown.</p>" if df.height > limit else ""
+    return "<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + f"</tr>{rows}</table>{more}"
+
+
+def render_html(data: ReportData) -> str:
+    """One self-contained HTML document (inline CSS and SVG; nothing fetched when viewed).
+
+    Example:
+        >>> d = gather(["sample_traces/ethtool"])
+        >>> "<h2>Findings</h2>" in render_html(d)
+        True
+    """
+    status = overall_status(data.findings)
+    c = _counts(data.findings)
+    e = html.escape
+    out = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{e(data.title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{e(data.title)}</h1>",
+        f"<p class='note'>fabricscope {e(__version__)}, generated "
+        f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S')} UTC from {e(', '.join(data.sources))}</p>",
+        "<h2>Status</h2>",
+        f"<div class='status {e(status if status != 'ok' else 'info')}'>{e(status.upper())}</div>",
+        f"<p>{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s).</p>",
+        "<h3>Inputs</h3>",
+        _html_table(pl.DataFrame(data.inputs, infer_schema_length=None)) if data.inputs else "<p>none</p>",
+        "<h2>Findings</h2>",
+    ]
+    if data.findings.height:
+        out.append(
+            "<table><tr><th>severity</th><th>kind</th><th>entity</th><th>window (UTC)</th><th>metric</th>"
+            "<th>observed</th><th>expected</th><th>message</th><th>threshold source</th><th>evidence</th></tr>"
+        )
+        for r in data.findings.iter_rows(named=True):
+            ev = r["evidence"] or "{}"
+            try:
+                pretty = json.dumps(json.loads(ev), indent=1, sort_keys=True)
+            except ValueError:
+                pretty = ev
+            out.append(
+                f"<tr class='{e(r['severity'])}'><td>{e(r['severity'])}</td><td>{e(r['kind'])}</td>"
+                f"<td>{e(_entity(r))}</td><td>{e(_fmt(r['start']))} .. {e(_fmt(r['end']))}</td>"
+                f"<td>{e(_fmt(r['metric']))}</td><td>{e(_fmt(r['observed']))}</td><td>{e(_fmt(r['expected']))}</td>"
+                f"<td>{e(r['message'] or '')}</td><td>{e('; '.join(_sources_of(ev)) or '-')}</td>"
+                f"<td><details><summary>evidence</summary><pre>{e(pretty)}</pre></details></td></tr>"
+            )
+        out.append("</table>")
+    else:
+        out.append("<p>No findings.</p>")
+    if data.lifecycle is not None and data.lifecycle.height:
+        out += ["<h2>Fault lifecycle (history)</h2>", _html_table(data.lifecycle.drop("last_evidence"))]
+    out.append("<h2>Per-port time series</h2>")
+    out.append(
+        "<p class='note'>Throughput vs line rate, pause ratio per priority, ECN-marked share and CNP rate, "
+        "error rates, estimated loss (receiver sequence errors and drops / received packets). Shaded: fault "
+        "windows (red critical, orange warning, grey info).</p>"
+    )
+    for title, svg, _png in data.plots:
+        out.append(f"<figure><figcaption>{e(title)}</figcaption>{svg}</figure>")
+    if not data.plots:
+        out.append("<p>No rated counters to plot.</p>")
+    out.append("<h2>Bottlenecks</h2>")
+    bn = data.findings.filter(pl.col("kind") == "bottleneck")
+    out.append(_html_table(bn.drop("evidence")) if bn.height else "<p>No bottleneck findings.</p>")
+    if data.layers is not None and data.layers.height:
+        out += ["<h3>Utilisation per layer</h3>", _html_table(data.layers)]
+    out.append("<h2>Advisor</h2>")
+    if isinstance(data.advice, str) or not data.advice:
+        out.append(f"<p class='note'>{e(data.advice or 'The advisor returned no tables.')}</p>")
+    else:
+        for name, df in data.advice.items():
+            out += [f"<h3>{e(name)}</h3>", _html_table(df)]
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _md_table(df: pl.DataFrame, limit: int = 200) -> str:
+    def cell(v: Any) -> str:
+        return _fmt(v).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
+    body = "".join("| " + " | ".join(cell(v) for v in r) + " |\n" for r in df.head(limit).iter_rows())
+    return head + body + (f"\n{df.height - limit} more rows not shown.\n" if df.height > limit else "")
+
+
+def render_markdown(data: ReportData) -> str:
+    """The report as Markdown (plots as inline PNG data URIs).
+
+    Example:
+        >>> d = gather(["sample_traces/ethtool"])
+        >>> render_markdown(d).startswith("# fabricscope report")
+        True
+    """
+    status = overall_status(data.findings)
+    c = _counts(data.findings)
+    out = [
+        f"# {data.title}",
+        "",
+        f"fabricscope {__version__}; sources: {', '.join(data.sources)}",
+        "",
+        f"## Status: {status.upper()}",
+        "",
+        f"{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s).",
+        "",
+        "## Findings",
+        "",
+    ]
+    if data.findings.height:
+        rows = [
+            {
+                "severity": r["severity"],
+                "kind": r["kind"],
+                "entity": _entity(r),
+                "window": f"{_fmt(r['start'])} .. {_fmt(r['end'])}",
+                "metric": r["metric"],
+                "observed": r["observed"],
+                "expected": r["expected"],
+                "message": r["message"],
+                "threshold source": "; ".join(_sources_of(r["evidence"])) or "-",
+            }
+            for r in data.findings.iter_rows(named=True)
+        ]
+        out.append(_md_table(pl.DataFrame(rows, infer_schema_length=None)))
+    else:
+        out.append("No findings.")
+    out += ["", "## Per-port time series", ""]
+    for title, _svg, png in data.plots:
+        out.append(f"### {title}\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})\n")
+    out += ["## Bottlenecks", ""]
+    bn = data.findings.filter(pl.col("kind") == "bottleneck")
+    out.append(_md_table(bn.drop("evidence")) if bn.height else "No bottleneck findings.")
+    if data.layers is not None and data.layers.height:
+        out += ["", _md_table(data.layers)]
+    out += ["", "## Advisor", ""]
+    if isinstance(data.advice, str) or not data.advice:
+        out.append(data.advice or "The advisor returned no tables.")
+    else:
+        for name, df in data.advice.items():
+            out += [f"### {name}", "", _md_table(df)]
+    return "\n".join(out) + "\n"
+
+
+def write_report(
+    sources: Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    *,
+    format: str = "html",
+    quiet: bool = True,
+    max_ports: int = 12,
+    **kwargs: Any,
+) -> ReportData:
+    """Gather, plot and write a report atomically.
+
+    Args:
+        sources: Inputs or history directories.
+        output: The report file.
+        format: ``html`` or ``md``.
+        quiet: No progress bar on stderr.
+        max_ports: Most ports plotted (ports with findings first).
+        **kwargs: Passed to :func:`gather`.
+
+    Returns:
+        The :class:`ReportData` written.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "r.html"
+        >>> _ = write_report(["sample_traces/ethtool"], out)
+        >>> out.read_text().startswith("<!DOCTYPE html>")
+        True
+    """
+    from fabricscope import _atomic
+
+    stages = _Stages(quiet)
+    stages.step("analysing")
+    data = gather(sources, **kwargs)
+    ports = _port_frames(data, max_ports)
+    stages.total = len(ports) + 2
+    for key, pr, pf in ports:
+        stages.step("plotting " + "/".join(str(k) for k in key if k is not None))
+        svg, png = _plot_port(key, pr, pf, data.gauges)
+        data.plots.append(("/".join(str(k) for k in key if k is not None), svg, png))
+    stages.step("writing")
+    text = render_markdown(data) if format == "md" else render_html(data)
+    _atomic.write_text(output, text)
+    stages.close()
+    return data
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``fabricscope report``."""
+    p = sub.add_parser(
+        "report",
+        help="one self-contained HTML (or Markdown) report: findings, per-port plots, bottlenecks, advice",
+        description="Analyse inputs (or a cron history) and write a report with the findings, their evidence "
+        "and threshold sources, per-port time series with fault windows, the bottleneck view and the advisor.",
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT-or-HISTORY", help="files, directories or cron history dirs")
+    p.add_argument("-o", "--output", required=True, metavar="report.html", help="the report file (atomically)")
+    p.add_argument("--format", choices=["html", "md"], default=None, help="default: from the output's suffix")
+    p.add_argument("--profile", help="force a technology profile")
+    p.add_argument("--config", metavar="PATH", help="TOML thresholds")
+    p.add_argument("--since", help="for histories: only samples from this time (ISO 8601)")
+    p.add_argument("--max-ports", type=int, default=12, help="most ports plotted (default 12; flagged first)")
+    p.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from fabricscope.exceptions import FabricscopeError
+
+    fmt = args.format or ("md" if str(args.output).endswith((".md", ".markdown")) else "html")
+    try:
+        data = write_report(
+            args.inputs,
+            args.output,
+            format=fmt,
+            quiet=args.quiet or not sys.stderr.isatty(),
+            max_ports=args.max_ports,
+            profile=args.profile,
+            config=args.config,
+            strict=not args.lenient,
+            since=args.since,
+        )
+    except FabricscopeError as e:
+        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
+        return 3
+    print(f"wrote {Path(args.output)}: {data.findings.height} finding(s), {len(data.plots)} port plot(s)")
+    return 0

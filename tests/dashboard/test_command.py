@@ -1,0 +1,78 @@
+"""`fabricscope dashboard`: finding the app, the locked-down server command, argument errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fabricscope.cli import main
+from fabricscope.dashboard import find_app, streamlit_command
+
+from tests.dashboard.conftest import APP
+
+
+def test_find_app_in_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FABRICSCOPE_DASHBOARD_APP", raising=False)
+    assert find_app() == APP
+
+
+def test_find_app_explicit_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "sdist" / "dashboards"
+    other.mkdir(parents=True)
+    (other / "app.py").write_text("")
+    monkeypatch.setenv("FABRICSCOPE_DASHBOARD_APP", str(other))
+    assert find_app() == other / "app.py"
+    assert find_app(APP.parent) == APP  # --app wins over the environment
+    with pytest.raises(FileNotFoundError, match="--app /nonexistent"):
+        find_app("/nonexistent")
+    monkeypatch.setenv("FABRICSCOPE_DASHBOARD_APP", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match=r"FABRICSCOPE_DASHBOARD_APP .*missing"):
+        find_app()
+
+
+def test_find_app_installed_without_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fabricscope.dashboard as d
+
+    # The package installed from a wheel, away from any checkout: only the variable finds the app.
+    monkeypatch.setattr(d, "__file__", str(tmp_path / "site-packages" / "fabricscope" / "dashboard.py"))
+    monkeypatch.delenv("FABRICSCOPE_DASHBOARD_APP", raising=False)
+    with pytest.raises(FileNotFoundError, match="set FABRICSCOPE_DASHBOARD_APP"):
+        d.find_app()
+    monkeypatch.setenv("FABRICSCOPE_DASHBOARD_APP", str(APP.parent))
+    assert d.find_app() == APP
+
+
+def test_streamlit_command_is_locked_down() -> None:
+    cmd = streamlit_command(APP, port=8600, max_upload_mb=50)
+    opts = dict(zip(cmd[5::2], cmd[6::2], strict=True))
+    assert cmd[2:5] == ["streamlit", "run", str(APP)]
+    assert opts["--server.address"] == "127.0.0.1"
+    assert opts["--server.port"] == "8600"
+    assert opts["--server.maxUploadSize"] == "50"
+    assert opts["--server.headless"] == "true"
+    assert opts["--server.fileWatcherType"] == "none"
+    assert opts["--server.enableXsrfProtection"] == "true"
+    assert opts["--browser.gatherUsageStats"] == "false"
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "message"),
+    [
+        (["--data", "/nonexistent/dir"], 3, "is not a directory"),
+        (["--port", "70000"], 2, "is not a TCP port"),
+        (["--max-upload-mb", "0"], 2, "at least 1"),
+        (["--app", "/nonexistent/app.py"], 2, "no dashboards/app.py there"),
+    ],
+)
+def test_argument_errors(argv: list[str], status: int, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dashboard", *argv]) == status
+    assert message in capsys.readouterr().err
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import fabricscope.dashboard
+
+    result = doctest.testmod(fabricscope.dashboard, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 3 and result.failed == 0

@@ -1,0 +1,152 @@
+"""fabricscope report: renders for every sample trace, self-contained, parses, names every finding."""
+
+from __future__ import annotations
+
+import html
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import polars as pl
+import pytest
+from fabricscope.cron import CronOptions, run_cron
+from fabricscope.report.build import gather, render_html, render_markdown, write_report
+
+from .conftest import SAMPLES
+
+TRACE_DIRS = sorted(
+    [p for p in SAMPLES.iterdir() if p.is_dir() and p.name != "scenarios"]
+    + [p for p in (SAMPLES / "scenarios").iterdir() if p.is_dir()]
+)
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.text: list[str] = []
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for k, v in attrs:
+            # Anything the browser would fetch: src, href (xlink:href inside SVG stays in-document).
+            if k in ("src", "href") and v and not v.startswith(("#", "data:")):
+                self.urls.append(v)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _parse(text: str) -> _Collect:
+    p = _Collect()
+    p.feed(text)
+    p.close()
+    return p
+
+
+@pytest.mark.parametrize("trace", TRACE_DIRS, ids=lambda p: p.name)
+def test_report_renders_for_every_sample_trace(trace: Path, tmp_path: Path) -> None:
+    data = gather([trace], strict=False)
+    # Plot two ports per trace here (plotting every port of every trace is slow, not more telling).
+    from fabricscope.report.build import _plot_port, _port_frames
+
+    for key, pr, pf in _port_frames(data, 2):
+        svg, png = _plot_port(key, pr, pf, data.gauges)
+        data.plots.append(("/".join(str(k) for k in key if k is not None), svg, png))
+        assert svg.startswith("<svg") and png.startswith(b"\x89PNG")
+    doc = render_html(data)
+    parsed = _parse(doc)
+    assert parsed.urls == []  # self-contained: nothing to fetch
+    assert "script" not in parsed.tags
+    text = html.unescape("".join(parsed.text))
+    for r in data.findings.iter_rows(named=True):
+        assert r["message"] in text
+        assert r["kind"] in text
+    md = render_markdown(data)
+    for r in data.findings.iter_rows(named=True):
+        assert r["kind"] in md
+
+
+def test_report_cli_html_and_markdown(tmp_path: Path) -> None:
+    trace = SAMPLES / "scenarios" / "pfc-storm"
+    out = tmp_path / "r.html"
+    r = subprocess.run(
+        [sys.executable, "-m", "fabricscope", "report", str(trace), "-o", str(out), "--max-ports", "2", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""  # --quiet: no progress
+    doc = out.read_text()
+    parsed = _parse(doc)
+    assert parsed.tags.count("svg") == 2
+    text = html.unescape("".join(parsed.text))
+    assert "pfc_storm" in text and "CRITICAL" in text
+    # The threshold source of each finding is shown.
+    assert "PFC watchdog" in text or "mlx5" in text
+    md = tmp_path / "r.md"
+    r = subprocess.run(
+        [sys.executable, "-m", "fabricscope", "report", str(trace), "-o", str(md), "--max-ports", "1", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    m = md.read_text()
+    assert m.startswith("# fabricscope report") and "## Status: CRITICAL" in m
+    assert m.count("data:image/png;base64,") == 1
+
+
+def test_report_over_a_history_shows_lifecycle(tmp_path: Path) -> None:
+    inp = SAMPLES / "scenarios" / "pfc-storm" / "ethtool"
+    run_cron(CronOptions(inputs=[str(inp)], state=tmp_path / "s", history=tmp_path / "h"))
+    out = tmp_path / "h.html"
+    data = write_report([tmp_path / "h"], out, max_ports=1)
+    direct = gather([inp])
+    key = ["kind", "severity", "host", "device", "port", "priority"]
+    assert (
+        data.findings.select(key)
+        .sort(key, nulls_last=True)
+        .equals(direct.findings.select(key).sort(key, nulls_last=True))
+    )
+    text = html.unescape("".join(_parse(out.read_text()).text))
+    assert "Fault lifecycle (history)" in text
+    assert data.inputs[0]["format"] == "history"
+
+
+def test_threshold_sources_are_extracted_from_nested_evidence() -> None:
+    from fabricscope.report.build import _sources_of
+
+    ev = '{"threshold_source": "A", "also_fired": [{"source": "B"}, {"threshold_source": "A"}], "n": 1}'
+    assert _sources_of(ev) == ["A", "B"]
+    assert _sources_of("not json") == []
+
+
+def test_empty_findings_render(tmp_path: Path) -> None:
+    from fabricscope.findings import empty_findings
+    from fabricscope.report.build import ReportData
+
+    d = ReportData("t", ["x"], empty_findings(), pl.DataFrame(), pl.DataFrame(), [])
+    doc = render_html(d)
+    assert "No findings." in doc and "OK" in doc
+    _parse(doc)
+
+
+def test_bottleneck_view_and_advisor_sections() -> None:
+    import importlib.util
+
+    data = gather([SAMPLES / "scenarios" / "pfc-storm" / "ethtool"])
+    doc = render_html(data)
+    text = html.unescape("".join(_parse(doc).text))
+    assert "Bottlenecks" in text and "Advisor" in text
+    if data.layers is not None and data.layers.height:
+        assert "Utilisation per layer" in text
+        assert "utilisation_ratio" in text
+    if importlib.util.find_spec("fabricscope.advise") is not None:
+        assert isinstance(data.advice, dict), data.advice
+        assert "allreduce" in text and "breakeven" in text
+    else:
+        assert "not available" in text
