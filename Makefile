@@ -9,13 +9,15 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PIP) install --upgrade pip
 
-# Builds the Rust extension in release mode and installs the package with its test extras.
+# Builds the Rust extension in release mode and installs the package with every extra the tests use
+# (dashboard: streamlit; browser: playwright driving Debian's chromium; ray: the distributed engine).
 setup: $(PY)
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test,dashboard,browser,ray]'
 
 demo: setup
 	$(VENV)/bin/fabricscope parse sample_traces/ -o out/samples.parquet
 	$(VENV)/bin/fabricscope analyze sample_traces/ --json out/findings.json || test $$? -le 2
+	$(VENV)/bin/fabricscope report sample_traces/ -o out/report.html || test $$? -le 2
 
 test-rust:
 	cargo test --workspace --locked
@@ -38,6 +40,8 @@ fmt:
 bench: setup
 	$(PIP) install -e '.[test,bench]'
 	$(PY) bench/bench_parse.py
+	$(PY) bench/bench_cron.py
+	$(PY) bench/bench_dashboard.py --skip-scale
 
 docs: setup
 	$(PY) docs/generate_counters.py > docs/counters.md
