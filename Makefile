@@ -42,6 +42,8 @@ bench: setup
 	$(PY) bench/bench_parse.py
 	$(PY) bench/bench_cron.py
 	$(PY) bench/bench_dashboard.py --skip-scale
+	$(PY) bench/bench_e2e.py --sizes 1e6,1e7
+	$(PY) bench/bench_ray.py --samples 1e6
 
 docs: setup
 	$(PY) docs/generate_counters.py > docs/counters.md

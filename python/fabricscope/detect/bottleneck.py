@@ -119,7 +119,12 @@ def _finish(df: pl.DataFrame, layer: str, window_s: float) -> pl.DataFrame:
     if df.is_empty():
         return pl.DataFrame(schema=_COMPONENT)
     return (
-        df.sort("utilisation_ratio", descending=True, nulls_last=True)
+        # ties are broken by name so the verdict never depends on row order (engines partition rows)
+        df.sort(
+            ties := ["utilisation_ratio", *(c for c in ("device", "port", "metric") if c in df.columns)],
+            descending=[True] + [False] * (len(ties) - 1),
+            nulls_last=True,
+        )
         .group_by(["host", "window_start"], maintain_order=True)
         .first()
         .with_columns(
@@ -210,7 +215,7 @@ def _gpu_layer(inp: AnalysisInput, layer: str, cfg: dict[str, Any], window_s: fl
     best = df.group_by(["host", "device"]).agg(pl.col("_rank").min().alias("_best"))
     df = df.join(best, on=["host", "device"]).filter(pl.col("_rank") == pl.col("_best"))
     df = (
-        df.sort("bps", descending=True)
+        df.sort(["bps", "counter"], descending=[True, False])
         .group_by(["host", "device", "window_start"], maintain_order=True)
         .agg(pl.col("bps").first().alias("throughput_bytes_per_s"), pl.col("counter").first().alias("metric"))
     )
@@ -272,9 +277,9 @@ def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float)
     )
     agg = (
         long.group_by([*keys, "window_start", "q", "_prio"])
-        .agg((pl.col("delta").sum() / pl.col("interval_s").sum()).alias("v"), pl.col("counter").first())
+        .agg((pl.col("delta").sum() / pl.col("interval_s").sum()).alias("v"), pl.col("counter").min())
         # pause on several priorities at once is one stalled port: the worst priority counts
-        .sort("v", descending=True)
+        .sort(["v", "_prio"], descending=[True, False], nulls_last=True)
         .group_by([*keys, "window_start", "q"], maintain_order=True)
         .agg(pl.col("v").first(), pl.col("counter").first())
     )
@@ -383,7 +388,7 @@ def _cxl_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.D
         .group_by(["host", "device", "window_start", "_dir"])
         .agg(pl.col("bps").sum(), pl.col("counter").sort().str.join("+").alias("metric"))
         # the link is as busy as its busier direction
-        .sort("bps", descending=True)
+        .sort(["bps", "_dir"], descending=[True, False])
         .group_by(["host", "device", "window_start"], maintain_order=True)
         .agg(pl.col("bps").first().alias("throughput_bytes_per_s"), pl.col("metric").first())
         .with_columns(
@@ -467,7 +472,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     flagged = (
         comp.with_columns((pl.col("throughput_bytes_per_s") / pl.col("capacity_bytes_per_s")).alias("data_ratio"))
         .filter(pl.col("data_ratio") >= cfg["saturated_ratio"])
-        .sort("data_ratio", descending=True)
+        .sort(["data_ratio", "layer", "device", "port"], descending=[True, False, False, False], nulls_last=True)
         .group_by(["host", "window_start"], maintain_order=True)
         .first()
         .rename({"window_start": "start", "window_end": "end"})
@@ -487,8 +492,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 pl.col("capacity_bytes_per_s").max().alias("capacity"),
                 pl.col("capacity_source").first(),
                 pl.col("metric").first(),
-                pl.col("device").mode().first().alias("device"),
-                pl.col("port").mode().first().alias("port"),
+                pl.col("device").mode().sort().first().alias("device"),
+                pl.col("port").mode().sort().first().alias("port"),
             ],
         )
         for x in windows.iter_rows(named=True):

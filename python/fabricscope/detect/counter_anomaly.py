@@ -39,7 +39,7 @@ def _pegged_readings(inp: AnalysisInput) -> pl.DataFrame:
             pl.len().alias("saturated"),
             pl.col("time").min().alias("saturated_first"),
             pl.col("time").max().alias("saturated_last"),
-            pl.col("source").first(),
+            pl.col("source").cast(pl.String).min(),  # not .first(): row order differs between engines
             pl.col("overflow_bits").first().alias("bits"),
         )
     )
@@ -85,7 +85,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             *[pl.col(f).sum().alias(f) for f in _ADVICE],
             *[pl.col("end").filter(pl.col(f)).min().alias(f"{f}_first") for f in _ADVICE],
             *[pl.col("end").filter(pl.col(f)).max().alias(f"{f}_last") for f in _ADVICE],
-            pl.col("source").first(),
+            pl.col("source").cast(pl.String).min(),  # not .first(): row order differs between engines
         )
     )
     for a in agg.iter_rows(named=True):
