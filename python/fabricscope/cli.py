@@ -301,7 +301,8 @@ def _analysis_summary(findings: pl.DataFrame, inputs: list[dict[str, object]], s
     hidden = findings.height - shown.height
     if hidden:
         lines.append("")
-        lines.append(f"{hidden} info finding(s) about data quality hidden; show them with --verbose or --json")
+        kinds = ", ".join(sorted(set(findings.filter(pl.col("severity") == "info")["kind"].to_list())))
+        lines.append(f"{hidden} info finding(s) hidden ({kinds}); show them with --verbose or --json")
     return "\n".join(lines)
 
 
