@@ -22,7 +22,7 @@ st.markdown(
 c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
 c1.metric("Critical", counts["critical"])
 c2.metric("Warning", counts["warning"])
-c3.metric("Info (data quality)", counts["info"])
+c3.metric("Info", counts["info"], help="data quality (counter_anomaly) and per-host bottleneck verdicts")
 c4.metric("Last data (UTC)", str(last)[:19] if last is not None else "none")
 
 worst = data.worst_ports(ds)
