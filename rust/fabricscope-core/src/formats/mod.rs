@@ -551,8 +551,12 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
         return Some(f);
     }
     let mut prom_score = 0u32;
+    let mut prom_meta = false;
     let mut openmetrics = false;
     let mut sysfs_grep = 0u32;
+    // Lines that are neither comments nor samples: prose (a README, a SOURCES.md) may contain a
+    // line or two shaped like `name 1.5`, but an exposition without HELP/TYPE is mostly samples.
+    let mut other = 0u32;
     for raw in text.lines().take(200) {
         let line = raw.trim_end();
         let trimmed = line.trim_start();
@@ -561,19 +565,23 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
         }
         if line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
             prom_score += 2;
+            prom_meta = true;
         } else if line.starts_with("# UNIT ") || line == "# EOF" {
             openmetrics = true;
+            prom_meta = true;
             prom_score += 2;
         } else if looks_like_sysfs_grep(line) {
             sysfs_grep += 1;
         } else if looks_like_prom_sample(line) {
             prom_score += 1;
+        } else if !trimmed.is_empty() && !trimmed.starts_with('#') {
+            other += 1;
         }
     }
     if sysfs_grep > 0 && sysfs_grep >= prom_score {
         return Some(Format::SysfsGrep);
     }
-    if prom_score > 0 {
+    if prom_score > 0 && (prom_meta || prom_score >= other) {
         return Some(if openmetrics { Format::OpenMetrics } else { Format::Prometheus });
     }
     let lower = name.to_ascii_lowercase();
@@ -654,6 +662,12 @@ mod tests {
         assert_eq!(detect(b"", "x"), None);
         assert_eq!(detect(b"pub fn main() {\n    let x = 1;\n}\n", "main.rs"), None);
         assert_eq!(detect(b"up 1\n", "x"), Some(Format::Prometheus));
+        // prose with one sample-shaped line is not an exposition (tests/fixtures/captures/SOURCES.md)
+        let prose =
+            b"# Sample captures\n\nCopied verbatim from the reference.\nTotal 1.1 MB\nNo real capture was found.\n";
+        assert_eq!(detect(prose, "SOURCES.md"), None);
+        // but a scrape whose samples outnumber stray lines still is
+        assert_eq!(detect(b"1764686822\nup 1\nnode_load1 0.5\n", "x"), Some(Format::Prometheus));
     }
 
     #[test]
