@@ -83,3 +83,16 @@ def test_ok_warning_and_unknown_exit_codes(tmp_path: Path, capsys: pytest.Captur
     assert capsys.readouterr().err.startswith("UNKNOWN")
     assert main(["analyze", str(ok), "--profile", "nonsense"]) == 3
     assert "unknown profile" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", [[], ["--engine", "local"]])
+def test_analyze_applies_resource_limits(
+    samples_dir: Path, capsys: pytest.CaptureFixture[str], engine: list[str]
+) -> None:
+    prom = str(samples_dir / "prometheus")
+    assert main(["analyze", prom, *engine, "--limit", "max_labels=2"]) == 3
+    err = capsys.readouterr().err
+    assert "federate-rail0.prom: line 2" in err
+    assert "raise it with max_labels" in err
+    # raised far enough, the same input analyses (critical: the sample has a symbol-error port)
+    assert main(["analyze", prom, *engine, "--limit", "max_labels=64"]) == 2

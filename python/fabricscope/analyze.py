@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +95,7 @@ def run_analysis(
     since: TimeLike = None,
     until: TimeLike = None,
     hosts: Sequence[str] | None = None,
+    limits: Mapping[str, int] | None = None,
 ) -> Analysis:
     """Read (unless given a frame), rate, and run every detector.
 
@@ -117,6 +118,7 @@ def run_analysis(
         since: Analyse only samples at or after this time (datetime, epoch seconds, ISO 8601).
         until: Analyse only samples before this time.
         hosts: Analyse only these hosts.
+        limits: Raise reader resource limits (names in ``fabricscope.io.LIMITS``; docs/security.md).
 
     Returns:
         An :class:`Analysis`.
@@ -129,7 +131,7 @@ def run_analysis(
     if engine is not None and not isinstance(data, pl.DataFrame):
         ran = get_engine(engine, address=address, partitions=partitions).run(
             [data] if isinstance(data, (str, os.PathLike)) else list(data),
-            read=ReadOptions(format=format, host=host, time=time, strict=strict),
+            read=ReadOptions(format=format, host=host, time=time, strict=strict, limits=tuple((limits or {}).items())),
             filters=filters,
             config=cfg,
             profile=prof,
@@ -148,7 +150,7 @@ def run_analysis(
         attrs = attributes if attributes is not None else _empty_attributes()
         inputs = [{"path": "<frame>", "format": "frame", "records": samples.height, "rejected": 0}]
     else:
-        res = load(data, format=format, host=host, time=time, strict=strict)
+        res = load(data, format=format, host=host, time=time, strict=strict, limits=limits)
         samples, attrs, tables, reports = res.samples, res.attributes, res.tables, res.reports
         inputs = _inputs(res.reports)
     # Filters right after reading, before rates (the engines apply them to every parsed batch).
@@ -183,6 +185,7 @@ def analyze(
     since: TimeLike = None,
     until: TimeLike = None,
     hosts: Sequence[str] | None = None,
+    limits: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
     """Analyse counters and return the findings frame.
 
@@ -196,6 +199,7 @@ def analyze(
         since: Analyse only samples at or after this time.
         until: Analyse only samples before this time.
         hosts: Analyse only these hosts.
+        limits: Raise reader resource limits (see :func:`run_analysis`).
 
     Returns:
         One row per finding (schema: ``fabricscope.findings.FINDINGS_SCHEMA``), worst first.
@@ -216,4 +220,5 @@ def analyze(
         since=since,
         until=until,
         hosts=hosts,
+        limits=limits,
     ).findings

@@ -321,6 +321,17 @@ def _limit_arg(text: str) -> tuple[str, int]:
     return name, number
 
 
+def _add_limit_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        type=_limit_arg,
+        metavar="NAME=VALUE",
+        help=f"raise a resource limit (repeatable; docs/security.md): {', '.join(LIMITS)}",
+    )
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from fabricscope.analyze import run_analysis
     from fabricscope.findings import document, exit_status
@@ -339,6 +350,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             since=args.since,
             until=args.until,
             hosts=args.hosts.split(",") if args.hosts else None,
+            limits=dict(args.limit),
         )
     except FabricscopeError as e:
         print(f"UNKNOWN - fabricscope cannot analyse: {e}", file=sys.stderr)
@@ -438,14 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parse.add_argument("--batch-rows", type=int, default=1 << 20, help=argparse.SUPPRESS)
     parse.add_argument("--max-line-bytes", type=int, default=1 << 20, help="longest accepted line (default 1 MiB)")
-    parse.add_argument(
-        "--limit",
-        action="append",
-        default=[],
-        type=_limit_arg,
-        metavar="NAME=VALUE",
-        help=f"raise a resource limit (repeatable; docs/security.md): {', '.join(LIMITS)}",
-    )
+    _add_limit_argument(parse)
     parse.set_defaults(func=_cmd_parse)
 
     an = sub.add_parser(
@@ -474,6 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--since", help="analyse samples at or after this time (epoch seconds or ISO 8601)")
     an.add_argument("--until", help="analyse samples before this time (epoch seconds or ISO 8601)")
     an.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
+    _add_limit_argument(an)
     an.set_defaults(func=_cmd_analyze)
 
     topo = sub.add_parser(

@@ -208,6 +208,8 @@ class ReadOptions:
     host: str | None = None
     time: TimeLike = None
     strict: bool = True
+    # Resource limits (fabricscope.io.LIMITS names); a tuple of pairs so the options stay hashable.
+    limits: tuple[tuple[str, int], ...] = ()
 
 
 def partition_of(host: str | None, partitions: int) -> int:

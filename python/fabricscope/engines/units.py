@@ -236,6 +236,7 @@ def _scan_unit(
         strict=strict,
         batch_rows=batch_rows,
         include_attributes=True,
+        limits=dict(read.limits),
     )
     for kind, frame in it:
         if kind == "samples":
