@@ -250,3 +250,15 @@ def test_real_nvidia_smi_snapshots() -> None:
     assert (lay["host"], lay["layer"], lay["metric"]) == ("dgx07", "nvlink", "nvlink_rx_bytes")
     assert lay["throughput_bytes_per_s"] == pytest.approx(2_000_000 * 1024 / 10)
     assert lay["capacity_bytes_per_s"] == pytest.approx(26.562e9)
+
+
+def test_windows_end_where_the_hosts_data_ends() -> None:
+    # nvlink-saturated's data ends at 16:04:00; its last 60 s bin starts at 16:04:00 and must not
+    # claim the minute after it (the window used to read 16:01 .. 16:05).
+    a = fabricscope.run_analysis(SCEN / "nvlink-saturated")
+    last = dt.datetime(2026, 12, 4, 16, 4, tzinfo=dt.timezone.utc)
+    second = dt.timedelta(seconds=1)  # scrapes land a few ms after the 10 s grid
+    assert last <= a.layers["window_end"].max() < last + second
+    warn = a.findings.filter((pl.col("kind") == "bottleneck") & (pl.col("severity") == "warning")).row(0, named=True)
+    assert (warn["host"], warn["layer"]) == ("nvlink-gpu03", "nvlink")
+    assert last <= warn["end"] < last + second

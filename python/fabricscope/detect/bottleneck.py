@@ -431,7 +431,27 @@ def _make_components(inp: AnalysisInput) -> pl.DataFrame:
     frames = [f for f in frames if not f.is_empty()]
     if not frames:
         return pl.DataFrame(schema=_COMPONENT)
-    return pl.concat(frames).sort("host", "window_start", "layer")
+    comp = pl.concat(frames)
+    # A window ends where its host's data ends: the last bin must not claim time nobody measured.
+    ends = [
+        inp.rates.select(pl.col("host").cast(pl.String), pl.col("end").alias("_last")),
+        inp.gauges.select(pl.col("host").cast(pl.String), pl.col("time").alias("_last")),
+    ]
+    ends = [e for e in ends if e.height]
+    if not ends:
+        return comp.sort("host", "window_start", "layer")
+    last = pl.concat(ends).group_by("host").agg(pl.col("_last").max())
+    comp = (
+        comp.join(last, on="host", how="left")
+        .with_columns(
+            pl.when(pl.col("_last").is_not_null() & (pl.col("_last") > pl.col("window_start")))
+            .then(pl.min_horizontal("window_end", "_last"))
+            .otherwise(pl.col("window_end"))
+            .alias("window_end")
+        )
+        .drop("_last")
+    )
+    return comp.sort("host", "window_start", "layer")
 
 
 def layer_utilisation(inp: AnalysisInput) -> pl.DataFrame:
