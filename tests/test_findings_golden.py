@@ -1,0 +1,65 @@
+"""Findings on every sample trace and scenario stay exactly what they were (engine changes are not
+allowed to move a single number).
+
+`tests/fixtures/golden/findings.json` holds the findings document of `fabricscope analyze` on each
+directory of `sample_traces/` and `sample_traces/scenarios/`. It was written with the Polars rate
+engine before the native rate kernel replaced it; regenerate it only for an intended change of
+findings: `python tests/test_findings_golden.py --write`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fabricscope.analyze import run_analysis
+from fabricscope.findings import document
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = REPO / "tests" / "fixtures" / "golden" / "findings.json"
+FABRICSCOPE = Path(sys.executable).parent / "fabricscope"
+
+
+def _targets() -> list[str]:
+    base = REPO / "sample_traces"
+    dirs = [p for p in sorted(base.iterdir()) if p.is_dir() and p.name != "scenarios"]
+    dirs += sorted(p for p in (base / "scenarios").iterdir() if p.is_dir())
+    return [p.relative_to(REPO).as_posix() for p in dirs]
+
+
+def _findings(target: str) -> list[dict]:
+    analysis = run_analysis(REPO / target)
+    return document(analysis.findings, analysis.inputs)["findings"]
+
+
+def _golden() -> dict[str, list[dict]]:
+    return json.loads(GOLDEN.read_text())
+
+
+def test_golden_covers_every_sample_directory() -> None:
+    assert sorted(_golden()) == sorted(_targets())
+    assert len(_targets()) == 24
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_findings_identical_to_golden(target: str) -> None:
+    assert _findings(target) == _golden()[target]
+
+
+@pytest.mark.parametrize("target", ["sample_traces/prometheus", "sample_traces/scenarios/trap-counter-reset"])
+def test_cli_findings_identical_to_golden(target: str) -> None:
+    proc = subprocess.run(
+        [str(FABRICSCOPE), "analyze", target, "--json", "-"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    assert json.loads(proc.stdout)["findings"] == _golden()[target]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/test_findings_golden.py --write")
+    GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+    GOLDEN.write_text(json.dumps({t: _findings(t) for t in _targets()}, indent=1, sort_keys=True) + "\n")
