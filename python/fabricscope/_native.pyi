@@ -80,4 +80,19 @@ def formats() -> list[dict[str, str]]: ...
 def counters() -> list[dict[str, Any]]: ...
 def samples_schema_arrow() -> _ArrowSchema: ...
 def attributes_schema_arrow() -> _ArrowSchema: ...
+def rates(
+    table: Any,
+    rules: list[tuple[int, int, int]],
+    *,
+    gap_factor: float = 3.0,
+    min_gap_s: float = 0.0,
+) -> _ArrowStream:
+    """Rate kernel over an Arrow table; releases the GIL.
+
+    ``table`` holds ``time`` (int64 ns), the six series key codes, ``value_u64``, ``value_f64``,
+    ``scale`` and ``is_counter``; ``rules`` is ``(counter code, mode, bits)`` with mode 0 none,
+    1 saturate, 2 wrap, 3 saturate-or-wide. Returns ``row, start, interval_s, value, delta,
+    rate_per_s, wrapped, saturated, reset, gap``.
+    """
+
 def _panic_for_test() -> None: ...

@@ -1,8 +1,9 @@
 """Counters into rates: per-series deltas with wrap, saturation, reset and gap handling.
 
-A *series* is one (host, device, port, priority, counter, source). The engine sorts the samples once,
-then compares each row with the previous row of the same series using vectorised Polars
-expressions (no Python loops, no per-group windows), so it scales linearly.
+A *series* is one (host, device, port, priority, counter, source). :func:`rates` runs the native
+kernel (``fabricscope-core``'s ``rates`` module: a counting sort by series id, then one pass per
+series); :func:`rates_reference` computes the same result with vectorised Polars expressions and
+is what the kernel is tested against.
 
 Rules (each row of the result is one interval between two consecutive readings of a series):
 
@@ -31,7 +32,7 @@ import polars as pl
 
 from fabricscope import _native
 
-__all__ = ["SERIES_KEYS", "latest_gauges", "overflow_table", "rates", "value_as_float"]
+__all__ = ["SERIES_KEYS", "latest_gauges", "overflow_table", "rates", "rates_reference", "value_as_float"]
 
 # The source is part of a series: two exporters reading one port sample at different moments and
 # may disagree in absolute value (resets at different times), so they are rated separately.
@@ -118,6 +119,11 @@ def rates(
 ) -> pl.DataFrame:
     """Turn the samples table into per-interval deltas and rates.
 
+    Runs the native rate kernel (dense series ids from the dictionary codes, a counting sort by
+    series, one pass per series) with the rules above; :func:`rates_reference` is the same
+    computation in Polars expressions and gives the same rows, values and flags (rows ordered by
+    series, then time; the order of the series may differ).
+
     Args:
         samples: The canonical samples table (``fabricscope.read``), or a lazy frame of it.
         gap_factor: An interval longer than this many times the series' median interval is a gap.
@@ -135,6 +141,92 @@ def rates(
         >>> r = rates(fabricscope.read("sample_traces/ethtool"))
         >>> r.filter(r["counter"] == "rx_pause_duration_us")["rate_per_s"].to_list()
         [20000.0, 600000.0, 970000.0]
+    """
+    df = samples.collect() if isinstance(samples, pl.LazyFrame) else samples
+    prepared = _kernel_input(df)
+    if prepared is None:
+        return rates_reference(df, gap_factor=gap_factor, min_gap_s=min_gap_s)
+    table, rules = prepared
+    kernel = pl.DataFrame(_native.rates(table, rules, gap_factor=gap_factor, min_gap_s=min_gap_s))
+    time_dtype = df.schema["time"]
+    assert isinstance(time_dtype, pl.Datetime)  # checked by _kernel_input
+    # The kernel returns the input row of each interval's end; keys, end time and scale are
+    # gathered from the input so their dtypes (categories included) stay exactly the input's.
+    taken = df.select(pl.col(*SERIES_KEYS, "time", "scale").gather(kernel["row"]))
+    return pl.concat([taken, kernel.drop("row")], how="horizontal").select(
+        *SERIES_KEYS,
+        pl.col("start").cast(pl.Datetime("ns", time_dtype.time_zone)).cast(time_dtype),
+        pl.col("time").alias("end"),
+        "interval_s",
+        "value",
+        "delta",
+        "rate_per_s",
+        "scale",
+        "wrapped",
+        "saturated",
+        "reset",
+        "gap",
+    )
+
+
+# Key columns the kernel reads as integer codes: categoricals by their dictionary code, small
+# unsigned integers as they are. Anything else (user frames with other dtypes) takes the reference.
+_CODE_DTYPES = (pl.UInt8, pl.UInt16, pl.UInt32)
+_MAX_KERNEL_ROWS = 1 << 30
+
+
+def _kernel_input(df: pl.DataFrame) -> tuple[pl.DataFrame, list[tuple[int, int, int]]] | None:
+    """The frame and overflow rules the native kernel takes, or None when it cannot take ``df``."""
+    schema = df.schema
+    if not isinstance(schema.get("time"), pl.Datetime) or df.height >= _MAX_KERNEL_ROWS:
+        return None
+    expected = {"value_u64": pl.UInt64, "value_f64": pl.Float64, "scale": pl.UInt32, "is_counter": pl.Boolean}
+    if any(schema.get(c) != t for c, t in expected.items()) or df["time"].null_count():
+        return None
+    codes = []
+    for k in SERIES_KEYS:
+        dtype = schema.get(k)
+        if isinstance(dtype, (pl.Categorical, pl.Enum)):
+            codes.append(pl.col(k).to_physical().cast(pl.UInt32))
+        elif dtype == pl.String:
+            codes.append(pl.col(k).cast(pl.Categorical).to_physical().cast(pl.UInt32))
+        elif dtype in _CODE_DTYPES:
+            codes.append(pl.col(k))
+        else:
+            return None
+    table = df.select(
+        pl.col("time").dt.cast_time_unit("ns").to_physical(),
+        *codes,
+        *expected,
+    )
+    counters = df["counter"].cast(pl.Categorical) if schema["counter"] == pl.String else df["counter"]
+    _, modes, bits, _ = _overflow_by_code(counters)
+    rules = [(int(code), modes[code], bits[code]) for code in modes]  # type: ignore[call-overload]
+    return table, rules
+
+
+def rates_reference(
+    samples: pl.DataFrame | pl.LazyFrame,
+    *,
+    gap_factor: float = 3.0,
+    min_gap_s: float = 0.0,
+) -> pl.DataFrame:
+    """The rate engine in Polars expressions: the reference :func:`rates` is checked against.
+
+    Same arguments, rules and result as :func:`rates` (rows ordered by a hash of the series keys,
+    then time).
+
+    Args:
+        samples: The canonical samples table (``fabricscope.read``), or a lazy frame of it.
+        gap_factor: An interval longer than this many times the series' median interval is a gap.
+        min_gap_s: Intervals no longer than this are never gaps (guards series with jitter).
+
+    Returns:
+        One row per interval: the series keys, ``start``, ``end``, ``interval_s``, ``value`` (at
+        ``end``, as float), ``delta`` (in the counter's unit, null when unknown), ``rate_per_s``
+        (null when unknown), ``scale``, ``source`` and the flags ``wrapped``, ``saturated``,
+        ``reset``, ``gap``.
+
     """
     df = samples.collect() if isinstance(samples, pl.LazyFrame) else samples
     df = df.filter(pl.col("is_counter"))

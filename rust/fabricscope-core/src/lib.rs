@@ -6,6 +6,7 @@
 pub mod error;
 pub mod formats;
 pub mod packets;
+pub mod rates;
 pub mod read;
 pub mod schema;
 pub mod timestamp;

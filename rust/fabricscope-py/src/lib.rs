@@ -2,6 +2,7 @@
 //! Arrow through the PyCapsule interface (pyo3-arrow), and maps errors in `error.rs`.
 
 mod error;
+mod rates;
 mod reader;
 
 use pyo3::prelude::*;
@@ -19,6 +20,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reader::counters, m)?)?;
     m.add_function(wrap_pyfunction!(reader::samples_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(reader::attributes_schema_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(rates::rates, m)?)?;
     m.add_function(wrap_pyfunction!(reader::_panic_for_test, m)?)?;
     Ok(())
 }

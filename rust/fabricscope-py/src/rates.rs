@@ -1,0 +1,58 @@
+//! `rates`: the rate kernel over an Arrow table (argument conversion only).
+
+use fabricscope_core::rates::{OverflowMode, OverflowRule, RateColumns, RateOptions, rates_schema};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3_arrow::PyTable;
+
+use crate::error::{guarded, to_py_err};
+
+/// Rate the counter rows of `table` (columns `time`, the six series key codes, `value_u64`,
+/// `value_f64`, `scale`, `is_counter`). `rules` holds `(counter code, mode, bits)` with mode 0
+/// none, 1 saturate, 2 wrap, 3 saturate-or-wide. Returns `row, start, interval_s, value, delta,
+/// rate_per_s, wrapped, saturated, reset, gap`; the GIL is released while it runs.
+#[pyfunction]
+#[pyo3(signature = (table, rules, *, gap_factor=3.0, min_gap_s=0.0))]
+pub fn rates(
+    py: Python<'_>,
+    table: PyTable,
+    rules: Vec<(u32, u8, u8)>,
+    gap_factor: f64,
+    min_gap_s: f64,
+) -> PyResult<PyTable> {
+    let rules = rules
+        .into_iter()
+        .map(|(code, mode, bits)| {
+            let mode = match mode {
+                0 => OverflowMode::None,
+                1 => OverflowMode::Saturate,
+                2 => OverflowMode::Wrap,
+                3 => OverflowMode::Wide,
+                m => return Err(PyValueError::new_err(format!("unknown overflow mode code {m}"))),
+            };
+            if !(1..=64).contains(&bits) {
+                return Err(PyValueError::new_err(format!("register width must be 1-64 bits, got {bits}")));
+            }
+            Ok((code, OverflowRule { mode, bits }))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let (batches, _) = table.into_inner();
+    let opts = RateOptions { gap_factor, min_gap_s };
+    // The batches are only read; a panic cannot leave them half-modified.
+    let batches = std::panic::AssertUnwindSafe(batches);
+    let result = guarded(py, move || {
+        let batches = batches;
+        let cols = RateColumns {
+            keys: &["host", "device", "port", "priority", "counter", "source"],
+            counter: "counter",
+            time: "time",
+            value_u64: "value_u64",
+            value_f64: "value_f64",
+            scale: "scale",
+            is_counter: "is_counter",
+        };
+        fabricscope_core::rates::rates(&batches.0, &cols, &rules, &opts)
+    })?;
+    let batch = result.map_err(|e| to_py_err(py, &e))?;
+    PyTable::try_new(vec![batch], rates_schema())
+}
