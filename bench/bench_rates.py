@@ -7,7 +7,9 @@ as several exporters interleave), then times:
 
 * baseline: the naive Polars rate anybody writes first (sort by series and time, diff over
   series), without wrap, saturation, reset, gap or duplicate handling;
-* fabricscope.rates.rates on the same frame (all of those rules).
+* fabricscope.rates.rates_reference: the same rules in Polars expressions (the engine before the
+  native kernel), on shuffled and time-ordered input;
+* fabricscope.rates.rates (the native kernel) on shuffled, presorted and time-ordered input.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import statistics
 import time
 
 import polars as pl
-from fabricscope.rates import SERIES_KEYS, rates
+from fabricscope.rates import SERIES_KEYS, rates, rates_reference
 
 
 def build(rows: int) -> pl.DataFrame:
@@ -87,11 +89,13 @@ def main() -> None:
     df = build(args.rows)
     n = df.height
     t_naive = timed(naive, df, args.repeat)
+    t_ref = timed(rates_reference, df, args.repeat)
     t_ours = timed(rates, df, args.repeat)
     sorted_df = df.sort([*SERIES_KEYS, "time"])
     t_ours_sorted = timed(rates, sorted_df, args.repeat)
     time_df = df.sort("time")  # scrapes appended in time order, as readers deliver one file
     t_ours_time = timed(rates, time_df, args.repeat)
+    t_ref_time = timed(rates_reference, time_df, args.repeat)
     print(f"rows: {n:,}  polars {pl.__version__}  threads {pl.thread_pool_size()}")
     print()
     print("| engine | seconds | rows/s | vs naive |")
@@ -100,6 +104,8 @@ def main() -> None:
         f"| naive Polars sort + diff over series (no wrap/saturation/reset/gap rules) | {t_naive:.2f} | "
         f"{n / t_naive / 1e6:.1f} M | 1.00x |"
     )
+    for label, t in (("shuffled", t_ref), ("time-ordered", t_ref_time)):
+        print(f"| rates_reference (Polars), {label} input | {t:.2f} | {n / t / 1e6:.1f} M | {t_naive / t:.2f}x |")
     print(f"| fabricscope.rates, shuffled input | {t_ours:.2f} | {n / t_ours / 1e6:.1f} M | {t_naive / t_ours:.2f}x |")
     print(
         f"| fabricscope.rates, presorted input | {t_ours_sorted:.2f} | {n / t_ours_sorted / 1e6:.1f} M | "

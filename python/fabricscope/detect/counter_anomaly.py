@@ -76,11 +76,17 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
     r = inp.rates
-    if r.is_empty():
+    keys = ["host", "device", "port", "priority", "counter"]
+    # Flags are rare: only series with at least one flagged interval are aggregated (all of their
+    # rows, so the reported source is the same as over the whole table); a healthy fabric skips
+    # the aggregation entirely.
+    flagged = r.filter(pl.any_horizontal(*_ADVICE)).select(keys).unique()
+    if flagged.is_empty():
         return make_findings(rows)
+    r = r.join(flagged, on=keys, how="semi", nulls_equal=True, maintain_order="left")
     agg = (
         entity_strings(r)
-        .group_by(["host", "device", "port", "priority", "counter"], maintain_order=True)
+        .group_by(keys, maintain_order=True)
         .agg(
             *[pl.col(f).sum().alias(f) for f in _ADVICE],
             *[pl.col("end").filter(pl.col(f)).min().alias(f"{f}_first") for f in _ADVICE],

@@ -29,9 +29,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Float64Type, Int64Type, TimestampNanosecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, PrimitiveArray, RecordBatch, UInt32Array,
-};
+use arrow_array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, PrimitiveArray, RecordBatch, UInt32Array};
 use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
@@ -193,6 +191,21 @@ impl<'a> KeyCodes<'a> {
         })
     }
 
+    /// Call `f(row, code + 1)` for every row (0 for null), with the type dispatch outside the loop.
+    fn for_each(&self, mut f: impl FnMut(usize, u64)) {
+        fn run<T: Copy + Into<u64>>(v: &[T], nulls: Option<&NullBuffer>, f: &mut impl FnMut(usize, u64)) {
+            match nulls {
+                None => v.iter().enumerate().for_each(|(i, &x)| f(i, x.into() + 1)),
+                Some(n) => v.iter().enumerate().for_each(|(i, &x)| f(i, if n.is_null(i) { 0 } else { x.into() + 1 })),
+            }
+        }
+        match self {
+            KeyCodes::U8(v, n) => run(v, *n, &mut f),
+            KeyCodes::U16(v, n) => run(v, *n, &mut f),
+            KeyCodes::U32(v, n) => run(v, *n, &mut f),
+        }
+    }
+
     #[inline]
     fn get(&self, i: usize) -> u64 {
         let (v, nulls) = match self {
@@ -265,9 +278,7 @@ impl Densify {
 }
 
 fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef> {
-    batch
-        .column_by_name(name)
-        .ok_or_else(|| Error::InvalidArgument(format!("rates: the input has no column {name:?}")))
+    batch.column_by_name(name).ok_or_else(|| Error::InvalidArgument(format!("rates: the input has no column {name:?}")))
 }
 
 fn wrong_type(name: &str, expected: &str, found: &DataType) -> Error {
@@ -287,11 +298,8 @@ struct BatchColumns<'a> {
 
 impl<'a> BatchColumns<'a> {
     fn new(batch: &'a RecordBatch, cols: &RateColumns<'_>) -> Result<Self> {
-        let keys = cols
-            .keys
-            .iter()
-            .map(|k| KeyCodes::new(k, column(batch, k)?.as_ref()))
-            .collect::<Result<Vec<_>>>()?;
+        let keys =
+            cols.keys.iter().map(|k| KeyCodes::new(k, column(batch, k)?.as_ref())).collect::<Result<Vec<_>>>()?;
         let counter = KeyCodes::new(cols.counter, column(batch, cols.counter)?.as_ref())?;
         let time = column(batch, cols.time)?;
         if time.null_count() > 0 {
@@ -554,7 +562,7 @@ pub fn rates(
     let compactions: Vec<Compaction> = (0..cols.keys.len())
         .map(|k| {
             let columns: Vec<&KeyCodes<'_>> = typed.iter().map(|t| &t.keys[k]).collect();
-            Compaction::build_refs(&columns, &lens, total)
+            Compaction::build_refs(&columns, total)
         })
         .collect();
     let mut keys: Vec<u64> = Vec::new();
@@ -573,18 +581,18 @@ pub fn rates(
             cardinality = u64::from(next.max(1)) * card;
         }
         if k == 0 {
-            keys = Vec::with_capacity(total);
-            for (t, &len) in typed.iter().zip(&lens) {
-                keys.extend((0..len).map(|i| comp.get(t.keys[k].get(i))));
+            keys = vec![0; total];
+        }
+        let mut base = 0usize;
+        for (t, &len) in typed.iter().zip(&lens) {
+            let part = &mut keys[base..base + len];
+            if comp.table.is_empty() {
+                t.keys[k].for_each(|i, raw| part[i] = part[i] * card + comp.get(raw));
+            } else {
+                let table = comp.table.as_slice();
+                t.keys[k].for_each(|i, raw| part[i] = part[i] * card + u64::from(table[raw as usize]));
             }
-        } else {
-            let mut at = 0usize;
-            for (t, &len) in typed.iter().zip(&lens) {
-                for i in 0..len {
-                    keys[at] = keys[at] * card + comp.get(t.keys[k].get(i));
-                    at += 1;
-                }
-            }
+            base += len;
         }
     }
     if keys.is_empty() {
@@ -681,21 +689,18 @@ pub fn rates(
 }
 
 impl Compaction {
-    fn build_refs(columns: &[&KeyCodes<'_>], lens: &[usize], rows: usize) -> Self {
+    fn build_refs(columns: &[&KeyCodes<'_>], rows: usize) -> Self {
         let mut max = 0u64;
-        for (c, &len) in columns.iter().zip(lens) {
-            for i in 0..len {
-                max = max.max(c.get(i));
-            }
+        for c in columns {
+            c.for_each(|_, raw| max = max.max(raw));
         }
         let mut out = Compaction { table: Vec::new(), map: AHashMap::new(), len: 0 };
         let direct = max < (4 * rows as u64).max(1 << 16);
         if direct {
             out.table = vec![u32::MAX; max as usize + 1];
         }
-        for (c, &len) in columns.iter().zip(lens) {
-            for i in 0..len {
-                let raw = c.get(i);
+        for c in columns {
+            c.for_each(|_, raw| {
                 if direct {
                     let slot = &mut out.table[raw as usize];
                     if *slot == u32::MAX {
@@ -706,7 +711,7 @@ impl Compaction {
                     e.insert(out.len);
                     out.len += 1;
                 }
-            }
+            });
         }
         out
     }
