@@ -117,7 +117,12 @@ DEFAULTS: dict[str, Any] = {
         "critical_wait_ratio": 0.50,
         "source": f"{UFM_CBW}; tick conversion: {XMITWAIT_64}; critical 50% is a fabricscope default",
     },
-    "counter_anomaly": {"source": "fabricscope rate engine flags (resets, saturation, wraps, gaps)"},
+    "counter_anomaly": {
+        "source": "fabricscope rate engine flags (resets, saturation, wraps, gaps)",
+        # a pegged error register is a lower bound on the events since the last clear
+        "source_saturated_errors": "IBTA PortCounters: error counters stop at their maximum (perfquery(8), "
+        "ibqueryerrors(8)); a pegged register proves at least 2^bits-1 events since the last clear",
+    },
     "pfc_storm": {
         # storm_ratio of at least window_s (or one sampling interval when longer); NIC watchdog
         # events; or pause of at least unbroken_ratio with no Xoff->Xon transition while the
