@@ -90,7 +90,7 @@ def _perftest_bw(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -
         measured_rate = r["link_rate_bytes_per_s"] or (r["_dev_rate"] if r["port"] is None else None)
         hardware = profile_for_device(r["device"], r["link_type"])
         if measured_rate is not None:
-            line, basis, assumed = measured_rate, "port rate gauge of the same host", False
+            line, basis, assumed = measured_rate, "port rate gauge", False
         elif inp.profile is not None:
             line, basis, assumed = inp.profile.line_rate_bytes_per_s, f"--profile {inp.profile.name}", False
         elif hardware is not None:
