@@ -65,7 +65,7 @@ def test_routing_is_derived_from_the_specs() -> None:
     # reads (one that declares none would be correct, with the full rates, but not scalable).
     assert set(DETECTORS()) == PER_PARTITION | set(FABRIC_WIDE)
     assert not PER_PARTITION & set(FABRIC_WIDE)
-    assert PER_PARTITION == {s.name for s in SPECS.values() if s.scope == "partition"}
+    assert {s.name for s in SPECS.values() if s.scope == "partition"} == PER_PARTITION
     assert all(fn is not None for fn in FABRIC_WIDE.values())
 
 

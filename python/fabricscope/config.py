@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
 }
 """Every default: the rate engine's, the merging distance, and each detector's (from its spec)."""
 
+
 def _merge(base: dict[str, Any], over: dict[str, Any], path: str) -> None:
     for k, v in over.items():
         if k not in base:

@@ -47,7 +47,6 @@ LIMITS: dict[str, int] = {
 }
 
 
-
 def empty_samples() -> pl.DataFrame:
     """A samples frame with no rows and the core's samples schema.
 

@@ -44,7 +44,7 @@ from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu
 from fabricscope.sources import NCCL_ACHIEVABLE, NGC_PERF, default
 
-__all__ = ["SPEC", "LAYERS_SCHEMA", "detect", "empty_layers", "layer_utilisation", "network_ports"]
+__all__ = ["LAYERS_SCHEMA", "SPEC", "detect", "empty_layers", "layer_utilisation", "network_ports"]
 
 KIND = "bottleneck"
 
@@ -622,7 +622,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="per host and window, the utilisation of NVLink, PCIe, network (incl. credit wait and pause) and CXL, the layer that saturates first, communication-bound or not",
+    summary="per host and window, the utilisation of NVLink, PCIe, network (incl. credit wait and pause) "
+    "and CXL, the layer that saturates first, communication-bound or not",
     detect=detect,
     scope="partition",
     views={"layers": layer_utilisation},

@@ -100,7 +100,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="symbol, receive, remote-physical, integrity, overrun errors and discards above rate thresholds; BER estimate",
+    summary="symbol, receive, remote-physical, integrity, overrun errors and discards above rate "
+    "thresholds; BER estimate",
     detect=detect,
     scope="partition",
     defaults={

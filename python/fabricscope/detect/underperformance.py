@@ -384,7 +384,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="perftest below 90% of port rate or over latency limits; nccl-tests busbw below 80% of what the log's topology should give; busy ports far below line rate",
+    summary="perftest below 90% of port rate or over latency limits; nccl-tests busbw below 80% of what the "
+    "log's topology should give; busy ports far below line rate",
     detect=detect,
     scope="fabric",
     rates_needed=no_rates,

@@ -377,8 +377,10 @@ def reduce_results(
     findings, fabric_views = fabric_wide(results, tables, config, profile, keep_detail=keep_detail)
     names = dict.fromkeys([*(n for r in results for n in r.views), *fabric_views])
     views = {
-        n: _concat([*(r.views[n] for r in results if n in r.views), *([fabric_views[n]] if n in fabric_views else [])],
-                   pl.DataFrame())
+        n: _concat(
+            [*(r.views[n] for r in results if n in r.views), *([fabric_views[n]] if n in fabric_views else [])],
+            pl.DataFrame(),
+        )
         for n in names
     }
     return EngineResult(

@@ -150,7 +150,9 @@ class RayEngine(Engine):
         tables_ref = ray.put(tables)
         # Partition i's frames from every read task go to one analysis task, straight from the
         # object store: the driver never holds samples.
-        pending = [analyze_task.remote(tables_ref, config, profile, keep_detail, *[r[1 + i] for r in reads]) for i in range(n)]
+        pending = [
+            analyze_task.remote(tables_ref, config, profile, keep_detail, *[r[1 + i] for r in reads]) for i in range(n)
+        ]
         results: list[PartitionResult] = [r for r in _get(ray, pending) if r is not None]
         # Reading and the partitions overlap in Ray: one figure for both.
         seconds = {"read+partitions": time.perf_counter() - t0}
