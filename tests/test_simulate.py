@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "sample_traces" / "scenarios"
 KEYS = ["time", "host", "device", "port", "priority", "counter", "source"]
 
-# Known detector discrepancies, described rather than hidden (see the issue 3 closing note).
+# Known detector discrepancies, described rather than hidden.
 KNOWN: dict[str, str] = {}
 
 
