@@ -4,11 +4,31 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time as _time
 from pathlib import Path
 from typing import Any
 
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.report.build import write_report
+
+
+class _StageLine:
+    """The report's stages on one stderr line (``[3/9]   2.1 s  plotting gpu01/mlx5_0/1``)."""
+
+    def __init__(self) -> None:
+        self.t0 = _time.monotonic()
+        self.drawn = False
+
+    def show(self, done: int, total: int, what: str) -> None:
+        of = f"/{total}" if total else ""
+        sys.stderr.write(f"\r[{done}{of}] {_time.monotonic() - self.t0:5.1f} s  {what[:60]:<60}")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 def add_parser(sub: Any) -> None:
@@ -32,14 +52,15 @@ def add_parser(sub: Any) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-
+    quiet = args.quiet or not sys.stderr.isatty()
+    stages = _StageLine()
     fmt = args.format or ("md" if str(args.output).endswith((".md", ".markdown")) else "html")
     try:
         data = write_report(
             args.inputs,
             args.output,
             format=fmt,
-            quiet=args.quiet or not sys.stderr.isatty(),
+            progress=None if quiet else stages.show,
             max_ports=args.max_ports,
             profile=args.profile,
             config=args.config,
@@ -47,7 +68,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
             since=args.since,
         )
     except FabricscopeError as e:
+        stages.close()
         print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
         return 3
+    stages.close()
     print(f"wrote {Path(args.output)}: {data.findings.height} finding(s), {len(data.plots)} port plot(s)")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fabricscope.simulate import FORMATS, SCENARIOS, simulate, simulate_scale
+from fabricscope.simulate import FORMATS, SCENARIOS, simulate
 from fabricscope.simulate.scale import parse_scale, write_scale
 
 
@@ -14,7 +14,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         width = max(len(n) for n in SCENARIOS)
         for name, sc in SCENARIOS.items():
             print(f"{name:<{width}}  {sc.tech:<8} {sc.summary}")
-        print(f"{'scale':<{width}}  ndr400   benchmark: healthy fabric as /federate text, vectorised (>= 100 MB/s)")
+        print(
+            f"{'--scale':<{width}}  ndr400   benchmark: PORTSxCOUNTERSxREADINGS of a healthy fabric as /federate text"
+        )
         return 0
     if args.scale and args.outdir:
         try:
@@ -41,19 +43,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         return 2
     fmts = args.format.split(",") if args.format else None
     if args.scenario == "scale":
-        res = simulate_scale(
-            args.outdir,
-            hosts=args.hosts or 512,
-            duration=args.duration or 3600.0,
-            interval=args.interval or 15.0,
-            seed=args.seed,
-            target_bytes=int(args.size_mb * 1e6) if args.size_mb else None,
-        )
-        print(
-            f"wrote {res['bytes'] / 1e6:,.1f} MB ({res['samples']:,} samples) in {res['seconds']:.2f} s: "
-            f"{res['mb_per_s']:,.0f} MB/s"
-        )
-        return 0
+        print("fabricscope simulate: the scale benchmark mode is --scale PORTSxCOUNTERSxREADINGS (e.g. 512x12x200)")
+        return 2
     res = simulate(
         args.outdir,
         args.scenario,
@@ -90,13 +81,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "  fabricscope simulate --list\n"
             "  fabricscope simulate out/storm --scenario pfc-storm --hosts 8 --duration 600\n"
             "  fabricscope simulate out/flap --scenario link-flap --format prometheus,sysfs-grep\n"
-            "  fabricscope simulate out/bench --scenario scale --hosts 2048 --size-mb 2000\n"
             "  fabricscope simulate out/e2e --scale 8192x12x1018 --files 8\n"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("outdir", nargs="?", metavar="OUTDIR", help="directory to write into")
-    p.add_argument("--scenario", help="scenario name (see --list); `scale` for the benchmark mode")
+    p.add_argument("--scenario", help="scenario name (see --list)")
     p.add_argument("--list", action="store_true", help="list the scenarios")
     p.add_argument("--hosts", type=int, help="number of hosts")
     p.add_argument("--duration", type=float, help="seconds to simulate")
@@ -104,7 +94,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="random seed (output is deterministic per seed)")
     p.add_argument("--format", help=f"comma-separated formats: {','.join(FORMATS)}")
     p.add_argument("--sysfs-snapshots", choices=["last", "all"], default="last", help="sysfs trees to write")
-    p.add_argument("--size-mb", type=float, help="scale mode: stop after this many MB")
     p.add_argument(
         "--scale",
         metavar="PORTSxCOUNTERSxREADINGS",

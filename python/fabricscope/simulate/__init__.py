@@ -22,14 +22,13 @@ import datetime as dt
 import json
 import os
 import shutil
-import time as _time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from fabricscope.simulate.fabric import TECHNOLOGIES, build_fabric
+from fabricscope.simulate.fabric import build_fabric
 from fabricscope.simulate.model import Fault, Simulation, Workload, run_model
 from fabricscope.simulate.scenarios import SCENARIOS, Scenario
 from fabricscope.simulate.writers import (
@@ -50,7 +49,6 @@ __all__ = [
     "Workload",
     "check_truth",
     "simulate",
-    "simulate_scale",
 ]
 
 T0 = 1_796_400_000  # 2026-12-04T14:00:00Z
@@ -264,113 +262,3 @@ def check_truth(findings: pl.DataFrame, truth: dict[str, Any]) -> dict[str, list
         if r["host"] == m["host"] and _dev_ok(m.get("device"), r["device"])
     ]
     return {"missing": missing, "unexpected": unexpected, "forbidden": forbidden}
-
-
-def simulate_scale(
-    outdir: str | os.PathLike[str],
-    *,
-    hosts: int = 512,
-    duration: float = 3600.0,
-    interval: float = 15.0,
-    seed: int = 1,
-    target_bytes: int | None = None,
-) -> dict[str, float]:
-    """Scale mode: a healthy NDR400 fabric as Prometheus ``/federate`` text, vectorised with Polars.
-
-    Counters are built as one frame per batch of readings (series x readings, cumulative sums per
-    series) and formatted to text by Polars expressions, never by a Python loop per sample.
-
-    Args:
-        outdir: Output directory; writes ``prometheus/federate-scale.prom``.
-        hosts: Hosts (8 HCAs each).
-        duration: Seconds simulated.
-        interval: Seconds between scrapes.
-        seed: Random seed.
-        target_bytes: Stop once this many bytes are written (None: the whole duration).
-
-    Returns:
-        ``bytes``, ``seconds``, ``mb_per_s``, ``samples``.
-    """
-    from fabricscope.simulate.writers import go_float_expr, spellings
-
-    sp = spellings()
-    line_rate = TECHNOLOGIES["ndr400"].line_rate
-    frame = TECHNOLOGIES["ndr400"].data_frame
-    # (metric, share of line rate in its unit per second)
-    metrics = [
-        (sp["port_xmit_data_bytes"]["prometheus"][0], 0.6 * line_rate),
-        (sp["port_rcv_data_bytes"]["prometheus"][0], 0.6 * line_rate),
-        (sp["port_xmit_packets"]["prometheus"][0], 0.6 * line_rate / frame),
-        (sp["port_rcv_packets"]["prometheus"][0], 0.6 * line_rate / frame),
-        (sp["unicast_xmit_packets"]["prometheus"][0], 0.6 * line_rate / frame),
-        (sp["unicast_rcv_packets"]["prometheus"][0], 0.6 * line_rate / frame),
-        (sp["port_xmit_wait_ticks"]["prometheus"][0], 0.01 * line_rate * 8 / 64),
-        (sp["symbol_errors"]["prometheus"][0], 0.0),
-        (sp["port_rcv_errors"]["prometheus"][0], 0.0),
-        (sp["link_downed_events"]["prometheus"][0], 0.0),
-        (sp["link_error_recovery_events"]["prometheus"][0], 0.0),
-        (sp["port_xmit_discards"]["prometheus"][0], 0.0),
-    ]
-    out = Path(outdir) / "prometheus" / "federate-scale.prom"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    series = (
-        pl.DataFrame({"h": pl.int_range(0, hosts, eager=True)})
-        .join(pl.DataFrame({"d": pl.int_range(0, 8, eager=True)}), how="cross")
-        .join(pl.DataFrame({"metric": [m for m, _ in metrics], "per_s": [r for _, r in metrics]}), how="cross")
-        .with_columns(
-            pl.concat_str(
-                pl.col("metric"),
-                pl.lit('{device="mlx5_'),
-                pl.col("d").cast(pl.String),
-                pl.lit('",instance="scale-gpu'),
-                pl.col("h").cast(pl.String).str.zfill(4),
-                pl.lit(':9100",job="node",port="1"} '),
-            ).alias("prefix"),
-            pl.struct("h", "d", "metric").hash(seed=seed).alias("_id"),
-        )
-        .with_columns(
-            pl.when(pl.col("per_s") > 0)
-            .then(pl.col("_id") % 10**13 + 10**12)
-            .otherwise(pl.col("_id") % 7)
-            .alias("offset")
-        )
-    )
-    n_reads = int(duration // interval) + 1
-    # value(r) = offset + r * mean + jitter(r) with 0 <= jitter < 0.3 * mean: every increment is at least
-    # 0.7 * mean (monotonic, at most the line rate) without a cumulative sum across batches.
-    series = series.sort("metric", "h", "d").with_columns(
-        (pl.col("per_s") * interval).floor().cast(pl.UInt64).alias("mean"),
-        pl.col("metric").str.contains("data").alias("words"),
-    )
-    batch = max(1, 4_000_000 // series.height)
-    started = _time.monotonic()
-    written = 0
-    samples = 0
-    with out.open("wb") as fh:
-        for b0 in range(0, n_reads, batch):
-            reads = pl.DataFrame({"r": pl.int_range(b0, min(n_reads, b0 + batch), eager=True).cast(pl.UInt64)})
-            jitter = pl.struct("_id", "r").hash(seed=seed + 1) % (pl.col("mean") * 3 // 10 + 1)
-            value = pl.col("offset").cast(pl.UInt64) + pl.col("r") * pl.col("mean") + jitter
-            df = reads.join(series, how="cross").with_columns(
-                pl.when(pl.col("words")).then(value // 4 * 4).otherwise(value).alias("value")
-            )
-            first = pl.col("metric") != pl.col("metric").shift(1)
-            lines = df.select(
-                pl.concat_str(
-                    pl.when(first.fill_null(True))
-                    .then(pl.concat_str(pl.lit("# TYPE "), pl.col("metric"), pl.lit(" untyped\n")))
-                    .otherwise(pl.lit("")),
-                    pl.col("prefix"),
-                    go_float_expr("value"),
-                    pl.lit(" "),
-                    (pl.col("r").cast(pl.Int64) * int(interval * 1000) + T0 * 1000).cast(pl.String),
-                ).alias("l")
-            )
-            pos = fh.tell()
-            lines.write_csv(fh, include_header=False, quote_style="never")
-            written += fh.tell() - pos
-            samples += df.height
-            if target_bytes and written >= target_bytes:
-                break
-    secs = _time.monotonic() - started
-    return {"bytes": written, "seconds": secs, "mb_per_s": written / 1e6 / max(secs, 1e-9), "samples": samples}
