@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings
 from fabricscope.findings import make_findings
 from fabricscope.rates import overflow_table
+from fabricscope.sources import default
 
 KIND = "counter_anomaly"
 
@@ -179,3 +180,18 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 }
             )
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="resets, saturated registers, wraps, sampling gaps, with what to fix in collection",
+    detect=detect,
+    scope="partition",
+    defaults={
+        "source": default("the rate engine's flags: resets, saturated registers, wraps, sampling gaps"),
+        # a pegged error register is a lower bound on the events since the last clear
+        "source_saturated_errors": "perfquery(8) and ibqueryerrors(8), rdma-core infiniband-diags: IBTA "
+        "PortCounters error counters stop at their maximum, so a pegged register proves at least 2^bits-1 events "
+        "since the last clear",
+    },
+)
