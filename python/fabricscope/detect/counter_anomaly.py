@@ -184,7 +184,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="resets, saturated registers, wraps, sampling gaps, with what to fix in collection",
+    summary="resets, saturated registers (a warning with the lower bound for pegged error counters), wraps, "
+    "sampling gaps, with what to fix in collection",
     detect=detect,
     scope="partition",
     defaults={

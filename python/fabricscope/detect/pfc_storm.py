@@ -450,7 +450,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="per-priority pause ≥ 99% of a window, NIC storm watchdogs, unbroken pause with collapsed traffic",
+    summary="per-priority pause ≥ 99% of a window (captures: from packet timing, millisecond windows), NIC storm "
+    "watchdogs, unbroken pause with collapsed traffic",
     detect=detect,
     scope="partition",
     defaults={
