@@ -20,7 +20,8 @@ import pytest
 from fabricscope.detect.pfc_storm import paused_spans, storm_windows
 from fabricscope.detect.underperformance import expected_busbw
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+REPO = Path(__file__).resolve().parent.parent
+FIX = REPO / "tests" / "fixtures"
 
 
 def analyze_cli(*args: str | Path) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
@@ -237,3 +238,14 @@ def test_storm_window_math_near_misses() -> None:
     assert paused_spans([0, 40, 80], [84, 84, 84]) == [(0, 164)]
     assert paused_spans([0, 100], [84, 84]) == [(0, 84), (100, 184)]
     assert paused_spans([0, 20, 60], [84, 0, 84]) == [(0, 20), (60, 144)]
+
+
+def test_capture_storm_is_reported_once_when_the_analysis_is_partitioned(tmp_path: Path) -> None:
+    # the packet_events table travels whole to every partition: only the capture's host judges it
+    write_storm_capture(tmp_path / "mirror.pcap")
+    prom = REPO / "sample_traces" / "scenarios" / "ib-symbol-errors" / "prometheus"
+    for p in prom.iterdir():
+        (tmp_path / p.name).write_bytes(p.read_bytes())
+    a = fabricscope.run_analysis(tmp_path, host="leaf1", partitions=8)
+    storms = a.findings.filter(a.findings["kind"] == "pfc_storm")
+    assert storms.height == 1 and storms["host"].to_list() == ["leaf1"]

@@ -367,6 +367,10 @@ def _capture_rule(inp: AnalysisInput, cfg: dict) -> list[dict[str, Any]]:
         )
         .sort("_t", maintain_order=True)
     )
+    # The table is whole in every partition: judge only the hosts this partition holds.
+    hosts = inp.samples["host"].cast(pl.String).unique().to_list() if inp.samples.height else None
+    if hosts is not None:
+        frames = frames.filter(pl.col("host").is_in(hosts))
     if frames.is_empty():
         return []
     window_ns = round(cfg["window_s"] * 1e9)
