@@ -28,6 +28,10 @@ INPUTS: dict[str, list[Path]] = {
     "benchmark-only/perftest": [FIXTURES / "perftest" / "read_lat_rxe_fused.txt"],
     "benchmark-only/nccl": [FIXTURES / "nccl-tests" / "ztan-all_reduce-16xH100.txt"],
     "capture-only": [FIXTURES / "captures" / "synth_roce_pfc_le.pcapng"],
+    # real outputs whose verdicts depend on the hardware and the traffic pattern
+    "verdict/saturated-switch": [FIXTURES / "ib" / "ibqueryerrors" / "linux-rdma-2021-03-sx6036.txt"],
+    "verdict/connectx3-perftest": [FIXTURES / "perftest" / "write_bw_mlx4_connectx3.txt"],
+    "verdict/alltoall-10x8": [FIXTURES / "nccl-tests" / "constructed-alltoall-10x8-h100.txt"],
     "mixed": [
         FIXTURES / "perftest" / "read_lat_rxe_fused.txt",
         TRACES / "prometheus",
