@@ -84,7 +84,9 @@ def make_findings(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
             raise ValueError(f"unknown layer {r['layer']!r}")
         row = {k: r.get(k) for k in FINDINGS_SCHEMA.names()}
         ev = r.get("evidence", {})
-        row["evidence"] = ev if isinstance(ev, str) else json.dumps(ev, sort_keys=True, default=_json_default)
+        if not isinstance(ev, str):
+            ev = json.dumps(_significant(ev), sort_keys=True, default=_json_default)
+        row["evidence"] = ev
         out.append(row)
     if not out:
         return empty_findings()
@@ -166,6 +168,21 @@ def overall_status(findings: pl.DataFrame) -> str:
 def exit_status(findings: pl.DataFrame) -> int:
     """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical."""
     return {"ok": 0, "warning": 1, "critical": 2}[overall_status(findings)]
+
+
+def _significant(value: Any) -> Any:
+    """Evidence floats to 12 significant digits.
+
+    A sum's last bits depend on the order rows arrive in (partitions, threads) and no reader needs
+    them; rounded, the same evidence reads the same on every path.
+    """
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {k: _significant(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_significant(v) for v in value]
+    return value
 
 
 def _json_default(o: object) -> object:
