@@ -49,7 +49,7 @@ pub enum Format {
     Ibqueryerrors,
     /// `iblinkinfo` output (per-switch/CA blocks of links with width, speed, peer).
     Iblinkinfo,
-    /// `ibnetdiscover -p` (ports report): one line per port with its peer.
+    /// `ibnetdiscover`: the topology file (default output) or the `-p` ports report.
     Ibnetdiscover,
     /// `ibdiagnet2.db_csv`: `START_<SECTION>` ... `END_<SECTION>` CSV sections.
     IbdiagnetDbCsv,
@@ -160,9 +160,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Ibnetdiscover,
         name: "ibnetdiscover",
-        produced_by: "`ibnetdiscover -p` (ports report); emits the `links` table",
-        detection: "lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
-        timestamps: "timestamp line; else file name, argument, mtime",
+        produced_by: "`ibnetdiscover` topology file (default output, `-g` grouped too) and `ibnetdiscover -p` (ports report); emits the `links` table",
+        detection: "`switchguid=0x...`/`caguid=0x...` lines, `Switch|Ca <ports> \"S-|H-<guid>\" # ...` node headers, `[<port>] \"S-<guid>\"[<port>] # ...` port lines, or `-p` lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
+        timestamps: "timestamp line; else `# Topology file: generated on <ctime>` (local time read as UTC); else file name, argument, mtime",
     },
     FormatInfo {
         format: Format::IbdiagnetDbCsv,
@@ -483,6 +483,11 @@ impl DirectiveState {
             None => return false,
         }
         true
+    }
+
+    /// The time the last timestamp line set, if any.
+    pub fn explicit_time(&self) -> Option<i64> {
+        self.time
     }
 
     /// The time of the current record: the last timestamp line, else the driver's fallback (file
