@@ -45,7 +45,13 @@ class Analysis:
 def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
     """The findings document's ``inputs``: every input that was recognised or failed."""
     return [
-        {"path": r.path, "format": r.format or "-", "records": r.rows + r.attribute_rows, "rejected": r.bad_records}
+        {
+            "path": r.path,
+            "format": r.format or "-",
+            "records": r.rows + r.attribute_rows,
+            "rejected": r.bad_records,
+            "error": (r.errors[0] if r.errors else "could not be read") if r.failed else None,
+        }
         for r in reports
         if r.format is not None or r.failed
     ]

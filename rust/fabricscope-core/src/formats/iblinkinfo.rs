@@ -60,6 +60,8 @@ pub struct IblinkinfoReader {
     directives: DirectiveState,
     pending: Vec<Pending>,
     lids: AHashMap<u32, (String, NodeType)>,
+    /// Nodes whose type and description attributes were stored.
+    described: ahash::AHashSet<String>,
 }
 
 /// `4[  ]` or `17` → port number.
@@ -130,6 +132,7 @@ impl IblinkinfoReader {
         };
         let node_type = block.node_type;
         self.lids.entry(lid).or_insert_with(|| (guid.clone(), node_type));
+        self.describe(&guid, node_type, local_name.as_deref().or(block.name.as_deref()), ctx)?;
         self.port_state(&guid, port, right, ctx)?;
         let Some((link, peer)) = right.split_once(")==>") else {
             return Ok(()); // a down port: `Down/ Polling)=...`
@@ -173,6 +176,31 @@ impl IblinkinfoReader {
             supported_width,
             supported_speed,
         });
+        Ok(())
+    }
+
+    /// The node's type and description as attributes (port null), once per node: a down port has
+    /// no link row, so this is what names its switch or HCA.
+    fn describe(
+        &mut self,
+        guid: &str,
+        node_type: NodeType,
+        name: Option<&str>,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
+        if !self.described.insert(guid.to_owned()) {
+            return Ok(());
+        }
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host_name = self.directives.host(ctx);
+        let mut facts = vec![("node_type", node_type.as_str())];
+        if let Some(n) = name {
+            facts.push(("node_description", n));
+        }
+        for (key, value) in facts {
+            let a = Attribute { time_ns, host: 0, device: 0, port: None, key, value };
+            ctx.push_attribute(&host_name, guid, &a)?;
+        }
         Ok(())
     }
 
