@@ -350,3 +350,21 @@ fn net_dump_rows_give_links() {
     let src = out.tables[0].1.column_by_name("source").unwrap().as_string::<i32>().value(0).to_owned();
     assert_eq!(src, "ibdiagnet-net-dump");
 }
+
+#[test]
+fn ibnetdiscover_topology_cut_anywhere_reads_without_panic() {
+    // Every prefix of a real topology file (a capture cut short) reads leniently: the complete
+    // lines before the cut give their links, the cut line at most one bad record.
+    let text = std::fs::read(fixture("ib/ibnetdiscover-topology/3.topo")).unwrap();
+    let o = ReadOptions { format: Some(Format::Ibnetdiscover), strict: false, ..opts() };
+    let mut last_links = 0;
+    for cut in (0..text.len()).step_by(41) {
+        let p = temp_file("cut.topo", &text[..cut]);
+        let out = read_with(&[p], &o).unwrap();
+        assert!(out.reports[0].bad_records <= 1, "cut at {cut}: {:?}", out.reports[0].errors);
+        let n = links_of(&out).len();
+        assert!(n >= last_links, "cut at {cut}: links went from {last_links} to {n}");
+        last_links = n;
+    }
+    assert_eq!(last_links, 10);
+}
