@@ -12,6 +12,7 @@ import polars as pl
 from fabricscope.config import load_config
 from fabricscope.detect.bottleneck import empty_layers
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine
+from fabricscope.engines.units import raise_if_nothing_read
 from fabricscope.findings import FINDINGS_SCHEMA
 from fabricscope.io import InputReport, TimeLike, empty_attributes
 from fabricscope.profiles import get_profile
@@ -143,6 +144,7 @@ def run_analysis(
             profile=prof,
             keep_detail=keep,
         )
+        raise_if_nothing_read(ran.reports)
         inputs = _inputs(ran.reports)
     return Analysis(
         findings=_ordered(ran.findings),

@@ -13,7 +13,7 @@ from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
 from fabricscope.io import InputReport, scan
 
-__all__ = ["Unit", "group_units", "read_units", "work_units"]
+__all__ = ["Unit", "group_units", "raise_if_nothing_read", "read_units", "work_units"]
 
 Unit = tuple[str, str]
 """A path and its kind: ``file`` (named by the user), ``walked`` (found by walking a directory:
@@ -207,7 +207,20 @@ def read_units(
 
 def _failed(path: str, err: Exception) -> InputReport:
     """The report of an input that could not be read: no rows kept, its error listed."""
-    return InputReport(path, None, 0, 0, 0, 0, errors=[str(err)], failed=True)
+    return InputReport(path, None, 0, 0, 0, 0, errors=[str(err)], failed=True, exception=err)
+
+
+def raise_if_nothing_read(reports: Sequence[InputReport]) -> None:
+    """Raise the first input's error when inputs failed and none was read: nothing to analyse.
+
+    With at least one readable input the failures stay in the reports (the analysis runs and its
+    status accounts for them); with none, the caller gets the error as before.
+    """
+    failed = [r for r in reports if r.failed]
+    if failed and not any(r.format is not None and not r.failed for r in reports):
+        err = next((r.exception for r in failed if r.exception is not None), None)
+        if err is not None:
+            raise err
 
 
 def _read_history(
