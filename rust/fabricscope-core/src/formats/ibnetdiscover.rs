@@ -11,20 +11,21 @@
 //! A line without the peer part is an unconnected port (speed `???` or the lowest speed): it
 //! gives no link.
 //!
-//! **Topology file** (the default output, what most sites keep): one block per node,
+//! **Topology file** (the default output, what most sites keep): one block per node (fields
+//! separated by TABs, shown here as blanks),
 //!
 //! ```text
 //! vendid=0x2c9
 //! devid=0xcb20
 //! sysimgguid=0xe41d2d030003e470
 //! switchguid=0xe41d2d030003e470(e41d2d030003e470)
-//! Switch	36 "S-e41d2d030003e470"		# "SwitchIB Mellanox Technologies" base port 0 lid 268 lmc 0
-//! [3]	"S-f4521403005764b0"[1]		# "MF0;switch-de779e:SX6012/U1" lid 174 4xFDR
-//! [34]	"H-e41d2d030061f957"[1](e41d2d030061f957) 		# "r-ufm216 HCA-2" lid 2 4xEDR
+//! Switch  36 "S-e41d2d030003e470"    # "SwitchIB Mellanox Technologies" base port 0 lid 268 lmc 0
+//! [3]  "S-f4521403005764b0"[1]    # "MF0;switch-de779e:SX6012/U1" lid 174 4xFDR
+//! [34]  "H-e41d2d030061f957"[1](e41d2d030061f957)     # "r-ufm216 HCA-2" lid 2 4xEDR
 //!
 //! caguid=0xe41d2d030061f957
-//! Ca	1 "H-e41d2d030061f957"		# "r-ufm216 HCA-2"
-//! [1](e41d2d030061f957) 	"S-e41d2d030003e470"[34]		# lid 2 lmc 0 "SwitchIB Mellanox Technologies" lid 268 4xEDR
+//! Ca  1 "H-e41d2d030061f957"    # "r-ufm216 HCA-2"
+//! [1](e41d2d030061f957)   "S-e41d2d030003e470"[34]    # lid 2 lmc 0 "SwitchIB Mellanox Technologies" lid 268 4xEDR
 //! ```
 //!
 //! * `vendid=`, `devid=`, `sysimgguid=`, `switchguid=`/`caguid=`/`rtguid=` start a node; a
@@ -213,13 +214,12 @@ fn skip_port_extras(mut s: &str) -> Option<&str> {
 /// `4xEDR` → (`4x`, `EDR`); the unknown parts ibnetdiscover prints as `??` (width) and `???`
 /// (speed) become `None`. `None` overall for anything else (a cut `4xE`).
 fn width_speed(token: &str) -> Option<(Option<String>, Option<String>)> {
-    let (width, speed) = match token.strip_prefix("??") {
-        Some(rest) => (None, rest),
-        None => {
-            let x = token.find(['x', 'X'])?;
-            let (w, rest) = token.split_at(x + 1);
-            (Some(ib::width(w)?.0), rest)
-        }
+    let (width, speed) = if let Some(rest) = token.strip_prefix("??") {
+        (None, rest)
+    } else {
+        let x = token.find(['x', 'X'])?;
+        let (w, rest) = token.split_at(x + 1);
+        (Some(ib::width(w)?.0), rest)
     };
     let speed = match speed {
         "???" => None,

@@ -604,7 +604,7 @@ impl NcclTestsReader {
         let Ok(line) = std::str::from_utf8(raw) else {
             return ctx.bad_record(pos, "UTF-8 text", raw);
         };
-        let Some(line) = self.untag(line, ctx) else { return Ok(()) };
+        let line = self.untag(line, ctx);
         self.logical_line(&line, raw, pos, ctx)
     }
 
@@ -613,11 +613,11 @@ impl NcclTestsReader {
     /// physical line can hold several tagged chunks: `[1,0]<stdout>:  1048576 ... -1[1,0]<stdout>:
     /// 583.4 ...` or, when another rank writes in between, `[1,0]<stdout>:  1048576 ... -1[1,1]
     /// <stdout>:host:21 NCCL INFO ...` with rank 0's rest on a later line. Every chunk but the last
-    /// is the start of its rank's next line; the last ends a line. `None`: nothing complete yet.
-    fn untag(&mut self, line: &str, ctx: &mut ReadContext<'_>) -> Option<String> {
+    /// is the start of its rank's next line; the last ends a line.
+    fn untag(&mut self, line: &str, ctx: &mut ReadContext<'_>) -> String {
         let chunks = split_tagged(line);
         let Some(((last_tag, last), earlier)) = chunks.split_last() else {
-            return Some(line.to_owned());
+            return line.to_owned();
         };
         for (tag, text) in earlier {
             let buf = self.partial.entry((*tag).to_owned()).or_default();
@@ -630,7 +630,7 @@ impl NcclTestsReader {
         }
         let mut out = self.partial.remove(*last_tag).unwrap_or_default();
         out.push_str(last);
-        Some(out)
+        out
     }
 
     fn logical_line(&mut self, line: &str, raw: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
