@@ -180,8 +180,10 @@ def overall_status(findings: pl.DataFrame, failed_inputs: int = 0) -> str:
 
 
 def exit_status(findings: pl.DataFrame, failed_inputs: int = 0) -> int:
-    """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical, 3 unknown (an unreadable
-    input and no critical finding; see :func:`overall_status`)."""
+    """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical, 3 unknown.
+
+    3 means an unreadable input and no critical finding (see :func:`overall_status`).
+    """
     return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[overall_status(findings, failed_inputs)]
 
 

@@ -137,7 +137,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             if was_up:
                 reasons.append("it had a link earlier in this input")
             if peer is not None:
-                reasons.append(f"the topology shows it cabled to {peer['peer_name'] or peer['peer_guid']} port {peer['peer_port']}")
+                far = peer["peer_name"] or peer["peer_guid"]
+                reasons.append(f"the topology shows it cabled to {far} port {peer['peer_port']}")
             if node_type == "hca":
                 reasons.append("the host is off the fabric")
             cause = "cable unplugged or bad (" + "; ".join(reasons) + ")"
