@@ -210,7 +210,7 @@ def test_ray_worker_errors_name_the_file(tmp_path: Path, ray_local: None) -> Non
     bad.write_text('node_infiniband_port_data_received_bytes_total{device="mlx5_0",port="1"} 12 x\n')
     # one unreadable input among readable ones is listed with its error, naming the file
     strict = run_analysis([str(tmp_path)], engine="ray")
-    errors = {Path(i["path"]).name: i["error"] for i in strict.inputs}
+    errors = {Path(i["path"]).name: i.get("error") for i in strict.inputs}
     assert errors["ok.prom"] is None and "bad.prom: line 1" in errors["bad.prom"]
     # alone, it is the analysis's error
     with pytest.raises(FormatError) as e:

@@ -259,7 +259,7 @@ def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[s
                 "format": i["format"],
                 "records": int(i["records"]),
                 "rejected": int(i["rejected"]),
-                "error": i.get("error"),
+                **({"error": i["error"]} if i.get("error") else {}),
             }
             for i in inputs
         ],
