@@ -159,15 +159,34 @@ def merge_same_fault(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def overall_status(findings: pl.DataFrame) -> str:
-    """``ok`` when nothing is above info, else the worst severity."""
+def overall_status(findings: pl.DataFrame, failed_inputs: int = 0) -> str:
+    """``ok`` when nothing is above info, else the worst severity; ``unknown`` for an unreadable input.
+
+    An input that could not be read makes the verdict incomplete, so it raises the status to
+    ``unknown`` unless a critical finding was made anyway: the order is the worst-state order of
+    Nagios and Icinga (OK < WARNING < UNKNOWN < CRITICAL; Icinga 2 documentation, "Monitoring
+    Basics", state types and the `icinga` check's "worst state").
+
+    Example:
+        >>> from fabricscope.findings import make_findings, overall_status
+        >>> f = make_findings([{"kind": "link_errors", "severity": "warning", "metric": "m", "message": "x",
+        ...                     "evidence": {"rule": "r"}}])
+        >>> overall_status(f), overall_status(f, failed_inputs=1)
+        ('warning', 'unknown')
+    """
     worst = max((_RANK[s] for s in findings["severity"].to_list()), default=0)
-    return {0: "ok", 1: "warning", 2: "critical"}[worst]
+    status = {0: "ok", 1: "warning", 2: "critical"}[worst]
+    if failed_inputs and status != "critical":
+        return "unknown"
+    return status
 
 
-def exit_status(findings: pl.DataFrame) -> int:
-    """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical."""
-    return {"ok": 0, "warning": 1, "critical": 2}[overall_status(findings)]
+def exit_status(findings: pl.DataFrame, failed_inputs: int = 0) -> int:
+    """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical, 3 unknown.
+
+    3 means an unreadable input and no critical finding (see :func:`overall_status`).
+    """
+    return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[overall_status(findings, failed_inputs)]
 
 
 def _significant(value: Any) -> Any:
@@ -212,7 +231,8 @@ def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[s
 
     Args:
         findings: A frame with :data:`FINDINGS_SCHEMA`.
-        inputs: ``{"path", "format", "records", "rejected"}`` per input.
+        inputs: ``{"path", "format", "records", "rejected"}`` per input, plus ``"error"`` (the reason)
+            for an input that could not be read.
 
     Example:
         >>> from fabricscope.findings import document, make_findings
@@ -246,11 +266,18 @@ def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[s
                 "evidence": json.loads(r["evidence"]) if r["evidence"] else {},
             }
         )
+    failed = sum(1 for i in inputs if i.get("error"))
     return {
         "schema": SCHEMA_ID,
-        "status": overall_status(findings),
+        "status": overall_status(findings, failed),
         "inputs": [
-            {"path": i["path"], "format": i["format"], "records": int(i["records"]), "rejected": int(i["rejected"])}
+            {
+                "path": i["path"],
+                "format": i["format"],
+                "records": int(i["records"]),
+                "rejected": int(i["rejected"]),
+                **({"error": i["error"]} if i.get("error") else {}),
+            }
             for i in inputs
         ],
         "findings": out,
