@@ -2,9 +2,9 @@
 allowed to move a single number).
 
 `tests/fixtures/golden/findings.json` holds the findings document of `fabricscope analyze` on each
-directory of `sample_traces/` and `sample_traces/scenarios/`. It was written with the Polars rate
-engine before the native rate kernel replaced it; regenerate it only for an intended change of
-findings: `python tests/test_findings_golden.py --write`.
+directory of `sample_traces/` and `sample_traces/scenarios/`, computed with the Polars rate engine
+(`rates_reference`; the first version was committed before the native kernel existed). Regenerate
+it only for an intended change of findings: `python tests/test_findings_golden.py --write`.
 """
 
 from __future__ import annotations
@@ -76,5 +76,10 @@ def test_cli_findings_identical_to_golden(target: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         sys.exit("usage: python tests/test_findings_golden.py --write")
+    # The golden file records the Polars reference engine's findings.
+    import fabricscope.engines.base as engine_base
+    from fabricscope.rates import rates_reference
+
+    engine_base.rates = rates_reference  # type: ignore[assignment]
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps({t: _findings(t) for t in _targets()}, indent=1, sort_keys=True) + "\n")

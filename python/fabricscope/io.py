@@ -17,7 +17,17 @@ import polars as pl
 
 from fabricscope import _native
 
-__all__ = ["LIMITS", "InputReport", "ReadResult", "TimeLike", "load", "read", "scan"]
+__all__ = [
+    "LIMITS",
+    "InputReport",
+    "ReadResult",
+    "TimeLike",
+    "empty_attributes",
+    "empty_samples",
+    "load",
+    "read",
+    "scan",
+]
 
 _log = logging.getLogger("fabricscope")
 
@@ -37,6 +47,22 @@ LIMITS: dict[str, int] = {
 }
 
 
+def empty_samples() -> pl.DataFrame:
+    """A samples frame with no rows and the core's samples schema.
+
+    Example:
+        >>> from fabricscope.io import empty_samples
+        >>> empty_samples().columns[:3]
+        ['time', 'host', 'device']
+    """
+    return pl.DataFrame(schema=pl.Schema(_native.samples_schema_arrow()))
+
+
+def empty_attributes() -> pl.DataFrame:
+    """A port-attributes frame with no rows and the core's attributes schema."""
+    return pl.DataFrame(schema=pl.Schema(_native.attributes_schema_arrow()))
+
+
 @dataclass(frozen=True)
 class InputReport:
     """What happened to one input.
@@ -53,6 +79,8 @@ class InputReport:
         time_source: Where fallback timestamps came from: ``in-file``, ``file-name``,
             ``argument`` or ``mtime``.
         failed: True when the input could not be read at all.
+        exception: For a failed input read by an analysis engine, the error it raised (to raise it
+            when no input could be read at all); None otherwise.
     """
 
     path: str
@@ -65,6 +93,7 @@ class InputReport:
     warnings: list[str] = field(default_factory=list)
     time_source: str = "in-file"
     failed: bool = False
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

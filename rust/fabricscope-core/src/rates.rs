@@ -464,12 +464,14 @@ fn series_rule(rule: OverflowRule, readings: &[Reading]) -> SeriesRule {
     }
 }
 
-/// Nanoseconds to seconds as the Polars reference computes them: its optimiser turns the division
-/// by 1e9 into a multiplication by the reciprocal, which differs in the last bit for some values.
+/// Nanoseconds to seconds as the Polars reference computes them: whole seconds plus the remainder
+/// (exact for whole-second intervals), the remainder multiplied by the reciprocal of 1e9 (Polars'
+/// optimiser turns the division into that multiplication, which can differ in the last bit).
 #[inline]
 fn seconds(ns: i64) -> f64 {
+    const NS: i64 = 1_000_000_000;
     const PER_NS: f64 = 1.0 / 1e9;
-    ns as f64 * PER_NS
+    ns.div_euclid(NS) as f64 + ns.rem_euclid(NS) as f64 * PER_NS
 }
 
 /// Emit the intervals of one series (readings in time order, duplicates already dropped).
