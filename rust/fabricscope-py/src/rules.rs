@@ -28,7 +28,7 @@ pub fn expand(py: Python<'_>, paths: Vec<PathBuf>, format: Option<&str>) -> PyRe
             PyValueError::new_err(format!("unknown format {f:?}; expected \"auto\" or one of {}", names.join(", ")))
         })?),
     };
-    let units = py.detach(|| expand_inputs(&paths, format));
+    let units = py.detach(move || expand_inputs(&paths, format));
     Ok(units.into_iter().map(|(p, k)| (p.to_string_lossy().into_owned(), k.as_str())).collect())
 }
 
