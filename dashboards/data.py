@@ -148,7 +148,7 @@ def _from_history(path: Path, label: str) -> Dataset:
     hist = History(path)
     # One analysis over everything stored gives the rates and layers behind the Port and Layers
     # pages; the findings shown are the ones cron raised, once per fault (its latest report).
-    analysis = hist.analysis()
+    analysis = fabricscope.run_analysis(path)
     stored = hist.findings().collect()
     if "fault_id" in stored.columns and stored.height:
         stored = stored.sort("end", nulls_last=False).unique("fault_id", keep="last")

@@ -337,7 +337,7 @@ def test_history_is_readable_by_polars_and_duckdb(tmp_path: Path) -> None:
     only = hist.samples(since="2026-12-04T16:02:00Z", hosts=["pfcstorm-gpu03"]).collect()
     assert only["host"].unique().to_list() == ["pfcstorm-gpu03"]
     assert only["time"].min() >= dt.datetime(2026, 12, 4, 16, 2, tzinfo=dt.timezone.utc)
-    a = hist.analysis()
+    a = fabricscope.run_analysis(h)  # a history directory is an input like any other
     assert "pfc_storm" in a.findings["kind"].to_list()
     duckdb = pytest.importorskip("duckdb")
     n = duckdb.sql(

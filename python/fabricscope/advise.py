@@ -1,4 +1,4 @@
-"""``fabricscope advise``: the what-if the interconnect article argues with, as tables.
+"""``fabricscope advise``: the what-if of a cluster network choice, as tables.
 
 Two questions, every default with its source:
 
@@ -46,7 +46,6 @@ __all__ = ["Advice", "AdviseInputs", "advise", "load_inputs"]
 SCHEMA_ID = "fabricscope.advice/1"
 HOURS_PER_YEAR = 8760.0
 
-_ARTICLE = "shared/reference/interconnect-stack.txt"
 _NDR = get_profile("ndr400")
 _NVL4 = get_profile("nvlink4")
 
@@ -55,6 +54,9 @@ def _f(default: Any, source: str) -> Any:
     if isinstance(default, tuple):
         return field(default_factory=lambda: default, metadata={"source": source})
     return field(default=default, metadata={"source": source})
+
+
+_WHATIF = "fabricscope default (a what-if assumption): "
 
 
 @dataclass
@@ -79,33 +81,36 @@ class AdviseInputs:
     """
 
     gpus: tuple[int, ...] = _f(
-        (64, 256, 1024), f"article: < 128 GPUs matter less, a 256-GPU H100 cluster, > 512 GPUs favour IB ({_ARTICLE})"
+        (64, 256, 1024),
+        _WHATIF + "< 128 GPUs matter less, a 256-GPU H100 cluster, > 512 GPUs favour IB",
     )
-    gpus_per_node: int = _f(8, f"article: fully connected 8-GPU NVLink nodes ({_ARTICLE})")
+    gpus_per_node: int = _f(8, _WHATIF + "fully connected 8-GPU NVLink nodes")
     gradient_gb: tuple[float, ...] = _f(
-        (1.0, 2.0, 5.0, 10.0), f"article: 1-10 GB of gradients per step for a 70B model ({_ARTICLE})"
+        (1.0, 2.0, 5.0, 10.0),
+        _WHATIF + "1-10 GB of gradients per step for a 70B model",
     )
     bandwidth_gbps: tuple[float, ...] = _f(
-        (200.0, 400.0, 800.0), f"article: 200 Gb/s RoCEv2, 400 Gb/s NDR, 800 Gb/s UEC ({_ARTICLE})"
+        (200.0, 400.0, 800.0), _WHATIF + "200 Gb/s RoCEv2, 400 Gb/s NDR, 800 Gb/s UEC"
     )
     network_efficiency_ratio: float = _f(
         round(_NDR.achievable_bytes_per_s / _NDR.line_rate_bytes_per_s, 4),
         f"profile ndr400 achievable: {_NDR.source}",
     )
     nvlink_gb_per_s: float = _f(round(_NVL4.achievable_bytes_per_s / 1e9, 2), f"profile nvlink4: {_NVL4.source}")
-    cluster_gpus: int = _f(256, f"article: 256-GPU H100 cluster ({_ARTICLE})")
-    ib_fabric_cost_usd: float = _f(2.0e6, f"article: NDR400 fabric $1.5-2.5M for 256 GPUs, midpoint ({_ARTICLE})")
-    roce_fabric_cost_usd: float = _f(
-        1.15e6, f"article: 400G RoCEv2 fabric $0.8-1.5M for 256 GPUs, midpoint ({_ARTICLE})"
-    )
+    cluster_gpus: int = _f(256, _WHATIF + "256-GPU H100 cluster")
+    ib_fabric_cost_usd: float = _f(2.0e6, _WHATIF + "NDR400 fabric $1.5-2.5M for 256 GPUs, midpoint")
+    roce_fabric_cost_usd: float = _f(1.15e6, _WHATIF + "400G RoCEv2 fabric $0.8-1.5M for 256 GPUs, midpoint")
     penalty_ratio: tuple[float, ...] = _f(
-        (0.05, 0.10, 0.15), f"article: RoCEv2 5-15% slower on communication-bound training ({_ARTICLE})"
+        (0.05, 0.10, 0.15),
+        _WHATIF + "RoCEv2 5-15% slower on communication-bound training",
     )
     utilisation_ratio: tuple[float, ...] = _f(
-        (0.3, 0.5, 0.8, 0.95), f"article: the 80% utilisation example; the others sweep around it ({_ARTICLE})"
+        (0.3, 0.5, 0.8, 0.95),
+        _WHATIF + "the 80% utilisation example; the others sweep around it",
     )
     comm_bound_ratio: float = _f(
-        1.0, f"article: large-scale data-parallel training is communication-sensitive throughout ({_ARTICLE})"
+        1.0,
+        _WHATIF + "large-scale data-parallel training is communication-sensitive throughout",
     )
     gpu_hour_usd: float = _f(
         2.25,

@@ -47,9 +47,7 @@ LIMITS: dict[str, int] = dict(_native.limits())
 
 
 def _polars_schema(arrow_schema: object) -> pl.Schema:
-    import pyarrow as pa
-
-    return pl.DataFrame(pa.schema(arrow_schema).empty_table()).schema  # type: ignore[arg-type]
+    return pl.Schema(arrow_schema)  # type: ignore[arg-type]
 
 
 def samples_schema() -> pl.Schema:
@@ -72,21 +70,6 @@ def links_schema() -> pl.Schema:
     return _polars_schema(_native.links_schema_arrow())
 
 
-def empty_samples() -> pl.DataFrame:
-    """An empty samples table (:func:`samples_schema`)."""
-    return pl.DataFrame(schema=samples_schema())
-
-
-def empty_attributes() -> pl.DataFrame:
-    """An empty port-attributes table (:func:`attributes_schema`), for analyses without attributes.
-
-    Example:
-        >>> empty_attributes().columns
-        ['time', 'host', 'device', 'port', 'key', 'value', 'source']
-    """
-    return pl.DataFrame(schema=attributes_schema())
-
-
 def normalize_guid(text: str) -> str | None:
     """A node GUID as every reader stores it, ``0x`` + 16 lowercase hex digits; None if ``text`` is none.
 
@@ -98,6 +81,22 @@ def normalize_guid(text: str) -> str | None:
         ('0x7cfe9003003b4b96', '0x00000002c9030001', None)
     """
     return _native.normalize_guid(text)
+
+
+def empty_samples() -> pl.DataFrame:
+    """A samples frame with no rows and the core's samples schema.
+
+    Example:
+        >>> from fabricscope.io import empty_samples
+        >>> empty_samples().columns[:3]
+        ['time', 'host', 'device']
+    """
+    return pl.DataFrame(schema=samples_schema())
+
+
+def empty_attributes() -> pl.DataFrame:
+    """A port-attributes frame with no rows and the core's attributes schema."""
+    return pl.DataFrame(schema=attributes_schema())
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,17 @@ from dataclasses import dataclass
 
 import polars as pl
 
-__all__ = ["PROFILES", "Profile", "get_profile", "nvlink_profile_for_gpu", "profile_for_port", "profiles"]
+__all__ = [
+    "PROFILES",
+    "Profile",
+    "get_profile",
+    "nvlink_profile_for_gpu",
+    "profile_for_device",
+    "profile_for_port",
+    "profiles",
+]
 
-_ARTICLE = "shared/reference/interconnect-stack.txt"
-_PRIOR = "shared/reference/prior-art.md section (d)"
+_NCCL = "https://github.com/NVIDIA/nccl-tests/issues/"
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,8 @@ PROFILES: dict[str, Profile] = {
             0.96,
             1.5,
             False,
-            f"4x100G PAM4 = 50 GB/s; NCCL 46-48 GB/s per NIC (nccl-tests #290, #267); {_PRIOR}; "
-            f"1-2 us latency ({_ARTICLE})",
+            f"4x100G PAM4 = 50 GB/s (IBTA NDR); NCCL 46-48 GB/s per NIC ({_NCCL}290, {_NCCL}267); "
+            "~1-2 us latency (NVIDIA ConnectX-7 product brief)",
         ),
         _p(
             "hdr200",
@@ -97,7 +104,7 @@ PROFILES: dict[str, Profile] = {
             0.96,
             1.5,
             False,
-            f"4x50G = 25 GB/s; ~24 GB/s per NIC with NCCL (nccl #1048); {_PRIOR}",
+            "4x50G = 25 GB/s; ~24 GB/s per NIC with NCCL (https://github.com/NVIDIA/nccl/issues/1048)",
         ),
         _p("ndr200", "infiniband", "network", 25e9, 2, 100, 0.92, 0.96, 1.5, False, "NDR 2X (200G): half of ndr400"),
         _p("hdr100", "infiniband", "network", 12.5e9, 2, 50, 0.92, 0.96, 1.5, False, "HDR 2X (HDR100)"),
@@ -115,6 +122,34 @@ PROFILES: dict[str, Profile] = {
             "4x25G = 12.5 GB/s (kernel sysfs rate table)",
         ),
         _p(
+            "fdr56",
+            "infiniband",
+            "network",
+            7e9,
+            4,
+            14,
+            0.90,
+            0.95,
+            1.5,
+            False,
+            "IB FDR: 4 x 14.0625 Gb/s, 64b/66b; Linux Documentation/ABI/stable/sysfs-class-infiniband "
+            "rate prints 56 Gb/sec (4X FDR); NVIDIA ConnectX-3 VPI user manual: FDR 56 Gb/s maximum",
+        ),
+        _p(
+            "fdr10",
+            "infiniband",
+            "network",
+            5e9,
+            4,
+            10,
+            0.90,
+            0.95,
+            1.5,
+            False,
+            "IB FDR10: 4 x 10.3125 Gb/s, 64b/66b = 40 Gb/s (Linux Documentation/ABI/stable/sysfs-class-infiniband "
+            "rate: 40 Gb/sec (4X FDR10))",
+        ),
+        _p(
             "roce800",
             "roce",
             "network",
@@ -125,7 +160,8 @@ PROFILES: dict[str, Profile] = {
             0.90,
             2.5,
             False,
-            f"800GbE; well-tuned RoCEv2 reaches 85-95% of InfiniBand ({_ARTICLE})",
+            "800GbE; IEEE 802.3df; achievable: fabricscope default, "
+            "the share of line rate a tuned lossless RoCEv2 NIC keeps",
         ),
         _p(
             "roce400",
@@ -138,7 +174,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             2.5,
             False,
-            f"400GbE = 50 GB/s; CX-7 RoCE ~48-49 GB/s when lossless (nccl-tests #267); 85-95% of IB ({_ARTICLE})",
+            f"400GbE = 50 GB/s; CX-7 RoCE ~48-49 GB/s when lossless ({_NCCL}267)",
         ),
         _p(
             "roce200",
@@ -151,7 +187,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             2.5,
             False,
-            f"200GbE = 25 GB/s; 85-95% of IB when tuned ({_ARTICLE})",
+            "200GbE = 25 GB/s (IEEE 802.3bs); achievable: fabricscope default, as 400GbE",
         ),
         _p(
             "roce100",
@@ -164,7 +200,20 @@ PROFILES: dict[str, Profile] = {
             0.92,
             3.0,
             False,
-            f"100GbE = 12.5 GB/s; 85-95% of IB when tuned ({_ARTICLE})",
+            "100GbE = 12.5 GB/s (IEEE 802.3ba/cd); achievable: fabricscope default, as 400GbE",
+        ),
+        _p(
+            "roce40",
+            "roce",
+            "network",
+            5e9,
+            4,
+            10,
+            0.80,
+            0.92,
+            3.0,
+            False,
+            "40GbE = 5 GB/s (IEEE 802.3ba, 4 x 10G); achievable: fabricscope default, as 400GbE",
         ),
         _p(
             "uec800",
@@ -177,7 +226,7 @@ PROFILES: dict[str, Profile] = {
             0.95,
             1.0,
             True,
-            f"Ultra Ethernet 800G target, sub-microsecond latency; silicon expected late 2026-2027 ({_ARTICLE})",
+            "Ultra Ethernet Consortium Specification 1.0 (800G transport); achievable: fabricscope default, as 400GbE",
         ),
         _p(
             "nvlink3",
@@ -190,8 +239,8 @@ PROFILES: dict[str, Profile] = {
             0.83,
             None,
             False,
-            f"A100: 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional); 8xA100 busbw 230-250 GB/s "
-            f"(alayanew nccl-tests reference table); {_PRIOR}",
+            "A100: 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional); 8xA100 busbw 230-250 GB/s "
+            "(https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests)",
         ),
         _p(
             "nvlink4",
@@ -204,7 +253,7 @@ PROFILES: dict[str, Profile] = {
             0.85,
             None,
             False,
-            f"H100: 18 links x 26.5625 GB/s = 450 GB/s per direction; ring busbw ~370 GB/s (nccl-tests #212); {_PRIOR}",
+            f"H100: 18 links x 26.5625 GB/s = 450 GB/s per direction; ring busbw ~370 GB/s ({_NCCL}212)",
         ),
         _p(
             "nvlink5",
@@ -217,7 +266,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             None,
             False,
-            f"B200/GB200: 1.8 TB/s bidirectional = 900 GB/s per direction; 830+ GB/s busbw (nccl #1807); {_ARTICLE}",
+            "B200/GB200: 1.8 TB/s bidirectional = 900 GB/s per direction; 830+ GB/s busbw (https://github.com/NVIDIA/nccl/issues/1807)",
         ),
         _p(
             "nvlink6",
@@ -230,7 +279,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             None,
             True,
-            f"Rubin (2027): ~3.6 TB/s per GPU, expected ({_ARTICLE})",
+            "Rubin: NVLink 6, 3.6 TB/s per GPU (NVIDIA Vera Rubin NVL144 announcement), expected",
         ),
         _p(
             "pcie4x16",
@@ -243,7 +292,7 @@ PROFILES: dict[str, Profile] = {
             0.80,
             None,
             False,
-            f"16 GT/s x16 128b/130b = 31.5 GB/s; ~25 GB/s measured (nvbandwidth #42); {_PRIOR}",
+            "16 GT/s x16 128b/130b = 31.5 GB/s; ~25 GB/s measured (https://github.com/NVIDIA/nvbandwidth/issues/42)",
         ),
         _p(
             "pcie5x16",
@@ -256,7 +305,7 @@ PROFILES: dict[str, Profile] = {
             0.84,
             None,
             False,
-            f"32 GT/s x16 = 63 GB/s; H100 D2H 52.8, H2D 35.2 GB/s (nvbandwidth #24); {_PRIOR}",
+            "32 GT/s x16 = 63 GB/s; H100 D2H 52.8, H2D 35.2 GB/s (https://github.com/NVIDIA/nvbandwidth/issues/24)",
         ),
         _p(
             "pcie6x16",
@@ -282,8 +331,8 @@ PROFILES: dict[str, Profile] = {
             0.80,
             0.5,
             False,
-            f"CXL 3 over PCIe 6: 128 GB/s per x16 link, sub-microsecond latency ({_ARTICLE}); "
-            "achievable not sourced (prior-art d: gap)",
+            "CXL 3 over PCIe 6: 128 GB/s per x16 link, sub-microsecond latency (CXL 3.0 specification); "
+            "achievable: fabricscope default, no public measurement found",
         ),
         _p(
             "cxl2x8",
@@ -296,10 +345,22 @@ PROFILES: dict[str, Profile] = {
             0.80,
             None,
             False,
-            f"CXL 1.1/2.0 Type-3 expander on PCIe Gen5 x8 (typical E3.S, e.g. Samsung CMM-D) = ~32 GB/s per direction; "
-            f"achievable not sourced ({_PRIOR}: gap)",
+            "CXL 1.1/2.0 Type-3 expander on PCIe Gen5 x8 (typical E3.S, e.g. Samsung CMM-D) = ~32 GB/s per direction; "
+            "achievable: fabricscope default, no public measurement found",
         ),
-        _p("hbm3e", "hbm", "device", 8000e9, 1, 0, 0.80, 0.90, None, False, f"HBM3e 8 TB/s per B200 ({_ARTICLE})"),
+        _p(
+            "hbm3e",
+            "hbm",
+            "device",
+            8000e9,
+            1,
+            0,
+            0.80,
+            0.90,
+            None,
+            False,
+            "HBM3e 8 TB/s per B200 (NVIDIA DGX B200 datasheet)",
+        ),
     ]
 }
 
@@ -354,7 +415,7 @@ def profile_for_port(
     return None
 
 
-# GPU model name fragments -> NVLink generation (NVIDIA product pages; prior-art (d)). PCIe cards have no
+# GPU model name fragments -> NVLink generation (NVIDIA product pages). PCIe cards have no
 # NVSwitch: their GPU-to-GPU path is PCIe.
 _GPU_NVLINK = (
     ("GB300", "nvlink5"),
@@ -369,6 +430,41 @@ _GPU_NVLINK = (
     ("A100", "nvlink3"),
     ("A800", "nvlink3"),
 )
+
+
+# RDMA device name prefixes (the kernel driver) whose hardware cannot exceed a profile: the rate a
+# perftest on that device can be judged against when nothing measured the port. mlx5 spans
+# ConnectX-4 to -8 (EDR to XDR), so it says nothing about the rate.
+_DEVICE_MAX = (
+    ("mlx4", "infiniband", "fdr56", "ConnectX-3/-3 Pro (mlx4 driver) support at most FDR 56 Gb/s InfiniBand"),
+    ("mlx4", "roce", "roce40", "ConnectX-3/-3 Pro (mlx4 driver) support at most 40 GbE"),
+)
+
+
+def profile_for_device(device: str | None, link_type: str | None) -> tuple[Profile, str] | None:
+    """The fastest profile an RDMA device's hardware supports, when its driver name says so.
+
+    Args:
+        device: RDMA device name as perftest prints it (``mlx4_0``).
+        link_type: ``IB`` or ``Ethernet`` (perftest's ``Link type``); None means InfiniBand.
+
+    Returns:
+        ``(profile, reason)`` or None when the device name does not bound the rate.
+
+    Example:
+        >>> from fabricscope.profiles import profile_for_device
+        >>> profile_for_device("mlx4_0", "IB")[0].name
+        'fdr56'
+        >>> profile_for_device("mlx5_0", "IB") is None
+        True
+    """
+    if not device:
+        return None
+    family = "roce" if (link_type or "").strip().lower() == "ethernet" else "infiniband"
+    for prefix, fam, name, reason in _DEVICE_MAX:
+        if device.lower().startswith(prefix) and fam == family:
+            return PROFILES[name], reason
+    return None
 
 
 def nvlink_profile_for_gpu(gpu_name: str | None) -> Profile | None:

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed, typical_interval
-from fabricscope.detect.packet_loss import traffic
+from fabricscope.detect.packet_loss import traffic, with_traffic
 from fabricscope.findings import make_findings, merge_windows
+from fabricscope.sources import DCQCN, default
 
 KIND = "ecn_congestion"
 
@@ -244,7 +245,13 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     observed=s,
                     expected=cfg["warning_marked_ratio"],
                     message=(
-                        f"DCQCN loop active: {per_s['marked']:,.0f} ECN-marked/s ({text}), "
+                        # a NIC that only handles CNPs is a reaction point throttled by congestion
+                        # elsewhere: "loop active" beside "0 ECN-marked/s" would read as a contradiction
+                        f"DCQCN reaction point active: {per_s['cnp_handled']:,.0f} CNP handled/s "
+                        f"({per_s['cnp_ignored']:,.0f} ignored/s): this NIC's sending is being rate-limited by "
+                        f"congestion at its receivers; none of the RoCE packets it received was ECN-marked"
+                        if per_s["marked"] == 0 and per_s["cnp_sent"] == 0 and per_s["cnp_handled"] > 0
+                        else f"DCQCN loop active: {per_s['marked']:,.0f} ECN-marked/s ({text}), "
                         f"{per_s['cnp_sent']:,.0f} CNP sent/s, {per_s['cnp_handled']:,.0f} CNP handled/s, "
                         f"{per_s['cnp_ignored']:,.0f} ignored/s"
                     ),
@@ -258,3 +265,26 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 )
             )
     return make_findings(rows)
+
+
+def _ecn_loop(r: pl.DataFrame) -> pl.DataFrame:
+    # The loop counters and the received traffic the marked share is computed against.
+    return with_traffic(r, list(LOOP), ("rx",))
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="ECN-marked share, CNP rates, DCQCN loop health (`rp_cnp_ignored`)",
+    detect=detect,
+    scope="fabric",
+    rates_needed=_ecn_loop,
+    defaults={
+        "warning_marked_ratio": 0.01,
+        "critical_marked_ratio": 0.10,
+        "min_marks": 100,
+        "min_loop_ratio": 0.5,
+        "mtu_bytes": 4096,
+        "source": f"{DCQCN}; marked share 1%/10% and CNP balance 0.5: "
+        + default("marks on more than 1% of packets mean a queue above the ECN threshold most of the time"),
+    },
+)

@@ -1,6 +1,6 @@
 """``lossy_collapse``: loss at or above ``collapse_p`` (0.1%) and what it does to throughput.
 
-p per NIC and direction comes from ``packet_loss``. The model (prior-art b.5):
+p per NIC and direction comes from ``packet_loss``. The model (Mittal et al., SIGCOMM 2018; Guo et al., SIGCOMM 2016):
 
 * go-back-N efficiency ``1 / (1 + p x W)``, ``W = line rate x rtt / mtu`` (bandwidth-delay
   product in packets; line rate from the port's rate gauge, else the profile, else ``roce400``);
@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts
-from fabricscope.detect.packet_loss import loss_intervals, loss_windows
+from fabricscope.detect.packet_loss import LOSS_COUNTERS, loss_intervals, loss_windows, with_traffic
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
+from fabricscope.sources import GBN, default
 
 KIND = "lossy_collapse"
 
@@ -89,6 +90,24 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         side = "received" if w["direction"] == "rx" else "sent"
         obs_text = f"{observed / 1e9:.3g} GB/s" if observed is not None else "n/a"
         exp_text = f"{expected / 1e9:.3g} GB/s ({basis})" if expected else "unknown (no baseline or peers)"
+        story = f"throughput {obs_text}, expected {exp_text}"
+        if drop is not None and drop >= cfg["max_drop_ratio"]:
+            story += f": {drop:.0%} below, the collapse is measured"
+        elif drop is not None and gbn < cfg["min_efficiency"]:
+            # Model and measurement disagree on the wire rate, and that is the point: byte
+            # counters count every retransmitted packet, so the wire rate holds while go-back-N
+            # resends ~W packets per loss and goodput falls to about gbn of it.
+            load = observed / line
+            light = load < 0.5
+            story += (
+                ": the wire rate held because the byte counters include go-back-N retransmissions; "
+                f"goodput is {'at least ' if light else ''}about {gbn:.0%} of it (~{gbn * observed / 1e9:.3g} GB/s)"
+            )
+            if light:
+                story += (
+                    f" (at {load:.0%} of the {line / 1e9:.0f} GB/s line rate fewer than W packets are in flight, "
+                    "so a loss resends fewer than W)"
+                )
         rows.append(
             {
                 "kind": KIND,
@@ -106,7 +125,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 "message": (
                     f"RoCE loss p = {p:.2%} on {side} traffic (threshold {cfg['collapse_p']:.1%}): modelled go-back-N "
                     f"efficiency {gbn:.0%} (W = {bdp_packets:,.0f} packets), go-back-0 {g0:.0%} for "
-                    f"{cfg['message_bytes'] / 2**20:g} MiB messages; throughput {obs_text}, expected {exp_text}"
+                    f"{cfg['message_bytes'] / 2**20:g} MiB messages; {story}"
                 ),
                 "evidence": {
                     "rule": "lossy_collapse.go_back_n",
@@ -127,6 +146,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     "expected_bytes_per_s": expected,
                     "expected_basis": basis,
                     "observed_drop_ratio": drop,
+                    "wire_rate_held": drop is not None and drop < cfg["max_drop_ratio"],
                     "events": w["events"],
                     "packets": w["packets"],
                     "packets_estimated": bool(w["packets_estimated"]),
@@ -134,3 +154,30 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
     return make_findings(rows)
+
+
+_STORM = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events"]
+
+
+def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:
+    # Loss intervals (packet_loss.loss_intervals) and pause storms on the same host.
+    return with_traffic(r, [c for side in LOSS_COUNTERS.values() for c in side], ("rx", "tx"), _STORM)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="go-back-N/go-back-0 throughput collapse at p ≥ 0.1%",
+    detect=detect,
+    scope="fabric",
+    rates_needed=_loss_and_traffic,
+    defaults={
+        "collapse_p": 1e-3,
+        "rtt_us": 10.0,
+        "mtu_bytes": 4096,
+        "message_bytes": 4 * 1024 * 1024,
+        "min_efficiency": 0.9,
+        "max_drop_ratio": 0.1,
+        "source": f"{GBN}; RTT 10 us, 4 KB MTU, 4 MB messages: "
+        + default("one datacentre RTT and the large messages of collectives"),
+    },
+)

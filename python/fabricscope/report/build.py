@@ -44,7 +44,7 @@ _ERRORS = [
     "phy_link_down_events",
     "fec_uncorrectable_blocks",
 ]
-# RoCE loss signals (prior-art b.5): receiver sequence errors and NIC/physical drops.
+# RoCE loss signals (Linux drivers/infiniband/hw/mlx5/counters.c): receiver sequence errors, NIC/physical drops.
 _LOSS = ["out_of_sequence_packets", "packet_seq_errors", "phy_rx_discards", "rx_out_of_buffer_packets"]
 _SEV_COLOUR = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#7f7f7f"}
 
