@@ -367,7 +367,7 @@ def guid_hosts(ds: Dataset) -> pl.DataFrame:
     return (
         a.filter(pl.col("key").cast(pl.String) == "node_guid_hex")
         .select(
-            pl.col("value").str.to_lowercase().alias("node_guid"),
+            pl.col("value").alias("node_guid"),
             pl.col("host").cast(pl.String),
             pl.col("device").cast(pl.String),
         )
@@ -379,7 +379,8 @@ def link_health(ds: Dataset) -> pl.DataFrame:
     """The links table with each cable's worst finding over both ends.
 
     A link end matches findings on its (GUID, port), where the finding's device is the GUID
-    (switch counters from perfquery/UFM), or on the host/device that owns the GUID. Adds
+    (switch counters from perfquery/UFM), or on the host/device that owns the GUID. Every reader
+    stores GUIDs in one spelling (``fabricscope.io.normalize_guid``), so they join as they are. Adds
     ``lower``/``upper`` (end names), ``health`` (ok/info/warning/critical), ``kinds``.
     """
     links = ds.tables.get("links")
@@ -390,15 +391,15 @@ def link_health(ds: Dataset) -> pl.DataFrame:
     )
     g = guid_hosts(ds)
     by_guid = f.filter(pl.col("device").str.starts_with("0x")).select(
-        pl.col("device").str.to_lowercase().alias("node_guid"), "port", "_rank", "kind"
+        pl.col("device").alias("node_guid"), "port", "_rank", "kind"
     )
     lk = links.with_row_index("_link").with_columns(pl.col("port").cast(pl.Int64), pl.col("peer_port").cast(pl.Int64))
     both = pl.concat(
         [
-            lk.select("_link", pl.col("node_guid").str.to_lowercase().alias("node_guid"), "port"),
+            lk.select("_link", "node_guid", "port"),
             lk.select(
                 "_link",
-                pl.col("peer_node_guid").str.to_lowercase().alias("node_guid"),
+                pl.col("peer_node_guid").alias("node_guid"),
                 pl.col("peer_port").alias("port"),
             ),
         ]
@@ -416,7 +417,7 @@ def link_health(ds: Dataset) -> pl.DataFrame:
         ]
     ).filter((pl.col("_t") == "hca") & (pl.col("_n").str.count_matches(" ") == 1))
     by_desc = by_desc.select(
-        pl.col("node_guid").str.to_lowercase(),
+        pl.col("node_guid"),
         pl.col("_n").str.split(" ").list.get(0).alias("host"),
         pl.col("_n").str.split(" ").list.get(1).alias("device"),
     )
