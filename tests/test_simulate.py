@@ -139,7 +139,8 @@ def test_scale_mode_writes_parseable_monotonic_federate(tmp_path: Path) -> None:
 
 def test_committed_scenarios_exist_with_truth_and_stay_small() -> None:
     total = sum(p.stat().st_size for p in COMMITTED.rglob("*") if p.is_file())
-    assert total < 15e6
+    # 15 MB for the finding scenarios, plus the incident scenarios' topology and nccl-tests logs
+    assert total < 16e6
     for name in SCENARIOS:
         truth = json.loads((COMMITTED / name / "truth.json").read_text())
         assert truth["scenario"] == name

@@ -1,0 +1,754 @@
+"""From findings to incidents: one root cause per fault, traced across layers and the topology.
+
+A single bad cable produces findings on several hosts and layers: errors on the port, loss and
+go-back-N retransmissions on the NICs whose traffic crosses it, a collective that runs slow on every
+rank. :func:`correlate` groups such findings into an :class:`Incident`: one root finding (the entity
+where the fault is), its consequences (the findings the root explains, each with the path from the
+root to it), a window, a severity, a one-line title and the action that fixes the root.
+
+Every grouping is the work of a declared :class:`Rule` that states its physical argument and a
+public source (``docs/incidents.md`` lists them). A consequence is attached only when
+
+* a relation the rule accepts links it to the root: the same port, the two ends of one cable, the
+  same leaf switch (from the ``links`` table; without one only "same host = same leaf" is assumed,
+  and the evidence says so), the ranks of one collective job (``nccl_ranks``), or the leaves below a
+  spine;
+* it starts no earlier than the root (within one sampling interval);
+* the root can explain its magnitude (a victim's loss rate no larger than the root's; a ring's bus
+  bandwidth no better than the degraded link allows; CNPs handled no more than the receiver sent).
+
+When several roots could explain a finding, the strongest relation wins (same port, then cable, then
+leaf, then spine, then job), then the earlier root; the incident records the competitors and what
+decided. Findings no rule explains, and roots that explain nothing, stay standalone.
+
+Example:
+    >>> from fabricscope.findings import make_findings
+    >>> import datetime as dt
+    >>> t = dt.datetime(2026, 12, 4, 14, tzinfo=dt.timezone.utc)
+    >>> f = make_findings([
+    ...     {"kind": "link_errors", "severity": "critical", "host": "gpu02", "device": "mlx5_0", "port": 1,
+    ...      "start": t, "end": t + dt.timedelta(minutes=5), "metric": "symbol_errors", "observed": 20.0,
+    ...      "message": "x", "evidence": {"rule": "link_errors.symbol_errors"}},
+    ...     {"kind": "packet_loss", "severity": "warning", "host": "gpu02", "device": "mlx5_0", "port": 1,
+    ...      "start": t + dt.timedelta(seconds=10), "end": t + dt.timedelta(minutes=5), "metric": "loss_rate_rx",
+    ...      "observed": 1e-4, "message": "y", "evidence": {"direction": "rx"}}])
+    >>> [(i.root["kind"], len(i.consequences)) for i in correlate(f)]
+    [('link_errors', 1)]
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from fabricscope.findings import SEVERITIES
+
+__all__ = ["RELATIONS", "RULES", "Incident", "Rule", "correlate", "incident_documents", "standalone_mask"]
+
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+# Strongest first: a finding on the root's own port is explained before one that merely shares a leaf.
+RELATIONS = ("same_port", "same_host", "cable", "same_leaf", "below_spine", "job")
+
+_FALLBACK = "no links table: same host = same leaf assumed, hosts are related through a leaf only by topology"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One causal chain: which findings can be a root, which consequences it explains, and why.
+
+    Attributes:
+        name: Stable identifier (in the incident evidence and ``docs/incidents.md``).
+        root: ``kind`` or ``kind:direction`` (the ``direction`` of the finding's evidence) a root may have.
+        consequences: Consequence ``kind`` (or ``kind:direction``) -> the relations accepted for it.
+        argument: The physical argument, one paragraph.
+        source: Public documents a user can open.
+        action: What fixes the root (``{entity}`` is replaced by the root's entity).
+        title: One-line title template (``{entity}``, ``{hosts}``, ``{n}`` consequences).
+        magnitude: Optional check ``(root, consequence) -> (ok, text)``: can the root explain the size?
+    """
+
+    name: str
+    root: tuple[str, ...]
+    consequences: Mapping[str, tuple[str, ...]]
+    argument: str
+    source: str
+    action: str
+    title: str
+    magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool, str]] | None = None
+
+
+def _evidence(f: dict[str, Any]) -> dict[str, Any]:
+    ev = f.get("evidence")
+    if isinstance(ev, dict):
+        return ev
+    try:
+        out = json.loads(ev) if ev else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _direction(f: dict[str, Any]) -> str | None:
+    """``rx``/``tx`` from the evidence, else from the metric's name (``tx_pause_storm_warning_events``)."""
+    d = _evidence(f).get("direction")
+    if isinstance(d, str):
+        return d
+    head = (f.get("metric") or "").split("_", 1)[0]
+    return head if head in ("rx", "tx") else None
+
+
+def _matches(spec: str, f: dict[str, Any]) -> bool:
+    kind, _, direction = spec.partition(":")
+    return f["kind"] == kind and (not direction or _direction(f) == direction)
+
+
+def _loss_rate(f: dict[str, Any]) -> float | None:
+    """Loss probability a finding measured (packet_loss observes p; lossy_collapse keeps it in evidence)."""
+    if f["kind"] == "packet_loss" and f.get("observed") is not None and f.get("metric", "").startswith("loss_rate"):
+        return float(f["observed"])
+    p = _evidence(f).get("p")
+    return float(p) if isinstance(p, (int, float)) else None
+
+
+def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool, str]:
+    """A victim cannot lose more of its packets than the faulty link loses of the packets crossing it.
+
+    Traffic a sender puts across the bad link meets the link's loss probability; a sender also
+    talking to healthy peers sees the same or less. Twice the root's rate absorbs estimator noise
+    (both are lower bounds from 10 s counter deltas).
+    """
+    if c["kind"] not in ("packet_loss", "lossy_collapse"):
+        return True, "not a loss finding: no loss-rate bound applies"
+    pr, pc = root.get("_link_p", _loss_rate(root)), _loss_rate(c)
+    if pr is None or pc is None:
+        return True, "loss rate of root or consequence unknown: magnitude not checked"
+    ok = pc <= 2.0 * pr
+    return ok, f"victim loss p = {pc:.2e} {'<=' if ok else '>'} 2 x root p = {pr:.2e}"
+
+
+def _ratio(f: dict[str, Any]) -> float | None:
+    r = _evidence(f).get("ratio")
+    if isinstance(r, (int, float)):
+        return float(r)
+    if f.get("observed") is not None and f.get("expected"):
+        return float(f["observed"]) / float(f["expected"])
+    return None
+
+
+def _degraded_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool, str]:
+    """A ring through a link at fraction x of its peers' rate moves at most ~x of the expected bandwidth.
+
+    If the collective reached clearly more than the degraded link allows, its ring does not cross
+    that link (the counter-factual: with the link in the ring it could not have been that fast).
+    """
+    if c["kind"] != "underperformance":
+        return True, "not a bandwidth measurement: no ring bound applies"
+    rr, rc = _ratio(root), _ratio(c)
+    if rr is None or rc is None:
+        return True, "rate ratio of root or consequence unknown: magnitude not checked"
+    ok = rc <= rr * 1.15
+    return ok, f"collective at {rc:.0%} of expected {'<=' if ok else '>'} the degraded link's {rr:.0%} (+15%)"
+
+
+def _cnp_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool, str]:
+    """CNPs a sender handles were sent by a notification point: no more than the congested receiver sent."""
+    sent = _evidence(root).get("cnp_sent_per_s")
+    handled = _evidence(c).get("cnp_handled_per_s")
+    if not isinstance(sent, (int, float)) or not isinstance(handled, (int, float)):
+        return True, "CNP rates not both known: magnitude not checked"
+    ok = handled <= 1.2 * sent
+    return ok, f"sender handled {handled:,.0f} CNP/s {'<=' if ok else '>'} receiver sent {sent:,.0f}/s (+20%)"
+
+
+_SLOW = {"underperformance": ("same_port", "same_host", "job"), "bottleneck": ("same_port", "same_host", "job")}
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        name="link_loss_go_back_n",
+        root=("link_flap", "link_errors", "lossy_collapse:rx", "packet_loss:rx"),
+        consequences={
+            "packet_loss": ("same_port", "cable", "job"),
+            "lossy_collapse": ("same_port", "cable", "job"),
+            "link_errors": ("same_port", "cable"),
+            # a down port holds its ring predecessor's data: the predecessor waits for credits
+            "ib_congestion": ("cable", "job"),
+            **_SLOW,
+        },
+        argument=(
+            "Bit errors on a cable corrupt packets; the receiver drops them (ICRC/VCRC or FCS failure). "
+            "InfiniBand RC and RoCEv2 recover with go-back-N: the responder NAKs the first missing PSN and the "
+            "requester resends everything after it, so every sender whose traffic crosses the link sees "
+            "sequence errors, and goodput falls as 1/(1+pW) with W packets in flight. A ring collective moves "
+            "at the speed of its slowest hop, so every rank of the job slows."
+        ),
+        source=(
+            "InfiniBand Architecture Specification Vol. 1, Release 1.4, 9.7 (reliable service, PSN checking and "
+            "NAK); Zhu et al., 'Congestion Control for Large-Scale RDMA Deployments' (DCQCN), SIGCOMM 2015, "
+            "section 2 (go-back-N); Mittal et al., 'Revisiting Network Support for RDMA', SIGCOMM 2018"
+        ),
+        action="replace or reseat the cable/transceiver of {entity} (check both ends with mlxlink / ibdiagnet)",
+        title="bad link {entity}: errors and loss reaching {hosts}",
+        magnitude=_loss_magnitude,
+    ),
+    Rule(
+        name="pause_storm_head_of_line",
+        root=("pfc_storm:tx",),
+        consequences={
+            "pfc_congestion:rx": ("cable", "same_leaf", "job"),
+            "pfc_storm:rx": ("cable", "same_leaf", "job"),
+            "packet_loss": ("same_port", "same_host"),
+            **_SLOW,
+        },
+        argument=(
+            "A NIC whose receive pipeline stalls sends PFC pause frames without end. Its leaf stops sending to "
+            "it, the egress queue fills, and the leaf in turn pauses the ingress ports feeding that priority: "
+            "hosts sharing the leaf (and the collective waiting on the stalled NIC) are paused although they "
+            "are healthy, head-of-line blocking their flows."
+        ),
+        source=(
+            "IEEE 802.1Qbb-2011 Priority-based Flow Control; Guo et al., 'RDMA over Commodity Ethernet at "
+            "Scale', SIGCOMM 2016, section 4.3 (PFC pause frame storm); NVIDIA MLNX_OFED documentation, "
+            "'Priority Flow Control (PFC)' and the pause storm prevention counters"
+        ),
+        action="isolate {entity}: take the NIC out of service, collect its firmware dump, reset or replace it",
+        title="PFC pause storm from {entity}: pause spread to {hosts}",
+    ),
+    Rule(
+        name="incast_ecn",
+        root=("ecn_congestion:rx",),
+        consequences={
+            "ecn_congestion:tx": ("same_leaf", "job"),
+            "pfc_congestion:rx": ("same_leaf", "job"),
+            "bottleneck": ("same_port", "same_host"),
+        },
+        argument=(
+            "When several senders converge on one receiver, the switch queue toward it grows past the ECN "
+            "threshold and marks packets CE; the receiver (notification point) returns CNPs to the senders "
+            "(reaction points), which cut their rate. The marks are on the receiver and the rate cuts on the "
+            "senders: one cause, the fan-in."
+        ),
+        source=(
+            "RFC 3168 (ECN); Zhu et al., 'Congestion Control for Large-Scale RDMA Deployments' (DCQCN), "
+            "SIGCOMM 2015; NVIDIA documentation 'DCQCN' (np_cnp_sent, rp_cnp_handled)"
+        ),
+        action="spread the traffic converging on {entity} (placement, more receivers, or rate-limit the senders)",
+        title="incast into {entity}: ECN marks and CNPs on {hosts}",
+        magnitude=_cnp_magnitude,
+    ),
+    Rule(
+        name="degraded_link_ring",
+        root=("link_degraded",),
+        consequences={"link_degraded": ("same_port", "cable"), **_SLOW},
+        argument=(
+            "A port trained at 2X width or a lower speed carries half (or less) of its peers' rate. A ring "
+            "all-reduce moves every byte through every hop, so the whole ring, and every rank in it, runs at "
+            "the degraded link's rate: bottleneck and collective underperformance on all its ranks."
+        ),
+        source=(
+            "InfiniBand Architecture Specification Vol. 1, 7.2 (link width and speed negotiation); NVIDIA "
+            "nccl-tests documentation doc/PERFORMANCE.md (bus bandwidth of ring all-reduce); Patarasuk and "
+            "Yuan, 'Bandwidth optimal all-reduce algorithms for clusters of workstations', JPDC 2009"
+        ),
+        action="re-train or replace the cable of {entity} (mlxlink -p <port> to see why it came up narrow/slow)",
+        title="degraded link {entity}: ring limited on {hosts}",
+        magnitude=_degraded_magnitude,
+    ),
+    Rule(
+        name="spine_credit_starvation",
+        root=("ib_congestion",),
+        consequences={"ib_congestion": ("below_spine",), **_SLOW},
+        argument=(
+            "InfiniBand is credit based: a port transmits only with receive buffer credits from its peer. A "
+            "spine port starved of credits (PortXmitWait rising) stops draining the leaf uplinks feeding it, "
+            "so the leaves below and the HCAs behind them wait for credits in turn (congestion spreading)."
+        ),
+        source=(
+            "InfiniBand Architecture Specification Vol. 1, 7.9 (credit-based flow control) and 16.1.3.5 "
+            "(PortXmitWait); Gran et al., 'On the relation between congestion control, switch arbitration and "
+            "fairness', CCGrid 2011"
+        ),
+        action="find the hot destination behind {entity} (UFM/ibdiagnet congestion report) and rebalance routing",
+        title="credit starvation at spine {entity}: congestion on {hosts}",
+    ),
+)
+
+
+@dataclass
+class Incident:
+    """One fault: its root finding and the findings it explains.
+
+    Attributes:
+        id: Stable identifier (hash of the root's kind, entity and start).
+        rule: The :class:`Rule` name that made the chain.
+        root: The root finding (a findings-frame row as a dict).
+        entity: Where the fault is, as text (the port, and its cable's far end when the topology says).
+        consequences: One dict per explained finding: ``finding`` (row dict), ``relation``, ``path``
+            (hops from the root), ``timing`` and ``magnitude`` (checks as text).
+        start: Earliest start among members.
+        end: Latest end among members.
+        severity: The worst severity among the root and its consequences.
+        title: One line.
+        action: What fixes the root.
+        decided: Competing roots: for each finding more than one root could explain, which root won
+            and the evidence that decided.
+        topology: Where leaf relations came from (the links table, or the stated fallback).
+    """
+
+    id: str
+    rule: str
+    root: dict[str, Any]
+    entity: str
+    consequences: list[dict[str, Any]]
+    start: dt.datetime | None
+    end: dt.datetime | None
+    severity: str
+    title: str
+    action: str
+    decided: list[dict[str, Any]] = field(default_factory=list)
+    topology: str = _FALLBACK
+
+    @property
+    def hosts(self) -> list[str]:
+        """Hosts of the root and every consequence, root first (see :func:`_hosts`)."""
+        return _hosts(self.root, [c["finding"] for c in self.consequences])
+
+
+def _hosts(root: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[str]:
+    """Hosts an incident touches, root first.
+
+    A finding on a port named by GUID came from a management node's topology dump: its ``host`` is
+    where the dump ran, not a host of the fabric, so it names no host here.
+    """
+    out: list[str] = []
+    for f in [root, *others]:
+        h = f.get("host")
+        if h and h not in out and not str(f.get("device") or "").startswith("0x"):
+            out.append(h)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Topology: which leaf each port hangs off, which leaves a spine feeds, which hosts share a job.
+
+
+@dataclass
+class _Topo:
+    leaf_of: dict[tuple[str, str | None], tuple[str, str, int | None]]  # (host, device) -> leaf guid, name, port
+    peer_of: dict[tuple[str, int], tuple[str, int, str]]  # (guid, port) -> peer guid, port, name
+    tier_of: dict[str, str]
+    guid_of: dict[tuple[str, str | None], str]
+    below: dict[str, set[str]]  # spine guid -> leaf guids
+    jobs: list[tuple[str, frozenset[str]]]  # (label, hosts)
+    source: str
+
+
+def _guid_map(attributes: pl.DataFrame | None, links: pl.DataFrame | None) -> dict[tuple[str, str | None], str]:
+    out: dict[tuple[str, str | None], str] = {}
+    if attributes is not None and not attributes.is_empty() and "key" in attributes.columns:
+        a = attributes.filter(pl.col("key").cast(pl.String) == "node_guid_hex").select(
+            pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("value").cast(pl.String)
+        )
+        for h, d, v in a.unique().iter_rows():
+            out[(h, d)] = v.lower()
+    if links is not None and not links.is_empty():
+        # Linux sets an HCA's NodeDescription to "<hostname> <device>" (rdma-ndd): use it when no sysfs
+        for pre in ("", "peer_"):
+            rows = links.filter(pl.col(pre + "node_type") == "hca").select(pre + "node_name", pre + "node_guid")
+            for name, guid in rows.iter_rows():
+                parts = (name or "").split()
+                if len(parts) >= 2:
+                    out.setdefault((parts[0], parts[1]), guid)
+    return out
+
+
+def _topology(tables: Mapping[str, pl.DataFrame], attributes: pl.DataFrame | None) -> _Topo:
+    links = tables.get("links")
+    has_links = links is not None and not links.is_empty()
+    guid_of = _guid_map(attributes, links if has_links else None)
+    peer_of: dict[tuple[str, int], tuple[str, int, str]] = {}
+    tier_of: dict[str, str] = {}
+    below: dict[str, set[str]] = {}
+    if has_links:
+        assert links is not None
+        for r in links.iter_rows(named=True):
+            a = (r["node_guid"], int(r["port"]))
+            b = (r["peer_node_guid"], int(r["peer_port"]))
+            peer_of[a] = (b[0], b[1], r["peer_node_name"] or r["peer_node_guid"])
+            peer_of[b] = (a[0], a[1], r["node_name"] or r["node_guid"])
+            tier_of[r["node_guid"]] = r.get("tier") or ""
+            tier_of[r["peer_node_guid"]] = r.get("peer_tier") or ""
+            if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
+                below.setdefault(r["peer_node_guid"], set()).add(r["node_guid"])
+    leaf_of: dict[tuple[str, str | None], tuple[str, str, int | None]] = {}
+    for (host, dev), guid in guid_of.items():
+        for (g, p), (pg, pp, pname) in peer_of.items():
+            if g == guid and tier_of.get(pg) == "leaf":
+                leaf_of[(host, dev)] = (pg, pname, pp)
+                del p
+                break
+    jobs: list[tuple[str, frozenset[str]]] = []
+    ranks = tables.get("nccl_ranks")
+    if ranks is not None and not ranks.is_empty():
+        # Runs are numbered per log, so two logs both have a run 0: a rank list restarts at rank 0,
+        # and each rank list (in read order) is one job.
+        members: list[set[str]] = []
+        for run, rank, host in ranks.select("run", "rank", pl.col("host").cast(pl.String)).iter_rows():
+            if rank == 0 or not members:
+                members.append(set())
+            members[-1].add(host)
+            del run
+        for n, hosts in enumerate(members):
+            if len(hosts) > 1:
+                first = sorted(hosts)[0]
+                jobs.append((f"nccl-tests job {n + 1} ({len(hosts)} hosts from {first})", frozenset(hosts)))
+    src = (
+        "links table (" + ", ".join(sorted(set(links["source"].cast(pl.String).to_list()))) + ")"
+        if has_links and links is not None and "source" in links.columns
+        else _FALLBACK
+    )
+    return _Topo(leaf_of, peer_of, tier_of, guid_of, below, jobs, src)
+
+
+def _port_text(f: dict[str, Any]) -> str:
+    bits = [x for x in (f.get("host"), f.get("device")) if x]
+    if f.get("port") is not None:
+        bits.append(f"port {f['port']}")
+    return " ".join(bits) or "(fabric)"
+
+
+def _leaf(topo: _Topo, f: dict[str, Any]) -> tuple[str, str, int | None] | None:
+    if f.get("device") and str(f["device"]).startswith("0x"):
+        g = str(f["device"]).lower()
+        if topo.tier_of.get(g) == "leaf":
+            return g, g, None
+    return topo.leaf_of.get((f.get("host"), f.get("device")))
+
+
+def _entity(topo: _Topo, f: dict[str, Any]) -> str:
+    """The root's place: its port and, when the topology says, the far end of its cable."""
+    leaf = _leaf(topo, f)
+    if leaf is None:
+        return _port_text(f)
+    return f"{_port_text(f)} <-> {leaf[1]} port {leaf[2]}" if leaf[2] is not None else _port_text(f)
+
+
+def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """Every relation between two findings' entities, strongest first, with the path from root to c."""
+    out: list[tuple[str, list[str]]] = []
+    rh, ch = root.get("host"), c.get("host")
+    rp = _port_text(root)
+    if rh == ch and rh is not None:
+        same_dev = c.get("device") is None or root.get("device") is None or c["device"] == root["device"]
+        same_port = c.get("port") is None or root.get("port") is None or c["port"] == root["port"]
+        if same_dev and same_port:
+            out.append(("same_port", [rp]))
+        out.append(("same_host", [rp, f"host {rh}"]))
+    rg = topo.guid_of.get((rh, root.get("device"))) or (
+        str(root["device"]).lower() if root.get("device") and str(root["device"]).startswith("0x") else None
+    )
+    cg = topo.guid_of.get((ch, c.get("device"))) or (
+        str(c["device"]).lower() if c.get("device") and str(c["device"]).startswith("0x") else None
+    )
+    if rg and cg and rg == cg and rh != ch and root.get("port") == c.get("port"):
+        out.append(("same_port", [rp, f"the same port seen from {ch} ({c.get('device')})"]))
+    if rg and cg and root.get("port") is not None and c.get("port") is not None:
+        peer = topo.peer_of.get((rg, int(root["port"])))
+        if peer and peer[0] == cg and peer[1] == int(c["port"]):
+            out.append(("cable", [rp, f"cable to {peer[2]} port {peer[1]}", _port_text(c)]))
+    rl, cl = _leaf(topo, root), _leaf(topo, c)
+    if rl and cl and rl[0] == cl[0] and rh != ch:
+        out.append(("same_leaf", [rp, f"cable to {rl[1]} port {rl[2]}", f"leaf {rl[1]}", f"host {ch} behind it"]))
+    if rg and topo.tier_of.get(rg) == "spine":
+        leaves = topo.below.get(rg, set())
+        if cl and cl[0] in leaves:
+            out.append(("below_spine", [rp, f"leaf {cl[1]} below it", f"host {ch} behind {cl[1]}"]))
+        elif cg in leaves:
+            out.append(("below_spine", [rp, f"leaf {cg} below it"]))
+    for label, hosts in topo.jobs:
+        if rh in hosts and ch in hosts and rh != ch:
+            out.append(("job", [rp, f"host {rh}", label, f"rank host {ch}"]))
+            break
+    return out
+
+
+def _interval_s(findings: pl.DataFrame, interval_s: float | None) -> float:
+    if interval_s:
+        return float(interval_s)
+    return 30.0  # fabricscope default: three 10 s scrapes when the caller does not know its sampling interval
+
+
+def _fid(f: dict[str, Any]) -> str:
+    s = f.get("start")
+    key = "|".join(str(x) for x in (f["kind"], f.get("host"), f.get("device"), f.get("port"), f.get("priority"), s))
+    return "inc-" + hashlib.sha1(key.encode()).hexdigest()[:10]
+
+
+def _root_rules(f: dict[str, Any]) -> list[Rule]:
+    return [r for r in RULES if any(_matches(s, f) for s in r.root)]
+
+
+def _accepts(rule: Rule, c: dict[str, Any]) -> tuple[str, ...]:
+    for spec, rels in rule.consequences.items():
+        if _matches(spec, c):
+            return rels
+    return ()
+
+
+# Precedence of root kinds: a physical fault explains the loss it causes, the loss explains congestion.
+_ROOT_ORDER = {
+    "link_flap": 0,
+    "link_errors": 1,
+    "link_degraded": 2,
+    "pfc_storm": 3,
+    "lossy_collapse": 4,
+    "packet_loss": 5,
+    "ecn_congestion": 6,
+    "ib_congestion": 7,
+}
+
+
+def _order(f: dict[str, Any]) -> tuple[int, bool, dt.datetime, int]:
+    never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    # A port named by its host's device reads better than the same port named by a GUID from a
+    # management node's topology dump: of two findings of one kind, the host's is the root.
+    by_guid = str(f.get("device") or "").startswith("0x")
+    return (_ROOT_ORDER.get(f["kind"], 99), by_guid, f.get("start") or never, -_RANK[f["severity"]])
+
+
+def correlate(
+    findings: pl.DataFrame,
+    *,
+    tables: Mapping[str, pl.DataFrame] | None = None,
+    attributes: pl.DataFrame | None = None,
+    interval_s: float | None = None,
+) -> list[Incident]:
+    """Group findings into incidents (a pure function of its arguments).
+
+    Args:
+        findings: A findings frame (:data:`fabricscope.findings.FINDINGS_SCHEMA`).
+        tables: Side tables: ``links`` (topology), ``nccl_ranks`` (which hosts run one collective).
+        attributes: Port attributes (``node_guid_hex`` maps a host's device to its GUID in ``links``).
+        interval_s: The sampling interval: a consequence may start this much before its root (both
+            windows are quantised to readings). Default 30 s.
+
+    Returns:
+        Incidents, worst first; each has at least one consequence.
+    """
+    tables = tables or {}
+    topo = _topology(tables, attributes)
+    tol = dt.timedelta(seconds=_interval_s(findings, interval_s))
+    # Info findings are context (a layer's utilisation, a counter reset), not faults: they neither
+    # root nor join an incident.
+    rows = [dict(r, _i=i) for i, r in enumerate(findings.iter_rows(named=True)) if r["severity"] != "info"]
+    by_i = {r["_i"]: r for r in rows}
+    # The loss rate of a root's link: its own, else what the receiving end of the same port measured
+    # (link_errors counts symbols, not packets; the receiver's loss finding on that port has the rate).
+    for r in rows:
+        own = _loss_rate(r) if _direction(r) in ("rx", None) else None
+        seen = [
+            p
+            for x in rows
+            if x["host"] == r["host"] and x["device"] == r["device"] and x["port"] == r["port"]
+            if _direction(x) == "rx" and (p := _loss_rate(x)) is not None
+        ]
+        r["_link_p"] = own if own is not None else (max(seen) if seen else None)
+    roots = sorted((r for r in rows if _root_rules(r)), key=_order)
+    rank_of = {r["_i"]: n for n, r in enumerate(roots)}
+    # For each finding: its candidate explanations (root, rule, relation, path, checks) that pass.
+    chosen: dict[int, dict[str, Any]] = {}
+    decided: dict[int, dict[str, Any]] = {}
+    for c in rows:
+        cands = []
+        rejected = []
+        for root in roots:
+            if root["_i"] == c["_i"]:
+                continue
+            # a root only explains findings below it in precedence (no cycles)
+            if c["_i"] in rank_of and rank_of[c["_i"]] < rank_of[root["_i"]]:
+                continue
+            for rule in _root_rules(root):
+                rels = _accepts(rule, c)
+                if not rels:
+                    continue
+                found = [(rel, path) for rel, path in _relations(topo, root, c) if rel in rels]
+                if not found:
+                    continue
+                rel, path = min(found, key=lambda x: RELATIONS.index(x[0]))
+                rs, cs = root.get("start"), c.get("start")
+                if rs is not None and cs is not None and cs + tol < rs:
+                    rejected.append(
+                        {"root": _ref(root), "why": f"starts {(rs - cs).total_seconds():.0f} s before the root"}
+                    )
+                    continue
+                timing = (
+                    "not timed (a root or consequence without a window)"
+                    if rs is None or cs is None
+                    else f"starts {(cs - rs).total_seconds():+.0f} s after the root (tolerance {tol.total_seconds():.0f} s)"
+                )
+                ok, mag = rule.magnitude(root, c) if rule.magnitude else (True, "no magnitude bound for this rule")
+                if not ok:
+                    rejected.append({"root": _ref(root), "why": mag})
+                    continue
+                cands.append(
+                    {"root": root, "rule": rule, "relation": rel, "path": path, "timing": timing, "magnitude": mag}
+                )
+                break
+        if not cands:
+            if rejected:
+                decided[c["_i"]] = {"finding": _ref(c), "chosen": None, "rejected": rejected}
+            continue
+        cands.sort(key=lambda x: (RELATIONS.index(x["relation"]), _order(x["root"])))
+        best = cands[0]
+        chosen[c["_i"]] = best
+        if len(cands) > 1 or rejected:
+            runner = cands[1] if len(cands) > 1 else None
+            why = (
+                "only candidate left after the timing and magnitude checks"
+                if runner is None
+                else (
+                    f"relation {best['relation']} is stronger than {runner['relation']}"
+                    if best["relation"] != runner["relation"]
+                    else "same relation: the more fundamental, earlier root wins "
+                    f"({best['root']['kind']} on {_port_text(best['root'])} before {runner['root']['kind']} on "
+                    f"{_port_text(runner['root'])})"
+                )
+            )
+            decided[c["_i"]] = {
+                "finding": _ref(c),
+                "chosen": _ref(best["root"]),
+                "competitors": [_ref(x["root"]) for x in cands[1:]],
+                "rejected": rejected,
+                "decided_by": why,
+            }
+
+    def ultimate(i: int) -> int:
+        seen = {i}
+        while i in chosen and chosen[i]["root"]["_i"] not in seen:
+            i = chosen[i]["root"]["_i"]
+            seen.add(i)
+        return i
+
+    by_root: dict[int, list[int]] = {}
+    for i in chosen:
+        by_root.setdefault(ultimate(i), []).append(i)
+    out = []
+    for ri, members in by_root.items():
+        root = by_i[ri]
+        cons = []
+        for i in sorted(members, key=lambda i: _order(by_i[i])):
+            ch = chosen[i]
+            via = ch["root"]
+            path = list(ch["path"])
+            if via["_i"] != ri:
+                path = [_port_text(root), f"explains {via['kind']} on {_port_text(via)}", *path[1:]]
+            cons.append(
+                {
+                    "finding": _clean(by_i[i]),
+                    "rule": ch["rule"].name,
+                    "relation": ch["relation"],
+                    "via": None if via["_i"] == ri else _ref(via),
+                    "path": path,
+                    "timing": ch["timing"],
+                    "magnitude": ch["magnitude"],
+                }
+            )
+        rule = chosen[members[0]]["rule"] if chosen[members[0]]["root"]["_i"] == ri else _root_rules(root)[0]
+        entity = _entity(topo, root)
+        hosts = _hosts(root, [c["finding"] for c in cons])
+        starts = [x for x in [root.get("start"), *(c["finding"]["start"] for c in cons)] if x is not None]
+        ends = [x for x in [root.get("end"), *(c["finding"]["end"] for c in cons)] if x is not None]
+        sev = max([root["severity"], *(c["finding"]["severity"] for c in cons)], key=lambda s: _RANK[s])
+        host_text = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+        out.append(
+            Incident(
+                id=_fid(root),
+                rule=rule.name,
+                root=_clean(root),
+                entity=entity,
+                consequences=cons,
+                start=min(starts) if starts else None,
+                end=max(ends) if ends else None,
+                severity=sev,
+                title=rule.title.format(entity=entity, hosts=host_text, n=len(cons)),
+                action=rule.action.format(entity=entity),
+                decided=[decided[i] for i in sorted(decided) if i in members or i == ri],
+                topology=topo.source,
+            )
+        )
+    never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    out.sort(key=lambda x: (-_RANK[x.severity], x.start or never, x.id))
+    return out
+
+
+def _clean(f: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in f.items() if k not in ("_i", "_link_p")}
+
+
+def _ref(f: dict[str, Any]) -> dict[str, Any]:
+    s = f.get("start")
+    return {
+        "kind": f["kind"],
+        "host": f.get("host"),
+        "device": f.get("device"),
+        "port": f.get("port"),
+        "priority": f.get("priority"),
+        "start": _iso(s),
+    }
+
+
+def _iso(t: dt.datetime | None) -> str | None:
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _key(f: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (f["kind"], f.get("host"), f.get("device"), f.get("port"), f.get("priority"), f.get("start"))
+
+
+def standalone_mask(findings: pl.DataFrame, incidents: Sequence[Incident]) -> pl.Series:
+    """True for each finding that belongs to no incident (neither root nor consequence)."""
+    members = {_key(i.root) for i in incidents} | {_key(c["finding"]) for i in incidents for c in i.consequences}
+    return pl.Series("standalone", [_key(r) not in members for r in findings.iter_rows(named=True)], pl.Boolean)
+
+
+def incident_documents(incidents: Sequence[Incident]) -> list[dict[str, Any]]:
+    """The findings document's ``incidents`` array (``fabricscope.findings/2``, ``docs/schema.md``)."""
+    return [
+        {
+            "id": i.id,
+            "severity": i.severity,
+            "title": i.title,
+            "action": i.action,
+            "rule": i.rule,
+            "entity": i.entity,
+            "start": _iso(i.start),
+            "end": _iso(i.end),
+            "hosts": i.hosts,
+            "root": _ref(i.root),
+            "consequences": [
+                {
+                    "finding": _ref(c["finding"]),
+                    "severity": c["finding"]["severity"],
+                    "relation": c["relation"],
+                    "via": c["via"],
+                    "path": c["path"],
+                    "timing": c["timing"],
+                    "magnitude": c["magnitude"],
+                }
+                for c in i.consequences
+            ],
+            "decided": i.decided,
+            "topology": i.topology,
+        }
+        for i in incidents
+    ]
