@@ -15,6 +15,7 @@ from fabricscope.detect import DETECTORS, AnalysisInput
 from fabricscope.detect.bottleneck import empty_layers, layer_utilisation
 from fabricscope.engines import Filters, ReadOptions, get_engine
 from fabricscope.findings import FINDINGS_SCHEMA, empty_findings
+from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, TimeLike, load
 from fabricscope.profiles import get_profile
 from fabricscope.rates import rates, value_as_float
@@ -35,6 +36,8 @@ class Analysis:
         layers: Layer utilisation per host and window
             (:func:`fabricscope.detect.bottleneck.layer_utilisation`; empty with its schema when
             nothing applies).
+        incidents: Findings grouped by root cause (:func:`fabricscope.incidents.correlate`), worst
+            first; findings in none stay standalone.
     """
 
     findings: pl.DataFrame
@@ -43,6 +46,7 @@ class Analysis:
     reports: list[InputReport] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     layers: pl.DataFrame = field(default_factory=empty_layers)
+    incidents: list[Incident] = field(default_factory=list)
 
 
 def _gauges(samples: pl.DataFrame) -> pl.DataFrame:
@@ -76,6 +80,16 @@ def _ordered(findings: pl.DataFrame) -> pl.DataFrame:
     """Worst first, then by kind and entity (the contract's order)."""
     order = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
     return findings.sort([order, "kind", "host", "device", "port"], nulls_last=True).select(FINDINGS_SCHEMA.names())
+
+
+def _incidents(
+    findings: pl.DataFrame, tables: dict[str, pl.DataFrame], attributes: pl.DataFrame | None, r: pl.DataFrame
+) -> list[Incident]:
+    """The correlation step, once per analysis whichever way the findings were computed."""
+    interval = r["interval_s"].median() if "interval_s" in r.columns and r.height else None
+    return correlate(
+        findings, tables=tables, attributes=attributes, interval_s=float(interval) if interval is not None else None
+    )
 
 
 def run_analysis(
@@ -138,12 +152,14 @@ def run_analysis(
         )
         # Partitioned runs keep no whole-fabric rates: ``rates`` holds what fabric-wide detectors read
         # and ``layers`` stays empty (use engine=None for them).
+        ordered = _ordered(ran.findings)
         return Analysis(
-            findings=_ordered(ran.findings),
+            findings=ordered,
             inputs=_inputs(ran.reports),
             rates=ran.rates,
             reports=ran.reports,
             tables=ran.tables,
+            incidents=_incidents(ordered, ran.tables, None, ran.rates),
         )
     if isinstance(data, pl.DataFrame):
         samples = data
@@ -170,7 +186,13 @@ def run_analysis(
     )
     findings = _ordered(findings)
     return Analysis(
-        findings=findings, inputs=inputs, rates=r, reports=reports, tables=tables, layers=layer_utilisation(inp)
+        findings=findings,
+        inputs=inputs,
+        rates=r,
+        reports=reports,
+        tables=tables,
+        layers=layer_utilisation(inp),
+        incidents=_incidents(findings, tables, attrs, r),
     )
 
 

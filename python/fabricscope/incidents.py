@@ -71,7 +71,10 @@ class Rule:
         source: Public documents a user can open.
         action: What fixes the root (``{entity}`` is replaced by the root's entity).
         title: One-line title template (``{entity}``, ``{hosts}``, ``{n}`` consequences).
+        info: Consequence specs whose info findings count too (a sender's DCQCN loop numbers are
+            info findings, yet they are the incast's footprint); otherwise info findings are context.
         magnitude: Optional check ``(root, consequence) -> (ok, text)``: can the root explain the size?
+            ``ok`` is None when no bound applies or a number is missing (the consequence is kept).
     """
 
     name: str
@@ -81,7 +84,8 @@ class Rule:
     source: str
     action: str
     title: str
-    magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool, str]] | None = None
+    info: tuple[str, ...] = ()
+    magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool | None, str]] | None = None
 
 
 def _evidence(f: dict[str, Any]) -> dict[str, Any]:
@@ -97,9 +101,17 @@ def _evidence(f: dict[str, Any]) -> dict[str, Any]:
 
 def _direction(f: dict[str, Any]) -> str | None:
     """``rx``/``tx`` from the evidence, else from the metric's name (``tx_pause_storm_warning_events``)."""
-    d = _evidence(f).get("direction")
+    ev = _evidence(f)
+    d = ev.get("direction")
     if isinstance(d, str):
         return d
+    if f["kind"] == "ecn_congestion":
+        # marks arrive at the receiver (notification point); CNPs are handled by senders (reaction points)
+        rule = ev.get("rule")
+        if rule == "ecn_congestion.dcqcn_active":
+            sent, handled = ev.get("cnp_sent_per_s") or 0.0, ev.get("cnp_handled_per_s") or 0.0
+            return "tx" if handled > sent else "rx"
+        return "tx" if rule == "ecn_congestion.cnp_ignored" else "rx"
     head = (f.get("metric") or "").split("_", 1)[0]
     return head if head in ("rx", "tx") else None
 
@@ -117,7 +129,7 @@ def _loss_rate(f: dict[str, Any]) -> float | None:
     return float(p) if isinstance(p, (int, float)) else None
 
 
-def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool, str]:
+def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
     """A victim cannot lose more of its packets than the faulty link loses of the packets crossing it.
 
     Traffic a sender puts across the bad link meets the link's loss probability; a sender also
@@ -125,10 +137,10 @@ def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool, str]
     (both are lower bounds from 10 s counter deltas).
     """
     if c["kind"] not in ("packet_loss", "lossy_collapse"):
-        return True, "not a loss finding: no loss-rate bound applies"
+        return None, "not a loss finding: no loss-rate bound applies"
     pr, pc = root.get("_link_p", _loss_rate(root)), _loss_rate(c)
     if pr is None or pc is None:
-        return True, "loss rate of root or consequence unknown: magnitude not checked"
+        return None, "loss rate of root or consequence unknown: magnitude not checked"
     ok = pc <= 2.0 * pr
     return ok, f"victim loss p = {pc:.2e} {'<=' if ok else '>'} 2 x root p = {pr:.2e}"
 
@@ -142,27 +154,27 @@ def _ratio(f: dict[str, Any]) -> float | None:
     return None
 
 
-def _degraded_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool, str]:
+def _degraded_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
     """A ring through a link at fraction x of its peers' rate moves at most ~x of the expected bandwidth.
 
     If the collective reached clearly more than the degraded link allows, its ring does not cross
     that link (the counter-factual: with the link in the ring it could not have been that fast).
     """
     if c["kind"] != "underperformance":
-        return True, "not a bandwidth measurement: no ring bound applies"
+        return None, "not a bandwidth measurement: no ring bound applies"
     rr, rc = _ratio(root), _ratio(c)
     if rr is None or rc is None:
-        return True, "rate ratio of root or consequence unknown: magnitude not checked"
+        return None, "rate ratio of root or consequence unknown: magnitude not checked"
     ok = rc <= rr * 1.15
     return ok, f"collective at {rc:.0%} of expected {'<=' if ok else '>'} the degraded link's {rr:.0%} (+15%)"
 
 
-def _cnp_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool, str]:
+def _cnp_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
     """CNPs a sender handles were sent by a notification point: no more than the congested receiver sent."""
     sent = _evidence(root).get("cnp_sent_per_s")
     handled = _evidence(c).get("cnp_handled_per_s")
     if not isinstance(sent, (int, float)) or not isinstance(handled, (int, float)):
-        return True, "CNP rates not both known: magnitude not checked"
+        return None, "CNP rates not both known: magnitude not checked"
     ok = handled <= 1.2 * sent
     return ok, f"sender handled {handled:,.0f} CNP/s {'<=' if ok else '>'} receiver sent {sent:,.0f}/s (+20%)"
 
@@ -189,9 +201,10 @@ RULES: tuple[Rule, ...] = (
             "at the speed of its slowest hop, so every rank of the job slows."
         ),
         source=(
-            "InfiniBand Architecture Specification Vol. 1, Release 1.4, 9.7 (reliable service, PSN checking and "
-            "NAK); Zhu et al., 'Congestion Control for Large-Scale RDMA Deployments' (DCQCN), SIGCOMM 2015, "
-            "section 2 (go-back-N); Mittal et al., 'Revisiting Network Support for RDMA', SIGCOMM 2018"
+            "InfiniBand Architecture Specification Vol. 1, chapter 9 'Transport Layer' (reliable connection: PSN "
+            "checking, NAK sequence error, go-back-N retransmission); Mittal et al., 'Revisiting Network Support "
+            "for RDMA', SIGCOMM 2018 (go-back-N goodput under loss); Zhu et al., 'Congestion Control for "
+            "Large-Scale RDMA Deployments', SIGCOMM 2015"
         ),
         action="replace or reseat the cable/transceiver of {entity} (check both ends with mlxlink / ibdiagnet)",
         title="bad link {entity}: errors and loss reaching {hosts}",
@@ -201,6 +214,7 @@ RULES: tuple[Rule, ...] = (
         name="pause_storm_head_of_line",
         root=("pfc_storm:tx",),
         consequences={
+            "pfc_congestion:tx": ("same_port",),  # the storm itself, seen as a pause ratio
             "pfc_congestion:rx": ("cable", "same_leaf", "job"),
             "pfc_storm:rx": ("cable", "same_leaf", "job"),
             "packet_loss": ("same_port", "same_host"),
@@ -214,8 +228,8 @@ RULES: tuple[Rule, ...] = (
         ),
         source=(
             "IEEE 802.1Qbb-2011 Priority-based Flow Control; Guo et al., 'RDMA over Commodity Ethernet at "
-            "Scale', SIGCOMM 2016, section 4.3 (PFC pause frame storm); NVIDIA MLNX_OFED documentation, "
-            "'Priority Flow Control (PFC)' and the pause storm prevention counters"
+            "Scale', SIGCOMM 2016 (NIC PFC pause frame storm, head-of-line blocking); NVIDIA MLNX_OFED "
+            "documentation, 'Priority Flow Control (PFC)' (tx_pause_storm_warning_events/error_events)"
         ),
         action="isolate {entity}: take the NIC out of service, collect its firmware dump, reset or replace it",
         title="PFC pause storm from {entity}: pause spread to {hosts}",
@@ -240,6 +254,7 @@ RULES: tuple[Rule, ...] = (
         ),
         action="spread the traffic converging on {entity} (placement, more receivers, or rate-limit the senders)",
         title="incast into {entity}: ECN marks and CNPs on {hosts}",
+        info=("ecn_congestion:tx",),
         magnitude=_cnp_magnitude,
     ),
     Rule(
@@ -252,9 +267,10 @@ RULES: tuple[Rule, ...] = (
             "the degraded link's rate: bottleneck and collective underperformance on all its ranks."
         ),
         source=(
-            "InfiniBand Architecture Specification Vol. 1, 7.2 (link width and speed negotiation); NVIDIA "
-            "nccl-tests documentation doc/PERFORMANCE.md (bus bandwidth of ring all-reduce); Patarasuk and "
-            "Yuan, 'Bandwidth optimal all-reduce algorithms for clusters of workstations', JPDC 2009"
+            "InfiniBand Architecture Specification Vol. 2 (physical layer: link width and speed training); "
+            "NVIDIA nccl-tests doc/PERFORMANCE.md (bus bandwidth of ring all-reduce); Patarasuk and Yuan, "
+            "'Bandwidth optimal all-reduce algorithms for clusters of workstations', J. Parallel Distrib. "
+            "Comput. 69(2), 2009"
         ),
         action="re-train or replace the cable of {entity} (mlxlink -p <port> to see why it came up narrow/slow)",
         title="degraded link {entity}: ring limited on {hosts}",
@@ -270,9 +286,10 @@ RULES: tuple[Rule, ...] = (
             "so the leaves below and the HCAs behind them wait for credits in turn (congestion spreading)."
         ),
         source=(
-            "InfiniBand Architecture Specification Vol. 1, 7.9 (credit-based flow control) and 16.1.3.5 "
-            "(PortXmitWait); Gran et al., 'On the relation between congestion control, switch arbitration and "
-            "fairness', CCGrid 2011"
+            "InfiniBand Architecture Specification Vol. 1, chapter 7 'Link Layer' (credit-based flow control) "
+            "and chapter 16 'General Services' (PortCounters PortXmitWait); Pfister and Norton, 'Hot Spot "
+            "Contention and Combining in Multistage Interconnection Networks', IEEE Trans. Computers, 1985 "
+            "(tree saturation)"
         ),
         action="find the hot destination behind {entity} (UFM/ibdiagnet congestion report) and rebalance routing",
         title="credit starvation at spine {entity}: congestion on {hosts}",
@@ -358,7 +375,7 @@ def _guid_map(attributes: pl.DataFrame | None, links: pl.DataFrame | None) -> di
         for h, d, v in a.unique().iter_rows():
             out[(h, d)] = v.lower()
     if links is not None and not links.is_empty():
-        # Linux sets an HCA's NodeDescription to "<hostname> <device>" (rdma-ndd): use it when no sysfs
+        # rdma-ndd(8) sets an HCA's NodeDescription to "%h %d" (hostname, device): use it when no sysfs
         for pre in ("", "peer_"):
             rows = links.filter(pl.col(pre + "node_type") == "hca").select(pre + "node_name", pre + "node_guid")
             for name, guid in rows.iter_rows():
@@ -463,8 +480,10 @@ def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tup
         if peer and peer[0] == cg and peer[1] == int(c["port"]):
             out.append(("cable", [rp, f"cable to {peer[2]} port {peer[1]}", _port_text(c)]))
     rl, cl = _leaf(topo, root), _leaf(topo, c)
+    # port -> cable -> leaf: the root's way into the fabric, when the topology knows it
+    hops = [rp] + ([f"cable to {rl[1]} port {rl[2]}", f"leaf {rl[1]}"] if rl and rl[2] is not None else [])
     if rl and cl and rl[0] == cl[0] and rh != ch:
-        out.append(("same_leaf", [rp, f"cable to {rl[1]} port {rl[2]}", f"leaf {rl[1]}", f"host {ch} behind it"]))
+        out.append(("same_leaf", [*hops, f"host {ch} behind it"]))
     if rg and topo.tier_of.get(rg) == "spine":
         leaves = topo.below.get(rg, set())
         if cl and cl[0] in leaves:
@@ -473,7 +492,7 @@ def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tup
             out.append(("below_spine", [rp, f"leaf {cg} below it"]))
     for label, hosts in topo.jobs:
         if rh in hosts and ch in hosts and rh != ch:
-            out.append(("job", [rp, f"host {rh}", label, f"rank host {ch}"]))
+            out.append(("job", [*hops, label, f"rank host {ch}"]))
             break
     return out
 
@@ -514,12 +533,12 @@ _ROOT_ORDER = {
 }
 
 
-def _order(f: dict[str, Any]) -> tuple[int, bool, dt.datetime, int]:
+def _order(f: dict[str, Any]) -> tuple[int, int, dt.datetime, int]:
     never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
-    # A port named by its host's device reads better than the same port named by a GUID from a
-    # management node's topology dump: of two findings of one kind, the host's is the root.
-    by_guid = str(f.get("device") or "").startswith("0x")
-    return (_ROOT_ORDER.get(f["kind"], 99), by_guid, f.get("start") or never, -_RANK[f["severity"]])
+    # Of two findings of one kind: a spine port is upstream of everything below it (0); a port named
+    # by its host's device (1) reads better than the same port named by a GUID from a management
+    # node's topology dump (2).
+    return (_ROOT_ORDER.get(f["kind"], 99), f.get("_vantage", 1), f.get("start") or never, -_RANK[f["severity"]])
 
 
 def correlate(
@@ -544,9 +563,14 @@ def correlate(
     tables = tables or {}
     topo = _topology(tables, attributes)
     tol = dt.timedelta(seconds=_interval_s(findings, interval_s))
-    # Info findings are context (a layer's utilisation, a counter reset), not faults: they neither
-    # root nor join an incident.
-    rows = [dict(r, _i=i) for i, r in enumerate(findings.iter_rows(named=True)) if r["severity"] != "info"]
+    # Info findings are context (a layer's utilisation, a counter reset), not faults: they never root
+    # an incident and join one only where a rule names them (``Rule.info``).
+    info_specs = [spec for rule in RULES for spec in rule.info]
+    rows = [
+        dict(r, _i=i)
+        for i, r in enumerate(findings.iter_rows(named=True))
+        if r["severity"] != "info" or any(_matches(spec, r) for spec in info_specs)
+    ]
     by_i = {r["_i"]: r for r in rows}
     # The loss rate of a root's link: its own, else what the receiving end of the same port measured
     # (link_errors counts symbols, not packets; the receiver's loss finding on that port has the rate).
@@ -559,7 +583,9 @@ def correlate(
             if _direction(x) == "rx" and (p := _loss_rate(x)) is not None
         ]
         r["_link_p"] = own if own is not None else (max(seen) if seen else None)
-    roots = sorted((r for r in rows if _root_rules(r)), key=_order)
+        dev = str(r.get("device") or "")
+        r["_vantage"] = (0 if topo.tier_of.get(dev.lower()) == "spine" else 2) if dev.startswith("0x") else 1
+    roots = sorted((r for r in rows if r["severity"] != "info" and _root_rules(r)), key=_order)
     rank_of = {r["_i"]: n for n, r in enumerate(roots)}
     # For each finding: its candidate explanations (root, rule, relation, path, checks) that pass.
     chosen: dict[int, dict[str, Any]] = {}
@@ -575,14 +601,17 @@ def correlate(
                 continue
             for rule in _root_rules(root):
                 rels = _accepts(rule, c)
-                if not rels:
+                if not rels or (c["severity"] == "info" and not any(_matches(x, c) for x in rule.info)):
                     continue
                 found = [(rel, path) for rel, path in _relations(topo, root, c) if rel in rels]
                 if not found:
                     continue
                 rel, path = min(found, key=lambda x: RELATIONS.index(x[0]))
                 rs, cs = root.get("start"), c.get("start")
-                if rs is not None and cs is not None and cs + tol < rs:
+                # a windowed finding (bottleneck: utilisation per window) starts at its window's edge
+                win = _evidence(c).get("window_s")
+                ctol = max(tol, dt.timedelta(seconds=float(win))) if isinstance(win, (int, float)) else tol
+                if rs is not None and cs is not None and cs + ctol < rs:
                     rejected.append(
                         {"root": _ref(root), "why": f"starts {(rs - cs).total_seconds():.0f} s before the root"}
                     )
@@ -590,36 +619,36 @@ def correlate(
                 timing = (
                     "not timed (a root or consequence without a window)"
                     if rs is None or cs is None
-                    else f"starts {(cs - rs).total_seconds():+.0f} s after the root (tolerance {tol.total_seconds():.0f} s)"
+                    else f"starts {(cs - rs).total_seconds():+.0f} s after the root "
+                    f"(tolerance {ctol.total_seconds():.0f} s)"
                 )
-                ok, mag = rule.magnitude(root, c) if rule.magnitude else (True, "no magnitude bound for this rule")
-                if not ok:
+                ok, mag = rule.magnitude(root, c) if rule.magnitude else (None, "no magnitude bound for this rule")
+                if ok is False:
                     rejected.append({"root": _ref(root), "why": mag})
                     continue
                 cands.append(
-                    {"root": root, "rule": rule, "relation": rel, "path": path, "timing": timing, "magnitude": mag}
+                    {
+                        "root": root,
+                        "rule": rule,
+                        "relation": rel,
+                        "path": path,
+                        "timing": timing,
+                        "magnitude": mag,
+                        "checked": ok is True,
+                    }
                 )
                 break
         if not cands:
             if rejected:
                 decided[c["_i"]] = {"finding": _ref(c), "chosen": None, "rejected": rejected}
             continue
-        cands.sort(key=lambda x: (RELATIONS.index(x["relation"]), _order(x["root"])))
+        # strongest relation first; then a root whose magnitude bound was checked and holds; then precedence
+        cands.sort(key=lambda x: (RELATIONS.index(x["relation"]), not x["checked"], _order(x["root"])))
         best = cands[0]
         chosen[c["_i"]] = best
         if len(cands) > 1 or rejected:
             runner = cands[1] if len(cands) > 1 else None
-            why = (
-                "only candidate left after the timing and magnitude checks"
-                if runner is None
-                else (
-                    f"relation {best['relation']} is stronger than {runner['relation']}"
-                    if best["relation"] != runner["relation"]
-                    else "same relation: the more fundamental, earlier root wins "
-                    f"({best['root']['kind']} on {_port_text(best['root'])} before {runner['root']['kind']} on "
-                    f"{_port_text(runner['root'])})"
-                )
-            )
+            why = _why(best, runner)
             decided[c["_i"]] = {
                 "finding": _ref(c),
                 "chosen": _ref(best["root"]),
@@ -687,8 +716,22 @@ def correlate(
     return out
 
 
+def _why(best: dict[str, Any], runner: dict[str, Any] | None) -> str:
+    """The evidence that decided between the chosen root and the runner-up."""
+    if runner is None:
+        return "only candidate left after the timing and magnitude checks"
+    if best["relation"] != runner["relation"]:
+        return f"relation {best['relation']} is stronger than {runner['relation']}"
+    if best["checked"] and not runner["checked"]:
+        return f"same relation; only this root's magnitude bound could be checked, and it holds ({best['magnitude']})"
+    return (
+        f"same relation: the more fundamental, earlier root wins ({best['root']['kind']} on "
+        f"{_port_text(best['root'])} before {runner['root']['kind']} on {_port_text(runner['root'])})"
+    )
+
+
 def _clean(f: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in f.items() if k not in ("_i", "_link_p")}
+    return {k: v for k, v in f.items() if k not in ("_i", "_link_p", "_vantage")}
 
 
 def _ref(f: dict[str, Any]) -> dict[str, Any]:
@@ -699,6 +742,7 @@ def _ref(f: dict[str, Any]) -> dict[str, Any]:
         "device": f.get("device"),
         "port": f.get("port"),
         "priority": f.get("priority"),
+        "metric": f.get("metric"),
         "start": _iso(s),
     }
 
@@ -712,7 +756,15 @@ def _iso(t: dt.datetime | None) -> str | None:
 
 
 def _key(f: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (f["kind"], f.get("host"), f.get("device"), f.get("port"), f.get("priority"), f.get("start"))
+    return (
+        f["kind"],
+        f.get("host"),
+        f.get("device"),
+        f.get("port"),
+        f.get("priority"),
+        f.get("metric"),
+        f.get("start"),
+    )
 
 
 def standalone_mask(findings: pl.DataFrame, incidents: Sequence[Incident]) -> pl.Series:

@@ -359,9 +359,7 @@ def check_incidents(incidents: list[dict[str, Any]], truth: dict[str, Any]) -> d
         if len(touched) > 1:
             out["false_merges"].append({"incident": inc["id"], "hosts": sorted(hosts), "groups": touched})
     if truth.get("incidents") or truth.get("no_incidents"):
-        out["extra"] = [
-            {"incident": i["id"], "title": i["title"]} for i in incidents if i["id"] not in matched
-        ]
+        out["extra"] = [{"incident": i["id"], "title": i["title"]} for i in incidents if i["id"] not in matched]
     return out
 
 

@@ -473,31 +473,33 @@ SCENARIOS: dict[str, Scenario] = {
             1,
             _TRAIN,
             lambda h, d: [Fault("pfc_storm", 2 % h, 0, 0.3 * d, 0.4 * d, {"leaf_spread": 0.5})],
-            expected=lambda h, d: [
-                {
-                    "kind": "pfc_storm",
-                    "severity": "critical",
-                    "host": 2 % h,
-                    "nic": 0,
-                    "priority": 3,
-                    "start": 0.3 * d,
-                    "end": 0.7 * d,
-                    "note": "tx_prio3_pause_duration ~97% of each interval, tx_pause_storm_* events",
-                }
-            ]
-            + [
-                {
-                    "kind": "pfc_congestion",
-                    "severity": "warning",
-                    "host": i,
-                    "nic": 0,
-                    "priority": 3,
-                    "start": 0.3 * d,
-                    "end": 0.7 * d,
-                    "note": "rx_prio3_pause_duration ~50%: paused by the leaf they share with the storm",
-                }
-                for i in (1, 3 % h)
-            ],
+            expected=lambda h, d: (
+                [
+                    {
+                        "kind": "pfc_storm",
+                        "severity": "critical",
+                        "host": 2 % h,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.7 * d,
+                        "note": "tx_prio3_pause_duration ~97% of each interval, tx_pause_storm_* events",
+                    }
+                ]
+                + [
+                    {
+                        "kind": "pfc_congestion",
+                        "severity": "warning",
+                        "host": i,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.7 * d,
+                        "note": "rx_prio3_pause_duration ~50%: paused by the leaf they share with the storm",
+                    }
+                    for i in (1, 3 % h)
+                ]
+            ),
             allowed=lambda h, d: (
                 [{"kind": k, "host": i, "nic": 0} for i in (0, 1, 3) for k in ("pfc_storm", "pfc_congestion")]
                 + [{"kind": k, "host": 2 % h, "nic": 0} for k in ("pfc_congestion", "packet_loss")]
@@ -536,7 +538,13 @@ SCENARIOS: dict[str, Scenario] = {
             _TRAIN,
             lambda h, d: [Fault("degraded", 1 % h, 0, params={"width": 2})],
             expected=lambda h, d: [
-                {"kind": "link_degraded", "severity": "critical", "host": 1 % h, "nic": 0, "note": "200 Gb/sec (2X NDR)"}
+                {
+                    "kind": "link_degraded",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "note": "200 Gb/sec (2X NDR)",
+                }
             ],
             allowed=lambda h, d: (
                 [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
@@ -594,7 +602,10 @@ SCENARIOS: dict[str, Scenario] = {
             hosts_per_leaf=2,
             duration=180.0,
             topology=True,
-            jobs=lambda h, d: [{"hosts": list(range(h // 2)), "at": 0.6 * d}, {"hosts": list(range(h // 2, h)), "at": 0.6 * d}],
+            jobs=lambda h, d: [
+                {"hosts": list(range(h // 2)), "at": 0.6 * d},
+                {"hosts": list(range(h // 2, h)), "at": 0.6 * d},
+            ],
             incidents=lambda h, d: [
                 {
                     "rule": "link_loss_go_back_n",
@@ -638,7 +649,9 @@ SCENARIOS: dict[str, Scenario] = {
                 }
                 for i in range(h)
             ],
-            allowed=lambda h, d: [{"kind": "underperformance", "host": i, "nic": n} for i in range(h) for n in (0, None)],
+            allowed=lambda h, d: [
+                {"kind": "underperformance", "host": i, "nic": n} for i in range(h) for n in (0, None)
+            ],
             formats=("sysfs-grep",),
             duration=180.0,
             interval=15.0,
@@ -686,6 +699,15 @@ SCENARIOS: dict[str, Scenario] = {
                 + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
                 + [{"kind": "ib_congestion", "host": h - 2, "nic": 0}]
             ),
+            incidents=lambda h, d: [
+                {
+                    # the marginal cable's own loss is its consequence; nothing on the other leaf is
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "link_errors", "host": 1, "nic": 0, "peer": ("leaf", 0, 2)},
+                    "members": [{"kind": "packet_loss", "host": 1}],
+                    "optional": [{"kind": "link_errors", "host": 1}],
+                }
+            ],
             prefix="coincident",
             formats=("sysfs-grep",),
             hosts_per_leaf=2,

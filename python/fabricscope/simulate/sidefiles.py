@@ -60,12 +60,8 @@ def write_ibnetdiscover(fabric: Fabric, out: Path, *, prefix: str, t_s: int, hos
             hl = lid
             lid += 1
             name = f"{h.name} {nic.device}"
-            lines.append(
-                line("CA", hl, nic.port, nic.guid, width, "SW", lids[lg], lp, lg) + f" ( '{name}' - '{ln}' )"
-            )
-            lines.append(
-                line("SW", lids[lg], lp, lg, width, "CA", hl, nic.port, nic.guid) + f" ( '{ln}' - '{name}' )"
-            )
+            lines.append(line("CA", hl, nic.port, nic.guid, width, "SW", lids[lg], lp, lg) + f" ( '{name}' - '{ln}' )")
+            lines.append(line("SW", lids[lg], lp, lg, width, "CA", hl, nic.port, nic.guid) + f" ( '{ln}' - '{name}' )")
     width = f"{fabric.tech.lanes}x {fabric.tech.speed_name}"
     for li in range(fabric.leaves):
         lg, ln = _switch_guid(fabric, "leaf", li), _switch_name(prefix, "leaf", li)
