@@ -288,3 +288,34 @@ def test_report_first_screen_is_the_incident_and_its_action(tmp_path: Path) -> N
     text = md.read_text()
     assert text.index("## Incidents (1)") < text.index("## Status: CRITICAL")
     assert "**Action:** replace or reseat the cable" in text
+
+
+def test_incast_senders_cnps_bounded_by_what_the_receiver_sent() -> None:
+    rx = {"rule": "ecn_congestion.marked_ratio", "cnp_sent_per_s": 1000.0}
+    f = make_findings(
+        [
+            _f("ecn_congestion", "dst", metric="ecn_marked_ratio", evidence=rx),
+            # senders: DCQCN loop numbers are info findings, yet they are the incast's footprint
+            _f(
+                "ecn_congestion",
+                "s1",
+                at=5,
+                sev="info",
+                evidence={"rule": "ecn_congestion.dcqcn_active", "cnp_sent_per_s": 0.0, "cnp_handled_per_s": 400.0},
+            ),
+            _f(
+                "ecn_congestion",
+                "s2",
+                at=5,
+                sev="info",
+                evidence={"rule": "ecn_congestion.dcqcn_active", "cnp_sent_per_s": 0.0, "cnp_handled_per_s": 5000.0},
+            ),
+            _f("bottleneck", "other", at=5, sev="info"),
+        ]
+    )
+    (inc,) = correlate(f, tables={"nccl_ranks": _ranks("dst", "s1", "s2", "other")}, interval_s=10)
+    assert inc.rule == "incast_ecn"
+    assert [(c["finding"]["host"], c["magnitude"]) for c in inc.consequences] == [
+        ("s1", "sender handled 400 CNP/s <= receiver sent 1,000/s (+20%)")
+    ]
+    assert inc.decided[-1]["rejected"][0]["why"] == "sender handled 5,000 CNP/s > receiver sent 1,000/s (+20%)"

@@ -707,7 +707,14 @@ def correlate(
                 severity=sev,
                 title=rule.title.format(entity=entity, hosts=host_text, n=len(cons)),
                 action=rule.action.format(entity=entity),
-                decided=[decided[i] for i in sorted(decided) if i in members or i == ri],
+                # its members' decisions, and the findings it was a candidate for but failed a check on
+                decided=[
+                    d
+                    for i, d in sorted(decided.items())
+                    if i in members
+                    or i == ri
+                    or (d["chosen"] is None and any(x["root"] == _ref(root) for x in d["rejected"]))
+                ],
                 topology=topo.source,
             )
         )
