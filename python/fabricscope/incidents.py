@@ -403,24 +403,22 @@ def _topology(tables: Mapping[str, pl.DataFrame], attributes: pl.DataFrame | Non
             tier_of[r["peer_node_guid"]] = r.get("peer_tier") or ""
             if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
                 below.setdefault(r["peer_node_guid"], set()).add(r["node_guid"])
-    leaf_of: dict[tuple[str, str | None], tuple[str, str, int | None]] = {}
-    for (host, dev), guid in guid_of.items():
-        for (g, p), (pg, pp, pname) in peer_of.items():
-            if g == guid and tier_of.get(pg) == "leaf":
-                leaf_of[(host, dev)] = (pg, pname, pp)
-                del p
-                break
+    # an HCA's first port cabled to a leaf (findings naming no port use it)
+    leaf_by_guid: dict[str, tuple[str, str, int | None]] = {}
+    for (g, _port), (pg, pp, pname) in sorted(peer_of.items()):
+        if tier_of.get(pg) == "leaf":
+            leaf_by_guid.setdefault(g, (pg, pname, pp))
+    leaf_of = {k: leaf_by_guid[g] for k, g in guid_of.items() if g in leaf_by_guid}
     jobs: list[tuple[str, frozenset[str]]] = []
     ranks = tables.get("nccl_ranks")
     if ranks is not None and not ranks.is_empty():
         # Runs are numbered per log, so two logs both have a run 0: a rank list restarts at rank 0,
         # and each rank list (in read order) is one job.
         members: list[set[str]] = []
-        for run, rank, host in ranks.select("run", "rank", pl.col("host").cast(pl.String)).iter_rows():
+        for rank, host in ranks.select("rank", pl.col("host").cast(pl.String)).iter_rows():
             if rank == 0 or not members:
                 members.append(set())
             members[-1].add(host)
-            del run
         for n, hosts in enumerate(members):
             if len(hosts) > 1:
                 first = sorted(hosts)[0]
@@ -441,10 +439,15 @@ def _port_text(f: dict[str, Any]) -> str:
 
 
 def _leaf(topo: _Topo, f: dict[str, Any]) -> tuple[str, str, int | None] | None:
-    if f.get("device") and str(f["device"]).startswith("0x"):
-        g = str(f["device"]).lower()
-        if topo.tier_of.get(g) == "leaf":
-            return g, g, None
+    """The leaf a finding's port hangs off: (leaf GUID, name, leaf port), or None when unknown."""
+    dev = str(f.get("device") or "")
+    if dev.startswith("0x") and topo.tier_of.get(dev.lower()) == "leaf":
+        return dev.lower(), dev.lower(), None
+    g = topo.guid_of.get((f.get("host"), f.get("device"))) or (dev.lower() if dev.startswith("0x") else None)
+    if g is not None and f.get("port") is not None:
+        peer = topo.peer_of.get((g, int(f["port"])))
+        if peer is not None and topo.tier_of.get(peer[0]) == "leaf":
+            return peer[0], peer[2], peer[1]
     return topo.leaf_of.get((f.get("host"), f.get("device")))
 
 
@@ -497,7 +500,7 @@ def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tup
     return out
 
 
-def _interval_s(findings: pl.DataFrame, interval_s: float | None) -> float:
+def _interval_s(interval_s: float | None) -> float:
     if interval_s:
         return float(interval_s)
     return 30.0  # fabricscope default: three 10 s scrapes when the caller does not know its sampling interval
@@ -562,7 +565,7 @@ def correlate(
     """
     tables = tables or {}
     topo = _topology(tables, attributes)
-    tol = dt.timedelta(seconds=_interval_s(findings, interval_s))
+    tol = dt.timedelta(seconds=_interval_s(interval_s))
     # Info findings are context (a layer's utilisation, a counter reset), not faults: they never root
     # an incident and join one only where a rule names them (``Rule.info``).
     info_specs = [spec for rule in RULES for spec in rule.info]
