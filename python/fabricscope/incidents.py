@@ -465,7 +465,8 @@ def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tup
     rh, ch = root.get("host"), c.get("host")
     rp = _port_text(root)
     if rh == ch and rh is not None:
-        same_dev = c.get("device") is None or root.get("device") is None or c["device"] == root["device"]
+        # a host-wide finding (no device: an nccl-tests run, a layer verdict) shares the host, not the port
+        same_dev = c.get("device") is not None and c["device"] == root.get("device")
         same_port = c.get("port") is None or root.get("port") is None or c["port"] == root["port"]
         if same_dev and same_port:
             out.append(("same_port", [rp]))
