@@ -56,7 +56,7 @@ _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 # Strongest first: a finding on the root's own port is explained before one that merely shares a leaf.
 RELATIONS = ("same_port", "same_host", "cable", "same_leaf", "below_spine", "job")
 
-_FALLBACK = "no links table: same host = same leaf assumed, hosts are related through a leaf only by topology"
+_FALLBACK = "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
 
 
 @dataclass(frozen=True)
@@ -698,7 +698,9 @@ def correlate(
         starts = [x for x in [root.get("start"), *(c["finding"]["start"] for c in cons)] if x is not None]
         ends = [x for x in [root.get("end"), *(c["finding"]["end"] for c in cons)] if x is not None]
         sev = max([root["severity"], *(c["finding"]["severity"] for c in cons)], key=lambda s: _RANK[s])
-        host_text = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+        # the title names the hosts the fault reached beyond its own (its own when it reached none)
+        reached = [h for h in hosts if h != root.get("host")] or hosts
+        host_text = ", ".join(reached[:4]) + (f" and {len(reached) - 4} more" if len(reached) > 4 else "")
         out.append(
             Incident(
                 id=_fid(root),
