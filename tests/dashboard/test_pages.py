@@ -192,7 +192,8 @@ def test_topology_link_degraded_marks_both_ports() -> None:
 
 def test_topology_known_fabric_matrix() -> None:
     at = run("topology", ".")
-    assert any("8 cable(s) from ibnetdiscover: 4 hca→leaf, 4 leaf→spine" in c.value for c in at.caption)
+    # sample_traces/ib (4 hca→leaf, 4 leaf→spine) and the five incident scenarios with a topology
+    assert any("44 cable(s) from ibnetdiscover: 24 hca→leaf, 20 leaf→spine" in c.value for c in at.caption)
     bad = frame(at, "lower")
     congested = bad.filter(pl.col("kinds").str.contains("ib_congestion"))
     assert congested.select("lower", "upper").row(0) == ("gpu03 mlx5_0:1", "ib-leaf02:1")
