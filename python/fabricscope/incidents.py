@@ -189,6 +189,8 @@ RULES: tuple[Rule, ...] = (
             "packet_loss": ("same_port", "cable", "job"),
             "lossy_collapse": ("same_port", "cable", "job"),
             "link_errors": ("same_port", "cable"),
+            # the errors pegged the port's 16-bit PortCounters register: the same fault, counted to the limit
+            "counter_anomaly": ("same_port",),
             # a down port holds its ring predecessor's data: the predecessor waits for credits
             "ib_congestion": ("cable", "job"),
             **_SLOW,

@@ -443,6 +443,8 @@ SCENARIOS: dict[str, Scenario] = {
             allowed=lambda h, d: (
                 [{"kind": k, "host": i, "nic": 0} for i in (0, 1 % h) for k in ("packet_loss", "lossy_collapse")]
                 + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                # ~5,000 symbol errors/s peg the 16-bit PortCounters registers within a minute
+                + [{"kind": "counter_anomaly", "host": 1 % h, "nic": 0}]
                 + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
             ),
             prefix="cable",
@@ -460,7 +462,8 @@ SCENARIOS: dict[str, Scenario] = {
                         {"kind": k, "host": i}
                         for i in range(h)
                         for k in ("packet_loss", "lossy_collapse", "bottleneck", "underperformance")
-                    ],
+                    ]
+                    + [{"kind": "counter_anomaly", "host": 1 % h}],
                 }
             ],
         ),
@@ -594,6 +597,7 @@ SCENARIOS: dict[str, Scenario] = {
             allowed=lambda h, d: (
                 [{"kind": k, "host": i, "nic": 0} for i in (0, 1) for k in ("packet_loss", "lossy_collapse")]
                 + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                + [{"kind": "counter_anomaly", "host": 1, "nic": 0}]
                 + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
                 + [{"kind": "link_degraded", "host": "topology"}]
             ),
@@ -615,7 +619,8 @@ SCENARIOS: dict[str, Scenario] = {
                         {"kind": k, "host": i}
                         for i in range(h // 2)
                         for k in ("packet_loss", "lossy_collapse", "bottleneck", "underperformance")
-                    ],
+                    ]
+                    + [{"kind": "counter_anomaly", "host": 1}],
                 },
                 {
                     "rule": "degraded_link_ring",
