@@ -17,6 +17,7 @@ from fabricscope.detect.ecn_congestion import LOOP as ECN_LOOP
 from fabricscope.detect.packet_loss import BYTES, PACKETS, loss_intervals
 from fabricscope.detect.pfc_congestion import PAUSE
 from fabricscope.findings import SEVERITIES, document
+from fabricscope.incidents import Incident, incident_documents
 from fabricscope.profiles import profile_for_port
 
 MAX_POINTS = 2000
@@ -481,6 +482,30 @@ def port_health(ds: Dataset) -> pl.DataFrame:
     )
 
 
+def incidents(ds: Dataset) -> list[Incident]:
+    """The analysis' incidents, worst first (none without an analysis)."""
+    return list(getattr(ds.analysis, "incidents", None) or [])
+
+
+def incident_consequences(inc: Incident) -> pl.DataFrame:
+    """One row per consequence: the finding, how it relates to the root, and the path."""
+    rows = [
+        {
+            "severity": c["finding"]["severity"],
+            "kind": c["finding"]["kind"],
+            "host": c["finding"]["host"],
+            "device": c["finding"]["device"],
+            "port": c["finding"]["port"],
+            "relation": c["relation"],
+            "path": " -> ".join(c["path"]),
+            "timing": c["timing"],
+            "magnitude": c["magnitude"],
+        }
+        for c in inc.consequences
+    ]
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
 def findings_document(ds: Dataset) -> dict[str, Any]:
-    """The ``fabricscope.findings/1`` JSON document of the dataset (download button)."""
-    return document(ds.findings, ds.inputs)
+    """The ``fabricscope.findings/2`` JSON document of the dataset (download button)."""
+    return document(ds.findings, ds.inputs, incident_documents(incidents(ds)))
