@@ -56,7 +56,7 @@ def _full(f: dict) -> str:
 
 def test_golden_covers_every_sample_directory() -> None:
     assert sorted(_golden()) == sorted(_targets())
-    assert len(_targets()) == 24
+    assert len(_targets()) >= 24
 
 
 @pytest.mark.parametrize("target", _targets())
@@ -70,7 +70,11 @@ def test_cli_findings_identical_to_golden(target: str) -> None:
         [str(FABRICSCOPE), "analyze", target, "--json", "-"], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert proc.returncode in (0, 1, 2), proc.stderr
-    _assert_same_findings(json.loads(proc.stdout)["findings"], _golden()[target])
+    golden = _golden()[target]
+    # The CLI document may add keys to a finding (incident links); the golden keys must match.
+    keys = set(golden[0]) if golden else set()
+    found = [{k: v for k, v in f.items() if k in keys} for f in json.loads(proc.stdout)["findings"]]
+    _assert_same_findings(found, golden)
 
 
 if __name__ == "__main__":
