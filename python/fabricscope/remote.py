@@ -484,10 +484,8 @@ def scan_url(
         RemoteError: a request failed (the message names the URL and the HTTP status).
         fabricscope.exceptions.FormatError: a response is not what the reader expected.
     """
-    from fabricscope.io import _limits
-
     opts = options or RemoteOptions()
-    read_kwargs: dict[str, object] = {"host": host, "strict": strict, **_limits(limits)}
+    read_kwargs: dict[str, object] = {"host": host, "strict": strict, **(limits or {})}
     if format not in ("auto", "prometheus-api"):
         read_kwargs["format"] = format
     kind = probe(url, opts.connection)

@@ -41,6 +41,7 @@ from fabricscope.detect import AnalysisInput, DetectorSpec, detectors_in
 from fabricscope.findings import empty_findings
 from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
 from fabricscope.profiles import Profile
+from fabricscope.remote import RemoteOptions
 from fabricscope.rates import rates, value_as_float
 
 __all__ = [
@@ -134,6 +135,8 @@ class ReadOptions:
     strict: bool = True
     # Resource limits (fabricscope.io.LIMITS names); a tuple of pairs so the options stay hashable.
     limits: tuple[tuple[str, int], ...] = ()
+    # HTTP inputs (a Prometheus server, an exporter endpoint): range, matchers, connection.
+    remote: RemoteOptions | None = None
 
 
 def partition_of(host: str | None, partitions: int) -> int:

@@ -11,16 +11,18 @@ import polars as pl
 
 from fabricscope.engines import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
-from fabricscope.io import InputReport, scan
+from fabricscope.io import InputReport, _limits, scan
+from fabricscope.remote import RemoteOptions, is_url, load_url
 
 __all__ = ["Unit", "group_units", "read_units", "work_units"]
 
 Unit = tuple[str, str]
 """A path and its kind: ``file`` (named by the user), ``walked`` (found by walking a directory:
 skipped when its format cannot be detected, as the Rust reader does), ``history`` (one Parquet
-part of a ``fabricscope cron`` history) or ``history-attributes`` (a history's port attributes)."""
+part of a ``fabricscope cron`` history), ``history-attributes`` (a history's port attributes) or
+``url`` (a Prometheus server or an exporter endpoint, :mod:`fabricscope.remote`)."""
 
-FILE, WALKED, HISTORY, HISTORY_ATTRIBUTES = "file", "walked", "history", "history-attributes"
+FILE, WALKED, HISTORY, HISTORY_ATTRIBUTES, URL = "file", "walked", "history", "history-attributes", "url"
 
 
 def _sysfs_root(d: Path) -> bool:
@@ -119,6 +121,9 @@ def work_units(
     from fabricscope.history import is_history
 
     for p in paths:
+        if is_url(p):
+            units.append((str(p), URL))
+            continue
         path = Path(p)
         if path.is_dir() and is_history(path):
             units.extend(_history_units(path, filters or Filters()))
@@ -170,6 +175,9 @@ def read_units(
         if kind in (HISTORY, HISTORY_ATTRIBUTES):
             _read_history(path, kind, filters, partitions, reports, samples, attrs)
             continue
+        if kind == URL:
+            _read_url(path, read, filters, partitions, reports, samples, attrs)
+            continue
         walked = kind == WALKED
         try:
             # A walked file is tried strictly first: in lenient mode an undetectable file would
@@ -220,6 +228,27 @@ def _read_history(
     reports.append(InputReport(path, "parquet", Path(path).stat().st_size, df.height, 0, 0))
     for i, part in split_by_partition(df, partitions).items():
         samples[i].append(part)
+
+
+def _read_url(
+    url: str,
+    read: ReadOptions,
+    filters: Filters,
+    partitions: int,
+    reports: list[InputReport],
+    samples: list[list[pl.DataFrame]],
+    attrs: list[list[pl.DataFrame]],
+) -> None:
+    # A server is pulled over the filters' time range (the last hour when none is given).
+    opts = (read.remote or RemoteOptions()).with_range(filters.since, filters.until)
+    got, got_attrs, report = load_url(
+        url, opts, format=read.format, host=read.host, strict=read.strict, limits=_limits(dict(read.limits))
+    )
+    reports.append(InputReport(**report))  # type: ignore[arg-type]
+    for i, df in split_by_partition(filters.apply(got), partitions).items():
+        samples[i].append(df)
+    for i, df in split_by_partition(filters.apply(got_attrs, timed=False), partitions).items():
+        attrs[i].append(df)
 
 
 def _scan_unit(
