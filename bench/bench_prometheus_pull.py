@@ -157,7 +157,9 @@ def child(method: str, url: str, since: int, until: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    ap.add_argument("--methods", nargs="+", default=["fabricscope", "urllib+json", "fabricscope-query-range", "remote-read"])
+    ap.add_argument(
+        "--methods", nargs="+", default=["fabricscope", "urllib+json", "fabricscope-query-range", "remote-read"]
+    )
     ap.add_argument("--keep", type=Path, help="work directory to keep (default: a temporary one)")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -174,7 +176,10 @@ def main() -> None:
         om = work / "bench.om"
         t = time.perf_counter()
         since, until = build(om, n)
-        print(f"# {n:,} samples: wrote {om.stat().st_size / 1e6:,.0f} MB of OpenMetrics in {time.perf_counter() - t:.1f} s")
+        print(
+            f"# {n:,} samples: wrote {om.stat().st_size / 1e6:,.0f} MB of OpenMetrics "
+            f"in {time.perf_counter() - t:.1f} s"
+        )
         t = time.perf_counter()
         with serve(om, work, ready_timeout_s=600) as url:
             print(f"# promtool + server start: {time.perf_counter() - t:.1f} s")

@@ -88,7 +88,9 @@ def serve(openmetrics: Path, workdir: Path, *, ready_timeout_s: float = 60.0) ->
         deadline = time.monotonic() + ready_timeout_s
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"prometheus exited with {proc.returncode}: {(workdir / 'prometheus.log').read_text()}")
+                raise RuntimeError(
+                    f"prometheus exited with {proc.returncode}: {(workdir / 'prometheus.log').read_text()}"
+                )
             try:
                 with urllib.request.urlopen(url + "/-/ready", timeout=2) as r:
                     if r.status == 200:

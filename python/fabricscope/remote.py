@@ -28,7 +28,6 @@ import datetime as _dt
 import gzip
 import json
 import logging
-import math
 import os
 import re
 import ssl
@@ -38,6 +37,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import polars as pl
 
@@ -145,6 +145,13 @@ class Connection:
     def _secrets_and_headers(self, url: str) -> tuple[dict[str, str], list[str]]:
         headers = {"User-Agent": f"fabricscope/{_native.__version__}", "Accept-Encoding": "gzip"}
         secrets: list[str] = []
+        # User info in the URL is the weakest: an explicit token or auth file replaces it.
+        p = urllib.parse.urlsplit(url)
+        if p.username or p.password:
+            user = urllib.parse.unquote(p.username or "")
+            password = urllib.parse.unquote(p.password or "")
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+            secrets.extend(s for s in (password, headers["Authorization"]) if s)
         for name, value in self.headers:
             headers[name] = value
             secrets.append(value)
@@ -158,12 +165,6 @@ class Connection:
                 raise RemoteError(redact(url), None, "the basic auth file must hold `user:password` on its first line")
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
             secrets.extend([pair, pair.split(":", 1)[1], headers["Authorization"]])
-        p = urllib.parse.urlsplit(url)
-        if p.username or p.password:
-            user = urllib.parse.unquote(p.username or "")
-            password = urllib.parse.unquote(p.password or "")
-            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-            secrets.extend(s for s in (password, headers["Authorization"]) if s)
         return headers, [s for s in secrets if s]
 
     def _ssl_context(self) -> ssl.SSLContext:
@@ -176,8 +177,7 @@ class Connection:
 
 def _read_secret(path: str, url: str, what: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            value = f.read().strip()
+        value = Path(path).read_text(encoding="utf-8").strip()
     except OSError as e:
         # The file's path is not secret; its content is never shown.
         raise RemoteError(redact(url), None, f"cannot read the {what} {path}: {e.strerror}") from None
@@ -201,6 +201,7 @@ class RemoteOptions:
         repeat: Exporter endpoints: scrapes to take.
         interval_s: Exporter endpoints: seconds between scrapes.
         connection: Authentication, TLS, timeouts, retries, concurrency.
+        progress: Called as ``progress(done, total, samples)`` while pulling.
     """
 
     since: int | None = None
@@ -211,6 +212,8 @@ class RemoteOptions:
     repeat: int = 1
     interval_s: float = 10.0
     connection: Connection = field(default_factory=Connection)
+    #: Called as ``progress(done, total, samples)`` while pulling (a progress bar).
+    progress: Callable[[int, int, int], None] | None = field(default=None, compare=False)
 
     def with_range(self, since: int | None, until: int | None) -> RemoteOptions:
         """These options with ``since``/``until`` filled in where they are unset."""
@@ -233,14 +236,17 @@ class _Http:
     """One source's requests: headers, TLS, retries with backoff; errors without secrets."""
 
     def __init__(self, base: str, conn: Connection) -> None:
-        self.base = base.rstrip("/")
-        self.shown = redact(self.base)
         self.conn = conn
         self.headers, self.secrets = conn._secrets_and_headers(base)
         self.ssl = conn._ssl_context() if base.lower().startswith("https://") else None
-        p = urllib.parse.urlsplit(self.base)
-        # Credentials go in the header only: the request URL never carries user info.
-        self.origin = urllib.parse.urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path, p.query, ""))
+        p = urllib.parse.urlsplit(base)
+        # Credentials go in the header only: request URLs never carry user info. A query string
+        # in the given URL (some proxies take parameters) is kept on every request, never shown.
+        self.prefix = urllib.parse.urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path.rstrip("/"), "", ""))
+        self.query = p.query
+        if p.query:
+            self.secrets.append(p.query)
+        self.shown = redact(self.prefix)
 
     def scrub(self, text: str) -> str:
         for s in self.secrets:
@@ -249,8 +255,10 @@ class _Http:
 
     def request(self, path: str, form: Mapping[str, str | Sequence[str]] | None = None) -> tuple[int, bytes]:
         """GET ``path`` (or POST ``form``); returns ``(status, body)`` of a 2xx response."""
-        url = self.origin + path
-        shown = self.shown + path.split("?", 1)[0]
+        path, _, query = path.partition("?")
+        query = "&".join(q for q in (self.query, query) if q)
+        url = self.prefix + path + (f"?{query}" if query else "")
+        shown = self.shown + path
         data = urllib.parse.urlencode(form, doseq=True).encode() if form is not None else None
         attempt = 0
         while True:
@@ -346,7 +354,7 @@ def _known_names(http: _Http, opts: RemoteOptions, since: int, until: int) -> li
 
 
 def _seconds(ns: int) -> str:
-    """ns as the API's seconds, exact to the millisecond (Prometheus's resolution)."""
+    """Ns as the API's seconds, exact to the millisecond (Prometheus's resolution)."""
     ms = ns // 1_000_000
     return f"{ms // 1000}.{ms % 1000:03d}"
 
@@ -378,7 +386,7 @@ def _pull(
     groups = _groups(names, opts.connection.concurrency)
     step_ms = None if opts.step_s is None else max(1, round(opts.step_s * 1000))
     chunk_ms = round((opts.chunk_s or FIRST_CHUNK_S) * 1000)
-    start_ms, end_ms = math.ceil(since / 1_000_000), math.ceil(until / 1_000_000)
+    start_ms, end_ms = -(-since // 1_000_000), -(-until // 1_000_000)
     total_samples = 0
 
     def query(group: list[str], a_ms: int, b_ms: int) -> bytes:
@@ -401,6 +409,9 @@ def _pull(
     with _futures.ThreadPoolExecutor(max_workers=max(1, opts.connection.concurrency)) as pool:
         a = start_ms
         while a < end_ms:
+            if step_ms is not None:
+                # Chunks of whole steps keep one step grid, anchored at ``since``, across chunks.
+                chunk_ms = max(step_ms, chunk_ms // step_ms * step_ms)
             b = min(end_ms, a + chunk_ms)
             try:
                 bodies = list(pool.map(lambda g, a=a, b=b: query(g, a, b), groups))
@@ -447,10 +458,12 @@ def _scrape(
     kwargs["host"] = kwargs.get("host") or urllib.parse.urlsplit(url).hostname
     fmt = kwargs.pop("format", None)
     repeat = max(1, opts.repeat)
+    # An exporter named by host and port alone serves its samples at /metrics (its root is HTML).
+    path = "/metrics" if urllib.parse.urlsplit(url).path in ("", "/") else ""
     for i in range(repeat):
         started = _time.monotonic()
         now = _time.time_ns()
-        _, body = http.request("")
+        _, body = http.request(path)
         samples, attributes, _tables, reports = _native.read_buffer(
             body, http.shown, format=None if fmt in (None, "auto", "prometheus-api") else fmt, time_ns=now, **kwargs
         )
@@ -485,6 +498,7 @@ def scan_url(
         fabricscope.exceptions.FormatError: a response is not what the reader expected.
     """
     opts = options or RemoteOptions()
+    progress = progress or opts.progress
     read_kwargs: dict[str, object] = {"host": host, "strict": strict, **(limits or {})}
     if format not in ("auto", "prometheus-api"):
         read_kwargs["format"] = format

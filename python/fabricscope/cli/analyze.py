@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,14 @@ import polars as pl
 from fabricscope import __version__
 from fabricscope.analyze import run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_limit_argument
+from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import document, exit_status
 
 _EPILOG_ANALYZE = """\
 examples:
+  fabricscope analyze http://prometheus:9090 --since 2026-12-02T14:00:00Z --match 'job="node"'
+  fabricscope analyze http://gpu017:9100/metrics --repeat 6 --interval 10
   fabricscope analyze sample_traces/
   fabricscope analyze /var/lib/node_exporter/*.prom --json findings.json
   fabricscope analyze dumps/ --profile ndr400 --config thresholds.toml --json - | jq .status
@@ -59,7 +63,7 @@ def _analysis_summary(findings: pl.DataFrame, inputs: list[dict[str, object]], s
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-
+    bar = progress_bar()
     try:
         analysis = run_analysis(
             args.inputs,
@@ -75,13 +79,17 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             until=args.until,
             hosts=args.hosts.split(",") if args.hosts else None,
             limits=dict(args.limit),
+            remote=replace(remote_options(args), progress=bar),
         )
     except FabricscopeError as e:
+        bar.close()
         print(f"UNKNOWN - fabricscope cannot analyse: {e}", file=sys.stderr)
         return EXIT_INPUT
     except (OSError, ValueError) as e:
+        bar.close()
         print(f"UNKNOWN - fabricscope: {e}", file=sys.stderr)
         return EXIT_INPUT
+    bar.close()
     doc = document(analysis.findings, analysis.inputs)
     if args.json:
         text = json.dumps(doc, indent=2)
@@ -107,7 +115,9 @@ def add_parser(sub: Any) -> None:
         epilog=_EPILOG_ANALYZE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    an.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok)")
+    an.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok), or a Prometheus/exporter URL"
+    )
     an.add_argument("--json", metavar="PATH|-", help="write the findings document (fabricscope.findings/1)")
     an.add_argument("--profile", help="force a technology profile (ndr400, hdr200, roce400, ...)")
     an.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
@@ -127,4 +137,5 @@ def add_parser(sub: Any) -> None:
     an.add_argument("--until", help="analyse samples before this time (epoch seconds or ISO 8601)")
     an.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
     add_limit_argument(an)
+    add_remote_arguments(an)
     an.set_defaults(func=_cmd_analyze)

@@ -20,8 +20,8 @@ from fabricscope.detect import AnalysisInput, DetectorSpec, detectors_in
 from fabricscope.findings import empty_findings
 from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
 from fabricscope.profiles import Profile
-from fabricscope.remote import RemoteOptions
 from fabricscope.rates import rates, value_as_float
+from fabricscope.remote import RemoteOptions
 
 __all__ = [
     "FABRIC_WIDE",
