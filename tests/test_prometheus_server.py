@@ -311,3 +311,18 @@ def test_failures_name_the_url_and_status_and_retry_with_backoff() -> None:
 def test_redact() -> None:
     assert redact("https://u:p@h:9090/x?y=z#f") == "https://h:9090/x"
     assert redact("http://[::1]:9090") == "http://[::1]:9090"
+
+
+def test_cli_reports_a_server(server: str, tmp_path: Path) -> None:
+    files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
+    since, until = _range(files)
+    out = tmp_path / "r.md"
+    run = subprocess.run(
+        [str(FABRICSCOPE), "report", server, "--since", since.isoformat(), "--until", until.isoformat(), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    text = out.read_text()
+    assert "pfc" in text.lower() and "pfcstorm-gpu01" in text
+    assert server.split("//")[1] in text  # the input is named
