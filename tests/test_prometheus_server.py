@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import http.server
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -318,7 +319,17 @@ def test_cli_reports_a_server(server: str, tmp_path: Path) -> None:
     since, until = _range(files)
     out = tmp_path / "r.md"
     run = subprocess.run(
-        [str(FABRICSCOPE), "report", server, "--since", since.isoformat(), "--until", until.isoformat(), "-o", str(out)],
+        [
+            str(FABRICSCOPE),
+            "report",
+            server,
+            "--since",
+            since.isoformat(),
+            "--until",
+            until.isoformat(),
+            "-o",
+            str(out),
+        ],
         capture_output=True,
         text=True,
     )
@@ -326,3 +337,44 @@ def test_cli_reports_a_server(server: str, tmp_path: Path) -> None:
     text = out.read_text()
     assert "pfc" in text.lower() and "pfcstorm-gpu01" in text
     assert server.split("//")[1] in text  # the input is named
+
+
+def test_cron_pulls_only_the_new_range_and_keeps_its_watermark_on_crash(server: str, tmp_path: Path) -> None:
+    from fabricscope.cron import CronOptions, run_cron
+
+    files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
+    since, until = _range(files)
+    hosts = json.loads((SCENARIOS_DIR / "pfc-storm" / "truth.json").read_text())["hosts"]
+    middle = since + (until - since) / 2
+    remote = RemoteOptions(match=(f'instance=~"({"|".join(hosts)}):.*"',))
+    state, history = tmp_path / "state", tmp_path / "history"
+
+    def opts(now: dt.datetime) -> CronOptions:
+        return CronOptions(inputs=[], state=state, history=history, now=now, prometheus=[server], remote=remote)
+
+    def watermark() -> int:
+        return json.loads((state / "state.json").read_text())["files"][server]["watermark_ns"]
+
+    all_rows = fabricscope.read(files).filter(pl.col("counter") != "DCGM_FI_PROF_NVLINK_TX_BYTES")
+    first = run_cron(opts(middle))
+    assert watermark() == _ns(middle)
+    before = all_rows.filter(pl.col("time") < middle).height
+    assert 0 < first.samples <= before
+    # A run killed after writing the history but before its commit leaves the watermark alone...
+    env = {**os.environ, "FABRICSCOPE_CRASH_AT": "after-history"}
+    code = (
+        "import datetime as dt, sys; from pathlib import Path; from fabricscope.cron import CronOptions, run_cron; "
+        "from fabricscope.remote import RemoteOptions; "
+        f"run_cron(CronOptions(inputs=[], state=Path({str(state)!r}), history=Path({str(history)!r}), "
+        f"now=dt.datetime.fromisoformat({until.isoformat()!r}), prometheus=[{server!r}], "
+        f"remote=RemoteOptions(match=({remote.match[0]!r},))))"
+    )
+    crashed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert crashed.returncode == -9, crashed.stderr
+    assert watermark() == _ns(middle)
+    # ...and the next run pulls [middle, until) once: every sample stored exactly once.
+    second = run_cron(opts(until))
+    assert watermark() == _ns(until)
+    stored = pl.read_parquet(history / "samples", hive_partitioning=True)
+    assert stored.unique(subset=["host", "device", "port", "priority", "counter", "time"]).height == stored.height
+    assert first.samples + second.samples == stored.height
