@@ -133,10 +133,10 @@ pub fn read<'py>(
 }
 
 /// Run `read` (releasing the GIL) with a sink that gathers every batch, and export the tables.
-fn collect<'py>(
-    py: Python<'py>,
+fn collect(
+    py: Python<'_>,
     read: impl FnOnce(&(dyn Fn(Event) -> bool + Sync)) -> Result<Vec<InputReport>, Error> + Send + std::panic::UnwindSafe,
-) -> PyResult<ReadOutput<'py>> {
+) -> PyResult<ReadOutput<'_>> {
     let (result, samples, attributes, tables) = guarded(py, move || {
         let samples = Mutex::new(Vec::<RecordBatch>::new());
         let attributes = Mutex::new(Vec::<RecordBatch>::new());
