@@ -18,16 +18,19 @@ from fabricscope.history import History
 from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
 from fabricscope.packets import PcapResult, read_pcap
 from fabricscope.profiles import get_profile, profiles
+from fabricscope.remote import Connection, RemoteOptions
 from fabricscope.topology import format_topology, topology
 from fabricscope.vocabulary import SCHEMA_VERSION, counters, formats
 
 __all__ = [
     "SCHEMA_VERSION",
     "Analysis",
+    "Connection",
     "History",
     "InputReport",
     "PcapResult",
     "ReadResult",
+    "RemoteOptions",
     "Scan",
     "__version__",
     "advise",

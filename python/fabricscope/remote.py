@@ -42,7 +42,7 @@ from pathlib import Path
 import polars as pl
 
 from fabricscope import _native
-from fabricscope.exceptions import InputError
+from fabricscope.exceptions import RemoteError
 
 __all__ = [
     "Connection",
@@ -67,26 +67,6 @@ TARGET_SAMPLES_PER_RESPONSE = 500_000
 FIRST_CHUNK_S = 900
 #: Chunk bounds (fabricscope default: at least one scrape, at most one day per request).
 MIN_CHUNK_S, MAX_CHUNK_S = 1, 86_400
-
-
-class RemoteError(InputError):
-    """An HTTP source could not be read: names the URL (without credentials) and the status.
-
-    Attributes:
-        url: The URL, without user info or query string.
-        status: The HTTP status, or None when no response came (timeout, refused, TLS).
-    """
-
-    def __init__(self, url: str, status: int | None, message: str) -> None:
-        what = f"HTTP {status}" if status is not None else "no response"
-        super().__init__(f"{url}: {what}: {message}")
-        self.url = url
-        self.status = status
-        self.path = url
-        self.line = None
-        self.byte_offset = None
-        self.expected = "a successful HTTP response"
-        self.found = what
 
 
 def is_url(source: object) -> bool:
