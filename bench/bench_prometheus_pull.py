@@ -94,7 +94,7 @@ def run_urllib(url: str, since: int, until: int) -> int:
             for t, v in s["values"]:
                 if a / 1000 <= t < b / 1000:
                     labels.append(key)
-                    times.append(t)
+                    times.append(float(t))
                     values.append(float(v))
         frames.append(pl.DataFrame({"labels": labels, "time": times, "value": values}))
         a = b
