@@ -32,6 +32,14 @@ INPUTS: dict[str, list[Path]] = {
     "verdict/saturated-switch": [FIXTURES / "ib" / "ibqueryerrors" / "linux-rdma-2021-03-sx6036.txt"],
     "verdict/connectx3-perftest": [FIXTURES / "perftest" / "write_bw_mlx4_connectx3.txt"],
     "verdict/alltoall-10x8": [FIXTURES / "nccl-tests" / "constructed-alltoall-10x8-h100.txt"],
+    # real-world input variants: topology file, tagged 2-node logs, transcripts, headerless ethtool,
+    # a pulled cable
+    "input/ibnetdiscover-topology": [FIXTURES / "ib" / "ibnetdiscover-topology"],
+    "input/nccl-tag-output": [FIXTURES / "nccl-tests" / "eks-efa-2node-tag-output-interleaved.log"],
+    "input/nccl-srun-label": [FIXTURES / "nccl-tests" / "eks-efa-2node-srun-label.log"],
+    "input/perftest-transcript": [FIXTURES / "perftest" / "transcript-server-client-history.txt"],
+    "input/ethtool-headerless": [FIXTURES / "ethtool" / "headerless"],
+    "input/port-down": [FIXTURES / "ib" / "constructed" / "iblinkinfo-port17-lost.txt"],
     "mixed": [
         FIXTURES / "perftest" / "read_lat_rxe_fused.txt",
         TRACES / "prometheus",
