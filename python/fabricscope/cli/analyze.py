@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from fabricscope.analyze import run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_limit_argument
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.exceptions import FabricscopeError
-from fabricscope.findings import document, exit_status
+from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document, exit_status
+from fabricscope.incidents import Incident, incident_documents, standalone_mask
 
 _EPILOG_ANALYZE = """\
 examples:
@@ -35,15 +37,54 @@ and the others are analysed; the status is then UNKNOWN (3) unless a finding is 
 _SEV_MARK = {"critical": "CRIT", "warning": "WARN", "info": "info"}
 
 
-def _analysis_summary(findings: pl.DataFrame, inputs: list[dict[str, object]], status: str, verbose: bool) -> str:
-    lines = [f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"]
+def _incident_lines(incidents: Sequence[Incident]) -> list[str]:
+    """Incidents first: title, action, root, then each consequence with its path."""
+    lines: list[str] = []
+    for inc in incidents:
+        window = f"{str(inc.start)[:19]} .. {str(inc.end)[11:19]}" if inc.start is not None else "-"
+        lines.append("")
+        lines.append(f"{_SEV_MARK[inc.severity]:<4}  INCIDENT {inc.id}  {inc.title}")
+        lines.append(f"      action: {inc.action}")
+        lines.append(f"      window: {window}   rule: {inc.rule}")
+        r = inc.root
+        lines.append(f"      root:   {r['kind']} on {_where(r)}: {r['message']}")
+        for c in inc.consequences:
+            f = c["finding"]
+            lines.append(f"      -> {f['kind']} on {_where(f)} [{c['relation']}: {' -> '.join(c['path'])}]")
+        lines.append(f"      topology: {inc.topology}")
+    return lines
+
+
+def _where(f: dict[str, Any]) -> str:
+    bits = [str(x) for x in (f.get("host"), f.get("device")) if x]
+    if f.get("port") is not None:
+        bits.append(f"port {f['port']}")
+    return " ".join(bits) or "-"
+
+
+def _analysis_summary(
+    findings: pl.DataFrame,
+    inputs: list[dict[str, object]],
+    status: str,
+    verbose: bool,
+    incidents: Sequence[Incident] = (),
+) -> str:
+    head = f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"
+    if incidents:
+        head += f" in {len(incidents)} incident(s) and standalone"
+    lines = [head]
     counts = findings.group_by("severity").len() if findings.height else None
     if counts is not None:
         by = dict(zip(counts["severity"].to_list(), counts["len"].to_list(), strict=True))
         lines.append("  " + ", ".join(f"{by.get(s, 0)} {s}" for s in ("critical", "warning", "info")))
+    lines += _incident_lines(incidents)
+    # findings an incident holds were listed under it: the table has the standalone ones
+    findings = findings.filter(standalone_mask(findings, incidents)) if incidents else findings
     shown = findings if verbose else findings.filter(pl.col("severity") != "info")
     if shown.height:
         lines.append("")
+        if incidents:
+            lines.append("standalone findings:")
         lines.append(f"{'sev':<4}  {'kind':<17} {'host':<14} {'device':<20} {'port':>4}  {'window (UTC)':<33}  message")
         for r in shown.iter_rows(named=True):
             window = "-"
@@ -92,7 +133,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         print(f"UNKNOWN - fabricscope: {e}", file=sys.stderr)
         return EXIT_INPUT
     bar.close()
-    doc = document(analysis.findings, analysis.inputs)
+    doc = document(analysis.findings, analysis.inputs, incident_documents(analysis.incidents), schema=args.schema)
     if args.json:
         text = json.dumps(doc, indent=2)
         if args.json == "-":
@@ -104,7 +145,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             tmp.write_text(text + "\n")
             tmp.replace(target)
     if args.json != "-":
-        print(_analysis_summary(analysis.findings, analysis.inputs, doc["status"], args.verbose))
+        print(_analysis_summary(analysis.findings, analysis.inputs, doc["status"], args.verbose, analysis.incidents))
     failed = [i for i in analysis.inputs if i.get("error")]
     if failed and args.json != "-":
         print(f"\n{len(failed)} input(s) could not be read (status at least UNKNOWN):")
@@ -125,7 +166,13 @@ def add_parser(sub: Any) -> None:
     an.add_argument(
         "inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok), or a Prometheus/exporter URL"
     )
-    an.add_argument("--json", metavar="PATH|-", help="write the findings document (fabricscope.findings/1)")
+    an.add_argument("--json", metavar="PATH|-", help="write the findings document (fabricscope.findings/2)")
+    an.add_argument(
+        "--schema",
+        choices=list(SCHEMAS),
+        default=SCHEMA_ID_V2,
+        help="findings document version: /2 adds incidents (default); /1 for existing consumers",
+    )
     an.add_argument("--profile", help="force a technology profile (ndr400, hdr200, roce400, ...)")
     an.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
     an.add_argument("--format", default="auto", help="input format (default: detect)")

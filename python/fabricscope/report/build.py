@@ -19,6 +19,7 @@ import polars as pl
 from fabricscope import __version__
 from fabricscope.advise import advise
 from fabricscope.findings import overall_status
+from fabricscope.incidents import Incident
 from fabricscope.rates import value_as_float
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class ReportData:
         layers: ``Analysis.layers`` (bottleneck view) when the analysis provides it.
         advice: Advisor tables by name, or a note why there are none.
         plots: Per port: title and SVG text.
+        incidents: ``Analysis.incidents``: the report's first screen.
     """
 
     title: str
@@ -79,6 +81,7 @@ class ReportData:
     layers: pl.DataFrame | None = None
     advice: dict[str, pl.DataFrame] | str = ""
     plots: list[tuple[str, str, bytes]] = field(default_factory=list)
+    incidents: list[Incident] = field(default_factory=list)
 
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -191,6 +194,7 @@ def gather(
         lifecycle=pl.concat(lifecycles) if lifecycles else None,
         layers=getattr(analysis, "layers", None),
         advice=_advice(analysis),
+        incidents=list(getattr(analysis, "incidents", [])),
     )
 
 
@@ -394,7 +398,61 @@ td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}
 th{background:#f0f0f0}.critical{background:#fbdada}.warning{background:#fde9d0}.info{background:#f4f4f4}
 .status{font-size:130%;font-weight:bold;padding:.5em;border-radius:4px;display:inline-block}
 pre{white-space:pre-wrap;font-size:85%;margin:0}figure{margin:1em 0}.note{color:#666}
+.incident{border:1px solid #ccc;border-radius:4px;padding:.5em 1em;margin:.5em 0}
+.incident .action{font-weight:bold}
 """
+
+
+def _where(f: dict[str, Any]) -> str:
+    bits = [str(x) for x in (f.get("host"), f.get("device")) if x]
+    if f.get("port") is not None:
+        bits.append(f"port {f['port']}")
+    return " ".join(bits) or "-"
+
+
+def _incidents_html(incidents: Sequence[Incident]) -> list[str]:
+    """Each incident: title, action, root, and its consequences with their paths (first screen)."""
+    e = html.escape
+    if not incidents:
+        return ["<h2>Incidents</h2>", "<p>No incident: no finding explains another (findings below).</p>"]
+    out = [f"<h2>Incidents ({len(incidents)})</h2>"]
+    for i in incidents:
+        r = i.root
+        out.append(
+            f"<div class='incident {e(i.severity)}'><b>{e(i.severity.upper())}</b> {e(i.title)}"
+            f"<p class='action'>Action: {e(i.action)}</p>"
+            f"<p>Root: {e(r['kind'])} on {e(_where(r))}: {e(r['message'] or '')}<br>"
+            f"Window: {e(_fmt(i.start))} .. {e(_fmt(i.end))}; rule {e(i.rule)}; {e(i.topology)}</p>"
+            "<details><summary>consequences</summary><ul>"
+            + "".join(
+                f"<li>{e(c['finding']['kind'])} on {e(_where(c['finding']))} ({e(c['relation'])}: "
+                f"{e(' -> '.join(c['path']))}; {e(c['timing'])}; {e(c['magnitude'])})</li>"
+                for c in i.consequences
+            )
+            + "</ul></details></div>"
+        )
+    return out
+
+
+def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
+    if not incidents:
+        return ["## Incidents", "", "No incident: no finding explains another (findings below).", ""]
+    out = [f"## Incidents ({len(incidents)})", ""]
+    for i in incidents:
+        out += [
+            f"### {i.severity.upper()}: {i.title}",
+            "",
+            f"**Action:** {i.action}",
+            "",
+            f"Root: {i.root['kind']} on {_where(i.root)}; window {_fmt(i.start)} .. {_fmt(i.end)}; rule {i.rule}",
+            "",
+        ]
+        out += [
+            f"- {c['finding']['kind']} on {_where(c['finding'])} ({c['relation']}: {' -> '.join(c['path'])})"
+            for c in i.consequences
+        ]
+        out.append("")
+    return out
 
 
 def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
@@ -423,6 +481,7 @@ def render_html(data: ReportData) -> str:
         f"<h1>{e(data.title)}</h1>",
         f"<p class='note'>fabricscope {e(__version__)}, generated "
         f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S')} UTC from {e(', '.join(data.sources))}</p>",
+        *_incidents_html(data.incidents),
         "<h2>Status</h2>",
         f"<div class='status {e(status if status != 'ok' else 'info')}'>{e(status.upper())}</div>",
         f"<p>{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s).</p>",
@@ -502,6 +561,7 @@ def render_markdown(data: ReportData) -> str:
         "",
         f"fabricscope {__version__}; sources: {', '.join(data.sources)}",
         "",
+        *_incidents_md(data.incidents),
         f"## Status: {status.upper()}",
         "",
         f"{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s).",
