@@ -172,8 +172,8 @@ fn collect(
 /// reports and errors; returns what :func:`read` returns.
 #[pyfunction]
 #[pyo3(signature = (data, name, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                    max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30,
-                    max_decompression_ratio=250, max_document_bytes=256u64<<20))]
+                    max_line_bytes=None, max_labels=None, max_decompressed_bytes=None,
+                    max_decompression_ratio=None, max_document_bytes=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_buffer<'py>(
     py: Python<'py>,
@@ -184,11 +184,11 @@ pub fn read_buffer<'py>(
     time_ns: Option<i64>,
     strict: bool,
     batch_rows: usize,
-    max_line_bytes: usize,
-    max_labels: usize,
-    max_decompressed_bytes: u64,
-    max_decompression_ratio: u64,
-    max_document_bytes: u64,
+    max_line_bytes: Option<usize>,
+    max_labels: Option<usize>,
+    max_decompressed_bytes: Option<u64>,
+    max_decompression_ratio: Option<u64>,
+    max_document_bytes: Option<u64>,
 ) -> PyResult<ReadOutput<'py>> {
     let opts = options(
         format,
