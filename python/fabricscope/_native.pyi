@@ -57,11 +57,11 @@ def read_buffer(
     time_ns: int | None = None,
     strict: bool = True,
     batch_rows: int = ...,
-    max_line_bytes: int = ...,
-    max_labels: int = ...,
-    max_decompressed_bytes: int = ...,
-    max_decompression_ratio: int = ...,
-    max_document_bytes: int = ...,
+    max_line_bytes: int | None = None,
+    max_labels: int | None = None,
+    max_decompressed_bytes: int | None = None,
+    max_decompression_ratio: int | None = None,
+    max_document_bytes: int | None = None,
 ) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
     """Parse one in-memory input named ``name`` (an API response, a scrape); returns what :func:`read` returns."""
 
