@@ -1,20 +1,23 @@
 """``fabricscope dashboard``: start the Streamlit fabric-health dashboard on this machine.
 
-The app is ``dashboards/app.py`` of the source tree (it ships in the sdist, not inside the Python
-package, because it is a Streamlit script tree rather than importable code). It is found, in order:
+The app's source is ``dashboards/`` at the top of the source tree; the wheel carries a copy as
+``fabricscope/_dashboard_app/`` (staged by the binding's build script). The app is found, in order:
 
 1. ``--app PATH`` (the app file, or the ``dashboards`` directory holding it);
 2. the ``FABRICSCOPE_DASHBOARD_APP`` environment variable (same);
 3. ``dashboards/app.py`` beside the package's source tree (a checkout, an editable install, or an
-   unpacked sdist: ``python/fabricscope/`` → ``dashboards/``).
-
-So an installed wheel runs it with ``FABRICSCOPE_DASHBOARD_APP=/path/to/sdist/dashboards``.
+   unpacked sdist: ``python/fabricscope/`` → ``dashboards/``), so edits to the source show at once;
+4. the copy inside the installed package (a wheel).
 
 What the server is allowed to do is decided here, not in the browser: it binds to 127.0.0.1
 unless ``--host`` says otherwise, reads only under ``--data`` (passed to the app as
 ``FABRICSCOPE_DATA``; the app refuses paths outside it), caps uploads at ``--max-upload-mb``
 (Streamlit's ``server.maxUploadSize`` and the app's own check), never opens a browser, and does
 not watch or re-run its own source.
+
+The Streamlit server runs as a child process. SIGINT, SIGTERM and SIGHUP sent to
+``fabricscope dashboard`` are passed on to it, and the command exits when it does, with its status
+(a child ended by a signal gives ``128 + signal number``, as a shell reports it).
 """
 
 from __future__ import annotations
@@ -22,16 +25,22 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-__all__ = ["add_dashboard_parser", "find_app", "streamlit_command"]
+__all__ = ["add_dashboard_parser", "default_data_dir", "find_app", "run_server", "streamlit_command"]
 
 ENV_APP = "FABRICSCOPE_DASHBOARD_APP"
 ENV_DATA = "FABRICSCOPE_DATA"
 ENV_MAX_UPLOAD_MB = "FABRICSCOPE_MAX_UPLOAD_MB"
+# Where the wheel carries the app, inside the package (rust/fabricscope-py/build.rs, pyproject.toml).
+BUNDLED_APP_DIR = "_dashboard_app"
+# Signals that stop the server: passed on to Streamlit, which shuts down cleanly on each of them.
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _EPILOG = """\
 examples:
@@ -40,8 +49,8 @@ examples:
   fabricscope dashboard --data dumps/ --host 0.0.0.0     reachable from other machines (no auth!)
 
 The dashboard only reads files under --data (a directory of counter files, or a
-`fabricscope cron` history). Installed from a wheel: set FABRICSCOPE_DASHBOARD_APP to the
-dashboards/ directory of the sdist.
+`fabricscope cron` history). Without --data it shows the sample traces of a checkout
+(./sample_traces when run from one).
 """
 
 
@@ -70,14 +79,32 @@ def find_app(explicit: str | os.PathLike[str] | None = None) -> Path:
             if not p.is_file():
                 raise FileNotFoundError(f"{what} {named}: no dashboards/app.py there")
             return p.resolve()
-    here = Path(__file__).resolve().parent  # .../python/fabricscope
-    p = here.parent.parent / "dashboards" / "app.py"
-    if p.is_file():
-        return p
+    here = Path(__file__).resolve().parent  # .../python/fabricscope or .../site-packages/fabricscope
+    candidates = [here.parent.parent / "dashboards" / "app.py", here / BUNDLED_APP_DIR / "app.py"]
+    for p in candidates:
+        if p.is_file():
+            return p
     raise FileNotFoundError(
-        f"cannot find the dashboard app (looked at {p}): pass --app or set {ENV_APP} to the dashboards/ "
-        "directory of the fabricscope sdist"
+        f"cannot find the dashboard app (looked at {', '.join(map(str, candidates))}): this installation "
+        f"lacks it; pass --app or set {ENV_APP} to a dashboards/ directory"
     )
+
+
+def default_data_dir(app: Path) -> Path | None:
+    """The directory shown when ``--data`` is not given: the sample traces, if there are any.
+
+    The checkout's ``sample_traces/`` beside ``dashboards/``, else ``./sample_traces`` (an installed
+    wheel run from a checkout or an unpacked sdist), else None.
+
+    Example:
+        >>> from fabricscope.dashboard import default_data_dir, find_app
+        >>> default_data_dir(find_app()).name
+        'sample_traces'
+    """
+    for p in (app.parent.parent / "sample_traces", Path.cwd() / "sample_traces"):
+        if p.is_dir():
+            return p.resolve()
+    return None
 
 
 def streamlit_command(app: Path, *, host: str = "127.0.0.1", port: int = 8501, max_upload_mb: int = 200) -> list[str]:
@@ -140,7 +167,13 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     except FileNotFoundError as e:
         print(f"fabricscope: {e}", file=sys.stderr)
         return 2
-    data = Path(args.data).expanduser().resolve() if args.data else (app.parent.parent / "sample_traces").resolve()
+    if args.data:
+        data: Path | None = Path(args.data).expanduser().resolve()
+    else:
+        data = default_data_dir(app)
+        if data is None:
+            print("fabricscope: no sample_traces/ here to show: pass --data DIR", file=sys.stderr)
+            return 2
     if not data.is_dir():
         print(f"fabricscope: --data {data} is not a directory", file=sys.stderr)
         return 3
@@ -159,10 +192,36 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     env = {**os.environ, ENV_DATA: str(data), ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
     cmd = streamlit_command(app, host=args.host, port=args.port, max_upload_mb=args.max_upload_mb)
     print(f"fabricscope dashboard: http://{args.host}:{args.port}  (data: {data})", file=sys.stderr)
+    return run_server(cmd, env)
+
+
+def run_server(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the server as a child process until it exits; stop signals sent to us are passed on to it.
+
+    The child shares our process group, so a Ctrl-C typed in a terminal reaches it directly too;
+    forwarding covers ``kill PID``, systemd's stop and a closed terminal, which reach only us.
+    Our handlers are restored before returning.
+
+    Args:
+        cmd: The command line (:func:`streamlit_command`).
+        env: Its environment.
+
+    Returns:
+        The child's exit status; ``128 + N`` when signal N ended it.
+    """
+    proc = subprocess.Popen(cmd, env=env)
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in FORWARDED_SIGNALS}
     try:
-        return subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        return 0
+        status = proc.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 128 - status if status < 0 else status
 
 
 def add_dashboard_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -182,11 +241,15 @@ def add_dashboard_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--data", metavar="DIR", help="directory of counter files or a cron history (default: sample_traces/)"
+        "--data", metavar="DIR", help="directory of counter files or a cron history (default: the sample traces)"
     )
     p.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--max-upload-mb", type=int, default=200, help="largest accepted upload per file (default 200)")
-    p.add_argument("--app", metavar="PATH", help=f"the dashboards/ directory or app.py (default: ${ENV_APP}, checkout)")
+    p.add_argument(
+        "--app",
+        metavar="PATH",
+        help=f"the dashboards/ directory or app.py (default: ${ENV_APP}, else the checkout's, else the installed copy)",
+    )
     p.set_defaults(func=_cmd_dashboard)
     return p
