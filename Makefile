@@ -56,6 +56,7 @@ bench: setup
 
 docs: setup
 	$(PY) docs/generate_counters.py > docs/counters.md
+	$(PY) docs/generate_detectors.py
 
 clean:
 	rm -rf $(VENV) target out

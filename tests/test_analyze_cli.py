@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from fabricscope.cli import main
-from fabricscope.findings import KINDS, SCHEMA_ID
+from fabricscope.detect import KINDS
+from fabricscope.findings import SCHEMA_ID
 
 
 def _doc(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:

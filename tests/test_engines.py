@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from fabricscope.analyze import run_analysis
 from fabricscope.cli import main
-from fabricscope.detect import DETECTORS
+from fabricscope.detect import DETECTORS, SPECS
 from fabricscope.engines import FABRIC_WIDE, PER_PARTITION, Filters, partition_of, split_by_partition
 from fabricscope.engines.ray import work_units
 from fabricscope.exceptions import FormatError
@@ -60,10 +60,13 @@ def whole_inputs() -> list[dict[str, object]]:
     return run_analysis([str(TRACES)], strict=False).inputs
 
 
-def test_every_detector_is_classified() -> None:
-    # An unclassified detector would still be correct (it gets the full rates) but not scalable.
-    assert set(DETECTORS()) <= PER_PARTITION | set(FABRIC_WIDE)
+def test_routing_is_derived_from_the_specs() -> None:
+    # Every detector runs in exactly one step, and every fabric-wide detector declares the rate rows it
+    # reads (one that declares none would be correct, with the full rates, but not scalable).
+    assert set(DETECTORS()) == PER_PARTITION | set(FABRIC_WIDE)
     assert not PER_PARTITION & set(FABRIC_WIDE)
+    assert {s.name for s in SPECS.values() if s.scope == "partition"} == PER_PARTITION
+    assert all(fn is not None for fn in FABRIC_WIDE.values())
 
 
 @pytest.mark.parametrize("partitions", [None, 1, 3, 16])

@@ -9,15 +9,12 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope.captures import with_capture_counters
 from fabricscope.config import load_config
-from fabricscope.detect import DETECTORS, AnalysisInput
-from fabricscope.detect.bottleneck import empty_layers, layer_utilisation
-from fabricscope.engines import Filters, ReadOptions, get_engine
-from fabricscope.findings import FINDINGS_SCHEMA, empty_findings
-from fabricscope.io import InputReport, TimeLike, load
+from fabricscope.detect.bottleneck import empty_layers
+from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine
+from fabricscope.findings import FINDINGS_SCHEMA
+from fabricscope.io import InputReport, TimeLike, empty_attributes
 from fabricscope.profiles import get_profile
-from fabricscope.rates import rates, value_as_float
 
 __all__ = ["Analysis", "analyze", "run_analysis"]
 
@@ -43,24 +40,6 @@ class Analysis:
     reports: list[InputReport] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     layers: pl.DataFrame = field(default_factory=empty_layers)
-
-
-def _gauges(samples: pl.DataFrame) -> pl.DataFrame:
-    return samples.filter(~pl.col("is_counter")).with_columns(value_as_float().alias("value"))
-
-
-def _empty_attributes() -> pl.DataFrame:
-    return pl.DataFrame(
-        schema={
-            "time": pl.Datetime("ns", "UTC"),
-            "host": pl.Categorical(),
-            "device": pl.Categorical(),
-            "port": pl.UInt16,
-            "key": pl.Categorical(),
-            "value": pl.String,
-            "source": pl.Categorical(),
-        }
-    )
 
 
 def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
@@ -96,8 +75,14 @@ def run_analysis(
     until: TimeLike = None,
     hosts: Sequence[str] | None = None,
     limits: Mapping[str, int] | None = None,
+    keep_detail: bool | None = None,
 ) -> Analysis:
-    """Read (unless given a frame), rate, and run every detector.
+    """Read (unless given a frame), rate, and run every detector: the one analysis pipeline.
+
+    Every front door (the CLI, cron, the report, the dashboard, this API) calls this function, and it
+    always runs the engine steps (read -> per host partition -> fabric-wide): tables in memory are the
+    local engine with one partition. Benchmark logs, captures and topology dumps travel with the
+    counters, so any mix of inputs gives the same findings on every path.
 
     Args:
         data: Paths to read, or a samples frame.
@@ -109,68 +94,57 @@ def run_analysis(
         time: Timestamp for inputs without one (see :func:`fabricscope.load`).
         attributes: Port attributes to use with a samples frame.
         tables: Other tables to use with a samples frame (``links`` for topology).
-        engine: None analyses one in-memory table (``rates`` holds every rate); ``"local"`` or
-            ``"ray"`` partition the work by host (:mod:`fabricscope.engines`, same findings) and
-            ``rates`` then holds only the rates the fabric-wide detectors read and ``layers`` is
-            empty. Ignored for frames.
+        engine: ``"local"`` (the default, also when None) or ``"ray"``: who runs the partitions
+            (:mod:`fabricscope.engines`); the findings are the same. Ignored for frames.
         address: Ray cluster address for ``engine="ray"`` (None: a local Ray instance).
         partitions: Host partitions for an engine (default: the engine's choice).
         since: Analyse only samples at or after this time (datetime, epoch seconds, ISO 8601).
         until: Analyse only samples before this time.
         hosts: Analyse only these hosts.
         limits: Raise reader resource limits (names in ``fabricscope.io.LIMITS``; docs/security.md).
+        keep_detail: Keep every rate row and the detectors' views (``rates``, ``layers``) in the result;
+            default: when ``engine`` is None. Without it ``rates`` holds only what the fabric-wide
+            detectors read, so memory stays bounded on large inputs.
 
     Returns:
         An :class:`Analysis`.
+
+    Raises:
+        EngineUnavailableError: the engine cannot run here (Ray not installed).
     """
     cfg = config if isinstance(config, dict) else load_config(config)
     prof = get_profile(profile) if profile else None
-    tables = dict(tables or {})
-    reports: list[InputReport] = []
     filters = Filters.make(since, until, hosts)
-    if engine is not None and not isinstance(data, pl.DataFrame):
-        ran = get_engine(engine, address=address, partitions=partitions).run(
+    keep = engine is None if keep_detail is None else keep_detail
+    if isinstance(data, pl.DataFrame):
+        # Tables already in memory: the local engine's steps on one partition.
+        ran = analyze_tables(
+            data,
+            attributes if attributes is not None else empty_attributes(),
+            dict(tables or {}),
+            filters=filters,
+            config=cfg,
+            profile=prof,
+            keep_detail=keep,
+        )
+        inputs = [{"path": "<frame>", "format": "frame", "records": data.height, "rejected": 0}]
+    else:
+        ran = get_engine(engine or "local", address=address, partitions=partitions).run(
             [data] if isinstance(data, (str, os.PathLike)) else list(data),
             read=ReadOptions(format=format, host=host, time=time, strict=strict, limits=tuple((limits or {}).items())),
             filters=filters,
             config=cfg,
             profile=prof,
+            keep_detail=keep,
         )
-        # Partitioned runs keep no whole-fabric rates: ``rates`` holds what fabric-wide detectors read
-        # and ``layers`` stays empty (use engine=None for them).
-        return Analysis(
-            findings=_ordered(ran.findings),
-            inputs=_inputs(ran.reports),
-            rates=ran.rates,
-            reports=ran.reports,
-            tables=ran.tables,
-        )
-    if isinstance(data, pl.DataFrame):
-        samples = data
-        attrs = attributes if attributes is not None else _empty_attributes()
-        inputs = [{"path": "<frame>", "format": "frame", "records": samples.height, "rejected": 0}]
-    else:
-        res = load(data, format=format, host=host, time=time, strict=strict, limits=limits)
-        samples, attrs, tables, reports = res.samples, res.attributes, res.tables, res.reports
-        inputs = _inputs(res.reports)
-    # Filters right after reading, before rates (the engines apply them to every parsed batch).
-    samples, attrs = filters.apply(samples), filters.apply(attrs, timed=False)
-    # Captures are judged like counters: their binned counters stand in for the NIC counters.
-    samples = with_capture_counters(samples)
-    rcfg = cfg["rates"]
-    r = rates(samples, gap_factor=rcfg["gap_factor"], min_gap_s=rcfg["min_gap_s"])
-    inp = AnalysisInput(
-        samples=samples, rates=r, gauges=_gauges(samples), attributes=attrs, config=cfg, profile=prof, tables=tables
-    )
-    frames = [fn(inp) for fn in DETECTORS().values()]
-    findings = (
-        pl.concat([f for f in frames if not f.is_empty()], how="vertical")
-        if any(not f.is_empty() for f in frames)
-        else empty_findings()
-    )
-    findings = _ordered(findings)
+        inputs = _inputs(ran.reports)
     return Analysis(
-        findings=findings, inputs=inputs, rates=r, reports=reports, tables=tables, layers=layer_utilisation(inp)
+        findings=_ordered(ran.findings),
+        inputs=inputs,
+        rates=ran.rates,
+        reports=ran.reports,
+        tables=ran.tables,
+        layers=ran.views.get("layers", empty_layers()),
     )
 
 

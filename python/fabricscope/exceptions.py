@@ -26,6 +26,7 @@ from fabricscope._native import (
 
 __all__ = [
     "DecompressionError",
+    "EngineUnavailableError",
     "FabricscopeError",
     "FormatError",
     "InputError",
@@ -33,3 +34,7 @@ __all__ = [
     "LimitExceededError",
     "UnknownFormatError",
 ]
+
+
+class EngineUnavailableError(FabricscopeError):
+    """An analysis engine cannot run here (``--engine ray`` without Ray installed); exit status 3."""

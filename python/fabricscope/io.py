@@ -17,7 +17,17 @@ import polars as pl
 
 from fabricscope import _native
 
-__all__ = ["LIMITS", "InputReport", "ReadResult", "TimeLike", "load", "read", "scan"]
+__all__ = [
+    "LIMITS",
+    "InputReport",
+    "ReadResult",
+    "TimeLike",
+    "empty_attributes",
+    "empty_samples",
+    "load",
+    "read",
+    "scan",
+]
 
 _log = logging.getLogger("fabricscope")
 
@@ -35,6 +45,22 @@ LIMITS: dict[str, int] = {
     "max_decompression_ratio": 250,
     "max_document_bytes": 256 << 20,
 }
+
+
+def empty_samples() -> pl.DataFrame:
+    """A samples frame with no rows and the core's samples schema.
+
+    Example:
+        >>> from fabricscope.io import empty_samples
+        >>> empty_samples().columns[:3]
+        ['time', 'host', 'device']
+    """
+    return pl.DataFrame(schema=pl.Schema(_native.samples_schema_arrow()))
+
+
+def empty_attributes() -> pl.DataFrame:
+    """A port-attributes frame with no rows and the core's attributes schema."""
+    return pl.DataFrame(schema=pl.Schema(_native.attributes_schema_arrow()))
 
 
 @dataclass(frozen=True)

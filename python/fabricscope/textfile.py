@@ -21,7 +21,8 @@ import os
 import polars as pl
 
 from fabricscope import _atomic
-from fabricscope.findings import KINDS, SEVERITIES
+from fabricscope.detect import KINDS
+from fabricscope.findings import SEVERITIES
 
 __all__ = ["render_textfile", "write_textfile"]
 

@@ -1,78 +1,59 @@
-"""Detectors: one module each, each a function from analysis frames to a findings frame.
+"""Detectors: one module each, each declaring itself with one :class:`DetectorSpec` named ``SPEC``.
 
 Detectors never parse files, print, or know about the CLI, so the local engine and a distributed
 one call the same code. Every detector takes an :class:`AnalysisInput` and returns a frame with
 :data:`fabricscope.findings.FINDINGS_SCHEMA`.
+
+The registry is every module of this package whose name does not start with ``_``: adding a
+detector is adding its module (and its tests). The config defaults, the finding kinds, the engines'
+routing and the detector tables in the docs are derived from the specs.
+
+Example:
+    >>> from fabricscope.detect import SPECS
+    >>> SPECS["link_flap"].scope, SPECS["link_errors"].scope
+    ('fabric', 'partition')
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import polars as pl
 
-from fabricscope.profiles import Profile
+from fabricscope.detect._base import AnalysisInput, DetectorSpec, Scope
 
-__all__ = ["DETECTORS", "AnalysisInput"]
-
-
-@dataclass
-class AnalysisInput:
-    """What detectors read.
-
-    Attributes:
-        samples: The canonical samples table.
-        rates: Output of :func:`fabricscope.rates.rates`.
-        gauges: Gauge samples over time (``is_counter`` false), with a float ``value``.
-        attributes: The port-attributes table.
-        config: Thresholds (:func:`fabricscope.config.load_config`).
-        profile: A profile forced by the user (``--profile``), else None (detect per port).
-        tables: Other tables (``links`` ...), by name.
-    """
-
-    samples: pl.DataFrame
-    rates: pl.DataFrame
-    gauges: pl.DataFrame
-    attributes: pl.DataFrame
-    config: dict[str, Any]
-    profile: Profile | None = None
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+__all__ = ["DETECTORS", "KINDS", "SPECS", "AnalysisInput", "DetectorSpec", "Scope", "detectors_in"]
 
 
-def _registry() -> dict[str, Callable[[AnalysisInput], pl.DataFrame]]:
-    from fabricscope.detect import (
-        bottleneck,
-        counter_anomaly,
-        ecn_congestion,
-        ib_congestion,
-        link_degraded,
-        link_errors,
-        link_flap,
-        lossless_misconfig,
-        lossy_collapse,
-        packet_loss,
-        pfc_congestion,
-        pfc_storm,
-        underperformance,
-    )
-
-    return {
-        "link_errors": link_errors.detect,
-        "link_flap": link_flap.detect,
-        "link_degraded": link_degraded.detect,
-        "ib_congestion": ib_congestion.detect,
-        "pfc_storm": pfc_storm.detect,
-        "pfc_congestion": pfc_congestion.detect,
-        "ecn_congestion": ecn_congestion.detect,
-        "packet_loss": packet_loss.detect,
-        "lossy_collapse": lossy_collapse.detect,
-        "lossless_misconfig": lossless_misconfig.detect,
-        "underperformance": underperformance.detect,
-        "bottleneck": bottleneck.detect,
-        "counter_anomaly": counter_anomaly.detect,
-    }
+def _discover() -> dict[str, DetectorSpec]:
+    specs: dict[str, DetectorSpec] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        spec = getattr(module, "SPEC", None)
+        if not isinstance(spec, DetectorSpec):
+            raise TypeError(f"detector module {module.__name__} must define SPEC = DetectorSpec(...)")
+        if spec.name in specs:
+            raise ValueError(f"two detectors are called {spec.name!r}")
+        specs[spec.name] = spec
+    return specs
 
 
-DETECTORS = _registry
+SPECS: dict[str, DetectorSpec] = _discover()
+"""Every detector's spec, by name, in name order."""
+
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(k for s in SPECS.values() for k in s.kinds))
+"""Every finding kind a detector may emit."""
+
+
+def detectors_in(scope: Scope) -> list[DetectorSpec]:
+    """The specs of one scope (``partition`` or ``fabric``), in name order."""
+    return [s for s in SPECS.values() if s.scope == scope]
+
+
+def DETECTORS() -> dict[str, Callable[[AnalysisInput], pl.DataFrame]]:  # noqa: N802 - kept for existing callers
+    """Every detector's function, by name."""
+    return {name: s.detect for name, s in SPECS.items()}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput
 from fabricscope.profiles import profile_for_port
 
 PORT_KEYS = ["host", "device", "port"]
@@ -167,3 +167,14 @@ def port_guid(inp: AnalysisInput, host: str | None, device: str | None) -> str |
         & (pl.col("device").cast(pl.String) == device)
     )
     return hit["value"][0] if hit.height else None
+
+
+def rate_rows(r: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
+    """Rate rows of some counters; the names present are looked up once in the dictionary, not per row.
+
+    Fabric-wide detectors declare with this what one partition must ship to them.
+    """
+    present = set(r["counter"].unique().cast(pl.String).to_list()) & set(names)
+    if not present:
+        return r.clear()
+    return r.filter(pl.col("counter").is_in(pl.Series(sorted(present), dtype=r.schema["counter"])))

@@ -38,12 +38,13 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import port_facts, preferred, series_of
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu
+from fabricscope.sources import NCCL_ACHIEVABLE, NGC_PERF, default
 
-__all__ = ["LAYERS_SCHEMA", "detect", "empty_layers", "layer_utilisation", "network_ports"]
+__all__ = ["LAYERS_SCHEMA", "SPEC", "detect", "empty_layers", "layer_utilisation", "network_ports"]
 
 KIND = "bottleneck"
 
@@ -617,3 +618,26 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="per host and window, the utilisation of NVLink, PCIe, network (incl. credit wait and pause) "
+    "and CXL, the layer that saturates first, communication-bound or not",
+    detect=detect,
+    scope="partition",
+    views={"layers": layer_utilisation},
+    defaults={
+        # windows on a grid of window_s; a layer at or above saturated_ratio of its capacity is saturated
+        "window_s": 60.0,
+        "saturated_ratio": 0.90,
+        "comm_bound_ratio": 0.50,
+        "nvlink_profile": "nvlink4",
+        "pcie_profile": "pcie5x16",
+        "cxl_profile": "cxl2x8",
+        "network_profile": "ndr400",
+        "source": f"{NGC_PERF} (a link moving >= 90% of its rate is at its ceiling: NCCL reaches 92-96% of NDR, "
+        f"https://github.com/NVIDIA/nccl-tests/issues/290); {NCCL_ACHIEVABLE}; communication-bound at >= 50% "
+        "average use of the busiest layer: " + default("the busiest layer is busy at least half the time"),
+    },
+)

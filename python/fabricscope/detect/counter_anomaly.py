@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings
 from fabricscope.findings import make_findings
 from fabricscope.rates import overflow_table
+from fabricscope.sources import default
 
 KIND = "counter_anomaly"
 
@@ -118,3 +119,12 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 }
             )
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="resets, saturated registers, wraps, sampling gaps, with what to fix in collection",
+    detect=detect,
+    scope="partition",
+    defaults={"source": default("the rate engine's flags: resets, saturated registers, wraps, sampling gaps")},
+)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed, typical_interval
-from fabricscope.detect.packet_loss import traffic
+from fabricscope.detect.packet_loss import traffic, with_traffic
 from fabricscope.findings import make_findings, merge_windows
+from fabricscope.sources import DCQCN, default
 
 KIND = "ecn_congestion"
 
@@ -258,3 +259,26 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 )
             )
     return make_findings(rows)
+
+
+def _ecn_loop(r: pl.DataFrame) -> pl.DataFrame:
+    # The loop counters and the received traffic the marked share is computed against.
+    return with_traffic(r, list(LOOP), ("rx",))
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="ECN-marked share, CNP rates, DCQCN loop health (`rp_cnp_ignored`)",
+    detect=detect,
+    scope="fabric",
+    rates_needed=_ecn_loop,
+    defaults={
+        "warning_marked_ratio": 0.01,
+        "critical_marked_ratio": 0.10,
+        "min_marks": 100,
+        "min_loop_ratio": 0.5,
+        "mtu_bytes": 4096,
+        "source": f"{DCQCN}; marked share 1%/10% and CNP balance 0.5: "
+        + default("marks on more than 1% of packets mean a queue above the ECN threshold most of the time"),
+    },
+)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, typical_interval
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import get_profile
+from fabricscope.sources import UFM_CBW, XMITWAIT_64, default
 
 KIND = "ib_congestion"
 
@@ -85,3 +86,18 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="PortXmitWait as share of time waiting for credits and bandwidth lost",
+    detect=detect,
+    scope="partition",
+    defaults={
+        "bits_per_tick": 64,
+        "warning_wait_ratio": 0.10,
+        "critical_wait_ratio": 0.50,
+        "source": f"{UFM_CBW}; tick conversion: {XMITWAIT_64}; critical at 50%: "
+        + default("half the time without credits halves the port's capacity"),
+    },
+)

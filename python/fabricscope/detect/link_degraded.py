@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
 from fabricscope.findings import make_findings
 
@@ -101,3 +101,18 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="ports trained below the profile or below like ports (rate, width)",
+    detect=detect,
+    scope="fabric",
+    rates_needed=no_rates,
+    defaults={
+        "majority_min_ports": 3,
+        "critical_ratio": 0.5,
+        "source": "iblinkinfo(8) 'Could be' check (rdma-core infiniband-diags); NVIDIA ibdiagnet User Manual, "
+        "Fabric Links Validation (expected speed and width)",
+    },
+)

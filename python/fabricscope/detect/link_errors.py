@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, typical_interval
 from fabricscope.findings import empty_findings, make_findings, merge_windows
+from fabricscope.sources import IBQUERYERRORS, NVSENTINEL, default
 
 KIND = "link_errors"
 
@@ -95,3 +96,66 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="symbol, receive, remote-physical, integrity, overrun errors and discards above rate "
+    "thresholds; BER estimate",
+    detect=detect,
+    scope="partition",
+    defaults={
+        # warning_per_s: rate for a warning, averaged over the finding's window but at least over
+        # window_s (or the whole observation when shorter); critical_per_s: peak rate of one
+        # sampling interval for a critical; min_count: smallest increase that may raise anything.
+        "symbol_errors": {
+            "warning_per_s": 120 / 3600,
+            "window_s": 3600.0,
+            "critical_per_s": 10.0,
+            "min_count": 1,
+            "source": f"{NVSENTINEL}: symbol_error > 120/hour (IBTA BER 1e-12) drains; > 10/s degradation",
+        },
+        "port_rcv_errors": {
+            "warning_per_s": 0.0,
+            "window_s": 0.0,
+            "critical_per_s": 10.0,
+            "min_count": 1,
+            "source": f"{IBQUERYERRORS}; {NVSENTINEL}: port_rcv_errors > 10/s",
+        },
+        "port_rcv_remote_physical_errors": {
+            "warning_per_s": 0.0,
+            "window_s": 0.0,
+            "critical_per_s": 10.0,
+            "min_count": 1,
+            "source": f"{IBQUERYERRORS}; critical above 10/s: " + default("the same rate as port_rcv_errors"),
+        },
+        "port_xmit_discards": {
+            "warning_per_s": 0.0,
+            "window_s": 0.0,
+            "critical_per_s": 100.0,
+            "min_count": 1,
+            "source": f"{IBQUERYERRORS}; {NVSENTINEL}: port_xmit_discards > 100/s",
+        },
+        "local_link_integrity_errors": {
+            "warning_per_s": 0.0,
+            "window_s": 0.0,
+            "critical_per_s": 0.0,
+            "min_count": 1,
+            "source": f"{NVSENTINEL}: any increase of local_link_integrity_errors is fatal",
+        },
+        "excessive_buffer_overrun_errors": {
+            "warning_per_s": 0.0,
+            "window_s": 0.0,
+            "critical_per_s": 0.0,
+            "min_count": 1,
+            "source": f"{NVSENTINEL}: any increase of excessive_buffer_overrun_errors is fatal",
+        },
+        "link_error_recovery_events": {
+            "warning_per_s": 0.0,
+            "window_s": 0.0,
+            "critical_per_s": 5 / 60,
+            "min_count": 1,
+            "source": f"{IBQUERYERRORS}; {NVSENTINEL}: link_error_recovery > 5/min",
+        },
+    },
+)

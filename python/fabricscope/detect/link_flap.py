@@ -1,16 +1,17 @@
 """``link_flap``: link-downed increments and ACTIVE -> not ACTIVE -> ACTIVE state sequences.
 
 A port that stays down for the whole observation (maintenance) is not a flap. Where topology is
-known, the peer's counter is named in the evidence (issue: topology).
+known, the peer's counter is named in the evidence.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
-from fabricscope.detect._common import entity_strings, peers, port_guid, typical_interval
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
+from fabricscope.detect._common import entity_strings, peers, port_guid, rate_rows, typical_interval
 from fabricscope.findings import make_findings, merge_windows
+from fabricscope.sources import NVSENTINEL
 
 KIND = "link_flap"
 ACTIVE = 4.0
@@ -113,3 +114,25 @@ def _attach_peers(inp: AnalysisInput, rows: list[dict]) -> None:
         r["message"] += f"; peer {peer['peer_name']} port {peer['peer_port']}" + (
             " saw it too (cable or transceiver)" if other is not None else ""
         )
+
+
+def _link_downed(r: pl.DataFrame) -> pl.DataFrame:
+    # Only intervals in which the link went down are read (the merge distance is the median interval
+    # of those rows), so the healthy intervals - nearly all of them - stay in their partition.
+    return rate_rows(r, ["link_downed_events"]).filter(pl.col("delta") > 0)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="link-downed increments and ACTIVE→down→ACTIVE; the peer port and whether both ends saw it (topology)",
+    detect=detect,
+    scope="fabric",
+    rates_needed=_link_downed,
+    defaults={
+        "source_downed": f"{NVSENTINEL}: any link_downed increase is fatal; UFM PDR deterministic plugin rule 1, both "
+        "ends of the link (https://github.com/Mellanox/ufm_sdk_3.0, plugins/pdr_deterministic_plugin/README.md)",
+        "source_state": "NVIDIA Health Validation, InfiniBand checks: an RDMA link outage is CRITICAL "
+        "(https://docs.nvidia.com/health-validation/reference/checks/infiniband)",
+        "min_state_transitions": 2,
+    },
+)

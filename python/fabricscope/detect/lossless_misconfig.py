@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed
 from fabricscope.detect.packet_loss import loss_intervals
 from fabricscope.findings import make_findings
+from fabricscope.sources import MLX5_PAUSE
 
 KIND = "lossless_misconfig"
 
@@ -208,3 +209,16 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     if not facts.is_empty():
         rows += _priority_not_lossless(inp, cfg, facts)
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="RoCE drops with no PFC and no ECN anywhere, or on priorities without them",
+    detect=detect,
+    scope="partition",
+    defaults={
+        "min_events": 10,
+        "source": "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' (lossless RoCE needs PFC and ECN); "
+        f"NetQ 'netq check roce'; {MLX5_PAUSE}; rx_prio<p>_pause counts only on PFC-enabled priorities",
+    },
+)

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts
-from fabricscope.detect.packet_loss import loss_intervals, loss_windows
+from fabricscope.detect.packet_loss import LOSS_COUNTERS, loss_intervals, loss_windows, with_traffic
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
+from fabricscope.sources import GBN, default
 
 KIND = "lossy_collapse"
 
@@ -134,3 +135,30 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
     return make_findings(rows)
+
+
+_STORM = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events"]
+
+
+def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:
+    # Loss intervals (packet_loss.loss_intervals) and pause storms on the same host.
+    return with_traffic(r, [c for side in LOSS_COUNTERS.values() for c in side], ("rx", "tx"), _STORM)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="go-back-N/go-back-0 throughput collapse at p ≥ 0.1%",
+    detect=detect,
+    scope="fabric",
+    rates_needed=_loss_and_traffic,
+    defaults={
+        "collapse_p": 1e-3,
+        "rtt_us": 10.0,
+        "mtu_bytes": 4096,
+        "message_bytes": 4 * 1024 * 1024,
+        "min_efficiency": 0.9,
+        "max_drop_ratio": 0.1,
+        "source": f"{GBN}; RTT 10 us, 4 KB MTU, 4 MB messages: "
+        + default("one datacentre RTT and the large messages of collectives"),
+    },
+)

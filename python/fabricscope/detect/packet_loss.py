@@ -20,11 +20,14 @@ The helpers here (NIC keys, aligning series of one NIC, loss intervals) are shar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
-from fabricscope.detect._common import NIC, attach_rate, preferred, series_of, typical_interval
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
+from fabricscope.detect._common import NIC, attach_rate, preferred, rate_rows, series_of, typical_interval
 from fabricscope.findings import make_findings, merge_windows
+from fabricscope.sources import default
 
 KIND = "packet_loss"
 
@@ -53,6 +56,24 @@ def traffic(inp: AnalysisInput, base: pl.DataFrame, direction: str, mtu_bytes: f
         (pl.col("_pk_rate").is_null() & pl.col("_by_rate").is_not_null()).alias("packets_estimated"),
         pl.col("_by_rate").alias("bytes_per_s"),
     ).drop("_pk_rate", "_by_rate")
+
+
+def with_traffic(
+    r: pl.DataFrame, base: Sequence[str], directions: Sequence[str], extra: Sequence[str] = ()
+) -> pl.DataFrame:
+    """Rate rows of NIC counters ``base`` (+ ``extra``) and the same NICs' packets and bytes.
+
+    Detectors join a NIC's base counters with its traffic (:func:`traffic`); traffic of NICs without any
+    base counter can never join, so a partition does not ship it to the fabric-wide step.
+    """
+    own = rate_rows(r, [*base, *extra])
+    nics = rate_rows(own, base).select("host", "device", "port").unique()
+    if nics.is_empty():
+        return own
+    moved = rate_rows(r, [c for d in directions for c in (*PACKETS[d], *BYTES[d])])
+    return pl.concat(
+        [own, moved.join(nics, on=["host", "device", "port"], how="semi", nulls_equal=True, maintain_order="left")]
+    )
 
 
 def loss_intervals(inp: AnalysisInput) -> pl.DataFrame:
@@ -218,3 +239,18 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 }
             )
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="RoCE loss rate p per NIC and direction",
+    detect=detect,
+    scope="partition",
+    defaults={
+        "warning_p": 1e-6,
+        "min_events": 10,
+        "mtu_bytes": 4096,
+        "source": "mlx5 RoCE loss counters (Linux kernel drivers/infiniband/hw/mlx5/counters.c); p >= 1e-6 with "
+        ">= 10 events: " + default("a lossless fabric should lose nothing; 1000x below the 0.1% collapse line"),
+    },
+)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
-from fabricscope.detect._common import keyed
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
+from fabricscope.detect._common import keyed, rate_rows
 from fabricscope.findings import make_findings, merge_windows
+from fabricscope.sources import MLX5_PAUSE, default
 
 KIND = "pfc_congestion"
 
@@ -119,3 +120,24 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
     return make_findings(rows)
+
+
+def _pause(r: pl.DataFrame) -> pl.DataFrame:
+    return rate_rows(r, list(PAUSE))
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="sustained pause (rx: network can't absorb the NIC; tx: the NIC can't absorb the network)",
+    detect=detect,
+    scope="fabric",
+    rates_needed=_pause,
+    defaults={
+        # time-weighted pause ratio over the trailing sustain_s (or one longer interval)
+        "warning_ratio": 0.05,
+        "critical_ratio": 0.50,
+        "sustain_s": 20.0,
+        "source": f"{MLX5_PAUSE}; 5%/50% over 20 s: "
+        + default("a few percent of sustained pause is chronic congestion spreading upstream"),
+    },
+)

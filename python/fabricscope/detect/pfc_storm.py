@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import attach_rate, keyed
 from fabricscope.detect.pfc_congestion import MEANING, SERIES, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
+from fabricscope.sources import MLX5_STORM, PFCWD
 
 KIND = "pfc_storm"
 
@@ -249,3 +250,22 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     if not p.is_empty():
         rows += _unbroken_rule(inp, p, cfg)
     return make_findings(merge_same_fault(rows))
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="per-priority pause ≥ 99% of a window, NIC storm watchdogs, unbroken pause with collapsed traffic",
+    detect=detect,
+    scope="partition",
+    defaults={
+        # storm_ratio of at least window_s (or one sampling interval when longer); NIC watchdog
+        # events; or pause of at least unbroken_ratio with no Xoff->Xon transition while the
+        # paused direction's bytes on that priority fall to collapse_ratio of their p90.
+        "storm_ratio": 0.99,
+        "window_s": 0.2,
+        "unbroken_ratio": 0.95,
+        "collapse_ratio": 0.10,
+        "source": f"{PFCWD}; {MLX5_STORM}; unbroken pause with collapse: the NIC pause watchdog of Guo et al., "
+        "'RDMA over Commodity Ethernet at Scale', SIGCOMM 2016, section 4.3",
+    },
+)

@@ -26,13 +26,14 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
 from fabricscope.detect.bottleneck import network_ports
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu, profile_for_port
+from fabricscope.sources import NCCL_EXPECTED, NGC_PERF, default
 
-__all__ = ["detect", "expected_busbw"]
+__all__ = ["SPEC", "detect", "expected_busbw"]
 
 KIND = "underperformance"
 
@@ -379,3 +380,34 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     facts = _facts(inp)
     rows = _perftest_bw(inp, cfg, facts) + _perftest_lat(inp, cfg) + _nccl(inp, cfg, facts) + _busy_but_slow(inp, cfg)
     return make_findings(rows)
+
+
+SPEC = DetectorSpec(
+    name=KIND,
+    summary="perftest below 90% of port rate or over latency limits; nccl-tests busbw below 80% of what the "
+    "log's topology should give; busy ports far below line rate",
+    detect=detect,
+    scope="fabric",
+    rates_needed=no_rates,
+    defaults={
+        # perftest: the largest message size of each run (if >= perftest_min_size_bytes, perftest's default
+        # BW message size) against the port rate (NVIDIA's pass criterion)
+        "perftest_min_ratio": 0.90,
+        "perftest_critical_ratio": 0.50,
+        "perftest_min_size_bytes": 65536,
+        "perftest_max_write_lat_us": 2.5,
+        "perftest_max_read_lat_us": 4.5,
+        # nccl-tests: bus bandwidth at the largest size >= nccl_min_size_bytes against the topology's expectation
+        "nccl_min_ratio": 0.80,
+        "nccl_critical_ratio": 0.50,
+        "nccl_min_size_bytes": 1 << 30,
+        # counters: a port busy (sending or waiting) this share of a window moving less than min_ratio of line rate
+        "busy_ratio": 0.90,
+        "counter_min_ratio": 0.50,
+        # what a profile-less GPU or network is assumed to be (evidence says expected_assumed)
+        "nvlink_profile": "nvlink4",
+        "network_profile": "ndr400",
+        "source": f"{NGC_PERF}; {NCCL_EXPECTED}; busy but slow at 90%/50%: "
+        + default("a port busy nearly all the time should move at least half its line rate"),
+    },
+)

@@ -14,8 +14,12 @@ The analysis is split into three steps that every engine runs the same way:
    ports, link_flap's peer at the other end of the cable, lossy_collapse's peer NICs) run once on
    the concatenated reduced inputs.
 
-Every detector not classified here is treated as fabric-wide with the *full* rates and samples: a
-new detector is correct by default and becomes scalable once it is classified. Engines implement
+Which step runs a detector, and which rate rows a partition ships to the fabric-wide step, is what
+the detector's spec declares (:class:`fabricscope.detect.DetectorSpec` ``scope`` and ``rates_needed``);
+a fabric-wide detector that declares no projection gets the *full* rates and samples: correct by
+default, scalable once it declares what it reads. Side tables (benchmarks, captures' packet tables,
+topology links) go whole to both steps, so a benchmark log or a capture alone, with no counters at
+all, is judged exactly like a mix. Engines implement
 :class:`Engine`; :mod:`fabricscope.engines.local` runs the steps in this process,
 :mod:`fabricscope.engines.ray` as Ray tasks. See ``docs/scale.md``.
 """
@@ -33,11 +37,9 @@ from typing import Any
 import polars as pl
 
 from fabricscope.captures import CAPTURE_AS, PER_PRIORITY_AS, with_capture_counters
-from fabricscope.detect import DETECTORS, AnalysisInput
-from fabricscope.detect.ecn_congestion import LOOP
-from fabricscope.detect.packet_loss import BYTES, LOSS_COUNTERS, PACKETS
-from fabricscope.detect.pfc_congestion import PAUSE
-from fabricscope.io import InputReport, TimeLike, _time_ns
+from fabricscope.detect import AnalysisInput, DetectorSpec, detectors_in
+from fabricscope.findings import empty_findings
+from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
 from fabricscope.profiles import Profile
 from fabricscope.rates import rates, value_as_float
 
@@ -49,7 +51,7 @@ __all__ = [
     "PartitionResult",
     "ReadOptions",
     "analyze_partition",
-    "empty_attributes",
+    "analyze_tables",
     "fabric_wide",
     "get_engine",
     "merge_tables",
@@ -58,91 +60,13 @@ __all__ = [
     "split_by_partition",
 ]
 
-PER_PARTITION = frozenset(
-    {
-        # Each judges one port's (or NIC's) own series against thresholds and its own line rate.
-        "link_errors",
-        "ib_congestion",
-        "pfc_storm",
-        "packet_loss",
-        "counter_anomaly",
-        # Decide per host (the other devices of the same host; the busiest layer of a host on an
-        # epoch-aligned window grid): partitions hold whole hosts.
-        "lossless_misconfig",
-        "bottleneck",
-    }
-)
+PER_PARTITION = frozenset(s.name for s in detectors_in("partition"))
 """Detectors whose findings for a port depend only on that port's host: run inside partitions."""
 
-_STORM = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events"]
-
-
-def _no_rates(r: pl.DataFrame) -> pl.DataFrame:
-    return r.clear()
-
-
-def _counters(r: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
-    """Rows of some counters; the names present are looked up once in the dictionary, not per row."""
-    present = set(r["counter"].unique().cast(pl.String).to_list()) & set(names)
-    if not present:
-        return r.clear()
-    return r.filter(pl.col("counter").is_in(pl.Series(sorted(present), dtype=r.schema["counter"])))
-
-
-def _link_downed(r: pl.DataFrame) -> pl.DataFrame:
-    # link_flap reads only intervals in which the link went down (its merge distance is the median
-    # interval of those rows), so the healthy intervals - nearly all of them - stay home.
-    return _counters(r, ["link_downed_events"]).filter(pl.col("delta") > 0)
-
-
-def _with_traffic(
-    r: pl.DataFrame, base: list[str], directions: Sequence[str], extra: Sequence[str] = ()
-) -> pl.DataFrame:
-    # Detectors join a NIC's base counters with the same NIC's packets and bytes (packet_loss.traffic);
-    # traffic of NICs without any base counter can never join, so it is not shipped.
-    own = _counters(r, [*base, *extra])
-    nics = _counters(own, base).select("host", "device", "port").unique()
-    if nics.is_empty():
-        return own
-    traffic = _counters(r, [c for d in directions for c in (*PACKETS[d], *BYTES[d])])
-    return pl.concat(
-        [
-            own,
-            traffic.join(nics, on=["host", "device", "port"], how="semi", nulls_equal=True, maintain_order="left"),
-        ]
-    )
-
-
-def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:
-    # Loss intervals (packet_loss.loss_intervals) and pause storms on the same host.
-    return _with_traffic(r, [c for side in LOSS_COUNTERS.values() for c in side], ("rx", "tx"), _STORM)
-
-
-def _ecn_loop(r: pl.DataFrame) -> pl.DataFrame:
-    # The loop counters and the received traffic the marked share is computed against.
-    return _with_traffic(r, list(LOOP), ("rx",))
-
-
-def _pause(r: pl.DataFrame) -> pl.DataFrame:
-    return _counters(r, list(PAUSE))
-
-
-FABRIC_WIDE: dict[str, Callable[[pl.DataFrame], pl.DataFrame]] = {
-    # The expected rate/width is the majority of like ports across the fabric: gauges + attributes.
-    "link_degraded": _no_rates,
-    # The peer port at the other end of the cable (topology) and whether both ends flapped.
-    "link_flap": _link_downed,
-    # A collapsing NIC is compared with the median of its peer NICs over the same window.
-    "lossy_collapse": _loss_and_traffic,
-    # A sustained pause names the other hosts pausing on the same priority at the same time.
-    "pfc_congestion": _pause,
-    # Judges the benchmark tables (nccl-tests, perftest), which are not partitioned: run once.
-    "underperformance": _no_rates,
-    # The CNP balance compares CNPs sent by all notification points with those all reaction
-    # points received: a loop broken between hosts is invisible inside one host.
-    "ecn_congestion": _ecn_loop,
+FABRIC_WIDE: dict[str, Callable[[pl.DataFrame], pl.DataFrame] | None] = {
+    s.name: s.rates_needed for s in detectors_in("fabric")
 }
-"""Fabric-wide detectors and the rate rows (from one partition's rates) each needs."""
+"""Fabric-wide detectors and the rate rows (from one partition's rates) each needs (None: all of them)."""
 
 
 @dataclass(frozen=True)
@@ -253,10 +177,11 @@ class PartitionResult:
         findings: Findings of the per-partition detectors.
         gauges: The partition's gauges with a float ``value`` (fabric-wide detectors read them).
         attributes: The partition's port attributes.
-        rates: Only the rate rows fabric-wide detectors read (:data:`FABRIC_WIDE`), or all of them
-            when a detector is not classified.
-        samples: The partition's samples only when a detector is not classified, else empty.
+        rates: The rate rows fabric-wide detectors read (their specs' ``rates_needed``), or all of them
+            when one of them reads everything or the analysis keeps its detail.
+        samples: The partition's samples only when a fabric-wide detector reads everything, else empty.
         rows: Sample rows analysed.
+        views: The partition detectors' views (``layers`` ...) when the analysis keeps its detail.
     """
 
     findings: pl.DataFrame
@@ -265,14 +190,28 @@ class PartitionResult:
     rates: pl.DataFrame
     samples: pl.DataFrame
     rows: int
+    views: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
-def _unclassified() -> list[str]:
-    return [n for n in DETECTORS() if n not in PER_PARTITION and n not in FABRIC_WIDE]
+def _reads_everything() -> bool:
+    return any(s.rates_needed is None for s in detectors_in("fabric"))
 
 
 def _gauges(samples: pl.DataFrame) -> pl.DataFrame:
     return samples.filter(~pl.col("is_counter")).with_columns(value_as_float().alias("value"))
+
+
+def _run(spec: DetectorSpec, inp: AnalysisInput) -> pl.DataFrame:
+    """One detector on one input; a kind its spec does not declare is a bug in the detector."""
+    found = spec.detect(inp)
+    stray = set(found["kind"].unique().to_list()) - set(spec.kinds) if found.height else set()
+    if stray:
+        raise RuntimeError(f"detector {spec.name} emitted undeclared finding kinds {sorted(stray)}")
+    return found
+
+
+def _views(specs: Sequence[DetectorSpec], inp: AnalysisInput) -> dict[str, pl.DataFrame]:
+    return {name: fn(inp) for s in specs for name, fn in s.views.items()}
 
 
 def analyze_partition(
@@ -281,6 +220,8 @@ def analyze_partition(
     tables: dict[str, pl.DataFrame],
     config: dict[str, Any],
     profile: Profile | None,
+    *,
+    keep_detail: bool = False,
 ) -> PartitionResult:
     """Rates and per-partition detectors on one partition (all series of some hosts).
 
@@ -290,6 +231,8 @@ def analyze_partition(
         tables: Side tables (``links``, ...), whole.
         config: Thresholds (:func:`fabricscope.config.load_config`).
         profile: A forced profile, or None.
+        keep_detail: Return every rate row and the detectors' views, not only what the fabric-wide
+            detectors read.
 
     Returns:
         A :class:`PartitionResult`.
@@ -305,13 +248,13 @@ def analyze_partition(
     inp = AnalysisInput(
         samples=samples, rates=r, gauges=gauges, attributes=attributes, config=config, profile=profile, tables=tables
     )
-    detectors = DETECTORS()
-    frames = [detectors[n](inp) for n in detectors if n in PER_PARTITION]
-    full = bool(_unclassified())
-    if full:
+    local = detectors_in("partition")
+    frames = [_run(s, inp) for s in local]
+    full = _reads_everything()
+    if full or keep_detail:
         reduced = r
     else:
-        wanted = [FABRIC_WIDE[n] for n in detectors if n in FABRIC_WIDE]
+        wanted = [s.rates_needed for s in detectors_in("fabric") if s.rates_needed is not None]
         reduced = pl.concat([fn(r) for fn in wanted]).unique(maintain_order=True) if wanted else r.clear()
     return PartitionResult(
         findings=_concat_findings(frames),
@@ -320,23 +263,38 @@ def analyze_partition(
         rates=reduced,
         samples=samples if full else samples.clear(),
         rows=samples.height,
+        views=_views(local, inp) if keep_detail else {},
     )
 
 
 def _concat_findings(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
-    from fabricscope.findings import empty_findings
-
     nonempty = [f for f in frames if not f.is_empty()]
     return pl.concat(nonempty, how="vertical") if nonempty else empty_findings()
 
 
-def _concat(frames: Sequence[pl.DataFrame], empty: pl.DataFrame | None = None) -> pl.DataFrame:
+def _concat(frames: Sequence[pl.DataFrame], empty: pl.DataFrame) -> pl.DataFrame:
     nonempty = [f for f in frames if f.height]
     if nonempty:
         return pl.concat(nonempty, how="vertical_relaxed")
-    if frames:
-        return frames[0]
-    return empty if empty is not None else pl.DataFrame()
+    return frames[0] if frames else empty
+
+
+def _no_partition(config: dict[str, Any]) -> PartitionResult:
+    """What a run with no samples at all reduces: empty frames with their schemas.
+
+    Benchmark logs and topology dumps carry no samples; the fabric-wide detectors still judge their
+    tables, so the fabric-wide step must run on empty, well-typed counters rather than be skipped.
+    """
+    samples = empty_samples()
+    rcfg = config["rates"]
+    return PartitionResult(
+        findings=empty_findings(),
+        gauges=_gauges(samples),
+        attributes=empty_attributes(),
+        rates=rates(samples, gap_factor=rcfg["gap_factor"], min_gap_s=rcfg["min_gap_s"]),
+        samples=samples,
+        rows=0,
+    )
 
 
 def fabric_wide(
@@ -344,26 +302,26 @@ def fabric_wide(
     tables: dict[str, pl.DataFrame],
     config: dict[str, Any],
     profile: Profile | None,
-    empty_attributes: pl.DataFrame,
-) -> pl.DataFrame:
-    """Run the fabric-wide (and unclassified) detectors on the reduced per-partition results.
+    *,
+    keep_detail: bool = False,
+) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """Run the fabric-wide detectors on the reduced per-partition results.
 
     Returns:
-        The findings of those detectors.
+        The findings of those detectors and (with ``keep_detail``) their views.
     """
+    empty = _no_partition(config)
     inp = AnalysisInput(
-        samples=_concat([r.samples for r in results]),
-        rates=_concat([r.rates for r in results]),
-        gauges=_concat([r.gauges for r in results]),
-        attributes=_concat([r.attributes for r in results], empty_attributes),
+        samples=_concat([r.samples for r in results], empty.samples),
+        rates=_concat([r.rates for r in results], empty.rates),
+        gauges=_concat([r.gauges for r in results], empty.gauges),
+        attributes=_concat([r.attributes for r in results], empty.attributes),
         config=config,
         profile=profile,
         tables=tables,
     )
-    detectors = DETECTORS()
-    if inp.rates.width == 0:  # no partition at all: nothing was read or everything was filtered out
-        return _concat_findings([])
-    return _concat_findings([fn(inp) for n, fn in detectors.items() if n not in PER_PARTITION])
+    specs = detectors_in("fabric")
+    return _concat_findings([_run(s, inp) for s in specs]), (_views(specs, inp) if keep_detail else {})
 
 
 @dataclass
@@ -373,13 +331,14 @@ class EngineResult:
     Attributes:
         findings: Findings of all detectors, unordered.
         reports: Per-input reader reports, in input order.
-        rates: The reduced rates the fabric-wide detectors saw (not all rates: those never exist
-            as one table in a partitioned run).
+        rates: The rates the fabric-wide detectors saw (every rate only with ``keep_detail``: a
+            partitioned run otherwise never holds them as one table).
         rows: Sample rows analysed (after filters).
         partitions: Non-empty partitions analysed.
         tables: Side tables read (``links``, ...).
         seconds: Wall time per step (``read``, ``partitions``, ``fabric``), for benchmarks.
         sample_bytes: Arrow size of the samples read (after filters).
+        views: The detectors' views (``layers`` ...), with ``keep_detail``.
     """
 
     findings: pl.DataFrame
@@ -390,6 +349,7 @@ class EngineResult:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     sample_bytes: int = 0
+    views: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
 def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
@@ -401,13 +361,6 @@ def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataF
     return {k: pl.concat(v, how="vertical_relaxed") for k, v in by_name.items()}
 
 
-def empty_attributes() -> pl.DataFrame:
-    """A port-attributes frame with no rows (for partitions whose inputs carry none)."""
-    from fabricscope.analyze import _empty_attributes
-
-    return _empty_attributes()
-
-
 def reduce_results(
     results: Sequence[PartitionResult],
     *,
@@ -417,19 +370,75 @@ def reduce_results(
     reports: list[InputReport],
     seconds: dict[str, float],
     sample_bytes: int = 0,
+    keep_detail: bool = False,
 ) -> EngineResult:
     """The last step of every engine: fabric-wide detectors on the partitions' results, then one result."""
     t = time.perf_counter()
-    findings = fabric_wide(results, tables, config, profile, empty_attributes())
+    findings, fabric_views = fabric_wide(results, tables, config, profile, keep_detail=keep_detail)
+    names = dict.fromkeys([*(n for r in results for n in r.views), *fabric_views])
+    views = {
+        n: _concat(
+            [*(r.views[n] for r in results if n in r.views), *([fabric_views[n]] if n in fabric_views else [])],
+            pl.DataFrame(),
+        )
+        for n in names
+    }
     return EngineResult(
         findings=_concat_findings([*(r.findings for r in results), findings]),
         reports=reports,
-        rates=_concat([r.rates for r in results]),
+        rates=_concat([r.rates for r in results], _no_partition(config).rates),
         rows=sum(r.rows for r in results),
         partitions=len(results),
         tables=tables,
         seconds={**seconds, "fabric": time.perf_counter() - t},
         sample_bytes=sample_bytes,
+        views=views,
+    )
+
+
+def analyze_tables(
+    samples: pl.DataFrame,
+    attributes: pl.DataFrame,
+    tables: dict[str, pl.DataFrame],
+    *,
+    filters: Filters,
+    config: dict[str, Any],
+    profile: Profile | None,
+    partitions: int = 1,
+    keep_detail: bool = True,
+) -> EngineResult:
+    """Analyse tables already in memory: the local engine's steps on ``partitions`` host partitions.
+
+    Args:
+        samples: A samples frame (:func:`fabricscope.read`).
+        attributes: Its port attributes.
+        tables: Side tables (benchmarks, packet tables, ``links``).
+        filters: Host/time filters, applied before rates.
+        config: Thresholds.
+        profile: A forced profile, or None.
+        partitions: Host partitions (1: the whole table at once).
+        keep_detail: Keep every rate row and the detectors' views.
+
+    Returns:
+        An :class:`EngineResult` (no reader reports).
+    """
+    t0 = time.perf_counter()
+    samples, attributes = filters.apply(samples), filters.apply(attributes, timed=False)
+    parts = split_by_partition(samples, partitions)
+    attrs = split_by_partition(attributes, partitions)
+    results = [
+        analyze_partition(part, attrs.get(i, attributes.clear()), tables, config, profile, keep_detail=keep_detail)
+        for i, part in sorted(parts.items())
+    ]
+    return reduce_results(
+        results,
+        tables=tables,
+        config=config,
+        profile=profile,
+        reports=[],
+        seconds={"partitions": time.perf_counter() - t0},
+        sample_bytes=samples.estimated_size(),
+        keep_detail=keep_detail,
     )
 
 
@@ -447,6 +456,7 @@ class Engine(ABC):
         filters: Filters,
         config: dict[str, Any],
         profile: Profile | None,
+        keep_detail: bool = False,
     ) -> EngineResult:
         """Analyse the inputs at ``paths``.
 
@@ -456,6 +466,7 @@ class Engine(ABC):
             filters: Host/time filters applied to each batch before rates.
             config: Thresholds.
             profile: A forced profile, or None.
+            keep_detail: Also return every rate row and the detectors' views (memory grows with the input).
 
         Returns:
             An :class:`EngineResult`.

@@ -26,11 +26,11 @@ from fabricscope.engines import (
     PartitionResult,
     ReadOptions,
     analyze_partition,
-    empty_attributes,
     merge_tables,
     reduce_results,
 )
 from fabricscope.engines.units import group_units, read_units, work_units
+from fabricscope.io import empty_attributes
 from fabricscope.profiles import Profile
 
 __all__ = ["BUCKETS", "LocalEngine"]
@@ -80,6 +80,7 @@ class LocalEngine(Engine):
         filters: Filters,
         config: dict[str, Any],
         profile: Profile | None,
+        keep_detail: bool = False,
     ) -> EngineResult:
         """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
         t0 = time.perf_counter()
@@ -108,6 +109,7 @@ class LocalEngine(Engine):
                 whole_tables,
                 config,
                 profile,
+                keep_detail=keep_detail,
             )
 
         # One group after another: Polars already uses every core inside each, and detectors are
@@ -121,6 +123,7 @@ class LocalEngine(Engine):
             reports=reports,
             seconds={"read": t1 - t0, "partitions": time.perf_counter() - t1},
             sample_bytes=sample_bytes,
+            keep_detail=keep_detail,
         )
 
     def _groups(self, samples: dict[int, list[pl.DataFrame]]) -> list[list[int]]:

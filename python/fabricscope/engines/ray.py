@@ -28,12 +28,12 @@ from fabricscope.engines import (
     PartitionResult,
     ReadOptions,
     analyze_partition,
-    empty_attributes,
     merge_tables,
     reduce_results,
 )
 from fabricscope.engines.units import Unit, group_units, read_units, work_units
-from fabricscope.exceptions import FabricscopeError
+from fabricscope.exceptions import EngineUnavailableError, FabricscopeError
+from fabricscope.io import empty_attributes
 from fabricscope.profiles import Profile
 
 __all__ = ["RayEngine"]
@@ -54,6 +54,7 @@ def _analyze_task(
     tables: dict[str, pl.DataFrame],
     config: dict[str, Any],
     profile: Profile | None,
+    keep_detail: bool,
     *parts: tuple[pl.DataFrame | None, pl.DataFrame | None],
 ) -> PartitionResult | None:
     samples = [s for s, _ in parts if s is not None]
@@ -66,6 +67,7 @@ def _analyze_task(
         tables,
         config,
         profile,
+        keep_detail=keep_detail,
     )
 
 
@@ -104,18 +106,23 @@ class RayEngine(Engine):
         filters: Filters,
         config: dict[str, Any],
         profile: Profile | None,
+        keep_detail: bool = False,
     ) -> EngineResult:
-        """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
+        """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`).
+
+        Raises:
+            EngineUnavailableError: Ray is not installed.
+        """
         try:
             import ray
-        except ImportError as e:  # pragma: no cover - depends on the install
-            raise ImportError("the ray engine needs Ray: pip install 'fabricscope[ray]'") from e
+        except ImportError as e:  # depends on the install
+            raise EngineUnavailableError("the ray engine needs Ray: pip install 'fabricscope[ray]'") from e
         started = False
         if not ray.is_initialized():
             ray.init(address=self.address, log_to_driver=False, configure_logging=False)
             started = True
         try:
-            return self._run(ray, paths, read, filters, config, profile)
+            return self._run(ray, paths, read, filters, config, profile, keep_detail)
         finally:
             if started:
                 ray.shutdown()
@@ -128,6 +135,7 @@ class RayEngine(Engine):
         filters: Filters,
         config: dict[str, Any],
         profile: Profile | None,
+        keep_detail: bool,
     ) -> EngineResult:
         t0 = time.perf_counter()
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -142,9 +150,19 @@ class RayEngine(Engine):
         tables_ref = ray.put(tables)
         # Partition i's frames from every read task go to one analysis task, straight from the
         # object store: the driver never holds samples.
-        pending = [analyze_task.remote(tables_ref, config, profile, *[r[1 + i] for r in reads]) for i in range(n)]
+        pending = [
+            analyze_task.remote(tables_ref, config, profile, keep_detail, *[r[1 + i] for r in reads]) for i in range(n)
+        ]
         results: list[PartitionResult] = [r for r in _get(ray, pending) if r is not None]
         # Reading and the partitions overlap in Ray: one figure for both.
         seconds = {"read+partitions": time.perf_counter() - t0}
         reports = [r for m in metas for r in m["reports"]]
-        return reduce_results(results, tables=tables, config=config, profile=profile, reports=reports, seconds=seconds)
+        return reduce_results(
+            results,
+            tables=tables,
+            config=config,
+            profile=profile,
+            reports=reports,
+            seconds=seconds,
+            keep_detail=keep_detail,
+        )

@@ -1,0 +1,88 @@
+"""What every detector module declares and receives: :class:`DetectorSpec` and :class:`AnalysisInput`.
+
+A detector module exports exactly one ``SPEC``; the registry (:mod:`fabricscope.detect`), the config
+defaults (:data:`fabricscope.config.DEFAULTS`), the finding kinds, the engines' routing and the detector
+tables in the README and ``docs/detectors.md`` are all derived from these specs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import polars as pl
+
+from fabricscope.profiles import Profile
+
+__all__ = ["AnalysisInput", "DetectorSpec", "Scope"]
+
+Scope = Literal["partition", "fabric"]
+"""``partition``: a port's findings depend only on its own host's data (runs inside host partitions);
+``fabric``: compares ports across hosts or judges whole-fabric tables (runs once on reduced inputs)."""
+
+
+@dataclass
+class AnalysisInput:
+    """What detectors read.
+
+    Attributes:
+        samples: The canonical samples table.
+        rates: Output of :func:`fabricscope.rates.rates`.
+        gauges: Gauge samples over time (``is_counter`` false), with a float ``value``.
+        attributes: The port-attributes table.
+        config: Thresholds (:func:`fabricscope.config.load_config`).
+        profile: A profile forced by the user (``--profile``), else None (detect per port).
+        tables: Other tables (``links`` ...), by name.
+    """
+
+    samples: pl.DataFrame
+    rates: pl.DataFrame
+    gauges: pl.DataFrame
+    attributes: pl.DataFrame
+    config: dict[str, Any]
+    profile: Profile | None = None
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+
+def no_rates(rates: pl.DataFrame) -> pl.DataFrame:
+    """A fabric-wide detector's projection when it reads no rate rows (gauges, attributes, tables only)."""
+    return rates.clear()
+
+
+@dataclass(frozen=True)
+class DetectorSpec:
+    """One detector, as its module declares it.
+
+    Attributes:
+        name: The detector's name; also its config section and (usually) its finding kind.
+        summary: One line for the detector tables: what it finds.
+        detect: The function from :class:`AnalysisInput` to a findings frame.
+        scope: ``partition`` or ``fabric`` (:data:`Scope`).
+        kinds: The finding kinds it may emit (default: its name).
+        rates_needed: For ``fabric`` scope: the rate rows it reads, selected from one partition's rates
+            so that partitions ship only those (None: it reads every rate row and every sample, which is
+            correct but does not scale).
+        defaults: Its config defaults (thresholds, each table with a ``source`` naming a public document
+            or "fabricscope default: why").
+        views: Frames the detector can explain itself with, by name (e.g. the bottleneck detector's
+            per-layer ``layers``): computed on the same input as the detector when an analysis keeps
+            its detail.
+    """
+
+    name: str
+    summary: str
+    detect: Callable[[AnalysisInput], pl.DataFrame]
+    scope: Scope
+    kinds: tuple[str, ...] = ()
+    rates_needed: Callable[[pl.DataFrame], pl.DataFrame] | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    views: Mapping[str, Callable[[AnalysisInput], pl.DataFrame]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.scope not in ("partition", "fabric"):
+            raise ValueError(f"detector {self.name}: scope must be 'partition' or 'fabric', not {self.scope!r}")
+        if not self.kinds:
+            object.__setattr__(self, "kinds", (self.name,))
+        if self.scope == "partition" and self.rates_needed is not None:
+            raise ValueError(f"detector {self.name}: rates_needed applies to fabric-wide detectors only")
