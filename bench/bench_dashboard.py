@@ -9,10 +9,10 @@ without the network and the browser's drawing):
   after a change of the data waits for);
 * **warm**: the median of ``--repeat`` further runs (every later visitor and every widget click).
 
-Then ``fabricscope simulate --scenario scale`` writes a Prometheus federation dump of about
+Then ``fabricscope simulate --scale PORTSx12xREADINGS`` writes a Prometheus federation dump of about
 ``--samples`` samples into ``bench/data/dashboard-scale/`` (reused when present) and the same is
 measured there, with the most points any chart of the page sends to the browser (the aggregation
-bound, ``data.MAX_POINTS`` per series).
+bound, ``aggregates.MAX_POINTS`` per series).
 
 ``--browser`` also times each page in headless Chromium against ``fabricscope dashboard``: from
 navigation until the script has finished and the page is drawn (Streamlit's status widget gone),
@@ -129,12 +129,19 @@ def scale_data(samples: int) -> int:
     import fabricscope
 
     if not SCALE_DIR.exists():
-        # scale mode: 64 hosts x 96 series per scrape; the duration sets the scrape count.
-        hosts, per_scrape, interval = 64, 96, 15.0
-        scrapes = max(2, samples // (hosts * per_scrape))
-        cmd = [sys.executable, "-m", "fabricscope", "simulate", str(SCALE_DIR), "--scenario", "scale"]
-        cmd += ["--hosts", str(hosts), "--duration", str(scrapes * interval), "--interval", str(interval)]
-        cmd += ["--size-mb", "100000"]
+        # scale mode: 64 hosts x 8 HCAs x 12 counters per scrape; the sample count sets the scrapes.
+        ports, counters, interval = 64 * 8, 12, 15.0
+        scrapes = max(2, samples // (ports * counters))
+        cmd = [
+            sys.executable,
+            "-m",
+            "fabricscope",
+            "simulate",
+            str(SCALE_DIR),
+            "--scale",
+            f"{ports}x{counters}x{scrapes}",
+        ]
+        cmd += ["--interval", str(interval)]
         subprocess.run(cmd, check=True)
     return sum(frame.height for frame in fabricscope.scan(str(SCALE_DIR)))
 

@@ -337,7 +337,7 @@ def test_history_is_readable_by_polars_and_duckdb(tmp_path: Path) -> None:
     only = hist.samples(since="2026-12-04T16:02:00Z", hosts=["pfcstorm-gpu03"]).collect()
     assert only["host"].unique().to_list() == ["pfcstorm-gpu03"]
     assert only["time"].min() >= dt.datetime(2026, 12, 4, 16, 2, tzinfo=dt.timezone.utc)
-    a = hist.analysis()
+    a = fabricscope.run_analysis(h)  # a history directory is an input like any other
     assert "pfc_storm" in a.findings["kind"].to_list()
     duckdb = pytest.importorskip("duckdb")
     n = duckdb.sql(
@@ -408,7 +408,7 @@ def test_topology_is_kept_in_the_state(tmp_path: Path) -> None:
 
 
 def test_context_lines_keep_the_directives_a_tail_needs() -> None:
-    from fabricscope.cron import _context_lines
+    from fabricscope.cron.directives import context_lines
 
     text = (
         "# host: gpu17\n"
@@ -421,7 +421,7 @@ def test_context_lines_keep_the_directives_a_tail_needs() -> None:
         "2026-12-02T14:00:10+00:00\n"
         "     rx_bytes: 6\n"
     )
-    ctx = _context_lines(text.encode(), [])
+    ctx = context_lines(text.encode(), [])
     assert ctx == [
         "# host: gpu17",
         "$ ethtool -S eth2",
@@ -429,5 +429,5 @@ def test_context_lines_keep_the_directives_a_tail_needs() -> None:
         "2026-12-02T14:00:10+00:00",
     ]
     # The next tail only adds a newer timestamp: the rest carries over.
-    assert _context_lines(b"1796200020\n     rx_bytes: 7\n", ctx)[-1] == "1796200020"
-    assert _context_lines(b"1796200020\n", ctx)[0] == "# host: gpu17"
+    assert context_lines(b"1796200020\n     rx_bytes: 7\n", ctx)[-1] == "1796200020"
+    assert context_lines(b"1796200020\n", ctx)[0] == "# host: gpu17"

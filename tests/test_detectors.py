@@ -203,7 +203,7 @@ def test_sample_traces_findings() -> None:
     assert ("link_degraded", "gpu04", "mlx5_1") in top
     assert ("ib_congestion", "gpu03", "mlx5_0") in top
     assert ("ib_congestion", "gpu03", "mlx5_1") in top
-    # RoCE (issue 5): roce01/eth2 priority 3 paused 60% then 99.5% without a break (a storm); roce02 loses
+    # RoCE: roce01/eth2 priority 3 paused 60% then 99.5% without a break (a storm); roce02 loses
     # ~6e-6 of its RoCE packets both ways while its DCQCN loop (ECN marks, CNPs) works
     roce = ["pfc_storm", "pfc_congestion", "ecn_congestion", "packet_loss", "lossy_collapse", "lossless_misconfig"]
     got = f.filter(pl.col("kind").is_in(roce) & pl.col("host").is_in(["roce01", "roce02"]))

@@ -1,4 +1,4 @@
-"""RoCEv2 detectors: positive cases, near misses that stay silent, and the traps of issue 5."""
+"""RoCEv2 detectors: positive cases, near misses that stay silent, and the traps."""
 
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ from .conftest import SAMPLES
         "fabricscope.history",
         "fabricscope._atomic",
         "fabricscope.textfile",
-        "fabricscope.cron",
+        "fabricscope.cron.lifecycle",
+        "fabricscope.cron.outputs",
         "fabricscope.report.build",
     ],
 )

@@ -65,7 +65,7 @@ def test_ethtool_round_trip(stats: dict[str, int]) -> None:
     assert df["value_u64"].to_list() == list(stats.values())
 
 
-# --- any input (issue 12): the public API never fails outside fabricscope's exceptions ---------
+# --- any input: the public API never fails outside fabricscope's exceptions ---------
 
 FORMAT_NAMES = [f["name"] for f in fabricscope.formats().to_dicts() if f["name"] != "sysfs"]
 

@@ -1,4 +1,4 @@
-"""Measured-performance, GPU and CXL readers (issue 8) through ``fabricscope.load``: the side tables
+"""Measured-performance, GPU and CXL readers through ``fabricscope.load``: the side tables
 arrive in ``ReadResult.tables`` with the contract dtypes, and NVLink/CXL counters in the samples."""
 
 from __future__ import annotations

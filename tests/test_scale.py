@@ -66,3 +66,15 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "wrote 96 samples" in capsys.readouterr().out
     assert fabricscope.read(tmp_path).height == 96
     assert main(["simulate", str(tmp_path), "--scale", "16x2"]) == 2
+
+
+def test_cli_interval_and_scenario_scale_points_to_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 64 hosts x 8 HCAs x 12 counters, 11 scrapes 15 s apart: the dashboard benchmark's shape.
+    assert main(["simulate", str(tmp_path), "--scale", "512x12x11", "--interval", "15"]) == 0
+    assert "wrote 67,584 samples" in capsys.readouterr().out
+    r = rates(fabricscope.read(tmp_path))
+    assert not r["reset"].any()
+    assert set(r["interval_s"].unique().to_list()) == {15.0}
+    assert r.filter(pl.col("counter") == "port_xmit_data_bytes")["rate_per_s"].max() <= 50e9
+    assert main(["simulate", str(tmp_path / "old"), "--scenario", "scale"]) == 2
+    assert "--scale PORTSxCOUNTERSxREADINGS" in capsys.readouterr().out

@@ -10,7 +10,7 @@ import fabricscope
 import polars as pl
 import pytest
 from fabricscope.detect import DETECTORS
-from fabricscope.simulate import SCENARIOS, check_truth, simulate, simulate_scale
+from fabricscope.simulate import SCENARIOS, check_truth, simulate
 from fabricscope.simulate.writers import go_float_expr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "sample_traces" / "scenarios"
 KEYS = ["time", "host", "device", "port", "priority", "counter", "source"]
 
-# Known detector discrepancies, described rather than hidden (see the issue 3 closing note).
+# Known detector discrepancies, described rather than hidden.
 KNOWN: dict[str, str] = {}
 
 
@@ -124,17 +124,6 @@ def test_cli_list_and_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     truth = json.loads((tmp_path / "truth.json").read_text())
     assert truth["expected"][0]["kind"] == "link_flap"
     assert len(truth["hosts"]) == 3
-
-
-def test_scale_mode_writes_parseable_monotonic_federate(tmp_path: Path) -> None:
-    res = simulate_scale(tmp_path, hosts=8, duration=150, interval=15)
-    assert res["bytes"] > 0
-    df = fabricscope.read(tmp_path)
-    from fabricscope.rates import rates
-
-    r = rates(df)
-    assert not r["reset"].any()
-    assert r.filter(pl.col("counter") == "port_xmit_data_bytes")["rate_per_s"].max() <= 50e9
 
 
 def test_committed_scenarios_exist_with_truth_and_stay_small() -> None:

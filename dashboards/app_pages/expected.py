@@ -1,7 +1,8 @@
 """Expected vs achieved: perftest and nccl-tests results, and port throughput, against the profiles."""
 
+import aggregates
 import altair as alt
-import data
+import components
 import fabricscope
 import polars as pl
 import streamlit as st
@@ -9,7 +10,7 @@ from fabricscope.detect.underperformance import expected_busbw
 from fabricscope.profiles import get_profile
 
 st.title("Expected vs achieved")
-ds = data.current()
+ds = components.current()
 if ds is None:
     st.stop()
 
@@ -140,7 +141,7 @@ else:
     st.caption("No nccl-tests results in this source.")
 
 st.subheader("Port throughput against line rate")
-tp = data.port_throughput_summary(ds)
+tp = aggregates.port_throughput_summary(ds)
 if tp.height:
     st.dataframe(tp, hide_index=True, width="stretch")
     st.caption(

@@ -1,12 +1,13 @@
 """Layers: NVLink, PCIe, network and CXL utilisation per host, and the bottleneck verdicts."""
 
+import aggregates
 import altair as alt
-import data
+import components
 import polars as pl
 import streamlit as st
 
 st.title("Layers")
-ds = data.current()
+ds = components.current()
 if ds is None:
     st.stop()
 
@@ -50,7 +51,7 @@ st.dataframe(busiest, hide_index=True, width="stretch")
 hosts = sorted(lay["host"].unique().to_list())
 chosen = st.multiselect("Hosts", hosts, default=hosts[: min(len(hosts), 8)], key="layers_hosts")
 shown = lay.filter(pl.col("host").is_in(chosen)).rename({"window_start": "time"})
-shown = data.downsample(shown, ["host", "layer"], ["utilisation_ratio", "throughput_bytes_per_s"])
+shown = aggregates.downsample(shown, ["host", "layer"], ["utilisation_ratio", "throughput_bytes_per_s"])
 chart = (
     alt.Chart(shown)
     .mark_line(point=shown.height < 300)

@@ -2,17 +2,18 @@
 
 import json
 
+import aggregates
 import altair as alt
-import data
+import components
 import polars as pl
 import streamlit as st
 
 st.title("Fabric health")
-ds = data.current()
+ds = components.current()
 if ds is None:
     st.stop()
 
-counts = data.severity_counts(ds)
+counts = aggregates.severity_counts(ds)
 status = ds.status
 last = ds.last_data
 st.markdown(
@@ -25,7 +26,7 @@ c2.metric("Warning", counts["warning"])
 c3.metric("Info", counts["info"], help="data quality (counter_anomaly) and per-host bottleneck verdicts")
 c4.metric("Last data (UTC)", str(last)[:19] if last is not None else "none")
 
-worst = data.worst_ports(ds)
+worst = aggregates.worst_ports(ds)
 st.subheader("Worst ports")
 if worst.height:
     st.dataframe(worst.drop("host", "device", "port"), hide_index=True, width="stretch")
@@ -34,7 +35,7 @@ else:
     st.success("No warning or critical finding on any port.")
 
 st.subheader("Findings by severity and kind")
-by_kind = data.findings_by_kind(ds)
+by_kind = aggregates.findings_by_kind(ds)
 if by_kind.height:
     chart = (
         alt.Chart(by_kind)
@@ -46,7 +47,7 @@ if by_kind.height:
                 "severity:N",
                 scale=alt.Scale(
                     domain=["critical", "warning", "info"],
-                    range=[data.SEVERITY_COLOURS[s] for s in ("critical", "warning", "info")],
+                    range=[aggregates.SEVERITY_COLOURS[s] for s in ("critical", "warning", "info")],
                 ),
             ),
             tooltip=["kind", "severity", "findings"],
@@ -73,7 +74,7 @@ if ds.findings.height:
             st.json(json.loads(row["evidence"] or "{}"))
     st.download_button(
         "Findings JSON (fabricscope.findings/1)",
-        json.dumps(data.findings_document(ds), indent=2),
+        json.dumps(aggregates.findings_document(ds), indent=2),
         file_name="findings.json",
         mime="application/json",
     )

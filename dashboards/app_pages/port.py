@@ -1,16 +1,18 @@
 """Port: one port's counters over time against its line rate, with finding windows shaded."""
 
+import aggregates
 import altair as alt
-import data
+import components
 import polars as pl
 import streamlit as st
+from fabricscope.config import DEFAULTS
 
 st.title("Port")
-ds = data.current()
+ds = components.current()
 if ds is None:
     st.stop()
 
-ports = data.ports(ds)
+ports = aggregates.ports(ds)
 if not ports.height:
     st.info("No network port with rated counters in this source.")
     st.stop()
@@ -27,7 +29,7 @@ st.session_state["port"] = choice
 row = ports.row(ids.index(choice), named=True)
 host, device, port = row["host"], row["device"], row["port"]
 
-findings = data.port_findings(ds, host, device, port)
+findings = aggregates.port_findings(ds, host, device, port)
 windows = findings.filter(pl.col("start").is_not_null() & (pl.col("severity") != "info")).select(
     "start", "end", "kind", "severity"
 )
@@ -56,7 +58,7 @@ def shaded(chart: alt.Chart, y_title: str) -> alt.LayerChart | alt.Chart:
                 "severity:N",
                 scale=alt.Scale(
                     domain=["critical", "warning"],
-                    range=[data.SEVERITY_COLOURS["critical"], data.SEVERITY_COLOURS["warning"]],
+                    range=[aggregates.SEVERITY_COLOURS["critical"], aggregates.SEVERITY_COLOURS["warning"]],
                 ),
                 legend=alt.Legend(title="finding window"),
             ),
@@ -80,8 +82,8 @@ def line(df: pl.DataFrame, y: str, series: str, title: str, fmt: str = "~s") -> 
 
 
 st.subheader("Throughput against line rate")
-tp = data.throughput(ds, host, device, port)
-rate = data.line_rate(ds, host, device, port)
+tp = aggregates.throughput(ds, host, device, port)
+rate = aggregates.line_rate(ds, host, device, port)
 if tp.height:
     chart = line(tp, "bytes_per_s", "direction", "bytes/s")
     if rate:
@@ -101,14 +103,14 @@ else:
     st.caption("No byte counters for this port.")
 
 st.subheader("Pause ratio per priority")
-pr = data.pause_ratio(ds, host, device, port)
+pr = aggregates.pause_ratio(ds, host, device, port)
 if pr.height:
     st.altair_chart(shaded(line(pr, "pause_ratio", "series", "share of time paused", ".0%"), ""), width="stretch")
 else:
     st.caption("No PFC pause-duration counters for this port.")
 
 st.subheader("ECN share and CNP rate")
-ec = data.ecn(ds, host, device, port)
+ec = aggregates.ecn(ds, host, device, port)
 if ec.height:
     share = ec.filter(pl.col("metric") == "ecn_marked_ratio")
     cnp = ec.filter(pl.col("metric") != "ecn_marked_ratio")
@@ -123,14 +125,14 @@ else:
     st.caption("No ECN/CNP counters for this port.")
 
 st.subheader("Error rates")
-er = data.error_rates(ds, host, device, port)
+er = aggregates.error_rates(ds, host, device, port)
 if er.height:
     st.altair_chart(shaded(line(er, "per_s", "counter", "events/s"), ""), width="stretch")
 else:
     st.caption("No error or discard counter moved on this port.")
 
 st.subheader("Estimated loss and modelled go-back-N efficiency")
-ls = data.loss(ds, host, device, port)
+ls = aggregates.loss(ds, host, device, port)
 if ls.height:
     cols = st.columns(2)
     cols[0].altair_chart(shaded(line(ls, "loss_ratio", "direction", "loss p", ".2~%"), ""), width="stretch")
@@ -139,7 +141,7 @@ if ls.height:
     )
     st.caption(
         f"p = largest loss counter / packets per interval; efficiency 1/(1 + p·W), "
-        f"RTT {data.DEFAULTS['lossy_collapse']['rtt_us']:g} µs, MTU {data.DEFAULTS['lossy_collapse']['mtu_bytes']} B "
+        f"RTT {DEFAULTS['lossy_collapse']['rtt_us']:g} µs, MTU {DEFAULTS['lossy_collapse']['mtu_bytes']} B "
         "(the lossy_collapse model, docs/detectors.md)."
     )
 else:

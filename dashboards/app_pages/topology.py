@@ -1,19 +1,20 @@
 """Topology: which cables are healthy, where the fabric's topology is known; else a port matrix."""
 
+import aggregates
 import altair as alt
-import data
+import components
 import polars as pl
 import streamlit as st
 
 st.title("Topology")
-ds = data.current()
+ds = components.current()
 if ds is None:
     st.stop()
 
 HEALTH = ["ok", "info", "warning", "critical"]
-SCALE = alt.Scale(domain=HEALTH, range=[data.SEVERITY_COLOURS[h] for h in HEALTH])
+SCALE = alt.Scale(domain=HEALTH, range=[aggregates.SEVERITY_COLOURS[h] for h in HEALTH])
 
-links = data.link_health(ds)
+links = aggregates.link_health(ds)
 if links.height:
     tiers = links.group_by("tier", "peer_tier").len().sort("tier")
     st.caption(
@@ -87,7 +88,7 @@ else:
     st.info(
         "Topology unknown for this source (no ibnetdiscover -p, iblinkinfo or ibdiagnet2.db_csv input): ports by host."
     )
-    ph = data.port_health(ds)
+    ph = aggregates.port_health(ds)
     if not ph.height:
         st.info("No network port with rated counters in this source.")
         st.stop()

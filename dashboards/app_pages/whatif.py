@@ -4,12 +4,12 @@ import dataclasses
 import importlib
 
 import altair as alt
-import data
+import components
 import polars as pl
 import streamlit as st
 
 st.title("What-if")
-ds = data.current()
+ds = components.current()
 
 # The module, not the function `fabricscope.advise` the package exports under the same name.
 advise = importlib.import_module("fabricscope.advise")

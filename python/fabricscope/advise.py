@@ -1,4 +1,4 @@
-"""``fabricscope advise``: the what-if the interconnect article argues with, as tables.
+"""``fabricscope advise``: the what-if of a cluster network choice, as tables.
 
 Two questions, every default with its source:
 
@@ -27,31 +27,25 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import math
 import os
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from fabricscope._atomic import write_text
 from fabricscope.config import read_toml
 from fabricscope.profiles import get_profile
 
 if TYPE_CHECKING:
     from fabricscope.analyze import Analysis
 
-__all__ = ["Advice", "AdviseInputs", "add_advise_parser", "advise", "load_inputs"]
+__all__ = ["Advice", "AdviseInputs", "advise", "load_inputs"]
 
 SCHEMA_ID = "fabricscope.advice/1"
 HOURS_PER_YEAR = 8760.0
 
-_ARTICLE = "shared/reference/interconnect-stack.txt"
 _NDR = get_profile("ndr400")
 _NVL4 = get_profile("nvlink4")
 
@@ -60,6 +54,9 @@ def _f(default: Any, source: str) -> Any:
     if isinstance(default, tuple):
         return field(default_factory=lambda: default, metadata={"source": source})
     return field(default=default, metadata={"source": source})
+
+
+_WHATIF = "fabricscope default (a what-if assumption): "
 
 
 @dataclass
@@ -84,33 +81,36 @@ class AdviseInputs:
     """
 
     gpus: tuple[int, ...] = _f(
-        (64, 256, 1024), f"article: < 128 GPUs matter less, a 256-GPU H100 cluster, > 512 GPUs favour IB ({_ARTICLE})"
+        (64, 256, 1024),
+        _WHATIF + "< 128 GPUs matter less, a 256-GPU H100 cluster, > 512 GPUs favour IB",
     )
-    gpus_per_node: int = _f(8, f"article: fully connected 8-GPU NVLink nodes ({_ARTICLE})")
+    gpus_per_node: int = _f(8, _WHATIF + "fully connected 8-GPU NVLink nodes")
     gradient_gb: tuple[float, ...] = _f(
-        (1.0, 2.0, 5.0, 10.0), f"article: 1-10 GB of gradients per step for a 70B model ({_ARTICLE})"
+        (1.0, 2.0, 5.0, 10.0),
+        _WHATIF + "1-10 GB of gradients per step for a 70B model",
     )
     bandwidth_gbps: tuple[float, ...] = _f(
-        (200.0, 400.0, 800.0), f"article: 200 Gb/s RoCEv2, 400 Gb/s NDR, 800 Gb/s UEC ({_ARTICLE})"
+        (200.0, 400.0, 800.0), _WHATIF + "200 Gb/s RoCEv2, 400 Gb/s NDR, 800 Gb/s UEC"
     )
     network_efficiency_ratio: float = _f(
         round(_NDR.achievable_bytes_per_s / _NDR.line_rate_bytes_per_s, 4),
         f"profile ndr400 achievable: {_NDR.source}",
     )
     nvlink_gb_per_s: float = _f(round(_NVL4.achievable_bytes_per_s / 1e9, 2), f"profile nvlink4: {_NVL4.source}")
-    cluster_gpus: int = _f(256, f"article: 256-GPU H100 cluster ({_ARTICLE})")
-    ib_fabric_cost_usd: float = _f(2.0e6, f"article: NDR400 fabric $1.5-2.5M for 256 GPUs, midpoint ({_ARTICLE})")
-    roce_fabric_cost_usd: float = _f(
-        1.15e6, f"article: 400G RoCEv2 fabric $0.8-1.5M for 256 GPUs, midpoint ({_ARTICLE})"
-    )
+    cluster_gpus: int = _f(256, _WHATIF + "256-GPU H100 cluster")
+    ib_fabric_cost_usd: float = _f(2.0e6, _WHATIF + "NDR400 fabric $1.5-2.5M for 256 GPUs, midpoint")
+    roce_fabric_cost_usd: float = _f(1.15e6, _WHATIF + "400G RoCEv2 fabric $0.8-1.5M for 256 GPUs, midpoint")
     penalty_ratio: tuple[float, ...] = _f(
-        (0.05, 0.10, 0.15), f"article: RoCEv2 5-15% slower on communication-bound training ({_ARTICLE})"
+        (0.05, 0.10, 0.15),
+        _WHATIF + "RoCEv2 5-15% slower on communication-bound training",
     )
     utilisation_ratio: tuple[float, ...] = _f(
-        (0.3, 0.5, 0.8, 0.95), f"article: the 80% utilisation example; the others sweep around it ({_ARTICLE})"
+        (0.3, 0.5, 0.8, 0.95),
+        _WHATIF + "the 80% utilisation example; the others sweep around it",
     )
     comm_bound_ratio: float = _f(
-        1.0, f"article: large-scale data-parallel training is communication-sensitive throughout ({_ARTICLE})"
+        1.0,
+        _WHATIF + "large-scale data-parallel training is communication-sensitive throughout",
     )
     gpu_hour_usd: float = _f(
         2.25,
@@ -372,115 +372,3 @@ def advise(inputs: AdviseInputs | None = None, *, analysis: Analysis | None = No
                 setattr(i, name, value)
                 i.overridden[name] = source
     return Advice(allreduce=_allreduce(i), breakeven=_breakeven(i), sources=i.sources, inputs=i)
-
-
-def _print(df: pl.DataFrame, title: str) -> None:
-    print(title)
-    with pl.Config(
-        tbl_rows=-1,
-        tbl_cols=-1,
-        tbl_width_chars=250,
-        float_precision=3,
-        tbl_hide_column_data_types=True,
-        tbl_hide_dataframe_shape=True,
-    ):
-        print(df)
-    print()
-
-
-def _cmd_advise(args: argparse.Namespace) -> int:
-    try:
-        inputs = load_inputs(
-            args.config,
-            gpus=args.gpus,
-            gradient_gb=args.gradient_gb,
-            bandwidth_gbps=args.bandwidth_gbps,
-            gpus_per_node=args.gpus_per_node,
-            utilisation_ratio=args.utilisation,
-            gpu_hour_usd=args.gpu_hour_usd,
-        )
-    except OSError as e:
-        print(f"fabricscope advise: {e}", file=sys.stderr)
-        return 3
-    analysis = None
-    if args.inputs:
-        from fabricscope.analyze import run_analysis
-        from fabricscope.exceptions import FabricscopeError
-
-        try:
-            analysis = run_analysis(args.inputs, strict=not args.lenient)
-        except FabricscopeError as e:
-            print(f"fabricscope advise: cannot read input: {e}", file=sys.stderr)
-            return 3
-    a = advise(inputs, analysis=analysis)
-    if args.json:
-        text = json.dumps(a.to_dict(), indent=2)
-        if args.json == "-":
-            print(text)
-            return 0
-        target = Path(args.json)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_text(target, text + "\n")
-    ar = a.allreduce.select(
-        "gradient_gb",
-        "gpus",
-        "nodes",
-        "bandwidth_gbps",
-        "flat_ring_ms",
-        "hierarchical_ms",
-        "hierarchical_speedup_ratio",
-    )
-    _print(ar, "All-reduce per step: flat ring 2(n-1)/n*S/B vs hierarchical (NVLink, network, NVLink)")
-    be = a.breakeven.select(
-        "utilisation_ratio",
-        "penalty_ratio",
-        "saving_per_gpu_usd",
-        "lost_usd_per_gpu_per_year",
-        "payback_years",
-        "break_even_utilisation_ratio",
-        "choice",
-    )
-    _print(be, f"InfiniBand vs RoCEv2 over {a.inputs.lifetime_years:g} years at ${a.inputs.gpu_hour_usd:g}/GPU-hour")
-    print("sources:")
-    for k, v in a.sources.items():
-        print(f"  {k}: {v}")
-    return 0
-
-
-def add_advise_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``advise`` subcommand to the ``fabricscope`` parser.
-
-    Args:
-        subparsers: The object ``ArgumentParser.add_subparsers`` returned.
-
-    Returns:
-        The subcommand's parser.
-    """
-    p = subparsers.add_parser(
-        "advise",
-        help="what-if: all-reduce time per step and the InfiniBand vs RoCEv2 break-even",
-        description=(
-            "All-reduce time (flat ring and hierarchical NVLink-then-network) per gradient size, GPU count and "
-            "bandwidth, and the InfiniBand versus RoCEv2 break-even. Every default cites its source."
-        ),
-        epilog=(
-            "examples:\n"
-            "  fabricscope advise\n"
-            "  fabricscope advise --gpus 512 --gradient-gb 2 10 --bandwidth-gbps 400\n"
-            "  fabricscope advise --from perftest.log nccl.log --json advice.json\n"
-            "  fabricscope advise --config cluster.toml --json - | jq .breakeven\n"
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--config", metavar="F", help="TOML file of inputs (keys as in docs/advise.md)")
-    p.add_argument("--gpus", type=int, nargs="+", metavar="N", help="GPU counts")
-    p.add_argument("--gpus-per-node", type=int, metavar="G", help="GPUs per node (NVLink domain)")
-    p.add_argument("--gradient-gb", type=float, nargs="+", metavar="X", help="gradient GB all-reduced per step")
-    p.add_argument("--bandwidth-gbps", type=float, nargs="+", metavar="B", help="network Gb/s per GPU")
-    p.add_argument("--utilisation", type=float, nargs="+", metavar="U", help="cluster utilisations (0-1)")
-    p.add_argument("--gpu-hour-usd", type=float, metavar="USD", help="value of one GPU-hour")
-    p.add_argument("--from", dest="inputs", nargs="+", metavar="INPUT", help="measured bandwidths from these inputs")
-    p.add_argument("--lenient", action="store_true", help="skip and count bad records in --from inputs")
-    p.add_argument("--json", metavar="PATH|-", help="write the advice document (fabricscope.advice/1)")
-    p.set_defaults(func=_cmd_advise)
-    return p

@@ -25,7 +25,6 @@ import datetime as dt
 import os
 import urllib.parse
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -256,26 +255,3 @@ class History:
         return pl.read_parquet(p).with_columns(
             [pl.col(c).cast(pl.Categorical()) for c in ("host", "device", "key", "source")]
         )
-
-    def analysis(
-        self,
-        since: dt.datetime | str | None = None,
-        until: dt.datetime | str | None = None,
-        hosts: list[str] | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Run every detector over stored samples (see :func:`fabricscope.run_analysis`).
-
-        Args:
-            since: Start of the window.
-            until: End of the window.
-            hosts: Only these hosts.
-            **kwargs: Passed to :func:`fabricscope.run_analysis` (``profile``, ``config``).
-
-        Returns:
-            A :class:`fabricscope.Analysis`.
-        """
-        from fabricscope.analyze import run_analysis
-
-        samples = to_canonical(self.samples(since, until, hosts).collect())
-        return run_analysis(samples, attributes=self.attributes(), **kwargs)

@@ -12,8 +12,7 @@ import polars as pl
 
 __all__ = ["PROFILES", "Profile", "get_profile", "nvlink_profile_for_gpu", "profile_for_port", "profiles"]
 
-_ARTICLE = "shared/reference/interconnect-stack.txt"
-_PRIOR = "shared/reference/prior-art.md section (d)"
+_NCCL = "https://github.com/NVIDIA/nccl-tests/issues/"
 
 
 @dataclass(frozen=True)
@@ -83,8 +82,8 @@ PROFILES: dict[str, Profile] = {
             0.96,
             1.5,
             False,
-            f"4x100G PAM4 = 50 GB/s; NCCL 46-48 GB/s per NIC (nccl-tests #290, #267); {_PRIOR}; "
-            f"1-2 us latency ({_ARTICLE})",
+            f"4x100G PAM4 = 50 GB/s (IBTA NDR); NCCL 46-48 GB/s per NIC ({_NCCL}290, {_NCCL}267); "
+            "~1-2 us latency (NVIDIA ConnectX-7 product brief)",
         ),
         _p(
             "hdr200",
@@ -97,7 +96,7 @@ PROFILES: dict[str, Profile] = {
             0.96,
             1.5,
             False,
-            f"4x50G = 25 GB/s; ~24 GB/s per NIC with NCCL (nccl #1048); {_PRIOR}",
+            "4x50G = 25 GB/s; ~24 GB/s per NIC with NCCL (https://github.com/NVIDIA/nccl/issues/1048)",
         ),
         _p("ndr200", "infiniband", "network", 25e9, 2, 100, 0.92, 0.96, 1.5, False, "NDR 2X (200G): half of ndr400"),
         _p("hdr100", "infiniband", "network", 12.5e9, 2, 50, 0.92, 0.96, 1.5, False, "HDR 2X (HDR100)"),
@@ -125,7 +124,8 @@ PROFILES: dict[str, Profile] = {
             0.90,
             2.5,
             False,
-            f"800GbE; well-tuned RoCEv2 reaches 85-95% of InfiniBand ({_ARTICLE})",
+            "800GbE; IEEE 802.3df; achievable: fabricscope default, "
+            "the share of line rate a tuned lossless RoCEv2 NIC keeps",
         ),
         _p(
             "roce400",
@@ -138,7 +138,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             2.5,
             False,
-            f"400GbE = 50 GB/s; CX-7 RoCE ~48-49 GB/s when lossless (nccl-tests #267); 85-95% of IB ({_ARTICLE})",
+            f"400GbE = 50 GB/s; CX-7 RoCE ~48-49 GB/s when lossless ({_NCCL}267)",
         ),
         _p(
             "roce200",
@@ -151,7 +151,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             2.5,
             False,
-            f"200GbE = 25 GB/s; 85-95% of IB when tuned ({_ARTICLE})",
+            "200GbE = 25 GB/s (IEEE 802.3bs); achievable: fabricscope default, as 400GbE",
         ),
         _p(
             "roce100",
@@ -164,7 +164,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             3.0,
             False,
-            f"100GbE = 12.5 GB/s; 85-95% of IB when tuned ({_ARTICLE})",
+            "100GbE = 12.5 GB/s (IEEE 802.3ba/cd); achievable: fabricscope default, as 400GbE",
         ),
         _p(
             "uec800",
@@ -177,7 +177,7 @@ PROFILES: dict[str, Profile] = {
             0.95,
             1.0,
             True,
-            f"Ultra Ethernet 800G target, sub-microsecond latency; silicon expected late 2026-2027 ({_ARTICLE})",
+            "Ultra Ethernet Consortium Specification 1.0 (800G transport); achievable: fabricscope default, as 400GbE",
         ),
         _p(
             "nvlink3",
@@ -190,8 +190,8 @@ PROFILES: dict[str, Profile] = {
             0.83,
             None,
             False,
-            f"A100: 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional); 8xA100 busbw 230-250 GB/s "
-            f"(alayanew nccl-tests reference table); {_PRIOR}",
+            "A100: 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional); 8xA100 busbw 230-250 GB/s "
+            "(https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests)",
         ),
         _p(
             "nvlink4",
@@ -204,7 +204,7 @@ PROFILES: dict[str, Profile] = {
             0.85,
             None,
             False,
-            f"H100: 18 links x 26.5625 GB/s = 450 GB/s per direction; ring busbw ~370 GB/s (nccl-tests #212); {_PRIOR}",
+            f"H100: 18 links x 26.5625 GB/s = 450 GB/s per direction; ring busbw ~370 GB/s ({_NCCL}212)",
         ),
         _p(
             "nvlink5",
@@ -217,7 +217,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             None,
             False,
-            f"B200/GB200: 1.8 TB/s bidirectional = 900 GB/s per direction; 830+ GB/s busbw (nccl #1807); {_ARTICLE}",
+            "B200/GB200: 1.8 TB/s bidirectional = 900 GB/s per direction; 830+ GB/s busbw (https://github.com/NVIDIA/nccl/issues/1807)",
         ),
         _p(
             "nvlink6",
@@ -230,7 +230,7 @@ PROFILES: dict[str, Profile] = {
             0.92,
             None,
             True,
-            f"Rubin (2027): ~3.6 TB/s per GPU, expected ({_ARTICLE})",
+            "Rubin: NVLink 6, 3.6 TB/s per GPU (NVIDIA Vera Rubin NVL144 announcement), expected",
         ),
         _p(
             "pcie4x16",
@@ -243,7 +243,7 @@ PROFILES: dict[str, Profile] = {
             0.80,
             None,
             False,
-            f"16 GT/s x16 128b/130b = 31.5 GB/s; ~25 GB/s measured (nvbandwidth #42); {_PRIOR}",
+            "16 GT/s x16 128b/130b = 31.5 GB/s; ~25 GB/s measured (https://github.com/NVIDIA/nvbandwidth/issues/42)",
         ),
         _p(
             "pcie5x16",
@@ -256,7 +256,7 @@ PROFILES: dict[str, Profile] = {
             0.84,
             None,
             False,
-            f"32 GT/s x16 = 63 GB/s; H100 D2H 52.8, H2D 35.2 GB/s (nvbandwidth #24); {_PRIOR}",
+            "32 GT/s x16 = 63 GB/s; H100 D2H 52.8, H2D 35.2 GB/s (https://github.com/NVIDIA/nvbandwidth/issues/24)",
         ),
         _p(
             "pcie6x16",
@@ -282,8 +282,8 @@ PROFILES: dict[str, Profile] = {
             0.80,
             0.5,
             False,
-            f"CXL 3 over PCIe 6: 128 GB/s per x16 link, sub-microsecond latency ({_ARTICLE}); "
-            "achievable not sourced (prior-art d: gap)",
+            "CXL 3 over PCIe 6: 128 GB/s per x16 link, sub-microsecond latency (CXL 3.0 specification); "
+            "achievable: fabricscope default, no public measurement found",
         ),
         _p(
             "cxl2x8",
@@ -296,10 +296,22 @@ PROFILES: dict[str, Profile] = {
             0.80,
             None,
             False,
-            f"CXL 1.1/2.0 Type-3 expander on PCIe Gen5 x8 (typical E3.S, e.g. Samsung CMM-D) = ~32 GB/s per direction; "
-            f"achievable not sourced ({_PRIOR}: gap)",
+            "CXL 1.1/2.0 Type-3 expander on PCIe Gen5 x8 (typical E3.S, e.g. Samsung CMM-D) = ~32 GB/s per direction; "
+            "achievable: fabricscope default, no public measurement found",
         ),
-        _p("hbm3e", "hbm", "device", 8000e9, 1, 0, 0.80, 0.90, None, False, f"HBM3e 8 TB/s per B200 ({_ARTICLE})"),
+        _p(
+            "hbm3e",
+            "hbm",
+            "device",
+            8000e9,
+            1,
+            0,
+            0.80,
+            0.90,
+            None,
+            False,
+            "HBM3e 8 TB/s per B200 (NVIDIA DGX B200 datasheet)",
+        ),
     ]
 }
 
@@ -354,7 +366,7 @@ def profile_for_port(
     return None
 
 
-# GPU model name fragments -> NVLink generation (NVIDIA product pages; prior-art (d)). PCIe cards have no
+# GPU model name fragments -> NVLink generation (NVIDIA product pages). PCIe cards have no
 # NVSwitch: their GPU-to-GPU path is PCIe.
 _GPU_NVLINK = (
     ("GB300", "nvlink5"),

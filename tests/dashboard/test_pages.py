@@ -7,9 +7,12 @@ import json
 import shutil
 from pathlib import Path
 
+import aggregates
+import components
 import data
 import polars as pl
 import pytest
+import sources
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import APP, SAMPLES
@@ -114,11 +117,11 @@ def test_port_pfc_storm_defaults_to_the_worst_port_with_shaded_windows() -> None
 
 def test_port_pause_ratio_and_loss_values() -> None:
     ds = data._analyse([str(SAMPLES / "scenarios/pfc-storm")], "pfc-storm", "analysis")
-    pr = data.pause_ratio(ds, "pfcstorm-gpu03", "eth0", None)
+    pr = aggregates.pause_ratio(ds, "pfcstorm-gpu03", "eth0", None)
     tx3 = pr.filter(pl.col("series") == "tx p3")["pause_ratio"]
     # the finding says tx pause on priority 3 peaked at 97% of one interval
     assert 0.96 <= tx3.max() <= 0.98
-    loss = data.loss(ds, "pfcstorm-gpu03", "eth0", None).filter(pl.col("direction") == "rx")
+    loss = aggregates.loss(ds, "pfcstorm-gpu03", "eth0", None).filter(pl.col("direction") == "rx")
     # packet_loss reports p = 5.34e-3 over the window; intervals peak above that
     assert loss["loss_ratio"].max() > 5e-3
     assert ((loss["gbn_efficiency"] > 0) & (loss["gbn_efficiency"] <= 1)).all()
@@ -128,7 +131,7 @@ def test_port_loss_and_go_back_n_match_the_lossy_collapse_finding() -> None:
     ds = data._analyse([str(SAMPLES / "scenarios/lossy-collapse")], "lossy-collapse", "analysis")
     finding = ds.findings.filter(pl.col("kind") == "lossy_collapse").row(0, named=True)
     evidence = json.loads(finding["evidence"])
-    loss = data.loss(ds, finding["host"], finding["device"], finding["port"])
+    loss = aggregates.loss(ds, finding["host"], finding["device"], finding["port"])
     loss = loss.filter(pl.col("direction") == evidence["direction"])
     # truth.json: 1.5% loss into collapse-gpu02 (seen on both ends of the ring); go-back-N goodput ~36%
     assert loss["loss_ratio"].max() == pytest.approx(evidence["p"], rel=0.05)
@@ -138,7 +141,7 @@ def test_port_loss_and_go_back_n_match_the_lossy_collapse_finding() -> None:
 
 def test_port_ecn_share_for_the_incast_receiver() -> None:
     ds = data._analyse([str(SAMPLES / "scenarios/ecn-incast")], "ecn-incast", "analysis")
-    ecn = data.ecn(ds, "incast-gpu06", "mlx5_0", 1)
+    ecn = aggregates.ecn(ds, "incast-gpu06", "mlx5_0", 1)
     peak = dict(ecn.group_by("metric").agg(pl.col("value").max()).iter_rows())
     finding = ds.findings.filter(pl.col("kind") == "ecn_congestion").row(0, named=True)
     assert finding["host"] == "incast-gpu06"
@@ -310,27 +313,27 @@ def test_resolve_source_refuses_symlinks_leading_out(tmp_path: Path) -> None:
     (root / "ok" / "escape").symlink_to(outside)
     (root / "direct").symlink_to(outside)
     (root / "inner").symlink_to(root / "ok", target_is_directory=True)
-    with pytest.raises(data.OutsideDataDirError, match="outside"):
-        data.resolve_source("direct", root)
-    with pytest.raises(data.OutsideDataDirError, match=r"symlinks leading outside.*ok/escape"):
-        data.resolve_source("ok", root)
-    with pytest.raises(data.OutsideDataDirError, match="not relative"):
-        data.resolve_source(str(outside), root)
-    with pytest.raises(data.OutsideDataDirError, match="NUL"):
-        data.resolve_source("ok\x00", root)
-    with pytest.raises(data.OutsideDataDirError):
-        data.resolve_source(".", root)  # the root itself contains links leading out
-    assert "direct" not in data.list_sources(root) and "inner" not in data.list_sources(root)
+    with pytest.raises(sources.OutsideDataDirError, match="outside"):
+        sources.resolve_source("direct", root)
+    with pytest.raises(sources.OutsideDataDirError, match=r"symlinks leading outside.*ok/escape"):
+        sources.resolve_source("ok", root)
+    with pytest.raises(sources.OutsideDataDirError, match="not relative"):
+        sources.resolve_source(str(outside), root)
+    with pytest.raises(sources.OutsideDataDirError, match="NUL"):
+        sources.resolve_source("ok\x00", root)
+    with pytest.raises(sources.OutsideDataDirError):
+        sources.resolve_source(".", root)  # the root itself contains links leading out
+    assert "direct" not in sources.list_sources(root) and "inner" not in sources.list_sources(root)
 
 
 def test_resolve_source_inside(tmp_path: Path) -> None:
     root = tmp_path / "data"
     (root / "a" / "b").mkdir(parents=True)
     (root / "a" / "link").symlink_to(root / "a" / "b", target_is_directory=True)
-    assert data.resolve_source("a/b", root) == (root / "a" / "b").resolve()
-    assert data.resolve_source("a/./b/../b", root) == (root / "a" / "b").resolve()
-    assert data.resolve_source("a/link", root) == (root / "a" / "b").resolve()
-    assert data.list_sources(root) == [".", "a", "a/b"]
+    assert sources.resolve_source("a/b", root) == (root / "a" / "b").resolve()
+    assert sources.resolve_source("a/./b/../b", root) == (root / "a" / "b").resolve()
+    assert sources.resolve_source("a/link", root) == (root / "a" / "b").resolve()
+    assert sources.list_sources(root) == [".", "a", "a/b"]
 
 
 def test_fingerprint_changes_when_a_file_is_appended(tmp_path: Path) -> None:
@@ -365,7 +368,7 @@ def test_uploads_are_size_limited_base_named_and_parsed_leniently() -> None:
         _uploaded("broken.prom", bad, "2"),
         _uploaded("huge.prom", b"x" * (len(good) + 1), "3"),
     ]
-    directory, digest, refused = data.save_uploads(files, limit=len(good))
+    directory, digest, refused = sources.save_uploads(files, limit=len(good))
     try:
         assert sorted(p.name for p in Path(directory).iterdir()) == ["000-roce01-eth2.log", "001-broken.prom"]
         assert len(refused) == 1 and refused[0].startswith("huge.prom: ") and "above the" in refused[0]
@@ -393,12 +396,12 @@ def test_downsample_bounds_points_per_series() -> None:
         }
     ).with_columns(pl.lit("a").alias("series"))
     both = pl.concat([df, df.with_columns(pl.lit("b").alias("series"))])
-    out = data.downsample(both, ["series"], ["value"], max_points=1000)
+    out = aggregates.downsample(both, ["series"], ["value"], max_points=1000)
     counts = dict(out.group_by("series").len().iter_rows())
     assert counts["a"] <= 1000 and counts["b"] <= 1000 and counts["a"] > 900
     assert abs(out["value"].mean() - 49.5) < 0.5  # averaging keeps the level
     small = df.head(10)
-    assert data.downsample(small, ["series"], ["value"]).equals(small.sort("series", "time"))
+    assert aggregates.downsample(small, ["series"], ["value"]).equals(small.sort("series", "time"))
 
 
 # --- History mode ---------------------------------------------------------------------------
@@ -413,7 +416,7 @@ def test_history_mode_reads_a_cron_history(tmp_path: Path, monkeypatch: pytest.M
     cmd += ["--state", str(tmp_path / "state"), "--history", str(root / "hist")]
     assert subprocess.run(cmd, capture_output=True, check=False).returncode == 2  # CRITICAL
     monkeypatch.setenv("FABRICSCOPE_DATA", str(root))
-    assert data.list_sources(root) == [".", "hist"]
+    assert sources.list_sources(root) == [".", "hist"]
     at = run("overview", "hist")
     assert "history: hist (history)" in at.markdown[0].value
     m = metrics(at)
@@ -428,6 +431,6 @@ def test_history_mode_reads_a_cron_history(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_upload_source_without_an_upload_falls_back_to_the_root() -> None:
-    at = run("overview", data.UPLOAD)
+    at = run("overview", components.UPLOAD)
     assert at.sidebar.selectbox[0].value == "."
     assert int(metrics(at)["Critical"]) >= 10

@@ -1,4 +1,4 @@
-"""Reading an input far larger than any buffer stays in bounded memory (issue 12).
+"""Reading an input far larger than any buffer stays in bounded memory.
 
 About 2 GB of valid Prometheus text is streamed through a FIFO (it never exists on disk) into
 ``fabricscope.scan`` in a fresh interpreter, whose peak RSS is then compared with its RSS before

@@ -1,4 +1,4 @@
-"""Hostile input for every format (issue 12): truncations, wrong encodings, NUL bytes, huge lines
+"""Hostile input for every format: truncations, wrong encodings, NUL bytes, huge lines
 and numbers, label bombs, decompression bombs, symlink loops, unreadable files, lying capture
 lengths. Each must give a ``fabricscope.exceptions`` error naming the file and the offset, or in
 lenient mode keep the good records and count the bad ones; never a crash or an unbounded read.

@@ -83,7 +83,7 @@ NVLINK_COUNTERS = ("nvlink_tx_bytes", "nvlink_rx_bytes")
 # What keeps a port from sending: IB credit waits, RoCE pause received from the switch.
 STALL_COUNTERS = ("port_xmit_wait_ticks", "rx_pause_duration_us")
 # CXL PMU messages that carry data, by direction (event names: kernel Documentation/admin-guide/perf/cxl.rst).
-# Assumption, not checked against a measurement (prior-art (d) lists CXL bandwidth as a gap): each data
+# Assumption, not checked against a measurement (no public CXL bandwidth measurement was found): each data
 # message carries one 64-byte cache line, CXL's coherence granularity; a partial write counts as a
 # full line (an upper bound).
 CXL_LINE_BYTES = 64

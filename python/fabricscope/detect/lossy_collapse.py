@@ -1,6 +1,6 @@
 """``lossy_collapse``: loss at or above ``collapse_p`` (0.1%) and what it does to throughput.
 
-p per NIC and direction comes from ``packet_loss``. The model (prior-art b.5):
+p per NIC and direction comes from ``packet_loss``. The model (Mittal et al., SIGCOMM 2018; Guo et al., SIGCOMM 2016):
 
 * go-back-N efficiency ``1 / (1 + p x W)``, ``W = line rate x rtt / mtu`` (bandwidth-delay
   product in packets; line rate from the port's rate gauge, else the profile, else ``roce400``);

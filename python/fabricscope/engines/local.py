@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope.engines import (
+from fabricscope.engines.base import (
     Engine,
     EngineResult,
     Filters,

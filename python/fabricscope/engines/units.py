@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from fabricscope.engines import Filters, ReadOptions, split_by_partition
+from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
 from fabricscope.io import InputReport, scan
 

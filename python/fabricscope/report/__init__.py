@@ -1,14 +1,5 @@
 """``fabricscope report``: one self-contained HTML (or Markdown) report from inputs or a history."""
 
-from __future__ import annotations
+from fabricscope.report.build import ReportData, gather, render_html, render_markdown, write_report
 
-from typing import Any
-
-__all__ = ["add_report_parser"]
-
-
-def add_report_parser(sub: Any) -> None:
-    """Register ``fabricscope report`` on the CLI's subparsers."""
-    from fabricscope.report.build import add_parser
-
-    add_parser(sub)
+__all__ = ["ReportData", "gather", "render_html", "render_markdown", "write_report"]

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import datetime as dt
 import html
 import io
 import json
+import logging
 import os
-import sys
-import time as _time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from fabricscope import __version__
+from fabricscope.advise import advise
 from fabricscope.findings import overall_status
 from fabricscope.rates import value_as_float
 
-__all__ = ["ReportData", "add_parser", "gather", "render_html", "render_markdown", "write_report"]
+_log = logging.getLogger(__name__)
+
+__all__ = ["ReportData", "gather", "render_html", "render_markdown", "write_report"]
 
 # Which counters feed each panel. The first present counter of a list is used, so one port never
 # shows the same traffic twice from two sources.
@@ -44,8 +44,7 @@ _ERRORS = [
     "phy_link_down_events",
     "fec_uncorrectable_blocks",
 ]
-# RoCE loss signals: receiver sequence errors (out_of_sequence, packet_seq_err in the mlx5 ethtool
-# counters) and NIC/physical drops.
+# RoCE loss signals (Linux drivers/infiniband/hw/mlx5/counters.c): receiver sequence errors, NIC/physical drops.
 _LOSS = ["out_of_sequence_packets", "packet_seq_errors", "phy_rx_discards", "rx_out_of_buffer_packets"]
 _SEV_COLOUR = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#7f7f7f"}
 
@@ -84,27 +83,24 @@ class ReportData:
     plots: list[tuple[str, str, bytes]] = field(default_factory=list)
 
 
-class _Stages:
-    """A stage counter on stderr (``[3/9] plotting gpu01/mlx5_0/1``); silent when quiet."""
+ProgressCallback = Callable[[int, int, str], None]
+"""``progress(done, total, what)``: stage ``done`` of ``total`` (0 while unknown) is ``what``."""
 
-    def __init__(self, quiet: bool, total: int = 0) -> None:
-        self.quiet = quiet
+
+class _Stages:
+    """Counts the report's stages and hands each to ``progress`` (else logs it at DEBUG level)."""
+
+    def __init__(self, progress: ProgressCallback | None, total: int = 0) -> None:
+        self.progress = progress
         self.total = total
         self.done = 0
-        self.t0 = _time.monotonic()
 
     def step(self, what: str) -> None:
         self.done += 1
-        if self.quiet:
-            return
-        total = f"/{self.total}" if self.total else ""
-        sys.stderr.write(f"\r[{self.done}{total}] {_time.monotonic() - self.t0:5.1f} s  {what[:60]:<60}")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if not self.quiet:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        if self.progress is not None:
+            self.progress(self.done, self.total, what)
+        else:
+            _log.debug("report stage %d/%d: %s", self.done, self.total, what)
 
 
 def gather(
@@ -114,7 +110,6 @@ def gather(
     config: str | None = None,
     strict: bool = True,
     since: str | None = None,
-    quiet: bool = True,
 ) -> ReportData:
     """Analyse inputs (or read histories) into :class:`ReportData`.
 
@@ -124,7 +119,6 @@ def gather(
         config: Thresholds TOML.
         strict: Reader strictness.
         since: For histories: only samples from this time (ISO 8601).
-        quiet: No progress on stderr.
 
     Returns:
         The report's data (plots not yet drawn).
@@ -213,14 +207,8 @@ def gather(
 
 def _advice(analysis: Any) -> dict[str, pl.DataFrame] | str:
     """The advisor's tables (``fabricscope.advise``), or why there are none."""
-    import importlib
-
     try:
-        adv = importlib.import_module("fabricscope.advise")  # another issue's module; optional here
-    except ImportError:
-        return "The advisor (fabricscope.advise) is not available in this installation."
-    try:
-        res = adv.advise(analysis=analysis)
+        res = advise(analysis=analysis)
     except Exception as e:  # an advisor failure must not lose the whole report
         return f"The advisor failed: {type(e).__name__}: {e}"
     tables = {n: getattr(res, n) for n in ("allreduce", "breakeven")}
@@ -744,7 +732,7 @@ def write_report(
     output: str | os.PathLike[str],
     *,
     format: str = "html",
-    quiet: bool = True,
+    progress: ProgressCallback | None = None,
     max_ports: int = 12,
     **kwargs: Any,
 ) -> ReportData:
@@ -754,7 +742,8 @@ def write_report(
         sources: Inputs or history directories.
         output: The report file.
         format: ``html`` or ``md``.
-        quiet: No progress bar on stderr.
+        progress: Called once per stage (analysing, plotting each port, writing); the
+            command line draws it on stderr. None: stages are logged at DEBUG level.
         max_ports: Most ports plotted (ports with findings first).
         **kwargs: Passed to :func:`gather`.
 
@@ -770,7 +759,7 @@ def write_report(
     """
     from fabricscope import _atomic
 
-    stages = _Stages(quiet)
+    stages = _Stages(progress)
     stages.step("analysing")
     data = gather(sources, **kwargs)
     ports = _port_frames(data, max_ports)
@@ -782,48 +771,4 @@ def write_report(
     stages.step("writing")
     text = render_markdown(data) if format == "md" else render_html(data)
     _atomic.write_text(output, text)
-    stages.close()
     return data
-
-
-def add_parser(sub: Any) -> None:
-    """Register ``fabricscope report``."""
-    p = sub.add_parser(
-        "report",
-        help="one self-contained HTML (or Markdown) report: findings, per-port plots, bottlenecks, advice",
-        description="Analyse inputs (or a cron history) and write a report with the findings, their evidence "
-        "and threshold sources, per-port time series with fault windows, the bottleneck view and the advisor.",
-    )
-    p.add_argument("inputs", nargs="+", metavar="INPUT-or-HISTORY", help="files, directories or cron history dirs")
-    p.add_argument("-o", "--output", required=True, metavar="report.html", help="the report file (atomically)")
-    p.add_argument("--format", choices=["html", "md"], default=None, help="default: from the output's suffix")
-    p.add_argument("--profile", help="force a technology profile")
-    p.add_argument("--config", metavar="PATH", help="TOML thresholds")
-    p.add_argument("--since", help="for histories: only samples from this time (ISO 8601)")
-    p.add_argument("--max-ports", type=int, default=12, help="most ports plotted (default 12; flagged first)")
-    p.add_argument("--lenient", action="store_true", help="skip and count bad records")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    p.set_defaults(func=_cmd_report)
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from fabricscope.exceptions import FabricscopeError
-
-    fmt = args.format or ("md" if str(args.output).endswith((".md", ".markdown")) else "html")
-    try:
-        data = write_report(
-            args.inputs,
-            args.output,
-            format=fmt,
-            quiet=args.quiet or not sys.stderr.isatty(),
-            max_ports=args.max_ports,
-            profile=args.profile,
-            config=args.config,
-            strict=not args.lenient,
-            since=args.since,
-        )
-    except FabricscopeError as e:
-        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
-        return 3
-    print(f"wrote {Path(args.output)}: {data.findings.height} finding(s), {len(data.plots)} port plot(s)")
-    return 0

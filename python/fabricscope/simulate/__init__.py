@@ -18,19 +18,17 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
 import shutil
-import time as _time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from fabricscope.simulate.fabric import TECHNOLOGIES, build_fabric
+from fabricscope.simulate.fabric import build_fabric
 from fabricscope.simulate.model import Fault, Simulation, Workload, run_model
 from fabricscope.simulate.scenarios import SCENARIOS, Scenario
 from fabricscope.simulate.writers import (
@@ -49,10 +47,8 @@ __all__ = [
     "Scenario",
     "SimResult",
     "Workload",
-    "add_simulate_parser",
     "check_truth",
     "simulate",
-    "simulate_scale",
 ]
 
 T0 = 1_796_400_000  # 2026-12-04T14:00:00Z
@@ -266,221 +262,3 @@ def check_truth(findings: pl.DataFrame, truth: dict[str, Any]) -> dict[str, list
         if r["host"] == m["host"] and _dev_ok(m.get("device"), r["device"])
     ]
     return {"missing": missing, "unexpected": unexpected, "forbidden": forbidden}
-
-
-def simulate_scale(
-    outdir: str | os.PathLike[str],
-    *,
-    hosts: int = 512,
-    duration: float = 3600.0,
-    interval: float = 15.0,
-    seed: int = 1,
-    target_bytes: int | None = None,
-) -> dict[str, float]:
-    """Scale mode: a healthy NDR400 fabric as Prometheus ``/federate`` text, vectorised with Polars.
-
-    Counters are built as one frame per batch of readings (series x readings, cumulative sums per
-    series) and formatted to text by Polars expressions, never by a Python loop per sample.
-
-    Args:
-        outdir: Output directory; writes ``prometheus/federate-scale.prom``.
-        hosts: Hosts (8 HCAs each).
-        duration: Seconds simulated.
-        interval: Seconds between scrapes.
-        seed: Random seed.
-        target_bytes: Stop once this many bytes are written (None: the whole duration).
-
-    Returns:
-        ``bytes``, ``seconds``, ``mb_per_s``, ``samples``.
-    """
-    from fabricscope.simulate.writers import go_float_expr, spellings
-
-    sp = spellings()
-    line_rate = TECHNOLOGIES["ndr400"].line_rate
-    frame = TECHNOLOGIES["ndr400"].data_frame
-    # (metric, share of line rate in its unit per second)
-    metrics = [
-        (sp["port_xmit_data_bytes"]["prometheus"][0], 0.6 * line_rate),
-        (sp["port_rcv_data_bytes"]["prometheus"][0], 0.6 * line_rate),
-        (sp["port_xmit_packets"]["prometheus"][0], 0.6 * line_rate / frame),
-        (sp["port_rcv_packets"]["prometheus"][0], 0.6 * line_rate / frame),
-        (sp["unicast_xmit_packets"]["prometheus"][0], 0.6 * line_rate / frame),
-        (sp["unicast_rcv_packets"]["prometheus"][0], 0.6 * line_rate / frame),
-        (sp["port_xmit_wait_ticks"]["prometheus"][0], 0.01 * line_rate * 8 / 64),
-        (sp["symbol_errors"]["prometheus"][0], 0.0),
-        (sp["port_rcv_errors"]["prometheus"][0], 0.0),
-        (sp["link_downed_events"]["prometheus"][0], 0.0),
-        (sp["link_error_recovery_events"]["prometheus"][0], 0.0),
-        (sp["port_xmit_discards"]["prometheus"][0], 0.0),
-    ]
-    out = Path(outdir) / "prometheus" / "federate-scale.prom"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    series = (
-        pl.DataFrame({"h": pl.int_range(0, hosts, eager=True)})
-        .join(pl.DataFrame({"d": pl.int_range(0, 8, eager=True)}), how="cross")
-        .join(pl.DataFrame({"metric": [m for m, _ in metrics], "per_s": [r for _, r in metrics]}), how="cross")
-        .with_columns(
-            pl.concat_str(
-                pl.col("metric"),
-                pl.lit('{device="mlx5_'),
-                pl.col("d").cast(pl.String),
-                pl.lit('",instance="scale-gpu'),
-                pl.col("h").cast(pl.String).str.zfill(4),
-                pl.lit(':9100",job="node",port="1"} '),
-            ).alias("prefix"),
-            pl.struct("h", "d", "metric").hash(seed=seed).alias("_id"),
-        )
-        .with_columns(
-            pl.when(pl.col("per_s") > 0)
-            .then(pl.col("_id") % 10**13 + 10**12)
-            .otherwise(pl.col("_id") % 7)
-            .alias("offset")
-        )
-    )
-    n_reads = int(duration // interval) + 1
-    # value(r) = offset + r * mean + jitter(r) with 0 <= jitter < 0.3 * mean: every increment is at least
-    # 0.7 * mean (monotonic, at most the line rate) without a cumulative sum across batches.
-    series = series.sort("metric", "h", "d").with_columns(
-        (pl.col("per_s") * interval).floor().cast(pl.UInt64).alias("mean"),
-        pl.col("metric").str.contains("data").alias("words"),
-    )
-    batch = max(1, 4_000_000 // series.height)
-    started = _time.monotonic()
-    written = 0
-    samples = 0
-    with out.open("wb") as fh:
-        for b0 in range(0, n_reads, batch):
-            reads = pl.DataFrame({"r": pl.int_range(b0, min(n_reads, b0 + batch), eager=True).cast(pl.UInt64)})
-            jitter = pl.struct("_id", "r").hash(seed=seed + 1) % (pl.col("mean") * 3 // 10 + 1)
-            value = pl.col("offset").cast(pl.UInt64) + pl.col("r") * pl.col("mean") + jitter
-            df = reads.join(series, how="cross").with_columns(
-                pl.when(pl.col("words")).then(value // 4 * 4).otherwise(value).alias("value")
-            )
-            first = pl.col("metric") != pl.col("metric").shift(1)
-            lines = df.select(
-                pl.concat_str(
-                    pl.when(first.fill_null(True))
-                    .then(pl.concat_str(pl.lit("# TYPE "), pl.col("metric"), pl.lit(" untyped\n")))
-                    .otherwise(pl.lit("")),
-                    pl.col("prefix"),
-                    go_float_expr("value"),
-                    pl.lit(" "),
-                    (pl.col("r").cast(pl.Int64) * int(interval * 1000) + T0 * 1000).cast(pl.String),
-                ).alias("l")
-            )
-            pos = fh.tell()
-            lines.write_csv(fh, include_header=False, quote_style="never")
-            written += fh.tell() - pos
-            samples += df.height
-            if target_bytes and written >= target_bytes:
-                break
-    secs = _time.monotonic() - started
-    return {"bytes": written, "seconds": secs, "mb_per_s": written / 1e6 / max(secs, 1e-9), "samples": samples}
-
-
-def _cmd_simulate(args: argparse.Namespace) -> int:
-    if args.list:
-        width = max(len(n) for n in SCENARIOS)
-        for name, sc in SCENARIOS.items():
-            print(f"{name:<{width}}  {sc.tech:<8} {sc.summary}")
-        print(f"{'scale':<{width}}  ndr400   benchmark: healthy fabric as /federate text, vectorised (>= 100 MB/s)")
-        return 0
-    if args.scale and args.outdir:
-        from fabricscope.simulate.scale import parse_scale, write_scale
-
-        try:
-            ports, counters, readings = parse_scale(args.scale)
-        except ValueError as e:
-            print(f"fabricscope simulate: {e}")
-            return 2
-        res = write_scale(
-            args.outdir,
-            ports=ports,
-            counters=counters,
-            readings=readings,
-            interval_s=args.interval or 10.0,
-            files=args.files,
-            seed=args.seed,
-        )
-        print(
-            f"wrote {res['samples']:,} samples, {res['bytes'] / 1e6:,.1f} MB in {res['files']} file(s) "
-            f"in {res['seconds']:.2f} s: {res['mb_per_s']:,.0f} MB/s"
-        )
-        return 0
-    if not args.outdir or not args.scenario:
-        print("fabricscope simulate: OUTDIR and --scenario are required (or --list)")
-        return 2
-    fmts = args.format.split(",") if args.format else None
-    if args.scenario == "scale":
-        res = simulate_scale(
-            args.outdir,
-            hosts=args.hosts or 512,
-            duration=args.duration or 3600.0,
-            interval=args.interval or 15.0,
-            seed=args.seed,
-            target_bytes=int(args.size_mb * 1e6) if args.size_mb else None,
-        )
-        print(
-            f"wrote {res['bytes'] / 1e6:,.1f} MB ({res['samples']:,} samples) in {res['seconds']:.2f} s: "
-            f"{res['mb_per_s']:,.0f} MB/s"
-        )
-        return 0
-    res = simulate(
-        args.outdir,
-        args.scenario,
-        hosts=args.hosts,
-        duration=args.duration,
-        interval=args.interval,
-        seed=args.seed,
-        formats=fmts,
-        sysfs_snapshots=args.sysfs_snapshots,
-    )
-    print(f"wrote {len(res.files)} file(s), {res.bytes / 1e6:,.2f} MB under {args.outdir}")
-    for e in res.truth["expected"]:
-        print(f"  expect {e['severity']:<8} {e['kind']:<18} {e['host']} {','.join(e['device'] or ['-'])}")
-    if not res.truth["expected"]:
-        print("  expect nothing above info (a trap)")
-    return 0
-
-
-def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``simulate`` subcommand to the ``fabricscope`` parser.
-
-    Args:
-        subparsers: The object ``ArgumentParser.add_subparsers`` returned.
-
-    Returns:
-        The subcommand's parser.
-    """
-    p = subparsers.add_parser(
-        "simulate",
-        help="write a simulated fabric with faults in real formats, plus truth.json",
-        description="Simulate a leaf-spine fabric with faults and write what real clusters export.",
-        epilog=(
-            "examples:\n"
-            "  fabricscope simulate --list\n"
-            "  fabricscope simulate out/storm --scenario pfc-storm --hosts 8 --duration 600\n"
-            "  fabricscope simulate out/flap --scenario link-flap --format prometheus,sysfs-grep\n"
-            "  fabricscope simulate out/bench --scenario scale --hosts 2048 --size-mb 2000\n"
-            "  fabricscope simulate out/e2e --scale 8192x12x1018 --files 8\n"
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("outdir", nargs="?", metavar="OUTDIR", help="directory to write into")
-    p.add_argument("--scenario", help="scenario name (see --list); `scale` for the benchmark mode")
-    p.add_argument("--list", action="store_true", help="list the scenarios")
-    p.add_argument("--hosts", type=int, help="number of hosts")
-    p.add_argument("--duration", type=float, help="seconds to simulate")
-    p.add_argument("--interval", type=float, help="seconds between readings")
-    p.add_argument("--seed", type=int, default=1, help="random seed (output is deterministic per seed)")
-    p.add_argument("--format", help=f"comma-separated formats: {','.join(FORMATS)}")
-    p.add_argument("--sysfs-snapshots", choices=["last", "all"], default="last", help="sysfs trees to write")
-    p.add_argument("--size-mb", type=float, help="scale mode: stop after this many MB")
-    p.add_argument(
-        "--scale",
-        metavar="PORTSxCOUNTERSxREADINGS",
-        help="write PORTS x COUNTERS x READINGS samples of /federate text (e.g. 8192x12x1018 = 10^8)",
-    )
-    p.add_argument("--files", type=int, default=1, help="--scale: split the hosts over this many files")
-    p.set_defaults(func=_cmd_simulate)
-    return p

@@ -10,7 +10,7 @@ const NS_PER_S: i64 = 1_000_000_000;
 /// Plausible epoch-second range for telemetry: 2001-09-09 .. 2262-04-11 (10 digits).
 fn plausible_epoch_seconds(s: i64) -> bool {
     // Ten digits, up to the last second whose nanoseconds fit an i64 (2262-04-11): beyond it
-    // `secs * NS_PER_S` overflowed (found by fuzzing, issue 12).
+    // `secs * NS_PER_S` overflowed (found by fuzzing).
     (1_000_000_000..i64::MAX / NS_PER_S).contains(&s)
 }
 

@@ -177,7 +177,7 @@ pub enum Namespace {
     Ethtool,
     /// Prometheus metric names (node_exporter, infiniband_exporter, DCGM exporter).
     Prometheus,
-    // --- InfiniBand diagnostic sources (issue 6) ---
+    // --- InfiniBand diagnostic sources ---
     /// libibmad field names as `perfquery` and `ibqueryerrors` print them (`PortXmitData`).
     Perfquery,
     /// `ibdiagnet2.db_csv` PM_INFO column names (mixed `Ext`/`Extended` suffixes).
@@ -186,10 +186,10 @@ pub enum Namespace {
     Ufm,
     /// Telegraf `infiniband` input field names (the sysfs counter file names, read raw).
     Telegraf,
-    // --- packet captures (issue 7) ---
+    // --- packet captures ---
     /// Counters derived from packet captures (`capture_*`): canonical names, no raw spellings.
     Capture,
-    // --- measured-performance, GPU and CXL sources (issue 8) ---
+    // --- measured-performance, GPU and CXL sources ---
     /// `nvidia-smi nvlink` row labels (`Data Tx`, `Raw Rx`, `Tx0`, `Replay Errors`).
     NvidiaSmi,
     /// `perf stat` CXL PMU event names (`clock_ticks`, `m2s_req_memrd`; kernel `cxl_pmu.c`).
@@ -311,7 +311,7 @@ pub static COUNTERS: &[CounterDef] = &[
     c("port_dlid_mapping_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: DLID mapping errors"),
     c("port_vl_mapping_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: VL mapping errors"),
     c("port_looping_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: looping errors"),
-    // --- InfiniBand diagnostic sources (issue 6): counters no other source had -----------------------
+    // --- InfiniBand diagnostic sources: counters no other source had -----------------------
     c("port_inactive_discards", Packets, CTR, WRAP(64), NET, false, "Packets discarded because the port was not active (PortRcvErrorDetails/PortXmitDiscardDetails, UFM PortInactiveDiscards)"),
     c("port_neighbor_mtu_discards", Packets, CTR, WRAP(64), NET, false, "Packets discarded for exceeding the neighbor MTU (UFM PortNeighborMTUDiscards)"),
     c("port_sw_lifetime_limit_discards", Packets, CTR, WRAP(64), NET, false, "Packets discarded by the switch lifetime limit (UFM PortSwLifetimeLimitDiscards)"),
@@ -416,12 +416,12 @@ pub static COUNTERS: &[CounterDef] = &[
     c("pcie_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe receive rate incl. headers (DCGM_FI_PROF_PCIE_RX_BYTES: a rate)"),
     c("pcie_replay_events", Events, CTR, WRAP(64), PCI, false, "GPU PCIe replays (DCGM_FI_DEV_PCIE_REPLAY_COUNTER)"),
     // DCGM PCIe link training (dcgm_fields.h fields 235-238): a GPU trained below x16 or below its
-    // generation halves its PCIe bandwidth (issue 8, bottleneck layer).
+    // generation halves its PCIe bandwidth (the bottleneck detector's PCIe layer).
     c("pcie_link_generation", StateId, GAU, NOOVF, PCI, false, "Current PCIe link generation of the GPU, 1-6 (DCGM_FI_DEV_PCIE_LINK_GEN, field 237)"),
     c("pcie_link_max_generation", StateId, GAU, NOOVF, PCI, false, "Highest PCIe link generation the GPU supports (DCGM_FI_DEV_PCIE_MAX_LINK_GEN, field 235)"),
     c("pcie_link_width_lanes", Lanes, GAU, NOOVF, PCI, false, "Current PCIe link width of the GPU in lanes (DCGM_FI_DEV_PCIE_LINK_WIDTH, field 238)"),
     c("pcie_link_max_width_lanes", Lanes, GAU, NOOVF, PCI, false, "Widest PCIe link the GPU supports, lanes (DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH, field 236)"),
-    // `nvidia-smi nvlink` (issue 8): per link (port = link number), KiB counters stored in bytes.
+    // `nvidia-smi nvlink`: per link (port = link number), KiB counters stored in bytes.
     c("nvlink_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink data payload transmitted per link (nvidia-smi nvlink -gt d `Data Tx`, KiB x 1024)"),
     c("nvlink_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink data payload received per link (nvidia-smi nvlink -gt d `Data Rx`, KiB x 1024)"),
     c("nvlink_raw_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink payload plus protocol overhead transmitted per link (nvidia-smi nvlink -gt r `Raw Tx`, KiB x 1024)"),
@@ -431,7 +431,7 @@ pub static COUNTERS: &[CounterDef] = &[
     c("nvlink_counter1_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 1, transmit (nvidia-smi nvlink -g 1 `Tx1`, KiB x 1024); counts what `-sc` configured"),
     c("nvlink_counter1_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 1, receive (nvidia-smi nvlink -g 1 `Rx1`, KiB x 1024); counts what `-sc` configured"),
     c("nvlink_crc_errors", Events, CTR, WRAP(64), NVL, false, "NVLink CRC errors as nvidia-smi nvlink -e prints them (`CRC Errors`; which NVML DL CRC counter it sums is not documented)"),
-    // --- CXL PMU (issue 8): kernel drivers/perf/cxl_pmu.c event names, CXL 3.0 section 13.2 ---
+    // --- CXL PMU: kernel drivers/perf/cxl_pmu.c event names, CXL 3.0 section 13.2 ---
     c("cxl_clock_ticks", Ticks, CTR, WRAP(64), CXL, false, "CXL PMU clock ticks (perf event cxl_pmu_mem<X>.<Y>/clock_ticks/)"),
     c("cxl_m2s_req_meminv", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemInv messages (CXL 3.0 Table 3-29; perf event m2s_req_meminv)"),
     c("cxl_m2s_req_memrd", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemRd messages: host reads of device memory (CXL 3.0 Table 3-29; perf event m2s_req_memrd)"),
@@ -453,13 +453,13 @@ pub static COUNTERS: &[CounterDef] = &[
     c("cxl_ddr_caswr", Events, CTR, WRAP(64), CXL, false, "Device DDR write CAS commands (CXL 3.0 Table 13-5; perf event ddr_caswr)"),
     c("gpu_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU temperature (DCGM_FI_DEV_GPU_TEMP)"),
     c("gpu_memory_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU memory temperature (DCGM_FI_DEV_MEMORY_TEMP)"),
-    // --- switch vitals (`ibswinfo`, issue 6): per switch, or per fan/PSU sub-device `<switch>/fan<n>`, `<switch>/psu<n>` ---
+    // --- switch vitals (`ibswinfo`): per switch, or per fan/PSU sub-device `<switch>/fan<n>`, `<switch>/psu<n>` ---
     c("switch_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "Switch ASIC temperature now (ibswinfo `temperature (C)`, `cur.temp (C)`)"),
     c("switch_max_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "Highest switch ASIC temperature recorded by the device (ibswinfo `max temp (C)`, `max.temp (C)`)"),
     c("switch_fan_speed_rpm", Rpm, GAU, NOOVF, DEV, false, "Switch fan speed, one row per fan on device `<switch>/fan<n>` (ibswinfo `fan#<n> (rpm)`)"),
     c("switch_psu_power_watts", Watts, GAU, NOOVF, DEV, false, "Switch power supply output, one row per PSU on device `<switch>/psu<n>` (ibswinfo `power (W)`, `psu<n>.power (W)`)"),
     c("switch_uptime_seconds", Seconds, GAU, NOOVF, DEV, false, "Switch uptime (ibswinfo `uptime (d-h:m:s)` converted, `uptime (sec)`)"),
-    // --- packet captures (issue 7) -----------------------------------------------------------------
+    // --- packet captures -----------------------------------------------------------------
     // Cumulative counts of what a pcap/pcapng capture saw at its capture point, per capture
     // interface (device) and priority (VLAN PCP; null when untagged), sampled at the end of every
     // time bin. Direction convention: every frame is counted as received at the capture point
@@ -501,9 +501,9 @@ const fn ovf(namespace: Namespace, raw: &'static str, counter: &'static str, ove
 }
 
 use Namespace::{Ethtool as ETH, Prometheus as PROM, Sysfs as SYS};
-// InfiniBand diagnostic sources (issue 6).
+// InfiniBand diagnostic sources.
 use Namespace::{Ibdiagnet as IBD, Perfquery as PQ, Telegraf as TG, Ufm as UFM};
-// Measured-performance, GPU and CXL sources (issue 8).
+// Measured-performance, GPU and CXL sources.
 use Namespace::{NvidiaSmi as NSMI, PerfStat as PERF};
 
 /// An `nvidia-smi nvlink` throughput row: printed in KiB, stored in bytes.
@@ -768,7 +768,7 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PROM, "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_link_max_generation"),
     s(PROM, "DCGM_FI_DEV_PCIE_LINK_WIDTH", "pcie_link_width_lanes"),
     s(PROM, "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "pcie_link_max_width_lanes"),
-    // --- nvidia-smi nvlink (issue 8) ------------------------------------------------------------
+    // --- nvidia-smi nvlink ------------------------------------------------------------
     kib("Data Tx", "nvlink_tx_bytes"),
     kib("Data Rx", "nvlink_rx_bytes"),
     kib("Raw Tx", "nvlink_raw_tx_bytes"),
@@ -782,7 +782,7 @@ pub static SPELLINGS: &[Spelling] = &[
     s(NSMI, "CRC Errors", "nvlink_crc_errors"),
     s(NSMI, "CRC FLIT Errors", "nvlink_crc_flit_errors"),
     s(NSMI, "CRC Data Errors", "nvlink_crc_data_errors"),
-    // --- perf stat CXL PMU events (issue 8; kernel drivers/perf/cxl_pmu.c) ----------------------
+    // --- perf stat CXL PMU events (kernel drivers/perf/cxl_pmu.c) ----------------------
     s(PERF, "clock_ticks", "cxl_clock_ticks"),
     s(PERF, "m2s_req_meminv", "cxl_m2s_req_meminv"),
     s(PERF, "m2s_req_memrd", "cxl_m2s_req_memrd"),
@@ -802,7 +802,7 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PERF, "cachedata_h2d_data", "cxl_cachedata_h2d_data"),
     s(PERF, "ddr_casrd", "cxl_ddr_casrd"),
     s(PERF, "ddr_caswr", "cxl_ddr_caswr"),
-    // --- InfiniBand diagnostic sources (issue 6) ----------------------------------------------------
+    // --- InfiniBand diagnostic sources ----------------------------------------------------
     // perfquery / ibqueryerrors: libibmad `fields.c` names. Data fields are 4-octet words read raw.
     words(PQ, "PortXmitData", "port_xmit_data_bytes", None),
     words(PQ, "PortRcvData", "port_rcv_data_bytes", None),

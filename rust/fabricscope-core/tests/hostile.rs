@@ -1,5 +1,5 @@
-//! Hostile input against the driver's resource limits, and regressions for what fuzzing found
-//! (issue 12). The Python corpus in `tests/hostile/` covers every format end to end; these tests
+//! Hostile input against the driver's resource limits, and regressions for what fuzzing found.
+//! The Python corpus in `tests/hostile/` covers every format end to end; these tests
 //! pin the core's own guarantees: decompression bombs stop at a named limit on every reader path,
 //! whole-document readers are bounded, and `read_bytes` is the same driver as `read_paths`.
 #![allow(clippy::unwrap_used, missing_docs)]
@@ -79,7 +79,7 @@ fn decompressed_size_limit_names_the_option_and_the_offset() {
 
 #[test]
 fn decompression_limits_also_bound_binary_readers() {
-    // Before issue 12 only the line loop checked max_decompressed_bytes: a compressed capture or
+    // Once only the line loop checked max_decompressed_bytes: a compressed capture or
     // UFM JSON document could expand without bound.
     let pcap = std::fs::read(fixture("captures/synth_roce_pfc_le_us.pcap")).unwrap();
     assert!(pcap.len() > 4096);

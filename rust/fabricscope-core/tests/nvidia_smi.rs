@@ -71,7 +71,7 @@ fn hostile_input() {
     assert!(e.rows.is_empty());
 }
 
-/// DCGM exporter GPU link metrics through the Prometheus reader (issue 8 gap check): PCIe link
+/// DCGM exporter GPU link metrics through the Prometheus reader (the GPU link gauges): PCIe link
 /// training gauges, PROF NVLink bytes as a rate gauge, per-link `_L<n>` counters kept raw (the
 /// reader has no per-link label to put in `port`), blank sentinels null.
 #[test]

@@ -45,7 +45,7 @@ fn options(
     if batch_rows == 0 {
         return Err(PyValueError::new_err("batch_rows must be positive"));
     }
-    // Packet captures (issue 7): PFC quanta need the link speed; aggregates need a bin width.
+    // Packet captures: PFC quanta need the link speed; aggregates need a bin width.
     let link_speed_bps = match link_speed_gbps {
         None => None,
         Some(g) if g.is_finite() && g > 0.0 && g <= 1e6 => Some((g * 1e9).round() as u64),

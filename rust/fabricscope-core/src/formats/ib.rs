@@ -1,4 +1,4 @@
-//! Shared pieces of the InfiniBand diagnostic readers (issue 6): GUID normalisation, counter value
+//! Shared pieces of the InfiniBand diagnostic readers: GUID normalisation, counter value
 //! parsing (decimal, hex, "not supported" sentinels), epoch magnitudes, link speed and width
 //! tables, and content detection for the formats of `perfquery`, `ibqueryerrors`, `iblinkinfo`,
 //! `ibnetdiscover -p`, `ibdiagnet2.db_csv`, `ibdiagnet2.net_dump`, `ibswinfo`, UFM telemetry and

@@ -7,7 +7,7 @@
 pub mod ethtool;
 pub mod prometheus;
 pub mod sysfs;
-// InfiniBand diagnostic sources (issue 6).
+// InfiniBand diagnostic sources.
 pub mod ib;
 pub mod ibdiagnet;
 pub mod iblinkinfo;
@@ -18,7 +18,7 @@ pub mod netdump;
 pub mod perfquery;
 pub mod telegraf;
 pub mod ufm;
-// Measured-performance and GPU/CXL sources (issue 8).
+// Measured-performance and GPU/CXL sources.
 pub mod cxl_list;
 pub mod nccl_tests;
 pub mod nvidia_smi;
@@ -63,12 +63,12 @@ pub enum Format {
     IbdiagnetNetDump,
     /// `ibswinfo` switch vitals (`key | value`, or `key : value` in vitals mode).
     Ibswinfo,
-    // --- packet captures (issue 7) ---
+    // --- packet captures ---
     /// Classic libpcap capture (both byte orders, µs/ns, the "modified" variant).
     Pcap,
     /// pcapng capture (SHB/IDB/EPB/SPB; several sections, per-interface resolution).
     Pcapng,
-    // --- measured performance, GPU and CXL sources (issue 8) ---
+    // --- measured performance, GPU and CXL sources ---
     /// `nvidia-smi nvlink` throughput (`-gt d|r`, `-g`), status (`-s`) and error (`-e`) output.
     NvidiaSmiNvlink,
     /// nccl-tests text logs (`all_reduce_perf` ...): the `nccl_results`/`nccl_ranks` tables.
@@ -135,7 +135,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "lines `/sys/class/.../<counter>:<value>` or `.../ports/<n>/...:<value>`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
     },
-    // --- InfiniBand diagnostic sources (issue 6) ---
+    // --- InfiniBand diagnostic sources ---
     FormatInfo {
         format: Format::Perfquery,
         name: "perfquery",
@@ -206,7 +206,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`part number | ...`, `fan#N (rpm) | ...`, `cur.temp (C) : ...` and similar vitals lines",
         timestamps: "timestamp line; else file name, argument, mtime",
     },
-    // --- packet captures (issue 7) ---
+    // --- packet captures ---
     FormatInfo {
         format: Format::Pcap,
         name: "pcap",
@@ -221,7 +221,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a Section Header Block (0a0d0d0a + byte-order magic)",
         timestamps: "per-packet, per-interface if_tsresol/if_tsoffset (integer ns)",
     },
-    // --- measured performance, GPU and CXL sources (issue 8) ---
+    // --- measured performance, GPU and CXL sources ---
     FormatInfo {
         format: Format::NvidiaSmiNvlink,
         name: "nvidia-smi-nvlink",
@@ -367,7 +367,7 @@ pub trait BinaryReader: Send {
 
 /// Read a whole JSON-like input (`head` plus the rest of the stream) into memory, refusing more
 /// than `Limits::max_document_bytes` with a [`crate::error::Error::LimitExceeded`] naming `what`
-/// and that option (one override for every whole-document reader, issue 12).
+/// and that option (one override for every whole-document reader).
 pub fn read_bounded(
     head: &[u8],
     rest: &mut dyn std::io::Read,
@@ -532,7 +532,7 @@ pub fn parse_directive(line: &str) -> Option<Directive> {
 /// Detect the format of a file from its first bytes (already decompressed). `name` is the file
 /// name, used only as a tie-breaker.
 pub fn detect(head: &[u8], name: &str) -> Option<Format> {
-    // Packet captures (issue 7): binary magic numbers, checked before any text heuristics.
+    // Packet captures: binary magic numbers, checked before any text heuristics.
     if crate::packets::container::is_pcapng(head) {
         return Some(Format::Pcapng);
     }
@@ -540,7 +540,7 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
         return Some(Format::Pcap);
     }
     let text = String::from_utf8_lossy(head);
-    // Measured-performance and GPU/CXL sources (issue 8): strict signatures, checked before the
+    // Measured-performance and GPU/CXL sources: strict signatures, checked before the
     // IB heuristics so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire.
     if let Some(f) = detect_perf_sources(&text) {
         return Some(f);
@@ -591,7 +591,7 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     None
 }
 
-/// Issue 8 sources: JSON documents by their keys, text by lines only these tools print.
+/// Measured-performance, GPU and CXL sources: JSON documents by their keys, text by lines only these tools print.
 fn detect_perf_sources(text: &str) -> Option<Format> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -696,7 +696,7 @@ mod tests {
             Some(Format::SysfsGrep)
         );
         assert_eq!(detect(b"{\"a\": 1}", "x"), None);
-        // issue 6 follow-up: net_dump and ibswinfo
+        // InfiniBand diagnostic sources: net_dump and ibswinfo
         assert_eq!(
             detect(b"\"MF0;sw:MQM8700/U1\", Mellanox, 0xb8cef603001bf9de, LID 1\nIB# : Sta : LWA\n", "x"),
             Some(Format::IbdiagnetNetDump)

@@ -1,0 +1,130 @@
+"""``fabricscope analyze``: run every detector and print the findings (Nagios exit status)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from fabricscope import __version__
+from fabricscope.analyze import run_analysis
+from fabricscope.cli._common import EXIT_INPUT, add_limit_argument
+from fabricscope.exceptions import FabricscopeError
+from fabricscope.findings import document, exit_status
+
+_EPILOG_ANALYZE = """\
+examples:
+  fabricscope analyze sample_traces/
+  fabricscope analyze /var/lib/node_exporter/*.prom --json findings.json
+  fabricscope analyze dumps/ --profile ndr400 --config thresholds.toml --json - | jq .status
+
+exit status (Nagios): 0 OK (nothing above info), 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not analyse)
+"""
+
+
+_SEV_MARK = {"critical": "CRIT", "warning": "WARN", "info": "info"}
+
+
+def _analysis_summary(findings: pl.DataFrame, inputs: list[dict[str, object]], status: str, verbose: bool) -> str:
+    lines = [f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"]
+    counts = findings.group_by("severity").len() if findings.height else None
+    if counts is not None:
+        by = dict(zip(counts["severity"].to_list(), counts["len"].to_list(), strict=True))
+        lines.append("  " + ", ".join(f"{by.get(s, 0)} {s}" for s in ("critical", "warning", "info")))
+    shown = findings if verbose else findings.filter(pl.col("severity") != "info")
+    if shown.height:
+        lines.append("")
+        lines.append(f"{'sev':<4}  {'kind':<17} {'host':<14} {'device':<20} {'port':>4}  {'window (UTC)':<33}  message")
+        for r in shown.iter_rows(named=True):
+            window = "-"
+            if r["start"] is not None:
+                window = f"{str(r['start'])[:19]} .. {str(r['end'])[11:19]}"
+            port = "" if r["port"] is None else str(r["port"])
+            if r["priority"] is not None:
+                port += f"/p{r['priority']}"
+            lines.append(
+                f"{_SEV_MARK[r['severity']]:<4}  {r['kind']:<17} {str(r['host'] or '-')[:14]:<14} "
+                f"{str(r['device'] or '-')[:20]:<20} {port:>4}  {window:<33}  {r['message']}"
+            )
+    hidden = findings.height - shown.height
+    if hidden:
+        lines.append("")
+        kinds = ", ".join(sorted(set(findings.filter(pl.col("severity") == "info")["kind"].to_list())))
+        lines.append(f"{hidden} info finding(s) hidden ({kinds}); show them with --verbose or --json")
+    return "\n".join(lines)
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+
+    try:
+        analysis = run_analysis(
+            args.inputs,
+            profile=args.profile,
+            config=args.config,
+            strict=not args.lenient,
+            host=args.host,
+            format=args.format,
+            time=args.time,
+            engine=args.engine,
+            address=args.address,
+            since=args.since,
+            until=args.until,
+            hosts=args.hosts.split(",") if args.hosts else None,
+            limits=dict(args.limit),
+        )
+    except FabricscopeError as e:
+        print(f"UNKNOWN - fabricscope cannot analyse: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except (OSError, ValueError) as e:
+        print(f"UNKNOWN - fabricscope: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    doc = document(analysis.findings, analysis.inputs)
+    if args.json:
+        text = json.dumps(doc, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            target = Path(args.json)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".tmp")
+            tmp.write_text(text + "\n")
+            tmp.replace(target)
+    if args.json != "-":
+        print(_analysis_summary(analysis.findings, analysis.inputs, doc["status"], args.verbose))
+    return exit_status(analysis.findings)
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``fabricscope analyze`` on the CLI's subparsers."""
+    an = sub.add_parser(
+        "analyze",
+        help="find lossy, flapping, degraded and congested links (Nagios exit status)",
+        description="Rate the counters and run every detector; print findings, optionally as JSON.",
+        epilog=_EPILOG_ANALYZE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    an.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok)")
+    an.add_argument("--json", metavar="PATH|-", help="write the findings document (fabricscope.findings/1)")
+    an.add_argument("--profile", help="force a technology profile (ndr400, hdr200, roce400, ...)")
+    an.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
+    an.add_argument("--format", default="auto", help="input format (default: detect)")
+    an.add_argument("--host", help="host for inputs that name none")
+    an.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
+    an.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    an.add_argument("--verbose", action="store_true", help="also list info findings (data quality)")
+    an.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="run partitioned by host in this process (default) or as Ray tasks (docs/scale.md)",
+    )
+    an.add_argument("--address", help="Ray cluster address for --engine ray (default: start a local Ray)")
+    an.add_argument("--since", help="analyse samples at or after this time (epoch seconds or ISO 8601)")
+    an.add_argument("--until", help="analyse samples before this time (epoch seconds or ISO 8601)")
+    an.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
+    add_limit_argument(an)
+    an.set_defaults(func=_cmd_analyze)

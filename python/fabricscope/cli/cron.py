@@ -1,0 +1,110 @@
+"""``fabricscope cron``: the command line of :mod:`fabricscope.cron`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
+from fabricscope.exceptions import FabricscopeError
+
+_EPILOG = """\
+examples:
+  fabricscope cron --inputs /var/log/fabric --state /var/lib/fabricscope/state \\
+      --history /var/lib/fabricscope/history --textfile /var/lib/node_exporter/textfile/fabricscope.prom
+  fabricscope cron --inputs dumps/ --state st/ --history hist/ --json - --retain-days 30
+  fabricscope cron ... --reset-state        rebuild a corrupt state from the history
+
+exit status (Nagios): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (locked by another run, corrupt
+state, unreadable input in --strict mode). See docs/cron.md for crontab and systemd units.
+"""
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``fabricscope cron`` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "cron",
+        help="incremental run for cron/systemd: history, lifecycle, Nagios/JSON/textfile outputs",
+        description="Read only what is new since the last run, store it in a Parquet history, run the "
+        "detectors, track each fault across runs and report (Nagios exit status).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--inputs", nargs="+", required=True, metavar="DIR", help="files or directories to watch")
+    p.add_argument("--state", required=True, metavar="DIR", help="state directory (manifest, lock)")
+    p.add_argument("--history", required=True, metavar="DIR", help="history directory (Hive-partitioned Parquet)")
+    p.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
+    p.add_argument("--profile", help="force a technology profile (ndr400, roce400, ...)")
+    p.add_argument(
+        "--lookback",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="history prepended for the detectors (default 900)",
+    )
+    p.add_argument("--retain-days", type=float, metavar="DAYS", help="delete history older than this")
+    p.add_argument(
+        "--compact-parts",
+        type=int,
+        default=8,
+        metavar="N",
+        help="merge a partition's files when it has N (default 8; 0 off)",
+    )
+    p.add_argument("--strict", action="store_true", help="fail on a malformed record (default: skip and count)")
+    p.add_argument(
+        "--wait",
+        nargs="?",
+        type=float,
+        const=float("inf"),
+        default=0.0,
+        metavar="SECONDS",
+        help="wait for a running run's lock (default: exit 3 at once)",
+    )
+    p.add_argument("--reset-state", action="store_true", help="rebuild the state from the history (after corruption)")
+    p.add_argument("--json", metavar="PATH|-", help="write the findings document with the run record")
+    p.add_argument("--textfile", metavar="PATH", help="write node_exporter textfile collector metrics (atomically)")
+    p.set_defaults(func=_cmd_cron)
+
+
+def _cmd_cron(args: argparse.Namespace) -> int:
+    opts = CronOptions(
+        inputs=args.inputs,
+        state=Path(args.state),
+        history=Path(args.history),
+        config=args.config,
+        profile=args.profile,
+        lookback_s=args.lookback,
+        retain_days=args.retain_days,
+        compact_min_parts=args.compact_parts,
+        strict=args.strict,
+        wait_s=args.wait,
+        reset_state=args.reset_state,
+        json_path=args.json,
+        textfile=args.textfile,
+    )
+    try:
+        res = run_cron(opts)
+    except (LockedError, StateError) as e:
+        print(f"FABRICSCOPE UNKNOWN - {e}")
+        return EXIT_UNKNOWN
+    except FabricscopeError as e:
+        print(f"FABRICSCOPE UNKNOWN - cannot read input: {e}")
+        return EXIT_UNKNOWN
+    except (OSError, ValueError) as e:
+        print(f"FABRICSCOPE UNKNOWN - {e}")
+        return EXIT_UNKNOWN
+    except Exception as e:  # Nagios must see UNKNOWN, not a traceback's exit status 1 (WARNING)
+        traceback.print_exc()
+        print(f"FABRICSCOPE UNKNOWN - internal error: {type(e).__name__}: {e}")
+        return EXIT_UNKNOWN
+    if args.json == "-":
+        print(json.dumps(res.document, indent=2))
+    if args.json != "-":
+        perf = f" | samples={res.samples} files={res.files_read} duplicates_dropped={res.duplicates_dropped}"
+        print(res.status_line + perf)
+    sys.stdout.flush()
+    return res.exit_code

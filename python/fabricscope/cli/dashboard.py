@@ -1,0 +1,111 @@
+"""``fabricscope dashboard``: start the Streamlit fabric-health dashboard on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from fabricscope.dashboard import (
+    ENV_APP,
+    ENV_DATA,
+    ENV_MAX_UPLOAD_MB,
+    default_data_dir,
+    find_app,
+    run_server,
+    streamlit_command,
+)
+
+_EPILOG = """\
+examples:
+  fabricscope dashboard                                  sample_traces/ on http://127.0.0.1:8501
+  fabricscope dashboard --data /var/lib/fabricscope/history --port 8600
+  fabricscope dashboard --data dumps/ --host 0.0.0.0     reachable from other machines (no auth!)
+
+The dashboard only reads files under --data (a directory of counter files, or a
+`fabricscope cron` history). Without --data it shows the sample traces of a checkout
+(./sample_traces when run from one). Stopping this command (Ctrl-C, SIGTERM, SIGHUP) stops
+the server with it.
+"""
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    try:
+        import streamlit  # noqa: F401
+    except ImportError:
+        print("fabricscope: the dashboard needs streamlit: pip install 'fabricscope[dashboard]'", file=sys.stderr)
+        return 2
+    try:
+        app = find_app(args.app)
+    except FileNotFoundError as e:
+        print(f"fabricscope: {e}", file=sys.stderr)
+        return 2
+    if args.data:
+        data: Path | None = Path(args.data).expanduser().resolve()
+    else:
+        data = default_data_dir(app)
+        if data is None:
+            print("fabricscope: no sample_traces/ here to show: pass --data DIR", file=sys.stderr)
+            return 2
+    if not data.is_dir():
+        print(f"fabricscope: --data {data} is not a directory", file=sys.stderr)
+        return 3
+    if not 0 < args.port < 65536:
+        print(f"fabricscope: --port {args.port} is not a TCP port", file=sys.stderr)
+        return 2
+    if args.max_upload_mb < 1:
+        print("fabricscope: --max-upload-mb must be at least 1", file=sys.stderr)
+        return 2
+    if not _is_loopback(args.host):
+        print(
+            f"fabricscope: warning: listening on {args.host}: anyone who can reach this port can read the "
+            f"telemetry under {data} (the dashboard has no authentication)",
+            file=sys.stderr,
+        )
+    env = {**os.environ, ENV_DATA: str(data), ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
+    cmd = streamlit_command(app, host=args.host, port=args.port, max_upload_mb=args.max_upload_mb)
+    print(f"fabricscope dashboard: http://{args.host}:{args.port}  (data: {data})", file=sys.stderr)
+    return run_server(cmd, env)
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``dashboard`` subcommand to the ``fabricscope`` parser.
+
+    Args:
+        subparsers: The object ``ArgumentParser.add_subparsers`` returned.
+
+    Returns:
+        The subcommand's parser.
+    """
+    p = subparsers.add_parser(
+        "dashboard",
+        help="start the fabric-health dashboard (Streamlit) on this machine",
+        description="Start the Streamlit fabric-health dashboard over a data directory or cron history.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--data", metavar="DIR", help="directory of counter files or a cron history (default: the sample traces)"
+    )
+    p.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--max-upload-mb", type=int, default=200, help="largest accepted upload per file (default 200)")
+    p.add_argument(
+        "--app",
+        metavar="PATH",
+        help=f"the dashboards/ directory or app.py (default: ${ENV_APP}, else the checkout's, else the installed copy)",
+    )
+    p.set_defaults(func=_cmd_dashboard)
+    return p

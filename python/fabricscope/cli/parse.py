@@ -1,0 +1,268 @@
+"""``fabricscope parse``: read counters into the canonical samples table (Parquet) and summarise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time as _time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from fabricscope import __version__, _native
+from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, add_limit_argument
+from fabricscope.exceptions import FabricscopeError, InternalError
+from fabricscope.io import InputReport, _limits, _paths, _reports, _time_ns
+
+_EPILOG_PARSE = """\
+examples:
+  fabricscope parse sample_traces/ -o out/samples.parquet
+  fabricscope parse /sys/class/infiniband -o now.parquet           live sysfs on this host
+  fabricscope parse federate-*.prom.zst --lenient -o fabric.parquet
+  fabricscope parse eth2.log --format ethtool --host gpu017 --time 2026-12-02T14:00:00Z
+
+Hosts come from labels (instance, hostname, host, node), in-file `# host: NAME` lines, then
+--host. Timestamps come from the data, a timestamp line before each snapshot (`date +%s` or
+`date -Is` output), a timestamp in the file name, then --time, then the file's mtime (warned).
+"""
+
+
+class _Progress:
+    """A one-line progress bar on stderr, redrawn at most ten times a second."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.enabled = enabled
+        self.total = total
+        self.start = _time.monotonic()
+        self.last = 0.0
+
+    def update(self, done: int, rows: int, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = _time.monotonic()
+        if not force and now - self.last < 0.1:
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        mb = done / 1e6
+        if self.total:
+            frac = min(done / self.total, 1.0)
+            bar = "#" * int(frac * 30)
+            head = f"[{bar:<30}] {frac:6.1%} {mb:,.1f}/{self.total / 1e6:,.1f} MB"
+        else:
+            head = f"{mb:,.1f} MB"
+        sys.stderr.write(f"\r{head}  {mb / elapsed:,.0f} MB/s  {rows:,} rows ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _fmt_time(t: object) -> str:
+    return "-" if t is None else str(t)[:19].replace("T", " ")
+
+
+def _summary(
+    samples: pl.LazyFrame, reports: list[InputReport], elapsed: float, out: Path | None, side: list[str]
+) -> str:
+    lines: list[str] = []
+    total_bytes = sum(r.bytes for r in reports)
+    total_rows = sum(r.rows for r in reports)
+    lines.append(
+        f"fabricscope {__version__}: read {len(reports)} input(s), {total_bytes / 1e6:,.2f} MB, "
+        f"{total_rows:,} samples in {elapsed:.2f} s"
+    )
+    lines.append("")
+    lines.append(f"{'input':<56} {'format':<12} {'samples':>10} {'bad':>5}  time from")
+    for r in reports:
+        name = r.path if len(r.path) <= 56 else "..." + r.path[-53:]
+        skipped = any(w.startswith("skipped") for w in r.warnings)
+        status = "FAILED" if r.failed else ("skipped" if skipped else (r.format or "-"))
+        lines.append(f"{name:<56} {status:<12} {r.rows:>10,} {r.bad_records:>5}  {r.time_source}")
+    if total_rows:
+        per_dev = (
+            samples.group_by("host", "device")
+            .agg(
+                pl.col("port").drop_nulls().unique().sort().alias("ports"),
+                pl.col("counter").n_unique().alias("counters"),
+                pl.col("time").n_unique().alias("snapshots"),
+                pl.col("time").min().alias("first"),
+                pl.col("time").max().alias("last"),
+                pl.len().alias("samples"),
+            )
+            .sort("host", "device")
+            .collect()
+        )
+        lines.append("")
+        lines.append(
+            f"{'host':<20} {'device':<20} {'ports':<8} {'counters':>8} {'snapshots':>9} "
+            f"{'first (UTC)':<19}  {'last (UTC)':<19}"
+        )
+        for row in per_dev.iter_rows(named=True):
+            ports = ",".join(str(p) for p in row["ports"]) or "-"
+            lines.append(
+                f"{str(row['host'])[:20]:<20} {str(row['device'])[:20]:<20} {ports[:8]:<8} "
+                f"{row['counters']:>8} {row['snapshots']:>9} {_fmt_time(row['first']):<19}  "
+                f"{_fmt_time(row['last']):<19}"
+            )
+        unknown = (
+            samples.join(
+                pl.LazyFrame({"counter": pl.Series(_known_counters(), dtype=pl.String)}),
+                left_on=pl.col("counter").cast(pl.String),
+                right_on="counter",
+                how="anti",
+            )
+            .select(pl.col("counter").cast(pl.String).n_unique())
+            .collect()
+            .item()
+        )
+        if unknown:
+            lines.append("")
+            lines.append(
+                f"{unknown} counter name(s) are not in the vocabulary and were kept under their raw "
+                "names (see `fabricscope counters`)."
+            )
+    problems = [(r.path, m) for r in reports for m in (r.errors + r.warnings)]
+    if problems:
+        lines.append("")
+        lines.append("problems:")
+        for path, msg in problems[:20]:
+            lines.append(f"  {msg}" if path in msg else f"  {path}: {msg}")
+        if len(problems) > 20:
+            lines.append(f"  ... and {len(problems) - 20} more")
+    if out is not None:
+        lines.append("")
+        lines.append(f"wrote {out}" + "".join(f", {p}" for p in side))
+    return "\n".join(lines)
+
+
+def _known_counters() -> list[str]:
+    return [c["name"] for c in _native.counters()]
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="fabricscope-") as scratch:
+        return _parse_into(args, Path(scratch))
+
+
+def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        time_ns = _time_ns(args.time)
+    except (TypeError, ValueError) as e:
+        print(f"fabricscope: --time: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    paths = _paths(args.inputs)
+    scanner = _native.Scanner(
+        paths,
+        format=args.format,
+        host=args.host,
+        time_ns=time_ns,
+        strict=not args.lenient,
+        batch_rows=args.batch_rows,
+        **_limits(dict(args.limit), args.max_line_bytes),
+    )
+    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    progress = _Progress(show, scanner.bytes_total)
+    out: Path | None = Path(args.output) if args.output else None
+    if out is None:
+        target = scratch / "samples.parquet"
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        target = out.with_name(out.name + ".tmp")
+
+    def side_path(base: Path, kind: str) -> Path:
+        # OUT.parquet -> OUT.attributes.parquet, OUT.packet_events.parquet, ...
+        stem = base.name.removesuffix(".tmp").removesuffix(".parquet")
+        return base.with_name(f"{stem}.{kind}.parquet" + (".tmp" if base.name.endswith(".tmp") else ""))
+
+    samples_schema = pa.schema(_native.samples_schema_arrow())
+    side: dict[str, pq.ParquetWriter] = {}
+    rows = 0
+    started = _time.monotonic()
+    try:
+        with pq.ParquetWriter(target, samples_schema, compression="zstd") as writer:
+            try:
+                for kind, batch in scanner:
+                    rb = pa.record_batch(batch)
+                    if kind == "samples":
+                        writer.write_batch(rb)
+                        rows += rb.num_rows
+                    else:
+                        if kind not in side:
+                            side[kind] = pq.ParquetWriter(side_path(target, kind), rb.schema, compression="zstd")
+                        side[kind].write_batch(rb)
+                    progress.update(scanner.bytes_read, rows)
+            finally:
+                for w in side.values():
+                    w.close()
+        progress.update(scanner.bytes_read, rows, force=True)
+    except InternalError as e:
+        progress.close()
+        print(f"fabricscope: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except FabricscopeError as e:
+        progress.close()
+        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
+        target.unlink(missing_ok=True)
+        for kind in side:
+            side_path(target, kind).unlink(missing_ok=True)
+        return EXIT_INPUT
+    progress.close()
+    elapsed = _time.monotonic() - started
+    reports = _reports(scanner.reports())
+    side_outputs: dict[str, str] = {}
+    if out is not None:
+        # Publish atomically: readers of OUT never see a half-written file.
+        target.replace(out)
+        for kind in side:
+            final = side_path(out, kind)
+            side_path(target, kind).replace(final)
+            side_outputs[kind] = str(final)
+        samples = pl.scan_parquet(out)
+    else:
+        samples = pl.scan_parquet(target)
+    if args.json:
+        doc = {
+            "version": __version__,
+            "output": str(out) if out else None,
+            "side_outputs": side_outputs,
+            "samples": rows,
+            "seconds": round(elapsed, 3),
+            "inputs": [r.__dict__ for r in reports],
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(_summary(samples, reports, elapsed, out, list(side_outputs.values())))
+    return EXIT_INPUT if any(r.failed for r in reports) else EXIT_OK
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``fabricscope parse`` on the CLI's subparsers."""
+    parse = sub.add_parser(
+        "parse",
+        help="read counters into the canonical samples table (Parquet) and summarise",
+        description="Read counter exports into the canonical samples table and print a summary.",
+        epilog=_EPILOG_PARSE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parse.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok)")
+    parse.add_argument("-o", "--output", metavar="OUT.parquet", help="write samples here (atomically)")
+    parse.add_argument("--format", default="auto", help="input format (default: detect); see `formats`")
+    parse.add_argument("--host", help="host for inputs that name none")
+    parse.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
+    parse.add_argument("--lenient", action="store_true", help="skip and count bad records instead of failing")
+    parse.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parse.add_argument("--progress", action="store_true", help="show progress even when stderr is not a TTY")
+    parse.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parse.add_argument("--batch-rows", type=int, default=1 << 20, help=argparse.SUPPRESS)
+    parse.add_argument("--max-line-bytes", type=int, default=1 << 20, help="longest accepted line (default 1 MiB)")
+    add_limit_argument(parse)
+    parse.set_defaults(func=_cmd_parse)

@@ -1,0 +1,76 @@
+"""``fabricscope report``: one self-contained HTML (or Markdown) report from inputs or a history."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time as _time
+from pathlib import Path
+from typing import Any
+
+from fabricscope.exceptions import FabricscopeError
+from fabricscope.report.build import write_report
+
+
+class _StageLine:
+    """The report's stages on one stderr line (``[3/9]   2.1 s  plotting gpu01/mlx5_0/1``)."""
+
+    def __init__(self) -> None:
+        self.t0 = _time.monotonic()
+        self.drawn = False
+
+    def show(self, done: int, total: int, what: str) -> None:
+        of = f"/{total}" if total else ""
+        sys.stderr.write(f"\r[{done}{of}] {_time.monotonic() - self.t0:5.1f} s  {what[:60]:<60}")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``fabricscope report``."""
+    p = sub.add_parser(
+        "report",
+        help="one self-contained HTML (or Markdown) report: findings, per-port plots, bottlenecks, advice",
+        description="Analyse inputs (or a cron history) and write a report with the findings, their evidence "
+        "and threshold sources, per-port time series with fault windows, the bottleneck view and the advisor.",
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT-or-HISTORY", help="files, directories or cron history dirs")
+    p.add_argument("-o", "--output", required=True, metavar="report.html", help="the report file (atomically)")
+    p.add_argument("--format", choices=["html", "md"], default=None, help="default: from the output's suffix")
+    p.add_argument("--profile", help="force a technology profile")
+    p.add_argument("--config", metavar="PATH", help="TOML thresholds")
+    p.add_argument("--since", help="for histories: only samples from this time (ISO 8601)")
+    p.add_argument("--max-ports", type=int, default=12, help="most ports plotted (default 12; flagged first)")
+    p.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    quiet = args.quiet or not sys.stderr.isatty()
+    stages = _StageLine()
+    fmt = args.format or ("md" if str(args.output).endswith((".md", ".markdown")) else "html")
+    try:
+        data = write_report(
+            args.inputs,
+            args.output,
+            format=fmt,
+            progress=None if quiet else stages.show,
+            max_ports=args.max_ports,
+            profile=args.profile,
+            config=args.config,
+            strict=not args.lenient,
+            since=args.since,
+        )
+    except FabricscopeError as e:
+        stages.close()
+        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
+        return 3
+    stages.close()
+    print(f"wrote {Path(args.output)}: {data.findings.height} finding(s), {len(data.plots)} port plot(s)")
+    return 0

@@ -1,0 +1,38 @@
+"""``fabricscope topology``: which port is cabled to which."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from fabricscope.cli._common import EXIT_INPUT, EXIT_OK
+from fabricscope.exceptions import FabricscopeError
+from fabricscope.topology import format_topology, topology
+
+
+def _cmd_topology(args: argparse.Namespace) -> int:
+    try:
+        links = topology(args.inputs, strict=not args.lenient)
+    except FabricscopeError as e:
+        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    if args.json:
+        print(json.dumps(links.to_dicts(), indent=2, default=str))
+    else:
+        print(format_topology(links))
+    return EXIT_OK
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``fabricscope topology`` on the CLI's subparsers."""
+    topo = sub.add_parser(
+        "topology",
+        help="print which port is cabled to which (ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv)",
+        description="Read topology sources and print the links table with tiers (hca, leaf, spine).",
+    )
+    topo.add_argument("inputs", nargs="+", metavar="INPUT")
+    topo.add_argument("--json", action="store_true", help="print the links as JSON")
+    topo.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    topo.set_defaults(func=_cmd_topology)

@@ -1,0 +1,89 @@
+"""The directives an appended tail needs to be read on its own (host, device, TYPE/UNIT, last time)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_HOST_RE = re.compile(r"^\s*[#$>]*\s*(hostname|host|node)\s*[:=]\s*\S+\s*$", re.IGNORECASE)
+
+
+_DEVICE_RE = re.compile(r"(^|\s|/)ethtool\s+(.*\s)?(-S|--statistics)\s+\S+")
+
+
+_TIME_RE = re.compile(
+    r"^\s*#?\s*((timestamp|time|date)\s*[:=]\s*)?("
+    r"\d{10}(\.\d{1,9})?"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d([.,]\d+)?)?(Z|[+-]\d\d:?\d\d| UTC)?"
+    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (UTC|GMT) \d{4}"
+    r")\s*$",
+    re.IGNORECASE,
+)
+
+
+_TYPE_RE = re.compile(r"^# (TYPE|UNIT) (\S+) ")
+
+
+def context_lines(prefix_tail: bytes, old_context: list[str]) -> list[str]:
+    """The directives an appended tail needs: host, ethtool device, TYPE/UNIT lines, last time."""
+    host = device = stamp = None
+    types: dict[str, str] = {}
+    for line in old_context:
+        host, device, stamp = _classify(line, host, device, stamp, types)
+    for raw in prefix_tail.decode("utf-8", "replace").splitlines():
+        if _maybe_directive(raw):
+            host, device, stamp = _classify(raw, host, device, stamp, types)
+    out = [x for x in (host, device) if x]
+    out.extend(list(types.values())[-10_000:])
+    if stamp:
+        out.append(stamp)  # last, so the tail's first readings get it
+    return out
+
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def _maybe_directive(line: str) -> bool:
+    """Cheap pre-check: data lines (``name{...} v t``, ``  counter: v``) are never directives."""
+    s = line.lstrip()
+    if not s:
+        return False
+    c = s[0]
+    if c in "#$>" or c.isdigit():
+        return True
+    return s[:4].lower() in ("host", "node", "time", "date") or s[:3] in _DAYS
+
+
+def _classify(
+    line: str, host: str | None, device: str | None, stamp: str | None, types: dict[str, str]
+) -> tuple[str | None, str | None, str | None]:
+    if _HOST_RE.match(line):
+        return line, device, stamp
+    if line.lstrip().startswith(("#", "$", ">")) and _DEVICE_RE.search(line):
+        return host, line, stamp
+    if _TIME_RE.match(line):
+        return host, device, line
+    m = _TYPE_RE.match(line)
+    if m:
+        types[f"{m.group(1)} {m.group(2)}"] = line
+    return host, device, stamp
+
+
+def directive_region(path: str, start: int, end: int) -> bytes:
+    """The bytes of ``[start, end)`` that are scanned for directives.
+
+    Headers (``# host:``) sit at the top of a log and the directives in force at ``end`` (last
+    timestamp, ``# ethtool -S``, recent ``# TYPE``) near it, so a large new file is scanned in
+    its first 64 KiB and its last 4 MiB rather than whole.
+    """
+    head_n, tail_n = 64 * 1024, 4 * 1024 * 1024
+    with Path(path).open("rb") as f:
+        if end - start <= head_n + tail_n:
+            f.seek(start)
+            return f.read(end - start)
+        f.seek(start)
+        head = f.read(head_n)
+        head = head[: head.rfind(b"\n") + 1]
+        f.seek(end - tail_n)
+        tail = f.read(tail_n)
+        return head + tail[tail.find(b"\n") + 1 :]

@@ -1,0 +1,260 @@
+"""The manifest: which inputs are new, grown, rotated or rewritten, and what of each to read."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fabricscope.cron.directives import context_lines, directive_region
+from fabricscope.exceptions import FabricscopeError
+
+# Formats whose files are line-oriented and self-describing per line (plus a few directives), so
+# an appended tail can be read on its own.
+APPENDABLE = frozenset({"prometheus", "openmetrics", "ethtool", "sysfs-grep", "telegraf"})
+
+
+# The prefix fingerprint hashes this much of the start and of the end of the consumed prefix:
+# rewriting or rotating a log changes one of them, and hashing a 10 GB log every minute would not.
+_FINGERPRINT_BYTES = 64 * 1024
+
+
+COMPRESSED_MAGIC = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")
+
+
+@dataclass
+class Unit:
+    """One input: a file, or a sysfs tree read as a whole."""
+
+    path: str
+    is_tree: bool
+
+
+def _is_sysfs_tree(d: Path) -> bool:
+    return (d / "sys" / "class").is_dir() or (d.name in ("infiniband", "net") and d.parent.name == "class")
+
+
+def units(inputs: list[str]) -> list[Unit]:
+    """The files and sysfs trees under ``inputs`` (hidden entries skipped, symlinked directories not followed)."""
+    out: list[Unit] = []
+    for raw in inputs:
+        p = Path(raw)
+        if not p.exists():
+            # A watched path that is gone is a configuration error, not "no new data".
+            raise ValueError(f"input {raw} does not exist")
+        if p.is_dir():
+            if _is_sysfs_tree(p):
+                out.append(Unit(str(p), True))
+                continue
+            for root, dirs, files in os.walk(p, followlinks=False):
+                rp = Path(root)
+                keep = []
+                for d in sorted(dirs):
+                    if d.startswith("."):
+                        continue
+                    if _is_sysfs_tree(rp / d):
+                        out.append(Unit(str(rp / d), True))
+                    else:
+                        keep.append(d)
+                dirs[:] = keep
+                # Strings, not Path objects: this loop runs once per input file on every run.
+                out.extend(Unit(os.path.join(root, f), False) for f in sorted(files) if not f.startswith("."))  # noqa: PTH118
+        else:
+            out.append(Unit(str(p), False))
+    return out
+
+
+def _tree_fingerprint(root: str) -> tuple[str, int, int]:
+    h = hashlib.blake2b(digest_size=16)
+    total, newest = 0, 0
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        for f in sorted(files):
+            try:
+                s = os.stat(os.path.join(dirpath, f))  # noqa: PTH116, PTH118 (hot loop)
+            except OSError:
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, f), root)  # noqa: PTH118
+            h.update(f"{rel}\0{s.st_size}\0{s.st_mtime_ns}\n".encode())
+            total += s.st_size
+            newest = max(newest, s.st_mtime_ns)
+    return h.hexdigest(), total, newest
+
+
+def _fingerprint(path: str, offset: int) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with Path(path).open("rb") as f:
+        h.update(f.read(min(offset, _FINGERPRINT_BYTES)))
+        if offset > _FINGERPRINT_BYTES:
+            f.seek(max(offset - _FINGERPRINT_BYTES, _FINGERPRINT_BYTES))
+            h.update(f.read(offset - f.tell()))
+    return h.hexdigest()
+
+
+@dataclass
+class Plan:
+    """What to read from one unit in this run."""
+
+    unit: Unit
+    entry: dict[str, Any]  # the manifest entry after this run
+    start: int  # byte offset the read starts at (0: the whole file)
+    end: int  # byte offset after the last whole line read
+    reason: str  # new, appended, rotated, truncated, rewritten, changed
+    read_path: str = ""  # what is handed to the reader (the file, or a temp copy of the tail)
+    format: str | None = None
+
+
+def plan(units: list[Unit], files: dict[str, dict[str, Any]]) -> tuple[list[Plan], dict[str, dict[str, Any]]]:
+    """Decide per unit whether and from where to read; returns the plans and unchanged entries."""
+    plans: list[Plan] = []
+    keep: dict[str, dict[str, Any]] = {}
+    for u in units:
+        old = files.get(u.path)
+        if u.is_tree:
+            fp, size, mtime = _tree_fingerprint(u.path)
+            entry = {"tree": True, "fingerprint": fp, "size": size, "mtime_ns": mtime}
+            if old and old.get("fingerprint") == fp:
+                keep[u.path] = old
+            else:
+                plans.append(Plan(u, entry, 0, size, "new" if old is None else "changed"))
+            continue
+        try:
+            s = os.stat(u.path)  # noqa: PTH116 (hot loop)
+        except OSError:
+            continue  # vanished between walk and stat: next run sees what is there
+        entry = {
+            "dev": s.st_dev,
+            "ino": s.st_ino,
+            "size": s.st_size,
+            "mtime_ns": s.st_mtime_ns,
+            "offset": s.st_size,
+            "format": None,
+        }
+        if old is None:
+            plans.append(Plan(u, entry, 0, s.st_size, "new"))
+            continue
+        if old.get("size") == s.st_size and old.get("mtime_ns") == s.st_mtime_ns and old.get("ino") == s.st_ino:
+            keep[u.path] = old
+            continue
+        offset = int(old.get("offset", 0))
+        if (old.get("dev"), old.get("ino")) != (s.st_dev, s.st_ino):
+            reason = "rotated"
+        elif s.st_size < offset:
+            reason = "truncated"
+        elif _fingerprint(u.path, offset) != old.get("prefix_hash"):
+            reason = "rewritten"
+        elif old.get("appendable"):
+            entry["format"] = old.get("format")
+            if s.st_size == offset:
+                keep[u.path] = {**old, "mtime_ns": s.st_mtime_ns, "size": s.st_size}
+                continue
+            plans.append(Plan(u, entry, offset, s.st_size, "appended", format=old.get("format")))
+            continue
+        else:
+            reason = "changed"
+        plans.append(Plan(u, entry, 0, s.st_size, reason))
+    return plans, keep
+
+
+def prepare_reads(plans: list[Plan], files: dict[str, dict[str, Any]], work: Path) -> list[Plan]:
+    """Point each plan at what the reader gets: the file itself, or a temp copy of its tail."""
+    ready: list[Plan] = []
+    for i, p in enumerate(plans):
+        if p.unit.is_tree or p.start == 0:
+            p.read_path = p.unit.path
+            if not p.unit.is_tree and _partial_last_line(p.unit.path, p.end):
+                # A log caught mid-write: read its whole lines only (a cut line would be stored
+                # with a wrong value); the rest is read next run.
+                cut = _last_newline(p.unit.path, p.end)
+                copy = work / str(i) / Path(p.unit.path).name
+                copy.parent.mkdir(parents=True)
+                with Path(p.unit.path).open("rb") as src:
+                    copy.write_bytes(src.read(cut))
+                st = Path(p.unit.path).stat()
+                os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+                p.end = cut
+                p.read_path = str(copy)
+            ready.append(p)
+            continue
+        with Path(p.unit.path).open("rb") as f:
+            f.seek(p.start)
+            tail = f.read(p.end - p.start)
+        cut = tail.rfind(b"\n")
+        if cut < 0:
+            # Only a partial line was appended: wait for the writer to finish it.
+            old = files[p.unit.path]
+            p.entry.update(offset=p.start, prefix_hash=old.get("prefix_hash"), context=old.get("context", []))
+            p.entry["appendable"] = True
+            p.read_path = ""
+            ready.append(p)
+            continue
+        tail = tail[: cut + 1]
+        p.end = p.start + len(tail)
+        ctx = files[p.unit.path].get("context", [])
+        d = work / str(i)
+        d.mkdir(parents=True)
+        # Same file name: some inputs carry their timestamp in the name.
+        copy = d / Path(p.unit.path).name
+        copy.write_bytes(("\n".join(ctx) + "\n").encode() + tail if ctx else tail)
+        st = Path(p.unit.path).stat()
+        os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # the mtime fallback must match the original
+        p.read_path = str(copy)
+        ready.append(p)
+    return ready
+
+
+def _partial_last_line(path: str, size: int) -> bool:
+    """True for an appendable text log whose last line is still being written."""
+    if size == 0:
+        return False
+    with Path(path).open("rb") as f:
+        head = f.read(8192)
+        f.seek(size - 1)
+        last = f.read(1)
+    if last == b"\n" or head.startswith(COMPRESSED_MAGIC) or b"\0" in head:
+        return False
+    from fabricscope.io import load
+
+    # Rare (only files caught mid-write), so learning the format with a lenient read is affordable.
+    try:
+        fmt = load([path], strict=False).reports[0].format
+    except FabricscopeError:
+        return False
+    return fmt in APPENDABLE and _last_newline(path, size) > 0
+
+
+def _last_newline(path: str, size: int) -> int:
+    """Offset just after the last newline before ``size`` (0 when there is none)."""
+    with Path(path).open("rb") as f:
+        pos = size
+        while pos > 0:
+            start = max(0, pos - 65536)
+            f.seek(start)
+            chunk = f.read(pos - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                return start + cut + 1
+            pos = start
+    return 0
+
+
+def finish_entry(p: Plan, fmt: str | None, old_context: list[str]) -> dict[str, Any]:
+    """The manifest entry of ``p`` after it was read: offset, prefix fingerprint and directives for the next tail."""
+    e = dict(p.entry)
+    if p.unit.is_tree:
+        return e
+    if not p.read_path:
+        return e  # partial line only; entry already carries the old offset
+    e["format"] = fmt or e.get("format")
+    with Path(p.unit.path).open("rb") as f:
+        head = f.read(4)
+    appendable = e["format"] in APPENDABLE and not head.startswith(COMPRESSED_MAGIC)
+    end = p.end
+    e["appendable"] = appendable
+    e["offset"] = end
+    e["prefix_hash"] = _fingerprint(p.unit.path, end)
+    if appendable:
+        e["context"] = context_lines(directive_region(p.unit.path, p.start, end), old_context if p.start else [])
+    return e

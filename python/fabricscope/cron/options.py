@@ -1,0 +1,74 @@
+"""What one ``fabricscope cron`` run is asked to do, and what it did."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
+
+
+@dataclass
+class CronOptions:
+    """What one ``fabricscope cron`` run does (the command-line options).
+
+    Attributes:
+        inputs: Files and directories to watch.
+        state: State directory (manifest, last readings, lock).
+        history: History directory (see :mod:`fabricscope.history`).
+        config: Thresholds TOML.
+        profile: Force a technology profile.
+        lookback_s: Seconds of history prepended to the new samples for the detectors.
+        retain_days: Delete history partitions older than this many days (None: keep all).
+        compact_min_parts: Merge a partition's part files when it has at least this many.
+        strict: Fail the run on a malformed record instead of skipping and counting it.
+        wait_s: Wait this long for the lock (0: fail at once).
+        reset_state: Rebuild the state from the history before running.
+        json_path: Write the JSON document here, atomically (``-``: the CLI prints it).
+        textfile: Write the node_exporter textfile here.
+        now: The run's wall-clock time (tests); default: now.
+    """
+
+    inputs: list[str]
+    state: Path
+    history: Path
+    config: str | None = None
+    profile: str | None = None
+    lookback_s: float = 900.0
+    retain_days: float | None = None
+    compact_min_parts: int = 8
+    strict: bool = False
+    wait_s: float = 0.0
+    reset_state: bool = False
+    json_path: str | None = None
+    textfile: str | None = None
+    now: dt.datetime | None = None
+
+
+@dataclass
+class CronResult:
+    """What one run did.
+
+    Attributes:
+        run_id: The run's id (derived from the state and the input ranges read).
+        exit_code: Nagios exit code.
+        status_line: The one-line Nagios status.
+        files_read: Inputs (or tails) read.
+        samples: New samples stored.
+        duplicates_dropped: Readings dropped as already stored.
+        active: Active faults after the run (findings schema + ``fault_id``).
+        document: The JSON document.
+    """
+
+    run_id: str
+    exit_code: int
+    status_line: str
+    files_read: int
+    samples: int
+    duplicates_dropped: int
+    active: pl.DataFrame
+    document: dict[str, Any] = field(default_factory=dict)

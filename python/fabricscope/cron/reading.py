@@ -1,0 +1,56 @@
+"""Reading the planned inputs and dropping readings the history already holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from fabricscope.cron.manifest import Plan
+from fabricscope.cron.state import empty_series, stored_attrs
+from fabricscope.history import (
+    to_stored,
+)
+from fabricscope.rates import SERIES_KEYS
+
+
+def read_plans(
+    plans: list[Plan], strict: bool
+) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, Any]], dict[str, str], dict[str, pl.DataFrame]]:
+    """Read every planned input; returns samples, attributes, the contract's inputs, formats, tables."""
+    from fabricscope.io import load
+
+    groups: dict[str | None, list[Plan]] = {}
+    for p in plans:
+        if p.read_path:
+            groups.setdefault(p.format, []).append(p)
+    samples, attrs, inputs, formats = [], [], [], {}
+    tables: dict[str, list[pl.DataFrame]] = {}
+    for fmt, ps in groups.items():
+        back = {p.read_path: p.unit.path for p in ps}
+        res = load([p.read_path for p in ps], format=fmt or "auto", strict=strict)
+        samples.append(res.samples)
+        if not res.attributes.is_empty():
+            attrs.append(res.attributes)
+        for name, t in res.tables.items():
+            tables.setdefault(name, []).append(t)
+        for r in res.reports:
+            orig = back.get(r.path, r.path)
+            if r.format:
+                formats[orig] = r.format
+            if r.format is not None or r.failed:
+                inputs.append({"path": orig, "format": r.format or "-", "records": r.rows, "rejected": r.bad_records})
+    s = pl.concat([to_stored(x) for x in samples]) if samples else empty_series()
+    a = pl.concat([stored_attrs(x) for x in attrs]) if attrs else pl.DataFrame()
+    return s, a, inputs, formats, {n: pl.concat(ts, how="diagonal_relaxed") for n, ts in tables.items()}
+
+
+def drop_stored(new: pl.DataFrame, last: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Drop readings at or before the series' last stored time (already in the history)."""
+    if new.is_empty() or last.is_empty():
+        return new, 0
+    keyed = new.join(
+        last.select(*SERIES_KEYS, pl.col("time").alias("_last")), on=SERIES_KEYS, how="left", nulls_equal=True
+    )
+    kept = keyed.filter(pl.col("_last").is_null() | (pl.col("time") > pl.col("_last"))).drop("_last")
+    return kept, new.height - kept.height

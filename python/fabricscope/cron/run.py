@@ -1,0 +1,246 @@
+"""One ``fabricscope cron`` run, from the lock to the commit point and the outputs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import shutil
+import time as _time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from fabricscope import _atomic
+from fabricscope.cron.lifecycle import active_findings, update_lifecycle
+from fabricscope.cron.lock import state_lock
+from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
+from fabricscope.cron.options import CronOptions, CronResult
+from fabricscope.cron.outputs import status_line
+from fabricscope.cron.reading import drop_stored, read_plans
+from fabricscope.cron.recovery import crash_point, recover, recover_quiet
+from fabricscope.cron.retention import compact, retain
+from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
+from fabricscope.findings import document, empty_findings
+from fabricscope.history import (
+    RUNS_SCHEMA,
+    STORED_FINDINGS_SCHEMA,
+    STORED_SAMPLES_SCHEMA,
+    History,
+    partition_dir,
+    to_canonical,
+)
+from fabricscope.rates import SERIES_KEYS
+
+
+def _run_id(prev: str | None, plans: list[Plan]) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    h.update((prev or "").encode())
+    for p in sorted(plans, key=lambda p: p.unit.path):
+        h.update(json.dumps([p.unit.path, p.entry.get("ino"), p.entry.get("fingerprint"), p.start, p.end]).encode())
+    return h.hexdigest()
+
+
+def _partitioned(
+    df: pl.DataFrame, time_col: pl.Expr, run_time: dt.datetime
+) -> dict[tuple[dt.date, str | None], pl.DataFrame]:
+    if df.is_empty():
+        return {}
+    keyed = df.with_columns(time_col.fill_null(pl.lit(run_time)).dt.date().alias("_date"))
+    return {
+        (k[0], k[1]): g.drop("_date")
+        for k, g in keyed.partition_by(["_date", "host"], as_dict=True, maintain_order=True).items()
+    }
+
+
+def run_cron(opts: CronOptions) -> CronResult:
+    """Run once (see the module docstring); raises :class:`StateError` or ``LockedError``.
+
+    Args:
+        opts: The options.
+
+    Returns:
+        A :class:`CronResult`.
+    """
+    started_wall = opts.now or dt.datetime.now(dt.timezone.utc)
+    t0 = _time.monotonic()
+    hist = History(opts.history)
+    state, history = Path(opts.state), Path(opts.history)
+    with state_lock(state, opts.wait_s):
+        history.mkdir(parents=True, exist_ok=True)
+        if opts.reset_state:
+            recover_quiet(state, history)
+            rebuild_state(state, hist)
+        st = load_state(state)
+        recover(state, history, st.last_run_id)
+        plans, keep = plan(units(opts.inputs), st.files)
+        work = state / "work"
+        work.mkdir(mode=0o700, exist_ok=True)
+        try:
+            return _run_locked(opts, st, plans, keep, work, state, history, hist, started_wall, t0)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_locked(
+    opts: CronOptions,
+    st: State,
+    plans: list[Plan],
+    keep: dict[str, dict[str, Any]],
+    work: Path,
+    state: Path,
+    history: Path,
+    hist: History,
+    started_wall: dt.datetime,
+    t0: float,
+) -> CronResult:
+    from fabricscope.analyze import run_analysis
+    from fabricscope.config import load_config
+
+    run_id = _run_id(st.last_run_id, plans)
+    plans = prepare_reads(plans, st.files, work)
+    new, new_attrs, inputs, formats, tables = read_plans(plans, opts.strict)
+    # Topology changes rarely and is read once: the latest links table stays in the state; the
+    # other tables (perftest, nccl-tests results) belong to this run's inputs only.
+    links = tables.get("links", st.links)
+    if links is not None:
+        tables["links"] = links
+    crash_point("after-read")
+    new, dropped = drop_stored(new, st.series)
+    # Attributes: the latest value per key wins.
+    attrs = st.attributes
+    if not new_attrs.is_empty():
+        allattrs = new_attrs if attrs is None else pl.concat([attrs, new_attrs], how="vertical_relaxed")
+        attrs = (
+            allattrs.sort("time")
+            .group_by(["host", "device", "port", "key"], maintain_order=True)
+            .last()
+            .select(new_attrs.columns)
+        )
+    cfg = load_config(opts.config)
+
+    findings = empty_findings()
+    covered = pl.DataFrame(
+        schema={"host": pl.String, "device": pl.String, "port": pl.Int64, "data_end": pl.Datetime("ns", "UTC")}
+    )
+    if not new.is_empty():
+        hosts = new["host"].unique().to_list()
+        t_min = new["time"].min()
+        since = t_min - dt.timedelta(seconds=opts.lookback_s)  # type: ignore[operator]
+        back = (
+            hist.samples(since=since, hosts=hosts).select(STORED_SAMPLES_SCHEMA.names()).collect()
+            if opts.lookback_s > 0
+            else empty_series()
+        )
+        prev = st.series.filter(pl.col("host").is_in(hosts))
+        window = pl.concat([back, prev, new]).unique(subset=[*SERIES_KEYS, "time"], keep="last", maintain_order=True)
+        analysis = run_analysis(
+            to_canonical(window.sort("time")),
+            profile=opts.profile,
+            config=cfg,
+            tables=tables,
+            attributes=None
+            if attrs is None
+            else attrs.with_columns([pl.col(c).cast(pl.Categorical()) for c in ("host", "device", "key", "source")]),
+        )
+        # Keep the findings that reach into this run's new data (per host); older windows were
+        # reported by earlier runs.
+        new_from = new.group_by("host").agg(pl.col("time").min().alias("_from"))
+        findings = (
+            analysis.findings.join(new_from, on="host", how="left")
+            .filter(pl.col("end").is_null() | pl.col("_from").is_null() | (pl.col("end") >= pl.col("_from")))
+            .drop("_from")
+        )
+        covered = (
+            new.group_by("host", "device", "port")
+            .agg(pl.col("time").max().alias("data_end"))
+            .with_columns(pl.col("port").cast(pl.Int64))
+        )
+
+    lifecycle, tagged = update_lifecycle(hist.lifecycle(), findings, covered, started_wall)
+    tagged = tagged.with_columns(pl.lit(run_id).alias("run_id")).select(STORED_FINDINGS_SCHEMA.names())
+
+    # Plan every part file before writing any, so the journal can name them all.
+    sample_parts = _partitioned(new, pl.col("time"), started_wall)
+    finding_parts = _partitioned(tagged, pl.coalesce("start", "end"), started_wall)
+    writes: list[tuple[str, pl.DataFrame]] = []
+    for table, parts in (("samples", sample_parts), ("findings", finding_parts)):
+        for (day, host), df in parts.items():
+            rel = partition_dir(Path(), table, day, host) / f"part-{run_id}.parquet"
+            writes.append((rel.as_posix(), df))
+
+    files_read = sum(1 for p in plans if p.read_path)
+    code, line = status_line(active_findings(lifecycle))
+    finished = dt.datetime.now(dt.timezone.utc) if opts.now is None else started_wall
+    duration = _time.monotonic() - t0
+    run_row = pl.DataFrame(
+        [
+            {
+                "run_id": run_id,
+                "started": started_wall,
+                "finished": finished,
+                "duration_s": duration,
+                "files_read": files_read,
+                "samples": new.height,
+                "status": {0: "ok", 1: "warning", 2: "critical"}[code],
+                "exit_code": code,
+            }
+        ],
+        schema=RUNS_SCHEMA,
+    )
+    runs = pl.concat([hist.runs().cast(RUNS_SCHEMA), run_row])
+
+    # Journal, then the history, then the state (the commit point).
+    singles = ["lifecycle.parquet", "runs.parquet", "attributes.parquet"]
+    rollback = state / "rollback"
+    rollback.mkdir(mode=0o700, exist_ok=True)
+    backups = {}
+    for name in singles:
+        src = history / name
+        backups[name] = src.exists()
+        if src.exists():
+            _atomic.write_bytes(rollback / name, src.read_bytes(), mode=0o600)
+    _atomic.write_text(
+        state / "pending.json",
+        json.dumps({"run_id": run_id, "parts": [w[0] for w in writes], "backups": backups}),
+        mode=0o600,
+    )
+    crash_point("after-journal")
+    staging = history / ".staging"
+    for i, (rel, df) in enumerate(writes):
+        _atomic.write_parquet(history / rel, df, staging=staging)
+        if i == len(writes) // 2:
+            crash_point("mid-parts")
+    _atomic.write_parquet(history / "lifecycle.parquet", lifecycle)
+    crash_point("after-lifecycle")
+    _atomic.write_parquet(history / "runs.parquet", runs)
+    if attrs is not None:
+        _atomic.write_parquet(history / "attributes.parquet", attrs)
+    crash_point("after-history")
+
+    files = dict(keep)
+    for p in plans:
+        files[p.unit.path] = finish_entry(p, formats.get(p.unit.path), st.files.get(p.unit.path, {}).get("context", []))
+    series = last_per_series(pl.concat([st.series, new])) if not new.is_empty() else st.series
+    commit_state(state, State(files, run_id, series, attrs, links), run_id)
+    (state / "pending.json").unlink(missing_ok=True)
+    crash_point("after-commit")
+
+    if opts.retain_days is not None:
+        retain(history, hist, started_wall - dt.timedelta(days=opts.retain_days))
+    compact(state, history, opts.compact_min_parts, started_wall.date())
+
+    active = active_findings(lifecycle)
+    doc = document(active.drop("fault_id"), inputs)
+    doc["run"] = run_row.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")).to_dicts()[0]
+    doc["run"]["duplicates_dropped"] = dropped
+    doc["fault_ids"] = active["fault_id"].to_list()
+    result = CronResult(run_id, code, line, files_read, new.height, dropped, active, doc)
+    if opts.json_path and opts.json_path != "-":
+        _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")
+    if opts.textfile:
+        from fabricscope.textfile import write_textfile
+
+        write_textfile(opts.textfile, active, series, finished, duration)
+    return result

@@ -1,0 +1,451 @@
+"""The steps every engine runs the same way: read filters, per-partition analysis, the fabric-wide reduction.
+
+See :mod:`fabricscope.engines` for the overview.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from fabricscope.captures import CAPTURE_AS, PER_PRIORITY_AS, with_capture_counters
+from fabricscope.detect import AnalysisInput, DetectorSpec, detectors_in
+from fabricscope.findings import empty_findings
+from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
+from fabricscope.profiles import Profile
+from fabricscope.rates import rates, value_as_float
+
+__all__ = [
+    "FABRIC_WIDE",
+    "PER_PARTITION",
+    "Engine",
+    "Filters",
+    "PartitionResult",
+    "ReadOptions",
+    "analyze_partition",
+    "analyze_tables",
+    "fabric_wide",
+    "merge_tables",
+    "partition_of",
+    "reduce_results",
+    "split_by_partition",
+]
+
+PER_PARTITION = frozenset(s.name for s in detectors_in("partition"))
+"""Detectors whose findings for a port depend only on that port's host: run inside partitions."""
+
+FABRIC_WIDE: dict[str, Callable[[pl.DataFrame], pl.DataFrame] | None] = {
+    s.name: s.rates_needed for s in detectors_in("fabric")
+}
+"""Fabric-wide detectors and the rate rows (from one partition's rates) each needs (None: all of them)."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Rows to keep, applied to each batch right after it is parsed (before rates).
+
+    Attributes:
+        since: Keep samples at or after this time (ns since the epoch, UTC), or None.
+        until: Keep samples before this time (ns), or None.
+        hosts: Keep only these hosts, or None for all.
+    """
+
+    since: int | None = None
+    until: int | None = None
+    hosts: frozenset[str] | None = None
+
+    @classmethod
+    def make(cls, since: TimeLike = None, until: TimeLike = None, hosts: Sequence[str] | None = None) -> Filters:
+        """Build filters from user-facing values (datetimes, epoch seconds, ISO 8601, host names).
+
+        Example:
+            >>> from fabricscope.engines import Filters
+            >>> Filters.make(since="2026-12-02T00:00:00Z", hosts=["gpu01"]).since
+            1796169600000000000
+        """
+        return cls(_time_ns(since), _time_ns(until), frozenset(hosts) if hosts is not None else None)
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter is set."""
+        return self.since is not None or self.until is not None or self.hosts is not None
+
+    def predicates(self, *, timed: bool = True, hosts: bool = True) -> list[pl.Expr]:
+        """The filters as Polars predicates on ``host`` and ``time`` (for scans that push them down)."""
+        cond = []
+        if hosts and self.hosts is not None:
+            cond.append(pl.col("host").cast(pl.String).is_in(sorted(self.hosts)))
+        if timed and self.since is not None:
+            cond.append(pl.col("time") >= pl.lit(self.since).cast(pl.Datetime("ns", "UTC")))
+        if timed and self.until is not None:
+            cond.append(pl.col("time") < pl.lit(self.until).cast(pl.Datetime("ns", "UTC")))
+        return cond
+
+    def apply(self, df: pl.DataFrame, *, timed: bool = True) -> pl.DataFrame:
+        """Keep the rows of a samples or attributes frame that pass the filters.
+
+        Args:
+            df: A frame with ``host`` and (when ``timed``) ``time`` columns.
+            timed: Apply the time window (attributes are static facts: keep them regardless of time).
+
+        Returns:
+            The filtered frame (``df`` itself when no filter applies).
+        """
+        cond = self.predicates(timed=timed and "time" in df.columns, hosts="host" in df.columns)
+        return df.filter(cond) if cond else df
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Reader options shipped to workers with the file paths (see :func:`fabricscope.load`)."""
+
+    format: str = "auto"
+    host: str | None = None
+    time: TimeLike = None
+    strict: bool = True
+    # Resource limits (fabricscope.io.LIMITS names); a tuple of pairs so the options stay hashable.
+    limits: tuple[tuple[str, int], ...] = ()
+
+
+def partition_of(host: str | None, partitions: int) -> int:
+    """The partition of a host: a hash that is the same in every process and on every machine.
+
+    Example:
+        >>> from fabricscope.engines import partition_of
+        >>> partition_of("gpu01", 8) == partition_of("gpu01", 8)
+        True
+    """
+    return zlib.crc32((host or "").encode()) % partitions
+
+
+def split_by_partition(df: pl.DataFrame, partitions: int) -> dict[int, pl.DataFrame]:
+    """Split a frame with a ``host`` column into partitions (:func:`partition_of`); empty ones absent."""
+    if df.is_empty():
+        return {}
+    if partitions == 1:
+        return {0: df}
+    hosts = df["host"].unique().drop_nulls()
+    # Map the categorical's physical codes (cheap integers) rather than joining on the strings.
+    mapping = {
+        code: partition_of(h, partitions)
+        for code, h in zip(hosts.to_physical().to_list(), hosts.cast(pl.String).to_list(), strict=True)
+    }
+    part = (
+        df["host"]
+        .to_physical()
+        .replace_strict(mapping, default=partition_of(None, partitions), return_dtype=pl.UInt32)
+        .alias("_part")
+    )
+    parts = df.with_columns(part).partition_by("_part", as_dict=True, include_key=False, maintain_order=True)
+    return {int(k[0]): v for k, v in parts.items()}  # type: ignore[call-overload]
+
+
+@dataclass
+class PartitionResult:
+    """What one partition sends back to be reduced.
+
+    Attributes:
+        findings: Findings of the per-partition detectors.
+        gauges: The partition's gauges with a float ``value`` (fabric-wide detectors read them).
+        attributes: The partition's port attributes.
+        rates: The rate rows fabric-wide detectors read (their specs' ``rates_needed``), or all of them
+            when one of them reads everything or the analysis keeps its detail.
+        samples: The partition's samples only when a fabric-wide detector reads everything, else empty.
+        rows: Sample rows analysed.
+        views: The partition detectors' views (``layers`` ...) when the analysis keeps its detail.
+    """
+
+    findings: pl.DataFrame
+    gauges: pl.DataFrame
+    attributes: pl.DataFrame
+    rates: pl.DataFrame
+    samples: pl.DataFrame
+    rows: int
+    views: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+
+def _reads_everything() -> bool:
+    return any(s.rates_needed is None for s in detectors_in("fabric"))
+
+
+def _gauges(samples: pl.DataFrame) -> pl.DataFrame:
+    return samples.filter(~pl.col("is_counter")).with_columns(value_as_float().alias("value"))
+
+
+def _run(spec: DetectorSpec, inp: AnalysisInput) -> pl.DataFrame:
+    """One detector on one input; a kind its spec does not declare is a bug in the detector."""
+    found = spec.detect(inp)
+    stray = set(found["kind"].unique().to_list()) - set(spec.kinds) if found.height else set()
+    if stray:
+        raise RuntimeError(f"detector {spec.name} emitted undeclared finding kinds {sorted(stray)}")
+    return found
+
+
+def _views(specs: Sequence[DetectorSpec], inp: AnalysisInput) -> dict[str, pl.DataFrame]:
+    return {name: fn(inp) for s in specs for name, fn in s.views.items()}
+
+
+def analyze_partition(
+    samples: pl.DataFrame,
+    attributes: pl.DataFrame,
+    tables: dict[str, pl.DataFrame],
+    config: dict[str, Any],
+    profile: Profile | None,
+    *,
+    keep_detail: bool = False,
+) -> PartitionResult:
+    """Rates and per-partition detectors on one partition (all series of some hosts).
+
+    Args:
+        samples: The partition's samples (already filtered).
+        attributes: The partition's port attributes.
+        tables: Side tables (``links``, ...), whole.
+        config: Thresholds (:func:`fabricscope.config.load_config`).
+        profile: A forced profile, or None.
+        keep_detail: Return every rate row and the detectors' views, not only what the fabric-wide
+            detectors read.
+
+    Returns:
+        A :class:`PartitionResult`.
+    """
+    # Only capture inputs carry capture counters; checking the dictionary of names present is far
+    # cheaper than letting with_capture_counters compare every row's name as a string.
+    present = set(samples["counter"].unique().cast(pl.String).to_list())
+    if present & (CAPTURE_AS.keys() | PER_PRIORITY_AS.keys()):
+        samples = with_capture_counters(samples)
+    rcfg = config["rates"]
+    r = rates(samples, gap_factor=rcfg["gap_factor"], min_gap_s=rcfg["min_gap_s"])
+    gauges = _gauges(samples)
+    inp = AnalysisInput(
+        samples=samples, rates=r, gauges=gauges, attributes=attributes, config=config, profile=profile, tables=tables
+    )
+    local = detectors_in("partition")
+    frames = [_run(s, inp) for s in local]
+    full = _reads_everything()
+    if full or keep_detail:
+        reduced = r
+    else:
+        wanted = [s.rates_needed for s in detectors_in("fabric") if s.rates_needed is not None]
+        reduced = pl.concat([fn(r) for fn in wanted]).unique(maintain_order=True) if wanted else r.clear()
+    return PartitionResult(
+        findings=_concat_findings(frames),
+        gauges=gauges,
+        attributes=attributes,
+        rates=reduced,
+        samples=samples if full else samples.clear(),
+        rows=samples.height,
+        views=_views(local, inp) if keep_detail else {},
+    )
+
+
+def _concat_findings(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    nonempty = [f for f in frames if not f.is_empty()]
+    return pl.concat(nonempty, how="vertical") if nonempty else empty_findings()
+
+
+def _concat(frames: Sequence[pl.DataFrame], empty: pl.DataFrame) -> pl.DataFrame:
+    nonempty = [f for f in frames if f.height]
+    if nonempty:
+        return pl.concat(nonempty, how="vertical_relaxed")
+    return frames[0] if frames else empty
+
+
+def _no_partition(config: dict[str, Any]) -> PartitionResult:
+    """What a run with no samples at all reduces: empty frames with their schemas.
+
+    Benchmark logs and topology dumps carry no samples; the fabric-wide detectors still judge their
+    tables, so the fabric-wide step must run on empty, well-typed counters rather than be skipped.
+    """
+    samples = empty_samples()
+    rcfg = config["rates"]
+    return PartitionResult(
+        findings=empty_findings(),
+        gauges=_gauges(samples),
+        attributes=empty_attributes(),
+        rates=rates(samples, gap_factor=rcfg["gap_factor"], min_gap_s=rcfg["min_gap_s"]),
+        samples=samples,
+        rows=0,
+    )
+
+
+def fabric_wide(
+    results: Sequence[PartitionResult],
+    tables: dict[str, pl.DataFrame],
+    config: dict[str, Any],
+    profile: Profile | None,
+    *,
+    keep_detail: bool = False,
+) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """Run the fabric-wide detectors on the reduced per-partition results.
+
+    Returns:
+        The findings of those detectors and (with ``keep_detail``) their views.
+    """
+    empty = _no_partition(config)
+    inp = AnalysisInput(
+        samples=_concat([r.samples for r in results], empty.samples),
+        rates=_concat([r.rates for r in results], empty.rates),
+        gauges=_concat([r.gauges for r in results], empty.gauges),
+        attributes=_concat([r.attributes for r in results], empty.attributes),
+        config=config,
+        profile=profile,
+        tables=tables,
+    )
+    specs = detectors_in("fabric")
+    return _concat_findings([_run(s, inp) for s in specs]), (_views(specs, inp) if keep_detail else {})
+
+
+@dataclass
+class EngineResult:
+    """An engine's output before the final ordering in :func:`fabricscope.run_analysis`.
+
+    Attributes:
+        findings: Findings of all detectors, unordered.
+        reports: Per-input reader reports, in input order.
+        rates: The rates the fabric-wide detectors saw (every rate only with ``keep_detail``: a
+            partitioned run otherwise never holds them as one table).
+        rows: Sample rows analysed (after filters).
+        partitions: Non-empty partitions analysed.
+        tables: Side tables read (``links``, ...).
+        seconds: Wall time per step (``read``, ``partitions``, ``fabric``), for benchmarks.
+        sample_bytes: Arrow size of the samples read (after filters).
+        views: The detectors' views (``layers`` ...), with ``keep_detail``.
+    """
+
+    findings: pl.DataFrame
+    reports: list[InputReport]
+    rates: pl.DataFrame
+    rows: int
+    partitions: int
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    sample_bytes: int = 0
+    views: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+
+def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    """Side tables from several readers, concatenated per name in reader order."""
+    by_name: dict[str, list[pl.DataFrame]] = {}
+    for part in parts:
+        for name, t in part.items():
+            by_name.setdefault(name, []).append(t)
+    return {k: pl.concat(v, how="vertical_relaxed") for k, v in by_name.items()}
+
+
+def reduce_results(
+    results: Sequence[PartitionResult],
+    *,
+    tables: dict[str, pl.DataFrame],
+    config: dict[str, Any],
+    profile: Profile | None,
+    reports: list[InputReport],
+    seconds: dict[str, float],
+    sample_bytes: int = 0,
+    keep_detail: bool = False,
+) -> EngineResult:
+    """The last step of every engine: fabric-wide detectors on the partitions' results, then one result."""
+    t = time.perf_counter()
+    findings, fabric_views = fabric_wide(results, tables, config, profile, keep_detail=keep_detail)
+    names = dict.fromkeys([*(n for r in results for n in r.views), *fabric_views])
+    views = {
+        n: _concat(
+            [*(r.views[n] for r in results if n in r.views), *([fabric_views[n]] if n in fabric_views else [])],
+            pl.DataFrame(),
+        )
+        for n in names
+    }
+    return EngineResult(
+        findings=_concat_findings([*(r.findings for r in results), findings]),
+        reports=reports,
+        rates=_concat([r.rates for r in results], _no_partition(config).rates),
+        rows=sum(r.rows for r in results),
+        partitions=len(results),
+        tables=tables,
+        seconds={**seconds, "fabric": time.perf_counter() - t},
+        sample_bytes=sample_bytes,
+        views=views,
+    )
+
+
+def analyze_tables(
+    samples: pl.DataFrame,
+    attributes: pl.DataFrame,
+    tables: dict[str, pl.DataFrame],
+    *,
+    filters: Filters,
+    config: dict[str, Any],
+    profile: Profile | None,
+    partitions: int = 1,
+    keep_detail: bool = True,
+) -> EngineResult:
+    """Analyse tables already in memory: the local engine's steps on ``partitions`` host partitions.
+
+    Args:
+        samples: A samples frame (:func:`fabricscope.read`).
+        attributes: Its port attributes.
+        tables: Side tables (benchmarks, packet tables, ``links``).
+        filters: Host/time filters, applied before rates.
+        config: Thresholds.
+        profile: A forced profile, or None.
+        partitions: Host partitions (1: the whole table at once).
+        keep_detail: Keep every rate row and the detectors' views.
+
+    Returns:
+        An :class:`EngineResult` (no reader reports).
+    """
+    t0 = time.perf_counter()
+    samples, attributes = filters.apply(samples), filters.apply(attributes, timed=False)
+    parts = split_by_partition(samples, partitions)
+    attrs = split_by_partition(attributes, partitions)
+    results = [
+        analyze_partition(part, attrs.get(i, attributes.clear()), tables, config, profile, keep_detail=keep_detail)
+        for i, part in sorted(parts.items())
+    ]
+    return reduce_results(
+        results,
+        tables=tables,
+        config=config,
+        profile=profile,
+        reports=[],
+        seconds={"partitions": time.perf_counter() - t0},
+        sample_bytes=samples.estimated_size(),
+        keep_detail=keep_detail,
+    )
+
+
+class Engine(ABC):
+    """Runs read -> per partition -> fabric-wide over file paths."""
+
+    name: str = ""
+
+    @abstractmethod
+    def run(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        read: ReadOptions,
+        filters: Filters,
+        config: dict[str, Any],
+        profile: Profile | None,
+        keep_detail: bool = False,
+    ) -> EngineResult:
+        """Analyse the inputs at ``paths``.
+
+        Args:
+            paths: Files or directories, as given by the user (workers must see the same paths).
+            read: Reader options.
+            filters: Host/time filters applied to each batch before rates.
+            config: Thresholds.
+            profile: A forced profile, or None.
+            keep_detail: Also return every rate row and the detectors' views (memory grows with the input).
+
+        Returns:
+            An :class:`EngineResult`.
+        """

@@ -1,0 +1,140 @@
+"""The shape of the code: no import cycles, no work-history labels, threshold sources a user can open."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from fabricscope.config import DEFAULTS
+from fabricscope.detect import SPECS
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "python" / "fabricscope"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    # Extension modules (the Rust binding) count through their stubs.
+    stubs = {_module_name(p): p for p in PACKAGE.rglob("*.pyi")}
+    return {**stubs, **{_module_name(p): p for p in PACKAGE.rglob("*.py")}}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every import between fabricscope modules, function-level ones included.
+
+    ``from a.b import c`` is an edge to ``a.b.c`` when that is a module, else to ``a.b``; a package's
+    own ``__init__`` running first is Python's mechanics, not an edge.
+    """
+    modules = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for t in targets:
+                if t in modules and t != name:
+                    graph[name].add(t)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_import_graph_is_seen() -> None:
+    g = import_graph()
+    # Known edges, so a broken walker cannot pass by seeing nothing.
+    assert "fabricscope.engines" in g["fabricscope.analyze"]
+    assert "fabricscope.detect._base" in g["fabricscope.detect.link_flap"]
+    assert sum(len(v) for v in g.values()) > 100
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+WORK_HISTORY = re.compile(
+    "|".join([r"\bissue\s+#?\d", r"prior-art\s+[a-z]\.\d", r"formats\.md\s+\d", r"\(b\.\d\)"]), re.I
+)
+
+
+@pytest.mark.parametrize("tree", ["python", "rust", "tests", "dashboards"])
+def test_no_work_history_labels(tree: str) -> None:
+    hits = []
+    for p in sorted((ROOT / tree).rglob("*")):
+        if p.suffix not in {".py", ".rs", ".pyi", ".toml"} or "fixtures" in p.parts or "target" in p.parts:
+            continue
+        for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if WORK_HISTORY.search(line):
+                hits.append(f"{p.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert hits == []
+
+
+def _sources(d: dict, path: str = "") -> list[tuple[str, str]]:
+    out = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out += _sources(v, f"{path}{k}.")
+        elif k.startswith("source"):
+            out.append((f"{path}{k}", v))
+    return out
+
+
+def test_every_threshold_source_is_public_or_a_stated_default() -> None:
+    sources = _sources(DEFAULTS)
+    assert len(sources) >= len(SPECS)
+    internal = re.compile(r"prior-art|formats\.md|packets\.md|interconnect-stack|\barticle\b|\(b\.\d", re.I)
+    public = re.compile(r"https?://|\(\d\)|Documentation/|drivers/|SIGCOMM|Manual|fabricscope default: \w")
+    bad = [(k, v) for k, v in sources if internal.search(v) or not public.search(v)]
+    assert bad == []
