@@ -60,6 +60,7 @@ def text_table(
     *,
     width: int | None = None,
     align_right: Sequence[bool] | None = None,
+    wrap: Sequence[bool] | None = None,
 ) -> str:
     """An aligned plain-text table.
 
@@ -69,6 +70,7 @@ def text_table(
         width: Fit the table to this many characters by wrapping the widest text columns at word
             boundaries; None: never wrap.
         align_right: Per column; default: right for columns whose values are all numbers.
+        wrap: Per column, whether it may be wrapped to fit ``width``; default: every column.
 
     Returns:
         Header line, a rule of dashes, one or more lines per row; no trailing spaces.
@@ -88,10 +90,11 @@ def text_table(
     widths = list(natural)
     if width is not None:
         # Narrow the widest wrappable column one character at a time until the table fits.
-        while sum(widths) + len(_GAP) * (n - 1) > width:
-            i = max(range(n), key=lambda k: widths[k])
-            floor = max(_MIN_WRAP_WIDTH, len(header[i]))
-            if widths[i] <= floor:
+        floors = [max(_MIN_WRAP_WIDTH, len(h)) for h in header]
+        flexible = [i for i in range(n) if wrap is None or wrap[i]]
+        while flexible and sum(widths) + len(_GAP) * (n - 1) > width:
+            i = max(flexible, key=lambda k: widths[k])
+            if widths[i] <= floors[i]:
                 break
             widths[i] -= 1
 

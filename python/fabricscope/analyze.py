@@ -32,6 +32,7 @@ class Analysis:
         layers: Layer utilisation per host and window
             (:func:`fabricscope.detect.bottleneck.layer_utilisation`; empty with its schema when
             nothing applies).
+        times: First and last sample time per reader format (after filters), for summaries.
     """
 
     findings: pl.DataFrame
@@ -40,6 +41,7 @@ class Analysis:
     reports: list[InputReport] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     layers: pl.DataFrame = field(default_factory=empty_layers)
+    times: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
@@ -145,6 +147,7 @@ def run_analysis(
         reports=ran.reports,
         tables=ran.tables,
         layers=ran.views.get("layers", empty_layers()),
+        times=ran.times,
     )
 
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from fabricscope.io import InputReport
 
-__all__ = ["SUMMARY_SCHEMA", "by_format", "format_times", "problems", "skipped", "summary_text", "time_range"]
+__all__ = ["SUMMARY_SCHEMA", "by_format", "format_times", "merge_times", "problems", "skipped", "summary_text", "time_range"]
 
 SUMMARY_SCHEMA = pl.Schema(
     {
@@ -48,7 +48,7 @@ def format_times(frame: pl.DataFrame | pl.LazyFrame, *, start: str = "time", end
     """
     lf = frame.lazy()
     if not {"source", start, end} <= set(lf.collect_schema().names()):
-        return pl.DataFrame(schema={"format": pl.String, "first": SUMMARY_SCHEMA["first"], "last": SUMMARY_SCHEMA["last"]})
+        return _empty_times()
     return (
         lf.group_by(pl.col("source").cast(pl.String).alias("format"))
         .agg(pl.col(start).min().alias("first"), pl.col(end).max().alias("last"))
@@ -56,6 +56,23 @@ def format_times(frame: pl.DataFrame | pl.LazyFrame, *, start: str = "time", end
         .sort("format")
         .collect()
     )
+
+
+def merge_times(parts: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """:func:`format_times` of several partitions as one (earliest first, latest last per format)."""
+    frames = [p for p in parts if p.height]
+    if not frames:
+        return _empty_times()
+    return (
+        pl.concat(frames, how="vertical_relaxed")
+        .group_by("format")
+        .agg(pl.col("first").min(), pl.col("last").max())
+        .sort("format")
+    )
+
+
+def _empty_times() -> pl.DataFrame:
+    return pl.DataFrame(schema={"format": pl.String, "first": SUMMARY_SCHEMA["first"], "last": SUMMARY_SCHEMA["last"]})
 
 
 def by_format(reports: Sequence[InputReport], times: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -99,8 +116,8 @@ def by_format(reports: Sequence[InputReport], times: pl.DataFrame | None = None)
             pl.col("bad_records").sum(),
         )
     )
-    if times is None:
-        times = pl.DataFrame(schema={"format": pl.String, "first": SUMMARY_SCHEMA["first"], "last": SUMMARY_SCHEMA["last"]})
+    if times is None or not times.height:
+        times = _empty_times()
     out = out.join(times, on="format", how="left")
     return out.sort(["samples", "format"], descending=[True, False]).select(SUMMARY_SCHEMA.names())
 
@@ -193,7 +210,8 @@ def summary_text(
     right = [False, True, *([True] if failed else []), True, True, False]
     lines = [text_table(header, rows, width=width, align_right=right)] if rows else ["no telemetry found"]
     if skipped_paths:
-        names = ", ".join(Path(p).name for p in skipped_paths[:5]) + (", ..." if len(skipped_paths) > 5 else "")
+        distinct = list(dict.fromkeys(Path(p).name for p in skipped_paths))
+        names = ", ".join(distinct[:5]) + (", ..." if len(distinct) > 5 else "")
         lines.append(f"{len(skipped_paths)} file(s) are not telemetry and were skipped ({names})")
     if problem_lines:
         shown = problem_lines if max_problems is None else problem_lines[:max_problems]

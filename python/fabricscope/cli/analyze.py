@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope import __version__
-from fabricscope.analyze import run_analysis
+from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_limit_argument
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import document, exit_status
@@ -29,7 +29,13 @@ exit status (Nagios): 0 OK (nothing above info), 1 WARNING, 2 CRITICAL, 3 UNKNOW
 _SEV_MARK = {"critical": "CRIT", "warning": "WARN", "info": "info"}
 
 
-def _analysis_summary(findings: pl.DataFrame, inputs: list[dict[str, object]], status: str, verbose: bool) -> str:
+def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
+    """Status, the findings (info ones with ``verbose``), then what was read: one line per format."""
+    from fabricscope._text_table import terminal_width, text_table
+    from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
+
+    findings, inputs, reports = analysis.findings, analysis.inputs, analysis.reports
+    width = terminal_width()
     lines = [f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"]
     counts = findings.group_by("severity").len() if findings.height else None
     if counts is not None:
@@ -37,24 +43,47 @@ def _analysis_summary(findings: pl.DataFrame, inputs: list[dict[str, object]], s
         lines.append("  " + ", ".join(f"{by.get(s, 0)} {s}" for s in ("critical", "warning", "info")))
     shown = findings if verbose else findings.filter(pl.col("severity") != "info")
     if shown.height:
-        lines.append("")
-        lines.append(f"{'sev':<4}  {'kind':<17} {'host':<14} {'device':<20} {'port':>4}  {'window (UTC)':<33}  message")
+        rows = []
         for r in shown.iter_rows(named=True):
-            window = "-"
-            if r["start"] is not None:
-                window = f"{str(r['start'])[:19]} .. {str(r['end'])[11:19]}"
             port = "" if r["port"] is None else str(r["port"])
             if r["priority"] is not None:
                 port += f"/p{r['priority']}"
-            lines.append(
-                f"{_SEV_MARK[r['severity']]:<4}  {r['kind']:<17} {str(r['host'] or '-')[:14]:<14} "
-                f"{str(r['device'] or '-')[:20]:<20} {port:>4}  {window:<33}  {r['message']}"
+            rows.append(
+                [
+                    _SEV_MARK[r["severity"]],
+                    r["kind"],
+                    r["host"],
+                    r["device"],
+                    port or "-",
+                    time_range(r["start"], r["end"]),
+                    r["message"],
+                ]
             )
+        header = ["sev", "kind", "host", "device", "port", "window (UTC)", "message"]
+        # Only the message wraps: the other columns stay one line each, so rows scan down the page.
+        right = [False] * 4 + [True, False, False]
+        lines += ["", text_table(header, rows, width=width, align_right=right, wrap=[False] * 6 + [True])]
     hidden = findings.height - shown.height
     if hidden:
         lines.append("")
         kinds = ", ".join(sorted(set(findings.filter(pl.col("severity") == "info")["kind"].to_list())))
         lines.append(f"{hidden} info finding(s) hidden ({kinds}); show them with --verbose or --json")
+    if reports:
+        lines += ["", "inputs:"]
+        lines.append(
+            summary_text(
+                by_format(reports, analysis.times),
+                skipped_paths=skipped(reports),
+                problem_lines=problems(reports),
+                max_problems=None if verbose else 20,
+                width=width,
+            )
+        )
+        if verbose:
+            rows = [[i["path"], i["format"], f"{i['records']:,}", f"{i['rejected']:,}"] for i in inputs]
+            header = ["input", "format", "records", "bad records"]
+            # Paths stay whole (copyable), even when the table gets wider than the terminal.
+            lines += ["", text_table(header, rows, align_right=[False, False, True, True])]
     return "\n".join(lines)
 
 
@@ -94,7 +123,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             tmp.write_text(text + "\n")
             tmp.replace(target)
     if args.json != "-":
-        print(_analysis_summary(analysis.findings, analysis.inputs, doc["status"], args.verbose))
+        print(_analysis_summary(analysis, doc["status"], args.verbose))
     return exit_status(analysis.findings)
 
 
@@ -115,7 +144,7 @@ def add_parser(sub: Any) -> None:
     an.add_argument("--host", help="host for inputs that name none")
     an.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
     an.add_argument("--lenient", action="store_true", help="skip and count bad records")
-    an.add_argument("--verbose", action="store_true", help="also list info findings (data quality)")
+    an.add_argument("--verbose", action="store_true", help="also list info findings (data quality) and every input")
     an.add_argument(
         "--engine",
         choices=["local", "ray"],
