@@ -15,6 +15,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 
 
 def main(url: str, shot: str) -> int:
+    """Load the page, check it, save the screenshot; 0 when it rendered without errors."""
     errors: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)

@@ -86,7 +86,9 @@ def text_table(
     if align_right is None:
         align_right = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows) for i in range(n)]
     cells = [[cell_text(v) for v in r] for r in rows]
-    natural = [max([len(header[i])] + [len(line) for r in cells for line in r[i].splitlines() or [""]]) for i in range(n)]
+    natural = [
+        max([len(header[i])] + [len(line) for r in cells for line in r[i].splitlines() or [""]]) for i in range(n)
+    ]
     widths = list(natural)
     if width is not None:
         # Narrow the widest wrappable column one character at a time until the table fits.
@@ -118,7 +120,9 @@ def text_table(
             out.append(_GAP.join(parts).rstrip())
         return out
 
-    out = [_GAP.join(h.rjust(widths[i]) if align_right[i] else h.ljust(widths[i]) for i, h in enumerate(header)).rstrip()]
+    out = [
+        _GAP.join(h.rjust(widths[i]) if align_right[i] else h.ljust(widths[i]) for i, h in enumerate(header)).rstrip()
+    ]
     out.append(_GAP.join("-" * w for w in widths))
     for r in cells:
         out += render(r)

@@ -48,6 +48,7 @@ BUNDLED_APP_DIR = "_dashboard_app"
 # Signals that stop the server: passed on to Streamlit, which shuts down cleanly on each of them.
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
+
 def find_app(explicit: str | os.PathLike[str] | None = None) -> Path:
     """Locate ``dashboards/app.py``.
 

@@ -14,7 +14,16 @@ import polars as pl
 
 from fabricscope.io import InputReport
 
-__all__ = ["SUMMARY_SCHEMA", "by_format", "format_times", "merge_times", "problems", "skipped", "summary_text", "time_range"]
+__all__ = [
+    "SUMMARY_SCHEMA",
+    "by_format",
+    "format_times",
+    "merge_times",
+    "problems",
+    "skipped",
+    "summary_text",
+    "time_range",
+]
 
 SUMMARY_SCHEMA = pl.Schema(
     {
@@ -107,7 +116,9 @@ def by_format(reports: Sequence[InputReport], times: pl.DataFrame | None = None)
     if not rows:
         return pl.DataFrame(schema=SUMMARY_SCHEMA)
     out = (
-        pl.DataFrame(rows, schema={"format": pl.String, "failed": pl.Int64, "samples": pl.Int64, "bad_records": pl.Int64})
+        pl.DataFrame(
+            rows, schema={"format": pl.String, "failed": pl.Int64, "samples": pl.Int64, "bad_records": pl.Int64}
+        )
         .group_by("format", maintain_order=True)
         .agg(
             pl.len().cast(pl.Int64).alias("files"),

@@ -39,14 +39,24 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_dashboard(log: Path, *extra: str, command: Sequence[str] | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def running_dashboard(
+    log: Path, *extra: str, command: Sequence[str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`fabricscope dashboard --data sample_traces/` on a free port; yields (url, process) once healthy.
 
     The server runs in its own session so that the test can signal it alone; it is killed (with
     its whole process group) when the block ends, whatever happened.
     """
     port = free_port()
-    cmd = [*(command or [sys.executable, "-m", "fabricscope"]), "dashboard", "--data", str(SAMPLES), "--port", str(port), *extra]
+    cmd = [
+        *(command or [sys.executable, "-m", "fabricscope"]),
+        "dashboard",
+        "--data",
+        str(SAMPLES),
+        "--port",
+        str(port),
+        *extra,
+    ]
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as log_fh:
         proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)

@@ -18,7 +18,7 @@ def _children(pid: int) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from Linux /proc")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_stop_signal_reaches_the_server(signum: signal.Signals, tmp_path: Path) -> None:
-    with running_dashboard(tmp_path / "server.log") as (url, proc):
+    with running_dashboard(tmp_path / "server.log") as (_url, proc):
         (server,) = _children(proc.pid)  # the Streamlit process
         # Only the fabricscope process is signalled, as `kill PID` or a service manager's stop does.
         os.kill(proc.pid, signum)

@@ -253,13 +253,27 @@ def _port_frames(
     ordered = pl.concat(
         [hit.select("host", "device", "port").unique(maintain_order=True), ports], how="vertical"
     ).unique(maintain_order=True)
-    ordered = ordered.sort(
-        pl.struct("host", "device", "port").is_in(hit.select(pl.struct("host", "device", "port")).to_series()).not_(),
-        "host",
-        "device",
-        "port",
-        nulls_last=True,
-    ).head(max_ports)
+    # Ports with the worst findings first (the order of the findings section), then the rest by name.
+    rank = (
+        hit.join(
+            f.select(
+                "host",
+                "device",
+                pl.col("port").alias("port_f"),
+                pl.col("severity").replace_strict(_SEVERITY_ORDER, return_dtype=pl.Int8).alias("rank"),
+            ),
+            on=["host", "device"],
+        )
+        .filter(pl.col("port_f").is_null() | pl.col("port").eq_missing(pl.col("port_f")))
+        .group_by("host", "device", "port")
+        .agg(pl.col("rank").min())
+    )
+    ordered = (
+        ordered.join(rank, on=["host", "device", "port"], how="left", nulls_equal=True)
+        .sort(pl.col("rank").fill_null(3), "host", "device", "port", nulls_last=True)
+        .drop("rank")
+        .head(max_ports)
+    )
     out = []
     for host, device, port in ordered.iter_rows():
         pr = r.filter((pl.col("host") == host) & (pl.col("device") == device) & pl.col("port").eq_missing(port))
@@ -335,7 +349,9 @@ def _plot_port(
         ax.plot(p["end"].to_list(), (p["rate_per_s"] / p["rate_per_s_pk"]).to_list(), label="loss p")
     ax.set_ylabel("est. loss ratio")
     for r in pf.iter_rows(named=True):
-        if r["start"] is None or r["end"] is None:
+        # Info findings (data quality, bottleneck verdicts) often span the whole run: shading them
+        # would hide the fault windows.
+        if r["start"] is None or r["end"] is None or r["severity"] == "info":
             continue
         for a in axes:
             a.axvspan(r["start"], r["end"], color=_SEV_COLOUR[r["severity"]], alpha=0.15)
@@ -464,7 +480,8 @@ table{border-collapse:collapse;margin:.5em 0 1em;font-size:90%;width:100%}
 table.findings{table-layout:fixed}
 td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}
 th{background:#f0f0f0}
-tr.critical td:first-child{border-left:4px solid var(--crit)}tr.warning td:first-child{border-left:4px solid var(--warn)}
+tr.critical td:first-child{border-left:4px solid var(--crit)}
+tr.warning td:first-child{border-left:4px solid var(--warn)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:85%;margin:.3em 0 0}
 details summary{cursor:pointer;color:#555}
@@ -484,13 +501,13 @@ figcaption{font-weight:bold}
 
 # Findings table: what each column holds and how much of the page width it gets.
 _FINDING_COLUMNS = [
-    ("severity", "9%"),
-    ("kind", "13%"),
-    ("priority", "6%"),
-    ("window (UTC)", "15%"),
-    ("measured", "14%"),
-    ("what it means", "28%"),
-    ("threshold source", "15%"),
+    ("severity", "8%"),
+    ("kind", "11%"),
+    ("prio", "5%"),
+    ("window (UTC)", "13%"),
+    ("measured", "13%"),
+    ("what it means", "30%"),
+    ("threshold source", "20%"),
 ]
 
 
@@ -602,8 +619,7 @@ def render_html(data: ReportData) -> str:
     if info.height:
         kinds = ", ".join(sorted(set(info["kind"].to_list())))
         out.append(
-            f"<details><summary>{info.height} info finding(s) about the data and its collection ({e(kinds)})"
-            "</summary>"
+            f"<details><summary>{info.height} info finding(s) about the data and its collection ({e(kinds)})</summary>"
         )
         for port, rows in _groups(info):
             out += [f"<h3>{e(port)}</h3>", _findings_html(rows)]
@@ -614,7 +630,7 @@ def render_html(data: ReportData) -> str:
     out.append(
         "<p class='note'>Throughput vs line rate, pause ratio per priority, ECN-marked share and CNP rate, "
         "error rates, estimated loss (receiver sequence errors and drops / received packets). Shaded: fault "
-        "windows (red critical, orange warning, grey info). Ports with findings first.</p>"
+        "windows (red critical, orange warning). Worst ports first.</p>"
     )
     for title, svg, _png in data.plots:
         out.append(f"<figure><figcaption>{e(title)}</figcaption>{svg}</figure>")
