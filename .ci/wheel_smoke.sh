@@ -23,7 +23,8 @@ PIP_FLAGS=(-q --disable-pip-version-check)
 echo "== wheel: build the wheel and the sdist (maturin, profile ci)"
 python3 -m venv "$WORK/build"
 "$WORK/build/bin/pip" install "${PIP_FLAGS[@]}" 'maturin>=1.12.1,<2'
-"$WORK/build/bin/maturin" build --profile ci --sdist --out "$WORK/dist" --interpreter python3
+# The wheel is abi3: any interpreter builds it (WHEEL_SMOKE_PYTHON lets a warm target dir be reused).
+"$WORK/build/bin/maturin" build --profile ci --sdist --out "$WORK/dist" --interpreter "${WHEEL_SMOKE_PYTHON:-python3}"
 WHEEL=$(ls "$WORK"/dist/fabricscope-*.whl)
 SDIST=$(ls "$WORK"/dist/fabricscope-*.tar.gz)
 

@@ -45,7 +45,8 @@ ENV_DATA = "FABRICSCOPE_DATA"
 ENV_MAX_UPLOAD_MB = "FABRICSCOPE_MAX_UPLOAD_MB"
 # Where the wheel carries the app, inside the package (rust/fabricscope-py/build.rs, pyproject.toml).
 BUNDLED_APP_DIR = "_dashboard_app"
-# Signals that stop the server: passed on to Streamlit, which shuts down cleanly on each of them.
+# Signals that stop the server: passed on to Streamlit (it shuts down cleanly on SIGINT and SIGTERM;
+# SIGHUP, a closed terminal, ends it by the default action).
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
