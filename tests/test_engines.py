@@ -208,8 +208,13 @@ def test_ray_worker_errors_name_the_file(tmp_path: Path, ray_local: None) -> Non
     shutil.copy(TRACES / "prometheus" / "federate-rail0.prom", tmp_path / "ok.prom")
     bad = tmp_path / "bad.prom"
     bad.write_text('node_infiniband_port_data_received_bytes_total{device="mlx5_0",port="1"} 12 x\n')
+    # one unreadable input among readable ones is listed with its error, naming the file
+    strict = run_analysis([str(tmp_path)], engine="ray")
+    errors = {Path(i["path"]).name: i.get("error") for i in strict.inputs}
+    assert errors["ok.prom"] is None and "bad.prom: line 1" in errors["bad.prom"]
+    # alone, it is the analysis's error
     with pytest.raises(FormatError) as e:
-        run_analysis([str(tmp_path)], engine="ray")
+        run_analysis([str(bad)], engine="ray")
     assert e.value.path is not None and e.value.path.endswith("bad.prom")
     lenient = run_analysis([str(tmp_path)], engine="ray", strict=False)
     rejected = {Path(i["path"]).name: i["rejected"] for i in lenient.inputs}

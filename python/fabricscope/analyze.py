@@ -12,6 +12,7 @@ import polars as pl
 from fabricscope.config import load_config
 from fabricscope.detect.bottleneck import empty_layers
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine
+from fabricscope.engines.units import raise_if_nothing_read
 from fabricscope.findings import FINDINGS_SCHEMA
 from fabricscope.io import InputReport, TimeLike, empty_attributes
 from fabricscope.profiles import get_profile
@@ -47,7 +48,13 @@ class Analysis:
 def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
     """The findings document's ``inputs``: every input that was recognised or failed."""
     return [
-        {"path": r.path, "format": r.format or "-", "records": r.rows + r.attribute_rows, "rejected": r.bad_records}
+        {
+            "path": r.path,
+            "format": r.format or "-",
+            "records": r.rows + r.attribute_rows,
+            "rejected": r.bad_records,
+            "error": (r.errors[0] if r.errors else "could not be read") if r.failed else None,
+        }
         for r in reports
         if r.format is not None or r.failed
     ]
@@ -139,6 +146,7 @@ def run_analysis(
             profile=prof,
             keep_detail=keep,
         )
+        raise_if_nothing_read(ran.reports)
         inputs = _inputs(ran.reports)
     return Analysis(
         findings=_ordered(ran.findings),

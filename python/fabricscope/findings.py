@@ -84,7 +84,9 @@ def make_findings(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
             raise ValueError(f"unknown layer {r['layer']!r}")
         row = {k: r.get(k) for k in FINDINGS_SCHEMA.names()}
         ev = r.get("evidence", {})
-        row["evidence"] = ev if isinstance(ev, str) else json.dumps(ev, sort_keys=True, default=_json_default)
+        if not isinstance(ev, str):
+            ev = json.dumps(_significant(ev), sort_keys=True, default=_json_default)
+        row["evidence"] = ev
         out.append(row)
     if not out:
         return empty_findings()
@@ -157,15 +159,49 @@ def merge_same_fault(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def overall_status(findings: pl.DataFrame) -> str:
-    """``ok`` when nothing is above info, else the worst severity."""
+def overall_status(findings: pl.DataFrame, failed_inputs: int = 0) -> str:
+    """``ok`` when nothing is above info, else the worst severity; ``unknown`` for an unreadable input.
+
+    An input that could not be read makes the verdict incomplete, so it raises the status to
+    ``unknown`` unless a critical finding was made anyway: the order is the worst-state order of
+    Nagios and Icinga (OK < WARNING < UNKNOWN < CRITICAL; Icinga 2 documentation, "Monitoring
+    Basics", state types and the `icinga` check's "worst state").
+
+    Example:
+        >>> from fabricscope.findings import make_findings, overall_status
+        >>> f = make_findings([{"kind": "link_errors", "severity": "warning", "metric": "m", "message": "x",
+        ...                     "evidence": {"rule": "r"}}])
+        >>> overall_status(f), overall_status(f, failed_inputs=1)
+        ('warning', 'unknown')
+    """
     worst = max((_RANK[s] for s in findings["severity"].to_list()), default=0)
-    return {0: "ok", 1: "warning", 2: "critical"}[worst]
+    status = {0: "ok", 1: "warning", 2: "critical"}[worst]
+    if failed_inputs and status != "critical":
+        return "unknown"
+    return status
 
 
-def exit_status(findings: pl.DataFrame) -> int:
-    """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical."""
-    return {"ok": 0, "warning": 1, "critical": 2}[overall_status(findings)]
+def exit_status(findings: pl.DataFrame, failed_inputs: int = 0) -> int:
+    """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical, 3 unknown.
+
+    3 means an unreadable input and no critical finding (see :func:`overall_status`).
+    """
+    return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[overall_status(findings, failed_inputs)]
+
+
+def _significant(value: Any) -> Any:
+    """Evidence floats to 12 significant digits.
+
+    A sum's last bits depend on the order rows arrive in (partitions, threads) and no reader needs
+    them; rounded, the same evidence reads the same on every path.
+    """
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {k: _significant(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_significant(v) for v in value]
+    return value
 
 
 def _json_default(o: object) -> object:
@@ -195,7 +231,8 @@ def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[s
 
     Args:
         findings: A frame with :data:`FINDINGS_SCHEMA`.
-        inputs: ``{"path", "format", "records", "rejected"}`` per input.
+        inputs: ``{"path", "format", "records", "rejected"}`` per input, plus ``"error"`` (the reason)
+            for an input that could not be read.
 
     Example:
         >>> from fabricscope.findings import document, make_findings
@@ -229,11 +266,18 @@ def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[s
                 "evidence": json.loads(r["evidence"]) if r["evidence"] else {},
             }
         )
+    failed = sum(1 for i in inputs if i.get("error"))
     return {
         "schema": SCHEMA_ID,
-        "status": overall_status(findings),
+        "status": overall_status(findings, failed),
         "inputs": [
-            {"path": i["path"], "format": i["format"], "records": int(i["records"]), "rejected": int(i["rejected"])}
+            {
+                "path": i["path"],
+                "format": i["format"],
+                "records": int(i["records"]),
+                "rejected": int(i["rejected"]),
+                **({"error": i["error"]} if i.get("error") else {}),
+            }
             for i in inputs
         ],
         "findings": out,

@@ -79,6 +79,8 @@ class InputReport:
         time_source: Where fallback timestamps came from: ``in-file``, ``file-name``,
             ``argument`` or ``mtime``.
         failed: True when the input could not be read at all.
+        exception: For a failed input read by an analysis engine, the error it raised (to raise it
+            when no input could be read at all); None otherwise.
     """
 
     path: str
@@ -91,6 +93,7 @@ class InputReport:
     warnings: list[str] = field(default_factory=list)
     time_source: str = "in-file"
     failed: bool = False
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

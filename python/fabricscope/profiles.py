@@ -10,7 +10,15 @@ from dataclasses import dataclass
 
 import polars as pl
 
-__all__ = ["PROFILES", "Profile", "get_profile", "nvlink_profile_for_gpu", "profile_for_port", "profiles"]
+__all__ = [
+    "PROFILES",
+    "Profile",
+    "get_profile",
+    "nvlink_profile_for_gpu",
+    "profile_for_device",
+    "profile_for_port",
+    "profiles",
+]
 
 _NCCL = "https://github.com/NVIDIA/nccl-tests/issues/"
 
@@ -114,6 +122,34 @@ PROFILES: dict[str, Profile] = {
             "4x25G = 12.5 GB/s (kernel sysfs rate table)",
         ),
         _p(
+            "fdr56",
+            "infiniband",
+            "network",
+            7e9,
+            4,
+            14,
+            0.90,
+            0.95,
+            1.5,
+            False,
+            "IB FDR: 4 x 14.0625 Gb/s, 64b/66b; Linux Documentation/ABI/stable/sysfs-class-infiniband "
+            "rate prints 56 Gb/sec (4X FDR); NVIDIA ConnectX-3 VPI user manual: FDR 56 Gb/s maximum",
+        ),
+        _p(
+            "fdr10",
+            "infiniband",
+            "network",
+            5e9,
+            4,
+            10,
+            0.90,
+            0.95,
+            1.5,
+            False,
+            "IB FDR10: 4 x 10.3125 Gb/s, 64b/66b = 40 Gb/s (Linux Documentation/ABI/stable/sysfs-class-infiniband "
+            "rate: 40 Gb/sec (4X FDR10))",
+        ),
+        _p(
             "roce800",
             "roce",
             "network",
@@ -165,6 +201,19 @@ PROFILES: dict[str, Profile] = {
             3.0,
             False,
             "100GbE = 12.5 GB/s (IEEE 802.3ba/cd); achievable: fabricscope default, as 400GbE",
+        ),
+        _p(
+            "roce40",
+            "roce",
+            "network",
+            5e9,
+            4,
+            10,
+            0.80,
+            0.92,
+            3.0,
+            False,
+            "40GbE = 5 GB/s (IEEE 802.3ba, 4 x 10G); achievable: fabricscope default, as 400GbE",
         ),
         _p(
             "uec800",
@@ -381,6 +430,41 @@ _GPU_NVLINK = (
     ("A100", "nvlink3"),
     ("A800", "nvlink3"),
 )
+
+
+# RDMA device name prefixes (the kernel driver) whose hardware cannot exceed a profile: the rate a
+# perftest on that device can be judged against when nothing measured the port. mlx5 spans
+# ConnectX-4 to -8 (EDR to XDR), so it says nothing about the rate.
+_DEVICE_MAX = (
+    ("mlx4", "infiniband", "fdr56", "ConnectX-3/-3 Pro (mlx4 driver) support at most FDR 56 Gb/s InfiniBand"),
+    ("mlx4", "roce", "roce40", "ConnectX-3/-3 Pro (mlx4 driver) support at most 40 GbE"),
+)
+
+
+def profile_for_device(device: str | None, link_type: str | None) -> tuple[Profile, str] | None:
+    """The fastest profile an RDMA device's hardware supports, when its driver name says so.
+
+    Args:
+        device: RDMA device name as perftest prints it (``mlx4_0``).
+        link_type: ``IB`` or ``Ethernet`` (perftest's ``Link type``); None means InfiniBand.
+
+    Returns:
+        ``(profile, reason)`` or None when the device name does not bound the rate.
+
+    Example:
+        >>> from fabricscope.profiles import profile_for_device
+        >>> profile_for_device("mlx4_0", "IB")[0].name
+        'fdr56'
+        >>> profile_for_device("mlx5_0", "IB") is None
+        True
+    """
+    if not device:
+        return None
+    family = "roce" if (link_type or "").strip().lower() == "ethernet" else "infiniband"
+    for prefix, fam, name, reason in _DEVICE_MAX:
+        if device.lower().startswith(prefix) and fam == family:
+            return PROFILES[name], reason
+    return None
 
 
 def nvlink_profile_for_gpu(gpu_name: str | None) -> Profile | None:

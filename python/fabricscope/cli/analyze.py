@@ -23,6 +23,8 @@ examples:
   fabricscope analyze dumps/ --profile ndr400 --config thresholds.toml --json - | jq .status
 
 exit status (Nagios): 0 OK (nothing above info), 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not analyse)
+an input that cannot be read (or, without --lenient, has a malformed record) is listed with its error
+and the others are analysed; the status is then UNKNOWN (3) unless a finding is CRITICAL (2)
 """
 
 
@@ -124,7 +126,12 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             tmp.replace(target)
     if args.json != "-":
         print(_analysis_summary(analysis, doc["status"], args.verbose))
-    return exit_status(analysis.findings)
+    failed = [i for i in analysis.inputs if i.get("error")]
+    if failed and args.json != "-":
+        print(f"\n{len(failed)} input(s) could not be read (status at least UNKNOWN):")
+        for i in failed:
+            print(f"  {i['path']}: {i['error']}")
+    return exit_status(analysis.findings, len(failed))
 
 
 def add_parser(sub: Any) -> None:

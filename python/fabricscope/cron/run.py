@@ -22,7 +22,7 @@ from fabricscope.cron.reading import drop_stored, read_plans
 from fabricscope.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
-from fabricscope.findings import document, empty_findings
+from fabricscope.findings import document, empty_findings, overall_status
 from fabricscope.history import (
     RUNS_SCHEMA,
     STORED_FINDINGS_SCHEMA,
@@ -124,13 +124,16 @@ def _run_locked(
     covered = pl.DataFrame(
         schema={"host": pl.String, "device": pl.String, "port": pl.Int64, "data_end": pl.Datetime("ns", "UTC")}
     )
-    if not new.is_empty():
+    # Benchmark logs and captures' packet tables are judged even when a run brings no counters.
+    judged_tables = any(name != "links" and t.height for name, t in tables.items())
+    if not new.is_empty() or judged_tables:
         hosts = new["host"].unique().to_list()
         t_min = new["time"].min()
-        since = t_min - dt.timedelta(seconds=opts.lookback_s)  # type: ignore[operator]
         back = (
-            hist.samples(since=since, hosts=hosts).select(STORED_SAMPLES_SCHEMA.names()).collect()
-            if opts.lookback_s > 0
+            hist.samples(since=t_min - dt.timedelta(seconds=opts.lookback_s), hosts=hosts)  # type: ignore[operator]
+            .select(STORED_SAMPLES_SCHEMA.names())
+            .collect()
+            if opts.lookback_s > 0 and t_min is not None
             else empty_series()
         )
         prev = st.series.filter(pl.col("host").is_in(hosts))
@@ -146,7 +149,8 @@ def _run_locked(
         )
         # Keep the findings that reach into this run's new data (per host); older windows were
         # reported by earlier runs.
-        new_from = new.group_by("host").agg(pl.col("time").min().alias("_from"))
+        # Findings carry microsecond windows (built from Python datetimes): compare at that precision.
+        new_from = new.group_by("host").agg(pl.col("time").min().dt.truncate("1us").alias("_from"))
         findings = (
             analysis.findings.join(new_from, on="host", how="left")
             .filter(pl.col("end").is_null() | pl.col("_from").is_null() | (pl.col("end") >= pl.col("_from")))
@@ -232,10 +236,20 @@ def _run_locked(
     compact(state, history, opts.compact_min_parts, started_wall.date())
 
     active = active_findings(lifecycle)
-    doc = document(active.drop("fault_id"), inputs)
+    # ``findings`` are what this run's analysis found (the same findings, windows included, as
+    # `fabricscope analyze` gives on the same data); ``faults`` are the faults still active across runs.
+    raised = _contract_order(tagged)
+    doc = document(raised.drop("fault_id", "run_id", strict=False), inputs)
+    doc["status"] = overall_status(active)  # the run's verdict, as its exit status
     doc["run"] = run_row.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")).to_dicts()[0]
     doc["run"]["duplicates_dropped"] = dropped
-    doc["fault_ids"] = active["fault_id"].to_list()
+    doc["fault_ids"] = raised["fault_id"].to_list()
+    doc["faults"] = (
+        active.select("fault_id", "kind", "severity", "host", "device", "port", "priority", "start", "end")
+        .rename({"start": "first_seen", "end": "last_seen"})
+        .with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ"))
+        .to_dicts()
+    )
     result = CronResult(run_id, code, line, files_read, new.height, dropped, active, doc)
     if opts.json_path and opts.json_path != "-":
         _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")
@@ -244,3 +258,12 @@ def _run_locked(
 
         write_textfile(opts.textfile, active, series, finished, duration)
     return result
+
+
+def _contract_order(findings: pl.DataFrame) -> pl.DataFrame:
+    """Findings in the order :func:`fabricscope.findings.document` writes them (worst first, then entity)."""
+    rank = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
+    return findings.sort(
+        [rank, "kind", pl.col("host").fill_null(""), pl.col("device").fill_null(""), pl.col("port").fill_null(0)],
+        maintain_order=True,
+    )

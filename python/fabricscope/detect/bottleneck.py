@@ -571,7 +571,9 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     # One verdict per host that has no saturated layer: its busiest layer over the observation.
     per_host = (
         comp.filter(~pl.col("host").is_in(list(warned)))
-        .group_by(["host", "layer"])
+        # Sum in window order: a float mean must not depend on how partitions ordered the rows.
+        .sort(["host", "layer", "window_start"])
+        .group_by(["host", "layer"], maintain_order=True)
         .agg(
             pl.col("utilisation_ratio").mean().alias("u"),
             pl.col("utilisation_ratio").max().alias("peak"),

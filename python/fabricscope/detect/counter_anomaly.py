@@ -1,7 +1,15 @@
-"""``counter_anomaly`` (info): resets, saturated counters, wraps and sampling gaps.
+"""``counter_anomaly``: resets, saturated counters, wraps and sampling gaps.
 
-These are facts about the data, not faults of the fabric, but they explain why a rate is missing
-(a pegged 32-bit counter hides errors; a reset loses an interval) and what to fix in collection.
+These are facts about the data, mostly not faults of the fabric, but they explain why a rate is
+missing (a pegged 32-bit counter hides errors; a reset loses an interval) and what to fix in
+collection (info).
+
+One exception is evidence, not noise: an *error or link-down* counter pegged at its register
+maximum (16-bit ``SymbolErrorCounter`` at 65,535, 8-bit ``LinkDownedCounter`` at 255) proves at
+least that many events since the counters were last cleared. That is a warning with the lower
+bound (rule ``counter_anomaly.saturated_errors``), unless a time series shows the register was
+already pegged at its first reading: then nothing is known about the window itself and the info
+stays.
 """
 
 from __future__ import annotations
@@ -25,25 +33,89 @@ _ADVICE = {
 }
 
 
+def error_counters(config: dict) -> set[str]:
+    """Counters whose every increment is a fault event: the link-error counters and link-downed."""
+    return {*config["link_errors"], "link_downed_events"}
+
+
 def _pegged_readings(inp: AnalysisInput) -> pl.DataFrame:
-    """Series with a reading pegged at the register maximum, even with a single snapshot."""
+    """Series with a reading pegged at the register maximum, even with a single snapshot.
+
+    ``readings`` counts all readings of the series and ``pegged_at_start`` says whether its
+    earliest reading was already pegged.
+    """
     s = inp.samples.filter(pl.col("is_counter") & pl.col("value_u64").is_not_null())
     if s.is_empty():
         return s
+    keys = ["host", "device", "port", "priority", "counter", "source"]
     return (
         s.join(overflow_table(), on="counter", how="inner")
         .filter(pl.col("overflow_mode").is_in(["saturate", "wide"]))
-        .filter((pl.col("value_u64") // pl.col("scale").cast(pl.UInt64)) == pl.col("overflow_max"))
+        .with_columns(
+            ((pl.col("value_u64") // pl.col("scale").cast(pl.UInt64)) == pl.col("overflow_max")).alias("_pegged")
+        )
+        .filter(pl.col("_pegged").any().over(keys))
         .pipe(entity_strings)
+        .sort("time")
         .group_by(["host", "device", "port", "priority", "counter"], maintain_order=True)
         .agg(
-            pl.len().alias("saturated"),
-            pl.col("time").min().alias("saturated_first"),
-            pl.col("time").max().alias("saturated_last"),
+            pl.col("_pegged").sum().alias("saturated"),
+            pl.len().alias("readings"),
+            pl.col("time").filter(pl.col("_pegged")).min().alias("saturated_first"),
+            pl.col("time").filter(pl.col("_pegged")).max().alias("saturated_last"),
+            (pl.col("time").min() == pl.col("time").filter(pl.col("_pegged")).min()).alias("pegged_at_start"),
             pl.col("source").cast(pl.String).min(),  # not .first(): row order differs between engines
             pl.col("overflow_bits").first().alias("bits"),
+            pl.col("overflow_max").first().alias("register_max"),
         )
     )
+
+
+def _saturated_row(inp: AnalysisInput, a: dict) -> dict:
+    """One finding for a pegged series: a warning when it proves fault events, else info."""
+    evidence = {
+        "rule": "counter_anomaly.saturated",
+        "threshold_source": inp.config[KIND]["source"],
+        "readings": a["saturated"],
+        "register_bits": a["bits"],
+        "source": a["source"],
+    }
+    bound = int(a["register_max"])
+    name = a["counter"].replace("_", " ")
+    series = a["readings"] > 1
+    if a["counter"] in error_counters(inp.config) and not (series and a["pegged_at_start"]):
+        evidence |= {
+            "rule": "counter_anomaly.saturated_errors",
+            "threshold_source": inp.config[KIND]["source_saturated_errors"],
+            "events_at_least": bound,
+            "pegged_at_start": bool(a["pegged_at_start"]),
+        }
+        since = (
+            "since the last counter clear"
+            if not series
+            else "since the last counter clear, and the register filled up during this window"
+        )
+        return {
+            "severity": "warning",
+            "observed": float(bound),
+            "message": (
+                f"{a['counter']}: register pegged at 2^{a['bits']}-1: at least {bound:,} {name} {since}; "
+                "clear the counters and re-measure, or read the extended counters (perfquery -x, counters_ext)"
+            ),
+            "evidence": evidence,
+        }
+    return {
+        "severity": "info",
+        "observed": float(a["saturated"]),
+        "message": f"{a['counter']}: saturated, {a['saturated']} reading(s) at 2^{a['bits']}-1: "
+        + (
+            "already pegged at the first reading, so the window itself is unmeasured; "
+            if series and a["counter"] in error_counters(inp.config)
+            else ""
+        )
+        + _ADVICE["saturated"],
+        "evidence": evidence,
+    }
 
 
 def detect(inp: AnalysisInput) -> pl.DataFrame:
@@ -53,7 +125,6 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         rows.append(
             {
                 "kind": KIND,
-                "severity": "info",
                 "host": a["host"],
                 "device": a["device"],
                 "port": a["port"],
@@ -62,18 +133,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 "start": a["saturated_first"],
                 "end": a["saturated_last"],
                 "metric": a["counter"],
-                "observed": float(a["saturated"]),
                 "expected": 0.0,
-                "message": (
-                    f"{a['counter']}: saturated, {a['saturated']} reading(s) at 2^{a['bits']}-1: {_ADVICE['saturated']}"
-                ),
-                "evidence": {
-                    "rule": "counter_anomaly.saturated",
-                    "threshold_source": inp.config[KIND]["source"],
-                    "readings": a["saturated"],
-                    "register_bits": a["bits"],
-                    "source": a["source"],
-                },
+                **_saturated_row(inp, a),
             }
         )
     r = inp.rates
@@ -123,8 +184,15 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="resets, saturated registers, wraps, sampling gaps, with what to fix in collection",
+    summary="resets, saturated registers (a warning with the lower bound for pegged error counters), wraps, "
+    "sampling gaps, with what to fix in collection",
     detect=detect,
     scope="partition",
-    defaults={"source": default("the rate engine's flags: resets, saturated registers, wraps, sampling gaps")},
+    defaults={
+        "source": default("the rate engine's flags: resets, saturated registers, wraps, sampling gaps"),
+        # a pegged error register is a lower bound on the events since the last clear
+        "source_saturated_errors": "perfquery(8) and ibqueryerrors(8), rdma-core infiniband-diags: IBTA "
+        "PortCounters error counters stop at their maximum, so a pegged register proves at least 2^bits-1 events "
+        "since the last clear",
+    },
 )

@@ -245,7 +245,13 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     observed=s,
                     expected=cfg["warning_marked_ratio"],
                     message=(
-                        f"DCQCN loop active: {per_s['marked']:,.0f} ECN-marked/s ({text}), "
+                        # a NIC that only handles CNPs is a reaction point throttled by congestion
+                        # elsewhere: "loop active" beside "0 ECN-marked/s" would read as a contradiction
+                        f"DCQCN reaction point active: {per_s['cnp_handled']:,.0f} CNP handled/s "
+                        f"({per_s['cnp_ignored']:,.0f} ignored/s): this NIC's sending is being rate-limited by "
+                        f"congestion at its receivers; none of the RoCE packets it received was ECN-marked"
+                        if per_s["marked"] == 0 and per_s["cnp_sent"] == 0 and per_s["cnp_handled"] > 0
+                        else f"DCQCN loop active: {per_s['marked']:,.0f} ECN-marked/s ({text}), "
                         f"{per_s['cnp_sent']:,.0f} CNP sent/s, {per_s['cnp_handled']:,.0f} CNP handled/s, "
                         f"{per_s['cnp_ignored']:,.0f} ignored/s"
                     ),

@@ -90,6 +90,24 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         side = "received" if w["direction"] == "rx" else "sent"
         obs_text = f"{observed / 1e9:.3g} GB/s" if observed is not None else "n/a"
         exp_text = f"{expected / 1e9:.3g} GB/s ({basis})" if expected else "unknown (no baseline or peers)"
+        story = f"throughput {obs_text}, expected {exp_text}"
+        if drop is not None and drop >= cfg["max_drop_ratio"]:
+            story += f": {drop:.0%} below, the collapse is measured"
+        elif drop is not None and gbn < cfg["min_efficiency"]:
+            # Model and measurement disagree on the wire rate, and that is the point: byte
+            # counters count every retransmitted packet, so the wire rate holds while go-back-N
+            # resends ~W packets per loss and goodput falls to about gbn of it.
+            load = observed / line
+            light = load < 0.5
+            story += (
+                ": the wire rate held because the byte counters include go-back-N retransmissions; "
+                f"goodput is {'at least ' if light else ''}about {gbn:.0%} of it (~{gbn * observed / 1e9:.3g} GB/s)"
+            )
+            if light:
+                story += (
+                    f" (at {load:.0%} of the {line / 1e9:.0f} GB/s line rate fewer than W packets are in flight, "
+                    "so a loss resends fewer than W)"
+                )
         rows.append(
             {
                 "kind": KIND,
@@ -107,7 +125,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 "message": (
                     f"RoCE loss p = {p:.2%} on {side} traffic (threshold {cfg['collapse_p']:.1%}): modelled go-back-N "
                     f"efficiency {gbn:.0%} (W = {bdp_packets:,.0f} packets), go-back-0 {g0:.0%} for "
-                    f"{cfg['message_bytes'] / 2**20:g} MiB messages; throughput {obs_text}, expected {exp_text}"
+                    f"{cfg['message_bytes'] / 2**20:g} MiB messages; {story}"
                 ),
                 "evidence": {
                     "rule": "lossy_collapse.go_back_n",
@@ -128,6 +146,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     "expected_bytes_per_s": expected,
                     "expected_basis": basis,
                     "observed_drop_ratio": drop,
+                    "wire_rate_held": drop is not None and drop < cfg["max_drop_ratio"],
                     "events": w["events"],
                     "packets": w["packets"],
                     "packets_estimated": bool(w["packets_estimated"]),

@@ -15,10 +15,21 @@ Three rules, all critical:
   paused direction (our transmit for received pause, our receive for sent pause) fall to
   ``collapse_ratio`` of their 90th percentile over the observation.
 
-Captured PFC frames from packet traces will feed the first rule once that reader exists.
+* ``pfc_storm.capture``: from a packet capture's PFC/PAUSE frames (the ``packet_events``
+  table), judged on packet timing, not on time bins: each XOFF pauses its priority for its
+  quanta (``pause_ns``) from its timestamp, a refresh replaces the deadline and an XON ends the
+  pause. A storm is pause covering at least ``storm_ratio`` of any sliding ``window_s`` window
+  (the watchdog's detection window); the finding names the storm's millisecond window, its XOFF
+  refresh interval and quanta, the longest stretch without an XON and the paused time per
+  priority on that capture interface. A capture shows every frame as received at the capture
+  point, so "direction" is the capture interface (a mirror port of one link direction).
 """
 
 from __future__ import annotations
+
+import bisect
+import datetime as dt
+from typing import Any
 
 import polars as pl
 
@@ -241,11 +252,200 @@ def _unbroken_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]
     return rows
 
 
+def paused_spans(times_ns: list[int], pause_ns: list[int]) -> list[tuple[int, int]]:
+    """Paused time of one priority from its PFC frames, as disjoint ``(start_ns, end_ns)`` spans.
+
+    An XOFF (``pause_ns > 0``) at ``t`` pauses until ``t + pause_ns``; a refresh before that
+    deadline replaces it (IEEE 802.1Qbb: the new timer value wins); an XON (0) ends the pause.
+
+    Example:
+        >>> from fabricscope.detect.pfc_storm import paused_spans
+        >>> paused_spans([0, 40, 80, 500], [84, 84, 84, 0])
+        [(0, 164)]
+        >>> paused_spans([0, 10], [84, 0])
+        [(0, 10)]
+    """
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    until = 0
+    for t, ns in zip(times_ns, pause_ns, strict=True):
+        if ns > 0:
+            if start is not None and t <= until:
+                until = t + ns
+                continue
+            if start is not None:
+                spans.append((start, until))
+            start, until = t, t + ns
+        elif start is not None:
+            spans.append((start, min(until, t)))
+            start = None
+    if start is not None:
+        spans.append((start, until))
+    return spans
+
+
+def storm_windows(spans: list[tuple[int, int]], window_ns: int, ratio: float) -> list[tuple[int, int]]:
+    """Stretches where pause covers at least ``ratio`` of some sliding ``window_ns`` window.
+
+    The coverage of the window starting at ``s`` is piecewise linear in ``s`` with breakpoints
+    where a window edge meets a span edge, so it is evaluated exactly at those breakpoints and
+    interpolated between them. Returns the paused extent of each union of qualifying windows.
+
+    Example:
+        >>> from fabricscope.detect.pfc_storm import storm_windows
+        >>> storm_windows([(100, 350)], 200, 0.99)
+        [(100, 350)]
+        >>> storm_windows([(100, 250)], 200, 0.99)
+        []
+    """
+    if not spans:
+        return []
+    starts = [a for a, _ in spans]
+    ends = [b for _, b in spans]
+    cum = [0]
+    for a, b in spans:
+        cum.append(cum[-1] + (b - a))
+
+    def paused_until(x: float) -> float:
+        # paused time in (-inf, x]
+        k = bisect.bisect_right(starts, x)
+        if k == 0:
+            return 0
+        return cum[k - 1] + min(x, ends[k - 1]) - starts[k - 1]
+
+    def coverage(x: float) -> float:
+        return paused_until(x + window_ns) - paused_until(x)
+
+    need = ratio * window_ns
+    points = sorted({*starts, *ends, *(a - window_ns for a in starts), *(b - window_ns for b in ends)})
+    cov = [coverage(x) for x in points]
+    # qualifying window starts as closed intervals [lo, hi], exact where coverage crosses `need`
+    runs: list[list[float]] = []
+    for i, (x, c) in enumerate(zip(points, cov, strict=True)):
+        if c < need:
+            continue
+        lo = x
+        if i and cov[i - 1] < need:  # entered between the previous breakpoint and this one
+            x0, c0 = points[i - 1], cov[i - 1]
+            lo = x0 + (need - c0) / (c - c0) * (x - x0)
+        hi = x
+        if i + 1 < len(points) and cov[i + 1] < need:
+            x1, c1 = points[i + 1], cov[i + 1]
+            hi = x + (c - need) / (c - c1) * (x1 - x)
+        elif i + 1 < len(points):
+            hi = points[i + 1]
+        if runs and lo <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], hi)
+        else:
+            runs.append([lo, hi])
+    out = []
+    for lo, hi in runs:
+        lo_w, hi_w = lo, hi + window_ns
+        inside = [(max(a, lo_w), min(b, hi_w)) for a, b in spans if b > lo_w and a < hi_w]
+        out.append((round(inside[0][0]), round(inside[-1][1])))
+    return out
+
+
+def _clock_ms(t: dt.datetime) -> str:
+    """``12:00:00.512``: a time of day to the millisecond."""
+    return f"{t:%H:%M:%S}.{t.microsecond // 1000:03d}"
+
+
+def _capture_rule(inp: AnalysisInput, cfg: dict) -> list[dict[str, Any]]:
+    ev = inp.tables.get("packet_events")
+    if ev is None or ev.is_empty() or "kind" not in ev.columns:
+        return []
+    frames = (
+        ev.filter(pl.col("kind").cast(pl.String).is_in(["pfc_xoff", "pfc_xon", "pause"]))
+        .with_columns(
+            pl.col("host").cast(pl.String),
+            pl.col("interface").cast(pl.String),
+            pl.col("kind").cast(pl.String),
+            pl.col("time").dt.epoch("ns").alias("_t"),
+            pl.col("pause_ns").fill_null(0).cast(pl.Int64),
+            pl.col("priority").cast(pl.Int64),
+        )
+        .sort("_t", maintain_order=True)
+    )
+    # The table is whole in every partition: judge only the hosts this partition holds.
+    hosts = inp.samples["host"].cast(pl.String).unique().to_list() if inp.samples.height else None
+    if hosts is not None:
+        frames = frames.filter(pl.col("host").is_in(hosts))
+    if frames.is_empty():
+        return []
+    window_ns = round(cfg["window_s"] * 1e9)
+    rows = []
+    for (host, iface, prio), g in frames.group_by(["host", "interface", "priority"], maintain_order=True):
+        times, pauses = g["_t"].to_list(), g["pause_ns"].to_list()
+        spans = paused_spans(times, pauses)
+        paused_total_ns = sum(b - a for a, b in spans)
+        for lo, hi in storm_windows(spans, window_ns, cfg["storm_ratio"]):
+            inside = g.filter((pl.col("_t") >= lo) & (pl.col("_t") <= hi))
+            xoff = inside.filter(pl.col("pause_ns") > 0)
+            xon_times = inside.filter(pl.col("pause_ns") == 0)["_t"].to_list()
+            refresh = xoff["_t"].diff().drop_nulls()
+            paused = sum(min(b, hi) - max(a, lo) for a, b in spans if b > lo and a < hi)
+            duration_ns = max(hi - lo, 1)
+            gaps = [b - a for a, b in zip([lo, *xon_times], [*xon_times, hi], strict=True)]
+            refresh_us = float(refresh.median()) / 1e3 if refresh.len() else None
+            quanta = int(xoff["quanta"].max()) if xoff.height and xoff["quanta"].max() is not None else None
+            start = dt.datetime.fromtimestamp(lo / 1e9, tz=dt.timezone.utc)
+            end = dt.datetime.fromtimestamp(hi / 1e9, tz=dt.timezone.utc)
+            what = prio_name(prio)
+            msg = (
+                f"PFC storm in capture on {iface}: {what} paused {paused / duration_ns:.1%} of "
+                f"{duration_ns / 1e6:,.1f} ms ({_clock_ms(start)}-{_clock_ms(end)} UTC), {xoff.height:,} XOFF frame(s)"
+                + (f" at quanta {quanta:#06x}" if quanta is not None else "")
+                + (f" refreshed every {refresh_us:,.0f} us" if refresh_us is not None else "")
+                + (
+                    ", no XON"
+                    if not xon_times
+                    else f", {len(xon_times)} XON, longest stretch without one {max(gaps) / 1e6:,.1f} ms"
+                )
+                + f" (storm: pause >= {cfg['storm_ratio']:.0%} of a {cfg['window_s'] * 1e3:g} ms detection window): "
+                f"the peer sending these pauses cannot drain {what}"
+            )
+            rows.append(
+                {
+                    "kind": KIND,
+                    "severity": "critical",
+                    "host": host,
+                    "device": iface,
+                    "port": None,
+                    "priority": prio,
+                    "layer": "network",
+                    "start": start,
+                    "end": end,
+                    "metric": "capture_pause_ratio",
+                    "observed": paused / duration_ns,
+                    "expected": cfg["storm_ratio"],
+                    "message": msg,
+                    "evidence": {
+                        "rule": "pfc_storm.capture",
+                        "threshold_source": cfg["source"],
+                        "detection_window_ms": cfg["window_s"] * 1e3,
+                        "storm_ms": duration_ns / 1e6,
+                        "paused_ms": paused / 1e6,
+                        "xoff_frames": xoff.height,
+                        "xon_frames": len(xon_times),
+                        "median_refresh_us": refresh_us,
+                        "max_quanta": quanta,
+                        "longest_without_xon_ms": max(gaps) / 1e6,
+                        "paused_ms_in_capture": paused_total_ns / 1e6,
+                        "source": "packet_events",
+                    },
+                }
+            )
+    return rows
+
+
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Find PFC storms per priority and NIC pause-storm watchdog events."""
     cfg = inp.config[KIND]
     p = pause_intervals(inp).filter(pl.col("ratio").is_not_null() & (pl.col("interval_s") > 0))
-    rows = _ratio_rule(p, cfg) if not p.is_empty() else []
+    # capture rows first: on an overlap with the binned counters they are the one kept
+    rows = _capture_rule(inp, cfg)
+    rows += _ratio_rule(p, cfg) if not p.is_empty() else []
     rows += _watchdog_rule(inp, p, cfg)
     if not p.is_empty():
         rows += _unbroken_rule(inp, p, cfg)
@@ -254,7 +454,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="per-priority pause ≥ 99% of a window, NIC storm watchdogs, unbroken pause with collapsed traffic",
+    summary="per-priority pause ≥ 99% of a window (captures: from packet timing, millisecond windows), NIC storm "
+    "watchdogs, unbroken pause with collapsed traffic",
     detect=detect,
     scope="partition",
     defaults={

@@ -7,14 +7,19 @@ expectation:
   ``perftest_min_size_bytes``, perftest's default 64 KiB: tiny messages measure message rate) below
   ``perftest_min_ratio`` (90%) of the port rate (NVIDIA ngc_multinode_perf pass criterion;
   bidirectional tests count both directions). The port rate is the port's rate gauge when the
-  same analysis read it, else ``--profile``, else ``network_profile`` (``expected_assumed``).
+  same analysis read it (sysfs or counters of the same host), else ``--profile``, else the
+  fastest rate the device's hardware supports when its driver says so (``mlx4``: ConnectX-3,
+  FDR 56 Gb/s or 40 GbE), else ``network_profile``. A rate that was not measured is marked
+  ``expected_assumed``, named in the message, and caps the severity at warning.
 * ``perftest_latency``: ``ib_{send,write}_lat`` typical latency above 2.5 µs, ``ib_read_lat``
   above 4.5 µs at the run's smallest size (same source).
 * ``nccl_busbw``: nccl-tests bus bandwidth at the largest size of at least
   ``nccl_min_size_bytes`` below ``nccl_min_ratio`` (80%) of what the topology read from the log
-  gives: within one node the GPUs' NVLink generation (from the rank lines' GPU name), across
-  nodes the lesser of that and NICs per node x the NIC's achievable rate (46-48 GB/s per NDR400
-  NIC). NICs per node: the host's ports in the same analysis, else one per GPU (DGX/HGX layout).
+  gives for the collective's traffic pattern (:func:`expected_busbw`): within one node the GPUs'
+  NVLink generation (from the rank lines' GPU name); across nodes, ring collectives get the
+  lesser of that and NICs per node x the NIC's achievable rate (46-48 GB/s per NDR400 NIC),
+  all-to-all the per-GPU NIC share x N/(N-1) x (n-1)/n, send/recv one NIC. NICs per node: the
+  host's ports in the same analysis, else one per GPU (DGX/HGX layout).
 * ``busy_but_slow``: a NIC port busy (sending or unable to send: PortXmitWait, received pause)
   at least ``busy_ratio`` of a window while its throughput stayed below ``counter_min_ratio`` of
   its line rate (info: the cause is reported by ``ib_congestion`` or the PFC detectors).
@@ -30,7 +35,13 @@ from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
 from fabricscope.detect.bottleneck import network_ports
 from fabricscope.findings import make_findings, merge_windows
-from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu, profile_for_port
+from fabricscope.profiles import (
+    Profile,
+    get_profile,
+    nvlink_profile_for_gpu,
+    profile_for_device,
+    profile_for_port,
+)
 from fabricscope.sources import NCCL_EXPECTED, NGC_PERF, default
 
 __all__ = ["SPEC", "detect", "expected_busbw"]
@@ -63,27 +74,52 @@ def _perftest_bw(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -
         )
     )
     largest = largest.filter(pl.col("size_bytes") >= cfg["perftest_min_size_bytes"])
+    # A port without a port number in the perftest header (perftest prints none for the default
+    # port) takes its device's rate when the same host measured exactly one port of that device.
+    one_port = (
+        facts.group_by("host", "device")
+        .agg(pl.col("link_rate_bytes_per_s").first().alias("_dev_rate"), pl.len().alias("_ports"))
+        .filter(pl.col("_ports") == 1)
+        .drop("_ports")
+        .with_columns(pl.col("host", "device").cast(pl.String))
+    )
+    largest = largest.join(one_port, on=["host", "device"], how="left")
     default = inp.profile or get_profile(cfg["network_profile"])
     rows = []
     for r in largest.iter_rows(named=True):
         directions = 2 if "bidir" in (r["test"] or "").lower() else 1
-        if r["link_rate_bytes_per_s"] is not None:
-            line, basis, assumed = r["link_rate_bytes_per_s"], "port rate gauge", False
+        measured_rate = r["link_rate_bytes_per_s"] or (r["_dev_rate"] if r["port"] is None else None)
+        hardware = profile_for_device(r["device"], r["link_type"])
+        if measured_rate is not None:
+            line, basis, assumed = measured_rate, "port rate gauge", False
+        elif inp.profile is not None:
+            line, basis, assumed = inp.profile.line_rate_bytes_per_s, f"--profile {inp.profile.name}", False
+        elif hardware is not None:
+            # the device's driver bounds the rate: judge against the fastest link it supports
+            prof, why = hardware
+            line, basis, assumed = prof.line_rate_bytes_per_s, f"{why} (profile {prof.name})", True
         else:
             # an Ethernet port of the assumed rate is RoCE, not InfiniBand
-            prof = (
-                inp.profile or profile_for_port(r["link_type"], default.line_rate_bytes_per_s, default.lanes) or default
-            )
+            prof = profile_for_port(r["link_type"], default.line_rate_bytes_per_s, default.lanes) or default
             line, basis, assumed = prof.line_rate_bytes_per_s, f"profile {prof.name}", True
         expected_gbps = line * 8 / 1e9 * directions
         measured = r["bw_average_gbit_per_s"]
         ratio = measured / expected_gbps
         if ratio >= cfg["perftest_min_ratio"]:
             continue
+        # Judged against a rate nothing in the input measured: the link may simply be slower than
+        # assumed (an FDR10 port on an FDR-capable card), so this is at most a warning.
+        critical = ratio < cfg["perftest_critical_ratio"] and not assumed
+        rate_text = (
+            f"{expected_gbps:.0f} Gb/s port rate"
+            if not assumed
+            else f"{expected_gbps:.0f} Gb/s assumed port rate ({basis}; no port rate in the input: "
+            "add the host's sysfs or counters to judge against the real link)"
+        )
         rows.append(
             {
                 "kind": KIND,
-                "severity": "critical" if ratio < cfg["perftest_critical_ratio"] else "warning",
+                "severity": "critical" if critical else "warning",
                 "host": r["host"],
                 "device": r["device"],
                 "port": r["port"],
@@ -95,7 +131,7 @@ def _perftest_bw(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -
                 "expected": expected_gbps,
                 "message": (
                     f"{r['test']} reached {measured:.1f} Gb/s at {r['size_bytes']} B, {ratio:.0%} of the "
-                    f"{expected_gbps:.0f} Gb/s port rate (pass: >= {cfg['perftest_min_ratio']:.0%})"
+                    f"{rate_text} (pass: >= {cfg['perftest_min_ratio']:.0%})"
                 ),
                 "evidence": {
                     "rule": "underperformance.perftest_bw",
@@ -109,6 +145,8 @@ def _perftest_bw(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -
                     "size_bytes": r["size_bytes"],
                     "run": r["run"],
                     "duration_mode": r["duration_mode"],
+                    "link_type": r["link_type"],
+                    "mtu_bytes": r["mtu_bytes"],
                 },
             }
         )
@@ -162,6 +200,14 @@ def _perftest_lat(inp: AnalysisInput, cfg: dict[str, Any]) -> list[dict[str, Any
     return rows
 
 
+# Traffic patterns of the nccl-tests collectives (doc/PERFORMANCE.md busbw factors). Ring
+# collectives spread a node's traffic over all its NICs; all-to-all cannot aggregate NICs (each
+# GPU sends through its own); point-to-point crosses nodes on one GPU's NIC.
+RING = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"}
+ALL_TO_ALL = {"alltoall"}
+POINT_TO_POINT = {"sendrecv"}
+
+
 def expected_busbw(
     gpu_name: str | None,
     n_nodes: int,
@@ -170,11 +216,19 @@ def expected_busbw(
     nics_per_node: int | None = None,
     network: Profile | None = None,
     nvlink_default: str = "nvlink4",
-) -> tuple[float, str, str, bool]:
+    collective: str | None = None,
+) -> tuple[float, str, str, bool] | None:
     """The bus bandwidth (bytes/s) nccl-tests should reach at large sizes for a topology.
 
-    Within a node: the GPUs' NVLink (or PCIe) achievable rate. Across nodes: the lesser of that
-    and NICs per node x the NIC's achievable rate (every rail carries 1/NICs of the data).
+    Within a node: the GPUs' NVLink (or PCIe) achievable rate. Across nodes it depends on the
+    collective's traffic pattern, with ``B`` the NIC's achievable rate, ``N`` nodes, ``n`` ranks:
+
+    * ring collectives (all-reduce, all-gather, reduce-scatter, broadcast, reduce; and unknown
+      ones): the lesser of NVLink and NICs per node x ``B`` (every rail carries 1/NICs of the data);
+    * all-to-all: each GPU sends the ``(N-1)/N`` of its data bound for other nodes through its
+      own NIC share ``B x min(1, NICs/GPUs)``, so ``algbw = share x N/(N-1)`` and
+      ``busbw = algbw x (n-1)/n`` (github.com/NVIDIA/nccl-tests/issues/130; ~1x the per-GPU NIC rate for many nodes);
+    * send/recv: the ranks at a node boundary exchange through one NIC: ``B``.
 
     Args:
         gpu_name: GPU model (``NVIDIA H100 80GB HBM3``); None when unknown.
@@ -183,16 +237,23 @@ def expected_busbw(
         nics_per_node: NICs per node (None: one per GPU, as DGX/HGX systems are built).
         network: The NIC's profile (None: ``ndr400``).
         nvlink_default: Profile when the GPU model is unknown.
+        collective: nccl-tests collective (``all_reduce``, ``alltoall``, ``sendrecv`` ...); None
+            is judged as a ring collective.
 
     Returns:
         ``(expected_bytes_per_s, layer, basis, assumed)``: the limiting layer (``nvlink``, ``pcie``
-        or ``network``), a sentence naming the sources, and whether a profile was assumed.
+        or ``network``), a sentence naming the sources, and whether a profile was assumed. None
+        for a multi-node collective whose bound has no sourced formula (scatter, gather,
+        hypercube).
 
     Example:
         >>> from fabricscope.detect.underperformance import expected_busbw
         >>> bw, layer, basis, assumed = expected_busbw("NVIDIA H100 80GB HBM3", 2, 8)
         >>> round(bw / 1e9, 1), layer, assumed
         (371.2, 'nvlink', False)
+        >>> bw, layer, _, _ = expected_busbw("NVIDIA H100 80GB HBM3", 10, 8, collective="alltoall")
+        >>> round(bw / 1e9, 1), layer
+        (51.6, 'network')
     """
     gpu = nvlink_profile_for_gpu(gpu_name)
     assumed = gpu is None
@@ -201,16 +262,34 @@ def expected_busbw(
     basis = f"{gpu.name} achievable {intra / 1e9:.0f} GB/s ({gpu.source})"
     if n_nodes <= 1:
         return intra, gpu.layer, basis, assumed
+    name = collective or "unknown"
+    if name not in RING | ALL_TO_ALL | POINT_TO_POINT and name != "unknown":
+        return None
     net = network or get_profile("ndr400")
     nics = nics_per_node or gpus_per_node
-    inter = nics * net.achievable_bytes_per_s
-    nic_basis = (
-        f"{nics} x {net.name} achievable {net.achievable_bytes_per_s / 1e9:.0f} GB/s"
-        + ("" if nics_per_node else " (one NIC per GPU assumed)")
-        + f" ({net.source})"
-    )
+    nic_assumption = "" if nics_per_node else " (one NIC per GPU assumed)"
+    b = net.achievable_bytes_per_s
+    assumed_nics = assumed or nics_per_node is None
+    if name in ALL_TO_ALL:
+        n_ranks = n_nodes * gpus_per_node
+        share = b * min(1.0, nics / gpus_per_node)
+        inter = share * n_nodes / (n_nodes - 1) * (n_ranks - 1) / n_ranks
+        nic_basis = (
+            f"all-to-all across {n_nodes} nodes: per-GPU NIC share {share / 1e9:.1f} GB/s ({nics} x {net.name} "
+            f"achievable {b / 1e9:.0f} GB/s for {gpus_per_node} GPUs{nic_assumption}) x N/(N-1) x (n-1)/n "
+            f"(github.com/NVIDIA/nccl-tests/issues/130, nccl-tests doc/PERFORMANCE.md; {net.source})"
+        )
+    elif name in POINT_TO_POINT:
+        inter = b
+        nic_basis = (
+            f"send/recv across nodes: one {net.name} NIC per boundary pair, achievable {b / 1e9:.0f} GB/s "
+            f"(doc/PERFORMANCE.md; {net.source})"
+        )
+    else:
+        inter = nics * b
+        nic_basis = f"{nics} x {net.name} achievable {b / 1e9:.0f} GB/s{nic_assumption} ({net.source})"
     if inter < intra:
-        return inter, "network", f"{nic_basis}; NVLink allows more: {basis}", assumed or nics_per_node is None
+        return inter, "network", f"{nic_basis}; NVLink allows more: {basis}", assumed_nics
     return intra, gpu.layer, f"{basis}; network allows {inter / 1e9:.0f} GB/s: {nic_basis}", assumed
 
 
@@ -258,22 +337,34 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
         known = nic_by_host.get(r["host"])
         net = inp.profile or (get_profile(known[1]) if known else get_profile(cfg["network_profile"]))
         gpu_name = gpu_by_host.get((r["run"], r["host"]), gpu_by_run.get(r["run"]))
-        exp, layer, basis, assumed = expected_busbw(
+        judged = expected_busbw(
             gpu_name,
             r["n_nodes"],
             r["gpus_per_node"],
             nics_per_node=known[0] if known else None,
             network=net,
             nvlink_default=cfg["nvlink_profile"],
+            collective=r["collective"],
         )
+        if judged is None:
+            continue  # no sourced bound for this collective across nodes
+        exp, layer, basis, assumed = judged
         measured = r["busbw_gb_per_s"] * 1e9
         ratio = measured / exp
         if ratio >= cfg["nccl_min_ratio"]:
             continue
+        # A network bound from an assumed NIC (none in the input, no --profile) may simply be the
+        # wrong NIC: at most a warning, and the message says what was assumed.
+        net_assumed = layer == "network" and inp.profile is None and known is None
+        should = f"the {exp / 1e9:.0f} GB/s the {layer} should give" + (
+            f" (assumed {net.name} NICs, one per GPU: no NIC in the input; add the hosts' sysfs or counters)"
+            if net_assumed
+            else ""
+        )
         rows.append(
             {
                 "kind": KIND,
-                "severity": "critical" if ratio < cfg["nccl_critical_ratio"] else "warning",
+                "severity": "critical" if ratio < cfg["nccl_critical_ratio"] and not net_assumed else "warning",
                 "host": r["host"],
                 "layer": layer,
                 "start": r["time"],
@@ -284,7 +375,7 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
                 "message": (
                     f"nccl-tests {r['collective']} bus bandwidth {r['busbw_gb_per_s']:.1f} GB/s at "
                     f"{r['size_bytes'] / 2**30:g} GiB on {r['n_nodes']}x{r['gpus_per_node']} GPUs is {ratio:.0%} "
-                    f"of the {exp / 1e9:.0f} GB/s the {layer} should give"
+                    f"of {should}"
                 ),
                 "evidence": {
                     "rule": "underperformance.nccl_busbw",

@@ -13,7 +13,7 @@ from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
 from fabricscope.io import InputReport, scan
 
-__all__ = ["Unit", "group_units", "read_units", "work_units"]
+__all__ = ["Unit", "group_units", "raise_if_nothing_read", "read_units", "work_units"]
 
 Unit = tuple[str, str]
 """A path and its kind: ``file`` (named by the user), ``walked`` (found by walking a directory:
@@ -176,15 +176,25 @@ def read_units(
             # come back as a failed input, where the Rust walker skips it.
             got = _scan_unit(path, read, filters, partitions, batch_rows, strict=read.strict or walked)
         except UnknownFormatError as e:
-            if not walked:
-                raise
-            # What the Rust reader does with an undetectable file it found by walking.
-            reports.append(InputReport(path, None, 0, 0, 0, 0, warnings=[f"skipped: not a recognised format ({e})"]))
+            if walked:
+                # What the Rust reader does with an undetectable file it found by walking.
+                reports.append(
+                    InputReport(path, None, 0, 0, 0, 0, warnings=[f"skipped: not a recognised format ({e})"])
+                )
+            else:
+                reports.append(_failed(path, e))
             continue
-        except FabricscopeError:
+        except FabricscopeError as e:
             if read.strict:
-                raise
-            got = _scan_unit(path, read, filters, partitions, batch_rows, strict=False)  # count bad records
+                # One unreadable input does not discard the others: it is listed with its error
+                # (nothing of it is kept) and the analysis status accounts for it.
+                reports.append(_failed(path, e))
+                continue
+            try:
+                got = _scan_unit(path, read, filters, partitions, batch_rows, strict=False)  # count bad records
+            except FabricscopeError as e2:
+                reports.append(_failed(path, e2))
+                continue
         unit_reports, unit_tables, unit_samples, unit_attrs = got
         reports.extend(unit_reports)
         for name, frames in unit_tables.items():
@@ -193,6 +203,24 @@ def read_units(
             samples[i].extend(unit_samples[i])
             attrs[i].extend(unit_attrs[i])
     return reports, {k: pl.concat(v, how="vertical_relaxed") for k, v in tables.items()}, samples, attrs
+
+
+def _failed(path: str, err: Exception) -> InputReport:
+    """The report of an input that could not be read: no rows kept, its error listed."""
+    return InputReport(path, None, 0, 0, 0, 0, errors=[str(err)], failed=True, exception=err)
+
+
+def raise_if_nothing_read(reports: Sequence[InputReport]) -> None:
+    """Raise the first input's error when inputs failed and none was read: nothing to analyse.
+
+    With at least one readable input the failures stay in the reports (the analysis runs and its
+    status accounts for them); with none, the caller gets the error as before.
+    """
+    failed = [r for r in reports if r.failed]
+    if failed and not any(r.format is not None and not r.failed for r in reports):
+        err = next((r.exception for r in failed if r.exception is not None), None)
+        if err is not None:
+            raise err
 
 
 def _read_history(

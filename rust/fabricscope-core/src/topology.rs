@@ -1,5 +1,5 @@
-//! The `links` table: which port is cabled to which, from `ibnetdiscover -p`, `iblinkinfo` or
-//! `ibdiagnet2.db_csv` LINKS (`docs/schema.md`, section "links", is the prose version).
+//! The `links` table: which port is cabled to which, from `ibnetdiscover` (topology file or `-p`),
+//! `iblinkinfo`, `ibdiagnet2.db_csv` LINKS or `ibdiagnet2.net_dump` (`docs/schema.md`, section "links", is the prose version).
 //!
 //! | column | Arrow type | notes |
 //! |---|---|---|
@@ -16,7 +16,7 @@
 //! | `supported_width`, `supported_speed` | utf8, nullable | what the link could run at ("Could be", `LinkWidthSup`) |
 //! | `source` | utf8 | reader name |
 //!
-//! One row per physical link: both directions of `ibnetdiscover -p` merge into one. The end with the
+//! One row per physical link: both directions of `ibnetdiscover` merge into one. The end with the
 //! lower tier comes first (hca, leaf, spine, router), so an HCA link always starts at the HCA.
 //! Tiers are computed once a whole input is read: a switch is a **leaf** when it is cabled to an
 //! HCA, else a **spine**. SHARP aggregation nodes (CAs named `Mellanox Technologies Aggregation

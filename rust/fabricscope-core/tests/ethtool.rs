@@ -279,3 +279,33 @@ fn garbage_with_the_format_forced_is_rejected_line_by_line() {
     assert!(out.rows.is_empty());
     assert_eq!(out.reports[0].bad_records, 3);
 }
+
+#[test]
+fn stat_lines_without_their_header_are_ethtool_not_prometheus() {
+    // node_exporter's real eth0 statistics with the command echo and `NIC statistics:` cut off
+    let p = fixture("ethtool/headerless/eth0-tail-n2.txt");
+    let head = std::fs::read(&p).unwrap();
+    assert_eq!(fabricscope_core::formats::detect(&head, "eth0-tail-n2.txt"), Some(Format::Ethtool));
+    let out =
+        read_with(&[p], &ReadOptions { host: Some("h1".into()), time_ns: Some(1), ..ReadOptions::default() }).unwrap();
+    assert_eq!(out.reports[0].format, Some(Format::Ethtool));
+    assert_eq!(out.reports[0].bad_records, 0);
+    assert_eq!(out.rows.len(), 16);
+    assert!(out.rows.iter().all(|r| !r.counter.ends_with(':') && r.source == "ethtool"));
+    let rx = out.rows.iter().find(|r| r.counter == "netdev_rx_packets").unwrap();
+    assert_eq!(rx.value, V::U(1_260_062));
+    // forced through the Prometheus reader, the same lines are refused with the reason
+    let p = temp_file("stats.prom", b"rx_packets: 1260062\ntx_packets: 961500\n");
+    let err = read_with(
+        std::slice::from_ref(&p),
+        &ReadOptions { format: Some(Format::Prometheus), ..ReadOptions::default() },
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.contains("line 1") && err.contains("ethtool -S"), "{err}");
+    // detected (no header, not indented) they are ethtool
+    let out =
+        read_with(&[p], &ReadOptions { host: Some("h1".into()), time_ns: Some(1), ..ReadOptions::default() }).unwrap();
+    assert_eq!((out.reports[0].format, out.rows.len()), (Some(Format::Ethtool), 2));
+}

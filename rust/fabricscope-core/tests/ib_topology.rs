@@ -212,3 +212,159 @@ fn ibnetdiscover_hostile_line_names_file_and_line() {
     let out = read_with(&[p], &ReadOptions { strict: false, ..o }).unwrap();
     assert_eq!((links_of(&out).len(), out.reports[0].bad_records), (1, 1));
 }
+
+fn topology(name: &str) -> Output {
+    read_with(&[fixture(&format!("ib/ibnetdiscover-topology/{name}"))], &opts()).unwrap()
+}
+
+#[test]
+fn ibnetdiscover_topology_file_is_detected_and_gives_links() {
+    // a real EDR/FDR/QDR fabric with loopback cables and a MAD time-out line from stderr
+    let out = topology("3.topo");
+    assert_eq!(out.reports[0].format, Some(Format::Ibnetdiscover));
+    assert_eq!(out.reports[0].bad_records, 0, "{:?}", out.reports[0].errors);
+    assert!(out.reports[0].warnings.iter().any(|w| w.contains("line 1") && w.contains("query_smp.c")));
+    let got = links_of(&out);
+    // 3 loopback cables + 1 inter-switch link + 6 HCA links; both directions merged
+    assert_eq!(got.len(), 10);
+    let edr = got.iter().find(|l| l.a.0 == "0xe41d2d030061f957").unwrap();
+    assert_eq!(
+        *edr,
+        link(
+            end("0xe41d2d030061f957", 1, "r-ufm216 HCA-2", "hca", 2, "hca"),
+            end("0xe41d2d030003e470", 34, "SwitchIB Mellanox Technologies", "switch", 268, "leaf"),
+            "4x",
+            "EDR",
+            25.781_25,
+            100.0,
+        )
+    );
+    let isl = got.iter().find(|l| l.b.0 == "0xf4521403005764b0" && l.a.0 == "0xe41d2d030003e470").unwrap();
+    assert_eq!((isl.a.1, isl.b.1, isl.speed.as_deref()), (3, 1, Some("FDR")));
+    assert_eq!(isl.b.2.as_deref(), Some("MF0;switch-de779e:SX6012/U1"));
+    let sdr = got.iter().find(|l| l.a.0 == "0xe41d2d03005cf1f8").unwrap();
+    assert_eq!((sdr.width.as_deref(), sdr.speed.as_deref(), sdr.data_rate_gbps), (Some("4x"), Some("SDR"), Some(8.0)));
+    // dated by its `generated on` line (local time read as UTC), not by the argument
+    let t = 1_469_446_226_000_000_000;
+    assert!(out.rows.iter().all(|r| r.time_ns == t));
+    // each connected port of each node block gives its width: 9 + 5 switch ports, 6 HCA ports
+    assert_eq!(out.counter("link_width_lanes").len(), 20);
+    let attr = |dev: &str, key: &str| {
+        out.attrs.iter().find(|a| a.device == dev && a.key == key && a.port.is_none()).map(|a| a.value.clone())
+    };
+    assert_eq!(attr("0xe41d2d030003e470", "device_id").as_deref(), Some("0xcb20"));
+    assert_eq!(attr("0xe41d2d030003e470", "vendor_id").as_deref(), Some("0x2c9"));
+    assert_eq!(attr("0x0002c903003421b0", "system_image_guid").as_deref(), Some("0x2c903003421b3"));
+    assert_eq!(attr("0x0002c903003421b0", "node_description").as_deref(), Some("r-ufm111 HCA-1"));
+}
+
+#[test]
+fn ibnetdiscover_topology_other_real_files() {
+    // man page example (`Non-Chassis Nodes`, `lmc 1`, a 1xSDR link), IBM (Ca blocks), Oracle (QDR)
+    for (name, n_links) in [("1.topo", 7), ("2.topo", 2), ("4.topo", 1)] {
+        let out = topology(name);
+        assert_eq!(out.reports[0].format, Some(Format::Ibnetdiscover), "{name}");
+        assert_eq!(out.reports[0].bad_records, 0, "{name}: {:?}", out.reports[0].errors);
+        assert_eq!(links_of(&out).len(), n_links, "{name}");
+    }
+    let out = topology("2.topo");
+    let expected = vec![
+        link(
+            end("0x0002c902002789ac", 1, "compute-00-01 HCA-1", "hca", 1, "hca"),
+            end("0x000b8cffff0053ee", 1, "MT43132 Mellanox Technologies", "switch", 3, "leaf"),
+            "4x",
+            "SDR",
+            2.5,
+            8.0,
+        ),
+        link(
+            end("0x0002c9030002847c", 2, "compute-00-00 HCA-1", "hca", 2, "hca"),
+            end("0x000b8cffff0053ee", 2, "MT43132 Mellanox Technologies", "switch", 3, "leaf"),
+            "4x",
+            "SDR",
+            2.5,
+            8.0,
+        ),
+    ];
+    assert_eq!(links_of(&out), expected);
+    // the man page's example reports two ports at 1x from one end only: the gauges keep each
+    // port's own width (the merged link keeps the first end's)
+    let out = topology("1.topo");
+    let one_x: Vec<(String, Option<u16>)> = out
+        .counter("link_width_lanes")
+        .iter()
+        .filter(|r| r.value == V::U(1))
+        .map(|r| (r.device.clone(), r.port))
+        .collect();
+    assert_eq!(one_x, vec![("0x0008f10400410015".to_owned(), Some(1)), ("0x0008f10403960558".to_owned(), Some(1))]);
+}
+
+#[test]
+fn ibnetdiscover_topology_hostile_lines_name_the_cause() {
+    let good = "vendid=0x2c9\ndevid=0xcb20\nswitchguid=0xe41d2d030003e470(e41d2d030003e470)\nSwitch\t36 \"S-e41d2d030003e470\"\t\t# \"sw\" base port 0 lid 268 lmc 0\n[3]\t\"S-f4521403005764b0\"[1]\t\t# \"MF0;sw2:SX6012/U1\" lid 174 4xFDR\n";
+    let cases: [(&str, &str); 3] = [
+        // cut inside the peer GUID, inside the speed, a header cut before its description, a port line before any header
+        ("[34]\t\"H-e41d2d030061f957\"[1](e41d2d03", "port line"),
+        ("[34]\t\"H-e41d2d030061f957\"[1](e41d2d030061f957) \t\t# \"r HCA-2\" lid 2 4xE", "port line"),
+        ("Switch\t36 \"S-e41d2d030003e4", "node header"),
+    ];
+    let o = ReadOptions { format: Some(Format::Ibnetdiscover), ..opts() };
+    for (i, (bad, what)) in cases.iter().enumerate() {
+        let p = temp_file(&format!("cut{i}.topo"), format!("{good}{bad}\n").as_bytes());
+        let err = match read_with(std::slice::from_ref(&p), &o) {
+            Ok(_) => panic!("expected an error for {bad:?}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(&format!("cut{i}.topo")) && err.contains("line 6") && err.contains(what), "{err}");
+        let out = read_with(&[p], &ReadOptions { strict: false, ..o.clone() }).unwrap();
+        assert_eq!((links_of(&out).len(), out.reports[0].bad_records), (1, 1));
+    }
+    let p = temp_file("orphan.topo", b"[3]\t\"S-f4521403005764b0\"[1]\t\t# \"x\" lid 174 4xFDR\n");
+    let err = read_with(std::slice::from_ref(&p), &o).err().map(|e| e.to_string()).unwrap();
+    assert!(err.contains("line 1") && err.contains("node header before its port lines"), "{err}");
+    // garbage bytes are not a topology file
+    let p = temp_file("garbage.topo", b"\xff\xfe\x00vendid=\n");
+    assert!(read_with(std::slice::from_ref(&p), &o).is_err());
+}
+
+#[test]
+fn net_dump_rows_give_links() {
+    let out = read_with(&[fixture("ib/constructed/ibdiagnet2.net_dump")], &opts()).unwrap();
+    let got = links_of(&out);
+    let leaf = |p| end("0xb8cef603001bf9de", p, "MF0;leaf01:MQM8700/U1", "switch", 1, "leaf");
+    let fdr10 =
+        link(end("0x0c42a1030065a1c4", 1, "node02 HCA-1", "hca", 6, "hca"), leaf(2), "2x", "FDR10", 10.3125, 20.0);
+    let expected = vec![
+        link(end("0x0c42a1030065a1b2", 1, "node01 HCA-1", "hca", 5, "hca"), leaf(1), "4x", "HDR", 53.125, 200.0),
+        fdr10,
+        link(
+            leaf(41),
+            end("0xb8cef603001bfa00", 7, "MF0;spine01:MQM9700/U1", "switch", 2, "spine"),
+            "4x",
+            "NDR",
+            106.25,
+            400.0,
+        ),
+    ];
+    assert_eq!(got, expected);
+    let src = out.tables[0].1.column_by_name("source").unwrap().as_string::<i32>().value(0).to_owned();
+    assert_eq!(src, "ibdiagnet-net-dump");
+}
+
+#[test]
+fn ibnetdiscover_topology_cut_anywhere_reads_without_panic() {
+    // Every prefix of a real topology file (a capture cut short) reads leniently: the complete
+    // lines before the cut give their links, the cut line at most one bad record.
+    let text = std::fs::read(fixture("ib/ibnetdiscover-topology/3.topo")).unwrap();
+    let o = ReadOptions { format: Some(Format::Ibnetdiscover), strict: false, ..opts() };
+    let mut last_links = 0;
+    for cut in (0..text.len()).step_by(41) {
+        let p = temp_file("cut.topo", &text[..cut]);
+        let out = read_with(&[p], &o).unwrap();
+        assert!(out.reports[0].bad_records <= 1, "cut at {cut}: {:?}", out.reports[0].errors);
+        let n = links_of(&out).len();
+        assert!(n >= last_links, "cut at {cut}: links went from {last_links} to {n}");
+        last_links = n;
+    }
+    assert_eq!(last_links, 10);
+}

@@ -183,3 +183,39 @@ fn mpirun_tagged_output() {
     let nn = b.column_by_name("n_nodes").unwrap().as_primitive::<UInt32Type>();
     assert_eq!(nn.value(0), 2);
 }
+
+#[test]
+fn real_two_node_tag_output_logs_read_strictly_with_every_row() {
+    // 31 sizes (0 B .. 1 GiB) x 2 placements, 2 ranks on 2 nodes, same values in all three forms
+    for name in
+        ["eks-efa-2node-tag-output.log", "eks-efa-2node-tag-output-interleaved.log", "eks-efa-2node-srun-label.log"]
+    {
+        let path = fixture(&format!("nccl-tests/{name}"));
+        assert_eq!(detect(&std::fs::read(&path).unwrap(), name), Some(Format::NcclTests), "{name}");
+        for strict in [true, false] {
+            let out = read_with(std::slice::from_ref(&path), &ReadOptions { strict, ..ReadOptions::default() })
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(out.reports[0].bad_records, 0, "{name}: {:?}", out.reports[0].errors);
+            let b = table(&out, "nccl_results")[0];
+            assert_eq!(b.num_rows(), 62, "{name}");
+            let size = b.column_by_name("size_bytes").unwrap().as_primitive::<UInt64Type>();
+            let i = (0..b.num_rows()).find(|&i| size.value(i) == 1_048_576).unwrap();
+            assert_eq!((f64s(b, "time_us")[i], f64s(b, "busbw_gb_per_s")[i + 1]), (Some(583.4), Some(1.81)), "{name}");
+            let j = (0..b.num_rows()).find(|&i| size.value(i) == 4_194_304).unwrap();
+            assert_eq!((f64s(b, "time_us")[j], f64s(b, "time_us")[j + 1]), (Some(1745.4), Some(1673.2)), "{name}");
+            assert_eq!(f64s(b, "avg_busbw_gb_per_s")[0], Some(1.15327));
+            let u32s = |c: &str| b.column_by_name(c).unwrap().as_primitive::<UInt32Type>().value(0);
+            assert_eq!((u32s("n_ranks"), u32s("n_nodes")), (2, 2), "{name}");
+            assert_eq!(strs(b, "host")[0].as_deref(), Some("test-nccl-efa-worker-0"));
+        }
+    }
+}
+
+#[test]
+fn a_tagged_row_cut_at_the_end_of_the_file_is_reported_not_read() {
+    let log = "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n[1,0]<stdout>:     1048576        262144     float     sum      -1    583.4    1.80    1.80      0    579.6    1.81    1.81      0\n[1,0]<stdout>:     2097152        524288     float     sum      -1[1,1]<stdout>:h1:21 NCCL INFO x\n";
+    let p = temp_file("cut-tagged.log", log.as_bytes());
+    let out = read(&p).unwrap();
+    assert_eq!(table(&out, "nccl_results")[0].num_rows(), 2);
+    assert!(out.reports[0].warnings.iter().any(|w| w.contains("[1,0]<stdout>:") && w.contains("without a line end")));
+}

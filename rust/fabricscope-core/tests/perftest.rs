@@ -79,8 +79,11 @@ fn fused_latency_columns_and_warning_line() {
 #[test]
 fn hostile_tables() {
     let text = std::fs::read_to_string(fixture("perftest/write_bw_sweep_mib.txt")).unwrap();
-    let bad = text.replace(" 1048576    5000             46690.12", " 1048576    50x0             46690.12")
-        + " 99999999999999999999999 1 1.00 1.00 1.0\n\u{0}\u{1}junk\n 65536 5000 1.0\n";
+    // damage inside the result block (before its closing dashed line)
+    let bad = text.replace(" 1048576    5000             46690.12", " 1048576    50x0             46690.12").replace(
+        " 1048576    50x0",
+        " 99999999999999999999999 1 1.00 1.00 1.0\n\u{0}\u{1}junk\n 65536 5000 1.0\n 1048576    50x0",
+    );
     let p = temp_file("bad.txt", bad.as_bytes());
     assert!(read(&p).is_err());
     let out = read_with(&[p], &ReadOptions { strict: false, ..ReadOptions::default() }).unwrap();
@@ -130,4 +133,56 @@ fn detection_does_not_misfire_on_other_fixtures() {
         }
     }
     assert!(checked > 40, "{checked}");
+}
+
+#[test]
+fn terminal_transcripts_give_only_their_result_blocks() {
+    // real: prompts, commands, comments, a CPU-frequency warning inside the block
+    let out = read(fixture("perftest/deepops-roce-transcript.txt")).unwrap();
+    assert_eq!(out.reports[0].format, Some(Format::Perftest));
+    assert_eq!(out.reports[0].bad_records, 0, "{:?}", out.reports[0].errors);
+    let b = results(&out);
+    assert_eq!(b.num_rows(), 1);
+    assert_eq!((f(b, "bw_average_gbit_per_s", 0), s(b, "link_type", 0).as_deref()), (Some(92.40), Some("Ethernet")));
+    // server and client output of one test, history lines before, between and after: 2 runs
+    for strict in [true, false] {
+        let p = fixture("perftest/transcript-server-client-history.txt");
+        let out = read_with(&[p], &ReadOptions { strict, ..ReadOptions::default() }).unwrap();
+        assert_eq!(out.reports[0].bad_records, 0, "{:?}", out.reports[0].errors);
+        let b = results(&out);
+        assert_eq!(b.num_rows(), 2);
+        let run = b.column_by_name("run").unwrap().as_primitive::<UInt32Type>();
+        assert_eq!((run.value(0), run.value(1)), (0, 1));
+        assert_eq!((f(b, "bw_peak_gbit_per_s", 0), f(b, "bw_average_gbit_per_s", 1)), (Some(92.42), Some(92.40)));
+        let size = b.column_by_name("size_bytes").unwrap().as_primitive::<UInt64Type>();
+        assert_eq!((size.value(0), size.value(1)), (65536, 65536));
+    }
+}
+
+#[test]
+fn a_malformed_block_names_the_real_cause() {
+    let head = "                    RDMA_Write BW Test\n Link type       : IB\n---------------------------------------------------------------------------------------\n";
+    let table = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n";
+    // a row cut short inside the block
+    let p = temp_file("cut-row.txt", format!("{head}{table} 65536      5000             92.42\n").as_bytes());
+    let err = read(&p).err().unwrap().to_string();
+    assert!(
+        err.contains("line 5") && err.contains("MsgRate[Mpps]") && err.contains("5 values; this row has 3"),
+        "{err}"
+    );
+    // rows without their header
+    let p =
+        temp_file("no-header.txt", format!("{head} 65536      5000             92.42    92.40   0.17\n").as_bytes());
+    let err = read_with(&[p], &ReadOptions { format: Some(Format::Perftest), ..ReadOptions::default() })
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("line 4") && err.contains("results header of the write_bw run"), "{err}");
+    // history lines alone are not results (and not errors)
+    let p = temp_file(
+        "history.txt",
+        format!("{head}{table} 65536 5000 92.42 92.40 0.17\n---\n  12  ib_write_bw -d mlx5_0\n").as_bytes(),
+    );
+    let out = read(&p).unwrap();
+    assert_eq!((results(&out).num_rows(), out.reports[0].bad_records), (1, 0));
 }

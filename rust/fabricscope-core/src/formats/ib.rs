@@ -1,7 +1,7 @@
 //! Shared pieces of the InfiniBand diagnostic readers: GUID normalisation, counter value
 //! parsing (decimal, hex, "not supported" sentinels), epoch magnitudes, link speed and width
 //! tables, and content detection for the formats of `perfquery`, `ibqueryerrors`, `iblinkinfo`,
-//! `ibnetdiscover -p`, `ibdiagnet2.db_csv`, `ibdiagnet2.net_dump`, `ibswinfo`, UFM telemetry and
+//! `ibnetdiscover` (both forms), `ibdiagnet2.db_csv`, `ibdiagnet2.net_dump`, `ibswinfo`, UFM telemetry and
 //! telegraf line protocol.
 
 use ahash::AHashMap;
@@ -219,6 +219,9 @@ pub fn detect(text: &str) -> Option<Format> {
             || (t.starts_with("GUID 0x") && t.contains(" port ") && t.contains(": ["))
         {
             return Some(Format::Ibqueryerrors);
+        }
+        if crate::formats::ibnetdiscover::looks_like_topology_line(t) {
+            return Some(Format::Ibnetdiscover);
         }
         if t.contains("==(") && (t.contains(")==>") || t.contains("Down/")) {
             return Some(Format::Iblinkinfo);

@@ -13,6 +13,10 @@
 //! * The speed is the per-lane **signalling** rate (`25.78125 Gbps` = EDR, `10.0 Gbps (FDR10)`);
 //!   it is turned into the speed name. `( Could be 12X Could be 14.0625 Gbps )` gives the
 //!   supported width and speed of a link running below its capability.
+//! * Every port line gives its state: gauges `port_state_id` (IBA PortState: 1 Down,
+//!   2 Initialize, 3 Armed, 4 Active) and `port_phys_state_id` (IBA PortPhysicalState: 2 Polling,
+//!   3 Disabled, 5 LinkUp, ...), and attributes `port_state`/`phys_state` with the words
+//!   iblinkinfo prints, as for `ibdiagnet2.net_dump`; the port-down finding reads them.
 //! * Down ports (`Down/ Polling`) have no link. Without `-l` the peer is named by LID: it is
 //!   resolved to a GUID through the LIDs of the blocks read; links whose peer is not in the
 //!   input are dropped with a warning.
@@ -26,7 +30,7 @@ use crate::error::{Position, Result};
 use crate::formats::ib;
 use crate::formats::{Directive, DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
-use crate::schema::Value;
+use crate::schema::{Attribute, Value};
 use crate::topology::{End, Link, LinkSet, NodeType};
 
 #[derive(Debug, Clone)]
@@ -56,6 +60,8 @@ pub struct IblinkinfoReader {
     directives: DirectiveState,
     pending: Vec<Pending>,
     lids: AHashMap<u32, (String, NodeType)>,
+    /// Nodes whose type and description attributes were stored.
+    described: ahash::AHashSet<String>,
 }
 
 /// `4[  ]` or `17` → port number.
@@ -82,6 +88,16 @@ fn lid_port(part: &str) -> Option<(Option<String>, Option<String>, u32, u16)> {
     let lid = w.next()?.parse().ok()?;
     let port = port_token(w.next()?)?;
     Some((guid, name, lid, port))
+}
+
+/// The text after `==(` up to its `)`: `4X 25.78125 Gbps Active/  LinkUp` → (`Active`, `LinkUp`),
+/// `               Down/ Polling` → (`Down`, `Polling`). `None` without a `state/ phys` pair.
+fn parse_states(right: &str) -> Option<(&str, &str)> {
+    let inner = right.split(')').next()?;
+    let (left, phys) = inner.split_once('/')?;
+    let state = left.split_whitespace().last()?;
+    let phys = phys.trim();
+    (!phys.is_empty() && !phys.contains(char::is_whitespace)).then_some((state, phys))
 }
 
 /// `( Could be 12X Could be 10.0 Gbps )` → supported width and speed.
@@ -116,6 +132,8 @@ impl IblinkinfoReader {
         };
         let node_type = block.node_type;
         self.lids.entry(lid).or_insert_with(|| (guid.clone(), node_type));
+        self.describe(&guid, node_type, local_name.as_deref().or(block.name.as_deref()), ctx)?;
+        self.port_state(&guid, port, right, ctx)?;
         let Some((link, peer)) = right.split_once(")==>") else {
             return Ok(()); // a down port: `Down/ Polling)=...`
         };
@@ -158,6 +176,54 @@ impl IblinkinfoReader {
             supported_width,
             supported_speed,
         });
+        Ok(())
+    }
+
+    /// The node's type and description as attributes (port null), once per node: a down port has
+    /// no link row, so this is what names its switch or HCA.
+    fn describe(
+        &mut self,
+        guid: &str,
+        node_type: NodeType,
+        name: Option<&str>,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
+        if !self.described.insert(guid.to_owned()) {
+            return Ok(());
+        }
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host_name = self.directives.host(ctx);
+        let mut facts = vec![("node_type", node_type.as_str())];
+        if let Some(n) = name {
+            facts.push(("node_description", n));
+        }
+        for (key, value) in facts {
+            let a = Attribute { time_ns, host: 0, device: 0, port: None, key, value };
+            ctx.push_attribute(&host_name, guid, &a)?;
+        }
+        Ok(())
+    }
+
+    /// `( 4X 25.78125 Gbps Active/  LinkUp)` or `(  Down/ Polling)`: the port's state gauges and
+    /// attributes.
+    fn port_state(&mut self, guid: &str, port: u16, right: &str, ctx: &mut ReadContext<'_>) -> Result<()> {
+        let Some((state, phys)) = parse_states(right) else { return Ok(()) };
+        let time_ns = self.directives.time_ns(ctx)?;
+        let host_name = self.directives.host(ctx);
+        let host = ctx.samples.host(&host_name);
+        let device = ctx.samples.device(guid);
+        let mut gauges = Vec::with_capacity(2);
+        if let Some(v) = crate::formats::netdump::state_id(state) {
+            gauges.push(("port_state_id", Value::U64(v)));
+        }
+        if let Some(v) = crate::formats::netdump::phys_state_id(phys) {
+            gauges.push(("port_phys_state_id", Value::U64(v)));
+        }
+        ib::push_port_gauges(ctx, time_ns, host, device, port, &gauges)?;
+        for (key, value) in [("port_state", state), ("phys_state", phys)] {
+            let a = Attribute { time_ns, host: 0, device: 0, port: Some(port), key, value };
+            ctx.push_attribute(&host_name, guid, &a)?;
+        }
         Ok(())
     }
 
@@ -252,5 +318,12 @@ mod tests {
         );
         assert_eq!(could_be(" ( Could be 12X Could be 10.0 Gbps )"), (Some("12x".into()), Some("QDR".into())));
         assert_eq!(could_be(" ( )"), (None, None));
+        assert_eq!(parse_states(" 4X      25.78125 Gbps Active/  LinkUp)==>  4 1[ ]"), Some(("Active", "LinkUp")));
+        assert_eq!(
+            parse_states("                Down/ Polling)==>             [  ] \"\" ( )"),
+            Some(("Down", "Polling"))
+        );
+        assert_eq!(parse_states("                Down/ Disabled)=..."), Some(("Down", "Disabled")));
+        assert_eq!(parse_states("  Down/"), None);
     }
 }

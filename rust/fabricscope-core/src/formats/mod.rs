@@ -49,7 +49,7 @@ pub enum Format {
     Ibqueryerrors,
     /// `iblinkinfo` output (per-switch/CA blocks of links with width, speed, peer).
     Iblinkinfo,
-    /// `ibnetdiscover -p` (ports report): one line per port with its peer.
+    /// `ibnetdiscover`: the topology file (default output) or the `-p` ports report.
     Ibnetdiscover,
     /// `ibdiagnet2.db_csv`: `START_<SECTION>` ... `END_<SECTION>` CSV sections.
     IbdiagnetDbCsv,
@@ -118,7 +118,7 @@ pub static FORMATS: &[FormatInfo] = &[
         format: Format::Ethtool,
         name: "ethtool",
         produced_by: "`ethtool -S <iface>` (mlx5 and generic drivers), appended snapshots",
-        detection: "a `NIC statistics:` line",
+        detection: "a `NIC statistics:` line, or only `<name>: <integer>` lines (the header cut off)",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
     },
     FormatInfo {
@@ -160,9 +160,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Ibnetdiscover,
         name: "ibnetdiscover",
-        produced_by: "`ibnetdiscover -p` (ports report); emits the `links` table",
-        detection: "lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
-        timestamps: "timestamp line; else file name, argument, mtime",
+        produced_by: "`ibnetdiscover` topology file (default output, `-g` grouped too) and `ibnetdiscover -p` (ports report); emits the `links` table",
+        detection: "`switchguid=0x...`/`caguid=0x...` lines, `Switch|Ca <ports> \"S-|H-<guid>\" # ...` node headers, `[<port>] \"S-<guid>\"[<port>] # ...` port lines, or `-p` lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
+        timestamps: "timestamp line; else `# Topology file: generated on <ctime>` (local time read as UTC); else file name, argument, mtime",
     },
     FormatInfo {
         format: Format::IbdiagnetDbCsv,
@@ -485,6 +485,11 @@ impl DirectiveState {
         true
     }
 
+    /// The time the last timestamp line set, if any.
+    pub fn explicit_time(&self) -> Option<i64> {
+        self.time
+    }
+
     /// The time of the current record: the last timestamp line, else the driver's fallback (file
     /// name, argument, mtime).
     pub fn time_ns(&self, ctx: &mut ReadContext<'_>) -> Result<i64> {
@@ -549,6 +554,9 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     // lines (`CA   134  1 0x...`) would otherwise score as Prometheus samples.
     if let Some(f) = ib::detect(&text) {
         return Some(f);
+    }
+    if looks_like_headerless_ethtool(&text) {
+        return Some(Format::Ethtool);
     }
     let mut prom_score = 0u32;
     let mut prom_meta = false;
@@ -618,6 +626,35 @@ fn detect_perf_sources(text: &str) -> Option<Format> {
     None
 }
 
+/// `ethtool -S` stat lines without their `NIC statistics:` header (`tail -n +2`, `grep`, tools
+/// that print the same lines): every line that is not blank, a comment, a timestamp or a command
+/// echo is `<name>: <integer>`, and there is at least one.
+fn looks_like_headerless_ethtool(text: &str) -> bool {
+    let mut stats = 0u32;
+    for raw in text.lines().take(200) {
+        let t = raw.trim();
+        if t.is_empty() || t.starts_with('#') || parse_directive(t).is_some() {
+            continue;
+        }
+        if !is_ethtool_stat(t) {
+            return false;
+        }
+        stats += 1;
+    }
+    stats > 0
+}
+
+/// `<name>: <integer>` as ethtool prints a stat (name split on the last `": "`).
+fn is_ethtool_stat(t: &str) -> bool {
+    let Some((name, value)) = t.rsplit_once(": ") else { return false };
+    let name = name.trim();
+    !name.is_empty()
+        && !name.contains(": ")
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && !value.is_empty()
+        && value.bytes().all(|b| b.is_ascii_digit())
+}
+
 fn looks_like_sysfs_grep(line: &str) -> bool {
     (line.starts_with("/sys/") || line.contains("/ports/") || line.contains("/class/net/"))
         && line.rsplit_once(':').is_some_and(|(p, _)| !p.contains(' '))
@@ -638,6 +675,10 @@ fn looks_like_prom_sample(line: &str) -> bool {
         Some(b' ' | b'\t') => &line[name_end..],
         _ => return false,
     };
+    // `rx_packets: 1260062` (a name ending in `:` before a bare value) is ethtool, never a sample.
+    if line.as_bytes().get(name_end.wrapping_sub(1)) == Some(&b':') && b.get(name_end) != Some(&b'{') {
+        return false;
+    }
     // The value token must be a number: `pub fn main() {` is not a sample.
     rest.split_whitespace()
         .next()
@@ -662,6 +703,14 @@ mod tests {
         assert_eq!(detect(b"", "x"), None);
         assert_eq!(detect(b"pub fn main() {\n    let x = 1;\n}\n", "main.rs"), None);
         assert_eq!(detect(b"up 1\n", "x"), Some(Format::Prometheus));
+        // ethtool -S without its header, indented or not, with a timestamp line
+        assert_eq!(detect(b"     rx_packets: 1260062\n     port.rx_dropped: 12028\n", "x"), Some(Format::Ethtool));
+        assert_eq!(detect(b"1764686822\nrx_packets: 1\nrx_prio3_pause: 0\n", "x"), Some(Format::Ethtool));
+        assert_eq!(detect(b"rx_packets: 1\nnode_load1 0.5\nup 1\n", "x"), Some(Format::Prometheus));
+        assert!(!looks_like_prom_sample("rx_packets: 1260062"));
+        assert!(looks_like_prom_sample("a:b 1"));
+        // a YAML-like line with a non-integer value is not a stat
+        assert_eq!(detect(b"name: eth0\nrx_packets: 1\n", "x"), None);
         // prose with one sample-shaped line is not an exposition (tests/fixtures/captures/SOURCES.md)
         let prose =
             b"# Sample captures\n\nCopied verbatim from the reference.\nTotal 1.1 MB\nNo real capture was found.\n";

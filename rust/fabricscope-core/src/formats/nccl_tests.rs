@@ -352,11 +352,62 @@ fn parse_local_stamp(s: &str) -> Option<i64> {
     t.and_utc().timestamp_nanos_opt()
 }
 
+/// Length of a `mpirun --tag-output` tag at the start of `s`: `[1,0]<stdout>:` (Open MPI 4) or
+/// `[prterun-host-123@1,0]<stdout>:` (Open MPI 5); `None` when `s` does not start with one.
+fn tag_len(s: &str) -> Option<usize> {
+    let body = s.strip_prefix('[')?;
+    let close = body.find(']')?;
+    let inside = &body[..close];
+    let ids = inside.rsplit_once('@').map_or(inside, |(_, ids)| ids);
+    let (job, rank) = ids.split_once(',')?;
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
+    if close > 80 || inside.contains(char::is_whitespace) || !digits(job) || !digits(rank) {
+        return None;
+    }
+    let after = &body[close + 1..];
+    let stream = ["<stdout>:", "<stderr>:"].into_iter().find(|p| after.starts_with(p))?;
+    Some(1 + close + 1 + stream.len())
+}
+
+/// Split a physical line into its tagged chunks (tag, text). A line without a leading tag is one
+/// untagged chunk; text before the first tag is kept with an empty tag.
+fn split_tagged(line: &str) -> Vec<(&str, &str)> {
+    let mut chunks = Vec::new();
+    let mut tag = "";
+    let mut start = 0usize;
+    let mut i = 0usize;
+    let bytes = line.as_bytes();
+    while i < bytes.len() {
+        if bytes[i] == b'['
+            && let Some(n) = tag_len(&line[i..])
+        {
+            if i > start || !tag.is_empty() {
+                chunks.push((tag, &line[start..i]));
+            }
+            tag = &line[i..i + n];
+            start = i + n;
+            i += n;
+            continue;
+        }
+        i += 1;
+    }
+    chunks.push((tag, &line[start..]));
+    chunks
+}
+
+/// Remove Slurm's `srun --label` prefix (`0: `, ` 12: `: the task id, right-aligned).
+fn strip_launcher_label(t: &str) -> &str {
+    let Some((id, rest)) = t.split_once(':') else { return t };
+    let id = id.trim_start();
+    let labelled = !id.is_empty() && id.len() <= 6 && id.bytes().all(|b| b.is_ascii_digit());
+    if labelled && (rest.is_empty() || rest.starts_with(' ')) { rest.trim_start() } else { t }
+}
+
 /// True when the first bytes look like an nccl-tests text log.
 pub fn looks_like_log(text: &str) -> bool {
     let mut score = 0;
     for line in text.lines().take(400) {
-        let t = strip_mpi_tag(line.trim());
+        let t = strip_launcher_label(strip_mpi_tag(line.trim()));
         if t.starts_with("# Collective test starting:") || t.starts_with("# nccl-tests version") {
             return true;
         }
@@ -519,7 +570,12 @@ pub struct NcclTestsReader {
     name_checked: bool,
     tables: Tables,
     stamp_warned: bool,
+    /// Per `mpirun --tag-output` tag, the start of a line whose rest has not arrived yet.
+    partial: ahash::AHashMap<String, String>,
 }
+
+/// Longest line fragment held per rank while waiting for its end (a row is ~120 bytes).
+const MAX_PARTIAL_BYTES: usize = 64 << 10;
 
 impl NcclTestsReader {
     /// A reader for one input.
@@ -548,7 +604,37 @@ impl NcclTestsReader {
         let Ok(line) = std::str::from_utf8(raw) else {
             return ctx.bad_record(pos, "UTF-8 text", raw);
         };
-        let t = strip_mpi_tag(line.trim());
+        let line = self.untag(line, ctx);
+        self.logical_line(&line, raw, pos, ctx)
+    }
+
+    /// Reassemble a `mpirun --tag-output` line. Open MPI tags each chunk a rank writes, and
+    /// nccl-tests writes a row in pieces (size and type first, the timings after the run), so a
+    /// physical line can hold several tagged chunks: `[1,0]<stdout>:  1048576 ... -1[1,0]<stdout>:
+    /// 583.4 ...` or, when another rank writes in between, `[1,0]<stdout>:  1048576 ... -1[1,1]
+    /// <stdout>:host:21 NCCL INFO ...` with rank 0's rest on a later line. Every chunk but the last
+    /// is the start of its rank's next line; the last ends a line.
+    fn untag(&mut self, line: &str, ctx: &mut ReadContext<'_>) -> String {
+        let chunks = split_tagged(line);
+        let Some(((last_tag, last), earlier)) = chunks.split_last() else {
+            return line.to_owned();
+        };
+        for (tag, text) in earlier {
+            let buf = self.partial.entry((*tag).to_owned()).or_default();
+            if buf.len() + text.len() > MAX_PARTIAL_BYTES {
+                ctx.warn(format!("mpirun output of {tag} without a line end for {MAX_PARTIAL_BYTES} bytes: dropped"));
+                buf.clear();
+                continue;
+            }
+            buf.push_str(text);
+        }
+        let mut out = self.partial.remove(*last_tag).unwrap_or_default();
+        out.push_str(last);
+        out
+    }
+
+    fn logical_line(&mut self, line: &str, raw: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
+        let t = strip_launcher_label(strip_mpi_tag(line.trim()));
         if t.is_empty() {
             return Ok(());
         }
@@ -667,6 +753,11 @@ impl LineReader for NcclTestsReader {
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
+        let mut cut: Vec<String> = self.partial.drain().filter(|(_, v)| !v.trim().is_empty()).map(|(k, _)| k).collect();
+        if !cut.is_empty() {
+            cut.sort();
+            ctx.warn(format!("the output of {} ends without a line end: its last line is not read", cut.join(", ")));
+        }
         self.next_run(ctx);
         self.tables.emit(ctx)
     }
@@ -830,6 +921,20 @@ mod tests {
     #[test]
     fn mpi_output_tags_are_stripped() {
         assert_eq!(strip_mpi_tag("[1,0]<stdout>:#  Rank  0 Group"), "#  Rank  0 Group");
+        assert_eq!(tag_len("[1,0]<stdout>:x"), Some(14));
+        assert_eq!(tag_len("[prterun-h-1@1,12]<stderr>: x"), Some(27));
+        assert_eq!(tag_len("[0000:04:00] x"), None);
+        assert_eq!(tag_len("[1,0]x"), None);
+        assert_eq!(
+            split_tagged("[1,0]<stdout>:  8  2 -1[1,1]<stdout>:h:21 INFO"),
+            vec![("[1,0]<stdout>:", "  8  2 -1"), ("[1,1]<stdout>:", "h:21 INFO")]
+        );
+        assert_eq!(split_tagged("plain row"), vec![("", "plain row")]);
+        assert_eq!(strip_launcher_label("0: #  Rank  0 Group"), "#  Rank  0 Group");
+        assert_eq!(strip_launcher_label(" 12:   1048576  262144"), "1048576  262144");
+        assert_eq!(strip_launcher_label("0:"), "");
+        assert_eq!(strip_launcher_label("12:00:00"), "12:00:00");
+        assert_eq!(strip_launcher_label("host:21:27 [0] NCCL INFO x: y"), "host:21:27 [0] NCCL INFO x: y");
         assert_eq!(strip_mpi_tag("[0]     281.5    0.93"), "281.5    0.93");
         assert_eq!(strip_mpi_tag("[0000:04:00] x"), "[0000:04:00] x");
         assert_eq!(strip_mpi_tag("[\u{e9}] x"), "[\u{e9}] x");

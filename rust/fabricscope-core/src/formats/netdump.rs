@@ -24,6 +24,13 @@
 //! * Attributes per port: `port_state`, `phys_state`, `mtu`, `link_width`, `link_speed`,
 //!   `fec_mode`, `retransmission_mode`, `neighbor_guid`, `neighbor_port`, `neighbor_lid`,
 //!   `neighbor_description`; per node (port null): `node_description`, `vendor`, `lid`.
+//! * Links: every row with a `Neighbor Guid` and `N#` is one link of the `links` table (source
+//!   `ibdiagnet-net-dump`; both directions merge), with width and speed from `LWA`/`LSA`, LIDs
+//!   from the block header and `NLID`, names from the block header and `Neighbor Description`.
+//!   The file states no node types: a node whose block lists more than two ports is a switch (an
+//!   HCA node has one or two) and so is one described `MF0;<name>:<model>/U1` (managed switches);
+//!   a node described `<host> HCA-<n>` or `<host> mlx5_<n>` (the `rdma-ndd` default node
+//!   description) is an HCA; other nodes stay `unknown`.
 //! * No timestamps in the file: the fallbacks apply. Host: the argument.
 //! * Errors: a line outside a block that is not a block header, a block header with a bad GUID,
 //!   a header row without `IB#`, a port that is not a number, a block without a column header.
@@ -33,6 +40,7 @@ use crate::formats::ib;
 use crate::formats::{LineReader, feed_lines};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Value};
+use crate::topology::{End, Link, LinkSet, NodeType};
 
 /// Columns read, in the order [`Block::cols`] holds their indexes.
 const COLUMNS: [&str; 12] = [
@@ -71,10 +79,15 @@ const ATTR_KEYS: [Option<&str>; 12] = [
     Some("neighbor_description"),
 ];
 const NEIGHBOR_GUID: usize = 8;
+const NEIGHBOR_PORT: usize = 9;
+const NEIGHBOR_LID: usize = 10;
+const NEIGHBOR_DESCRIPTION: usize = 11;
 
 #[derive(Debug)]
 struct Block {
     guid: String,
+    name: Option<String>,
+    lid: Option<u32>,
     start: Position,
     /// Number of header cells and the index of each of [`COLUMNS`].
     width: usize,
@@ -96,11 +109,12 @@ pub fn parse_block_header(t: &str) -> Option<(&str, &str, &str, &str)> {
     Some((desc, vendor, guid, lid))
 }
 
-/// Logical port state id from ibdiagnet's short names.
-fn state_id(s: &str) -> Option<u64> {
+/// Logical port state id (IBA PortInfo:PortState) from ibdiagnet's short names or libibmad's
+/// long ones (`Down`, `Initialize`, `Armed`, `Active`).
+pub(crate) fn state_id(s: &str) -> Option<u64> {
     match s.to_ascii_uppercase().as_str() {
         "DOWN" => Some(1),
-        "INI" | "INIT" => Some(2),
+        "INI" | "INIT" | "INITIALIZE" => Some(2),
         "ARM" | "ARMED" => Some(3),
         "ACT" | "ACTIVE" => Some(4),
         "ACT_DEFER" | "ACTIVE_DEFER" => Some(5),
@@ -108,8 +122,8 @@ fn state_id(s: &str) -> Option<u64> {
     }
 }
 
-/// Physical port state id.
-fn phys_state_id(s: &str) -> Option<u64> {
+/// Physical port state id (IBA PortInfo:PortPhysicalState).
+pub(crate) fn phys_state_id(s: &str) -> Option<u64> {
     let u = s.to_ascii_uppercase().replace(['_', ' '], "");
     match u.as_str() {
         "SLEEP" => Some(1),
@@ -153,6 +167,27 @@ fn empty(s: &str) -> bool {
 pub struct NetDumpReader {
     block: Option<Block>,
     stamp: Option<(i64, i32, String)>,
+    /// Links seen, typed once every block is read.
+    links: Vec<Link>,
+    /// Port rows per node GUID (a switch lists more than two).
+    port_rows: ahash::AHashMap<String, usize>,
+}
+
+/// Node type from what a net_dump says about a node: its port count and its description.
+fn infer_type(ports: usize, name: Option<&str>) -> NodeType {
+    // `MF0;<name>:<model>/U1` is how managed NVIDIA/Mellanox switches describe themselves.
+    if ports > 2 || name.is_some_and(|n| n.starts_with("MF0;")) {
+        return NodeType::Switch;
+    }
+    let hca_name = name.is_some_and(|n| {
+        n.rsplit_once(' ').is_some_and(|(_, last)| {
+            last.strip_prefix("HCA-")
+                .or_else(|| last.strip_prefix("mlx5_"))
+                .or_else(|| last.strip_prefix("mlx4_"))
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        })
+    });
+    if hca_name { NodeType::Hca } else { NodeType::Unknown }
 }
 
 impl NetDumpReader {
@@ -222,8 +257,9 @@ impl NetDumpReader {
                 attrs.push((k, v.trim_matches('"').to_owned()));
             }
         }
-        if let Some((w, _)) = width {
-            attrs.push(("link_width", w));
+        let link_width = width.as_ref().map(|(w, _)| w.clone());
+        if let Some(w) = &link_width {
+            attrs.push(("link_width", w.clone()));
         }
         if let Some(s) = speed {
             attrs.push(("link_speed", s.to_owned()));
@@ -234,6 +270,28 @@ impl NetDumpReader {
         for (key, value) in &attrs {
             let a = Attribute { time_ns, host: 0, device: 0, port: Some(port), key, value };
             ctx.push_attribute(&host_name, &guid, &a)?;
+        }
+        *self.port_rows.entry(guid.clone()).or_default() += 1;
+        if let (Some(peer_guid), Ok(peer_port)) =
+            (ib::normalize_guid(cell(NEIGHBOR_GUID)), cell(NEIGHBOR_PORT).parse::<u16>())
+        {
+            let peer_name = cell(NEIGHBOR_DESCRIPTION).trim_matches('"').trim();
+            let local = End { guid, port, name: b.name.clone(), node_type: NodeType::Unknown, lid: b.lid };
+            let peer = End {
+                guid: peer_guid,
+                port: peer_port,
+                name: (!empty(peer_name)).then(|| peer_name.to_owned()),
+                node_type: NodeType::Unknown,
+                lid: cell(NEIGHBOR_LID).parse().ok(),
+            };
+            self.links.push(Link {
+                a: local,
+                b: peer,
+                width: link_width,
+                speed: speed.map(str::to_owned),
+                supported_width: None,
+                supported_speed: None,
+            });
         }
         Ok(())
     }
@@ -261,7 +319,9 @@ impl NetDumpReader {
                     ctx.push_attribute(&host_name, &guid, &a)?;
                 }
             }
-            self.block = Some(Block { guid, start: pos, width: 0, cols: None, skip: false });
+            let name = Some(desc.trim().to_owned()).filter(|d| !d.is_empty());
+            self.block =
+                Some(Block { guid, name, lid: lid.parse().ok(), start: pos, width: 0, cols: None, skip: false });
             return Ok(());
         }
         let Some(block) = self.block.as_mut() else {
@@ -298,7 +358,25 @@ impl LineReader for NetDumpReader {
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
-        self.end_block(ctx)
+        self.end_block(ctx)?;
+        let mut names: ahash::AHashMap<String, String> = ahash::AHashMap::new();
+        for l in &self.links {
+            for e in [&l.a, &l.b] {
+                if let Some(n) = &e.name {
+                    names.entry(e.guid.clone()).or_insert_with(|| n.clone());
+                }
+            }
+        }
+        let ty = |guid: &str| {
+            infer_type(self.port_rows.get(guid).copied().unwrap_or(0), names.get(guid).map(String::as_str))
+        };
+        let mut set = LinkSet::new();
+        for mut l in std::mem::take(&mut self.links) {
+            l.a.node_type = ty(&l.a.guid);
+            l.b.node_type = ty(&l.b.guid);
+            set.add(l);
+        }
+        crate::topology::emit(&set, ctx, "ibdiagnet-net-dump")
     }
 }
 

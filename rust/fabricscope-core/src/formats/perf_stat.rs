@@ -48,7 +48,7 @@ fn split_event(line: &str) -> Option<(&str, &str)> {
 }
 
 /// `Wed Dec  2 14:00:00 2026` → ns (read as UTC).
-fn parse_started(s: &str) -> Option<i64> {
+pub(crate) fn parse_started(s: &str) -> Option<i64> {
     let norm = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let t = chrono::NaiveDateTime::parse_from_str(&norm, "%a %b %d %H:%M:%S %Y").ok()?;
     t.and_utc().timestamp_nanos_opt()

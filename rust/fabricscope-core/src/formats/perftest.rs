@@ -29,8 +29,13 @@
 //!   `duration_mode` is set and the peak is null.
 //! * Latency columns are `%-7.2f` without a guaranteed separator, so wide values fuse
 //!   (`2465.901216.65`): a row one value short is repaired by splitting two-decimal numbers.
-//! * Lines between the header and the rows that do not start with a digit (CPU frequency
-//!   warnings) are skipped; a digit-led line that does not fit the header is a bad record.
+//! * A result block runs from a ` #bytes #iterations ...` header to the dashed line after its
+//!   rows. Lines inside it that do not start with a digit (`Conflicting CPU frequency` warnings)
+//!   are skipped; a digit-led line that does not fit the header is a bad record naming the header
+//!   and the value counts. Outside a block nothing is a row: terminal transcripts (shell prompts,
+//!   command lines, `history` lines such as `  12  ib_write_bw -d mlx5_0`, server and client
+//!   output of several runs) are read for their result blocks only. A digit-led line after a test
+//!   banner but before its header is a bad record: the header is missing.
 //! * Host and time: `# host:`/timestamp lines, else the driver's fallbacks.
 
 use std::sync::Arc;
@@ -101,6 +106,8 @@ enum Col {
 struct Header {
     cols: Vec<Col>,
     gbit_factor: f64,
+    /// The header as printed, for error messages.
+    text: String,
 }
 
 /// Bandwidth unit text to Gbit/s: MB and MiB are both 2^20 B/s in perftest.
@@ -164,7 +171,7 @@ fn parse_header(line: &str) -> Option<Header> {
     if has_bw && factor.is_none() {
         return None; // a bandwidth column with an unknown unit: refuse rather than guess
     }
-    Some(Header { cols, gbit_factor: factor.unwrap_or(1.0) })
+    Some(Header { cols, gbit_factor: factor.unwrap_or(1.0), text: t.split_whitespace().collect::<Vec<_>>().join(" ") })
 }
 
 /// Split fused `%.2f` numbers (`2465.901216.65` → `2465.90`, `1216.65`).
@@ -290,6 +297,12 @@ pub struct PerftestReader {
     run: Option<u32>,
     next_run: u32,
     rows: Rows,
+    /// Rows read since the current header (a dashed line after them closes the result block).
+    block_rows: usize,
+    /// A test banner was read and its results header has not come yet.
+    awaiting_header: bool,
+    /// Digit-led lines outside any result block (shell history, pasted text): not rows.
+    outside_lines: u64,
 }
 
 impl PerftestReader {
@@ -312,7 +325,13 @@ impl PerftestReader {
         }
         // A trailing CPU_Util value without a header column is tolerated; anything else is not.
         if toks.len() != h.cols.len() && toks.len() != h.cols.len() + 1 {
-            return ctx.bad_record(pos, "a perftest results row with one value per header column", raw);
+            let expected = format!(
+                "a perftest results row with one value per column of its header `{}` ({} values; this row has {})",
+                h.text,
+                h.cols.len(),
+                toks.len()
+            );
+            return ctx.bad_record(pos, &expected, raw);
         }
         let mut size = None;
         let mut iters = None;
@@ -393,7 +412,16 @@ impl PerftestReader {
             return ctx.bad_record(pos, "UTF-8 text", raw);
         };
         let t = line.trim();
-        if t.is_empty() || t.bytes().all(|b| b == b'-') || t.starts_with('*') {
+        if !t.is_empty() && t.bytes().all(|b| b == b'-') {
+            // The dashed line after the rows closes the result block: what follows (a shell
+            // prompt, history lines, the next command) is not a row.
+            if self.header.is_some() && self.block_rows > 0 {
+                self.header = None;
+                self.block_rows = 0;
+            }
+            return Ok(());
+        }
+        if t.is_empty() || t.starts_with('*') {
             return Ok(());
         }
         if let Some(title) = parse_title(t) {
@@ -401,6 +429,8 @@ impl PerftestReader {
             self.info = RunInfo { test: Some(title), ..RunInfo::default() };
             self.header = None;
             self.run = None;
+            self.block_rows = 0;
+            self.awaiting_header = true;
             return Ok(());
         }
         if t.contains("BW peak won't be measured") {
@@ -410,18 +440,30 @@ impl PerftestReader {
         if let Some(h) = parse_header(t) {
             // A second header in the same banner (server and client tables) stays one run.
             self.header = Some(h);
+            self.block_rows = 0;
+            self.awaiting_header = false;
             return Ok(());
         }
         if t.starts_with(|c: char| c.is_ascii_digit())
             && let Some(h) = self.header.clone()
         {
+            self.block_rows += 1;
             return self.row(t, &h, pos, raw, ctx);
         }
         if self.directives.apply_line(t) {
             return Ok(());
         }
         if t.starts_with(|c: char| c.is_ascii_digit()) {
-            return ctx.bad_record(pos, "a perftest results row after a `#bytes #iterations` header", raw);
+            if self.awaiting_header {
+                // Inside a test's output, before its results header: the header is missing.
+                let title = self.info.test.as_ref().map_or("test", |(name, _)| name.as_str());
+                let expected =
+                    format!("the ` #bytes #iterations ...` results header of the {title} run before its rows");
+                return ctx.bad_record(pos, &expected, raw);
+            }
+            // Shell history (`  12  ib_write_bw -d mlx5_0`) or other text outside a result block.
+            self.outside_lines += 1;
+            return Ok(());
         }
         for (k, v) in banner_pairs(t) {
             match k.as_str() {
@@ -476,6 +518,12 @@ impl LineReader for PerftestReader {
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
+        if self.next_run == 0 && self.outside_lines > 0 {
+            ctx.warn(format!(
+                "{} number-led lines outside any perftest result block (between a ` #bytes #iterations` header and its closing dashed line) were not read as results",
+                self.outside_lines
+            ));
+        }
         self.emit(ctx)
     }
 }

@@ -220,6 +220,9 @@ struct Warned {
     port: bool,
 }
 
+/// What a `name: value` line is, when a Prometheus read meets one.
+const ETHTOOL_SHAPED: &str = "a Prometheus sample `name{labels} value` (a metric name ending in `:` before a bare value is `ethtool -S` output: read it with format=ethtool)";
+
 impl PrometheusReader {
     /// A reader for one input.
     pub fn new(flavor: Flavor) -> Self {
@@ -272,6 +275,12 @@ impl PrometheusReader {
             None => None,
         };
         let key = line.get(..parts.key_end).unwrap_or(line);
+        // `rx_packets: 1260062` is a valid exposition line by the grammar (a metric name may hold
+        // colons) but no exporter writes a name ending in `:` before its value: it is `ethtool -S`
+        // output without its `NIC statistics:` header.
+        if key.last() == Some(&b':') && !key.contains(&b'{') && parts.value.iter().all(u8::is_ascii_digit) {
+            return self.not_a_sample(line, pos, ETHTOOL_SHAPED, ctx);
+        }
 
         // A series seen before, written with other spacing or an exemplar.
         if let Some(s) = self.series.get_mut(key) {

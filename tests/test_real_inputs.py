@@ -1,0 +1,152 @@
+"""Real-world input variants through the command line: the files operators actually keep.
+
+Each case runs the installed ``fabricscope`` console script in a subprocess, on a real (or
+source-built, see the fixture folder's SOURCES.md) fixture, and checks exit status and content.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+
+REPO = Path(__file__).resolve().parent.parent
+FIX = REPO / "tests" / "fixtures"
+
+
+def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "fabricscope"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+def parse_json(path: Path, *extra: str) -> dict[str, object]:
+    r = fabricscope("parse", str(path), "--json", "-q", "--host", "h1", "--time", "1764686822", *extra)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def test_ibnetdiscover_topology_file_is_detected_and_gives_links() -> None:
+    topo = FIX / "ib/ibnetdiscover-topology/3.topo"
+    doc = parse_json(topo)
+    assert doc["inputs"][0]["format"] == "ibnetdiscover"
+    assert doc["inputs"][0]["bad_records"] == 0
+    r = fabricscope("topology", str(topo), "--json")
+    assert r.returncode == 0, r.stderr
+    links = json.loads(r.stdout)
+    assert len(links) == 10
+    edr = next(lk for lk in links if lk["node_guid"] == "0xe41d2d030061f957")
+    assert (edr["node_name"], edr["port"], edr["peer_node_name"], edr["peer_port"]) == (
+        "r-ufm216 HCA-2",
+        1,
+        "SwitchIB Mellanox Technologies",
+        34,
+    )
+    assert (edr["speed"], edr["data_rate_gbps"], edr["tier"], edr["peer_tier"]) == ("EDR", 100.0, "hca", "leaf")
+    # forced format works too, and the ibdiagnet net_dump now gives links as well
+    r = fabricscope("topology", str(FIX / "ib/constructed/ibdiagnet2.net_dump"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert {(lk["node_name"], lk["port"]) for lk in json.loads(r.stdout)} == {
+        ("node01 HCA-1", 1),
+        ("node02 HCA-1", 1),
+        ("MF0;leaf01:MQM8700/U1", 41),
+    }
+
+
+def test_nccl_tests_two_node_logs_read_strictly_and_leniently(tmp_path: Path) -> None:
+    for name in (
+        "eks-efa-2node-tag-output.log",
+        "eks-efa-2node-tag-output-interleaved.log",
+        "eks-efa-2node-srun-label.log",
+    ):
+        for extra in ((), ("--lenient",)):
+            out = tmp_path / f"{name}{len(extra)}.parquet"
+            r = fabricscope("parse", str(FIX / "nccl-tests" / name), "-q", "-o", str(out), "--time", "0", *extra)
+            assert r.returncode == 0, r.stdout + r.stderr
+            res = pl.read_parquet(tmp_path / f"{out.stem}.nccl_results.parquet")
+            assert res.height == 62, name
+            row = res.filter((pl.col("size_bytes") == 4_194_304) & (pl.col("placement") == "out_of_place"))
+            assert row["time_us"].to_list() == [1745.4], name
+            assert set(res["host"].to_list()) == {"test-nccl-efa-worker-0"}
+
+
+def test_perftest_transcripts_give_only_result_rows(tmp_path: Path) -> None:
+    out = tmp_path / "p.parquet"
+    r = fabricscope(
+        "parse", str(FIX / "perftest/transcript-server-client-history.txt"), "-q", "-o", str(out), "--time", "0"
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = pl.read_parquet(tmp_path / "p.perftest_results.parquet")
+    assert res["run"].to_list() == [0, 1]
+    assert res["bw_average_gbit_per_s"].to_list() == [92.40, 92.40]
+    # a block cut short names its header and the value counts
+    bad = tmp_path / "cut.txt"
+    text = (FIX / "perftest/deepops-roce-transcript.txt").read_text()
+    bad.write_text(text.replace("92.42              92.40              0.176230", "92.42"))
+    r = fabricscope("parse", str(bad), "-q", "--time", "0")
+    assert r.returncode == 3
+    assert "BW average[Gb/sec]" in r.stderr and "5 values; this row has 3" in r.stderr
+
+
+def test_ethtool_without_header_is_not_prometheus(tmp_path: Path) -> None:
+    out = tmp_path / "e.parquet"
+    src = FIX / "ethtool/headerless/eth0-tail-n2.txt"
+    r = fabricscope("parse", str(src), "-q", "-o", str(out), "--host", "h1", "--time", "0", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["inputs"][0]["format"] == "ethtool"
+    df = pl.read_parquet(out)
+    assert df.height == 16
+    assert not any(c.endswith(":") for c in df["counter"].cast(pl.String).to_list())
+    # forced through the Prometheus reader the lines are refused with the reason
+    r = fabricscope("parse", str(src), "-q", "--format", "prometheus", "--host", "h1", "--time", "0")
+    assert r.returncode == 3 and "ethtool -S" in r.stderr
+
+
+def test_port_down_after_a_cable_is_pulled() -> None:
+    r = fabricscope("analyze", str(FIX / "ib/constructed/iblinkinfo-port17-lost.txt"), "--json", "-")
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    down = [f for f in doc["findings"] if f["kind"] == "port_down"]
+    warn = {(f["device"], f["port"]): f for f in down if f["severity"] == "warning"}
+    assert set(warn) == {("0x0c42a103008982a4", 17), ("0xb8cef60300025ba0", 1), ("0xb8cef60300025bb0", 1)}
+    msg = warn[("0x0c42a103008982a4", 17)]["message"]
+    assert msg.startswith("port 17 of switch MF0;leaf01:MQM8790-HS2F/U1 is Polling: cable unplugged or bad")
+    assert "had a link earlier" in msg and "gpu05 mlx5_0 port 1" in msg
+    assert warn[("0x0c42a103008982a4", 17)]["start"] == "2025-12-02T15:47:02Z"
+    # the never-used switch ports are one info finding; the disabled one is info on its own
+    info = [f for f in down if f["severity"] == "info"]
+    assert {f["port"] for f in info} == {None, 18}
+    summary = next(f for f in info if f["port"] is None)
+    assert summary["observed"] == 34.0 and "(5-16, 19-40)" in summary["message"]
+
+
+def test_a_malformed_file_in_a_directory_does_not_discard_the_rest(tmp_path: Path) -> None:
+    d = tmp_path / "dumps"
+    d.mkdir()
+    shutil.copy(FIX / "ib/constructed/iblinkinfo-port17-lost.txt", d / "a-iblinkinfo.txt")
+    (d / "b-broken.prom").write_text('# TYPE x counter\nx{a="1"} 1\nx{a="1" 2\n')
+    r = fabricscope("analyze", str(d), "--json", "-")
+    # a warning finding and an unreadable input: UNKNOWN (3)
+    assert r.returncode == 3, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "unknown"
+    errors = {Path(i["path"]).name: i.get("error") for i in doc["inputs"]}
+    assert errors["a-iblinkinfo.txt"] is None
+    assert "b-broken.prom" in errors["b-broken.prom"] and "line 3" in errors["b-broken.prom"]
+    assert any(f["kind"] == "port_down" and f["port"] == 17 for f in doc["findings"])
+    text = fabricscope("analyze", str(d))
+    assert text.returncode == 3
+    assert "UNKNOWN" in text.stdout and "1 input(s) could not be read" in text.stdout
+    # a critical finding is worse than an unreadable input: CRITICAL (2)
+    shutil.copy(REPO / "sample_traces/ethtool/roce01-eth2.log", d / "c-roce01-eth2.log")
+    r = fabricscope("analyze", str(d), "--json", "-")
+    assert r.returncode == 2 and json.loads(r.stdout)["status"] == "critical"
+    # --lenient keeps its meaning: the bad record is skipped and counted, the input stays
+    r = fabricscope("analyze", str(d), "--json", "-", "--lenient")
+    assert r.returncode == 2
+    broken = next(i for i in json.loads(r.stdout)["inputs"] if i["path"].endswith("b-broken.prom"))
+    assert ("error" in broken, broken["rejected"], broken["records"]) == (False, 1, 1)
