@@ -427,6 +427,8 @@ def _counts(findings: pl.DataFrame) -> dict[str, int]:
 
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+# In table cells (the group heading spells it out): short enough for a narrow column.
+_SEV_SHORT = {"critical": "crit", "warning": "warn", "info": "info"}
 
 
 def _groups(findings: pl.DataFrame) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -474,12 +476,13 @@ h3{margin:1.2em 0 .4em}
 .verdict.ok .status{color:#2e7d32}
 .verdict p{margin:.3em 0;font-size:110%}
 .badge{display:inline-block;font-size:75%;font-weight:bold;text-transform:uppercase;padding:.05em .5em;
-border-radius:3px;color:#fff;background:var(--info);vertical-align:middle}
+border-radius:3px;color:#fff;background:var(--info);vertical-align:middle;white-space:nowrap;overflow-wrap:normal}
 .badge.critical{background:var(--crit)}.badge.warning{background:var(--warn)}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:90%;width:100%}
 table.findings{table-layout:fixed}
 td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}
-th{background:#f0f0f0}
+th{background:#f0f0f0}table.findings th{overflow-wrap:normal;word-break:keep-all}
+@media (max-width:900px){body{font-size:95%}table.findings{font-size:80%}}
 tr.critical td:first-child{border-left:4px solid var(--crit)}
 tr.warning td:first-child{border-left:4px solid var(--warn)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -501,8 +504,8 @@ figcaption{font-weight:bold}
 
 # Findings table: what each column holds and how much of the page width it gets.
 _FINDING_COLUMNS = [
-    ("severity", "8%"),
-    ("kind", "11%"),
+    ("sev", "6%"),
+    ("kind", "13%"),
     ("prio", "5%"),
     ("window (UTC)", "13%"),
     ("measured", "13%"),
@@ -546,7 +549,8 @@ def _findings_html(rows: list[dict[str, Any]]) -> str:
         except ValueError:
             pretty = ev
         out.append(
-            f"<tr class='{e(r['severity'])}'><td><span class='badge {e(r['severity'])}'>{e(r['severity'])}</span></td>"
+            f"<tr class='{e(r['severity'])}'><td><span class='badge {e(r['severity'])}' title='{e(r['severity'])}'>"
+            f"{e(_SEV_SHORT[r['severity']])}</span></td>"
             f"<td>{e(r['kind'])}</td><td>{e(_fmt(r['priority']))}</td><td>{e(_window(r))}</td>"
             f"<td>{e(_measured(r))}</td>"
             f"<td>{e(r['message'] or '')}<details><summary>evidence</summary><pre>{e(pretty)}</pre></details></td>"
