@@ -17,6 +17,7 @@ from fabricscope.detect.ecn_congestion import LOOP as ECN_LOOP
 from fabricscope.detect.packet_loss import BYTES, PACKETS, loss_intervals
 from fabricscope.detect.pfc_congestion import PAUSE
 from fabricscope.findings import SEVERITIES, document
+from fabricscope.incidents import Incident, incident_documents
 from fabricscope.profiles import profile_for_port
 
 MAX_POINTS = 2000
@@ -367,7 +368,7 @@ def guid_hosts(ds: Dataset) -> pl.DataFrame:
     return (
         a.filter(pl.col("key").cast(pl.String) == "node_guid_hex")
         .select(
-            pl.col("value").str.to_lowercase().alias("node_guid"),
+            pl.col("value").alias("node_guid"),
             pl.col("host").cast(pl.String),
             pl.col("device").cast(pl.String),
         )
@@ -379,7 +380,8 @@ def link_health(ds: Dataset) -> pl.DataFrame:
     """The links table with each cable's worst finding over both ends.
 
     A link end matches findings on its (GUID, port), where the finding's device is the GUID
-    (switch counters from perfquery/UFM), or on the host/device that owns the GUID. Adds
+    (switch counters from perfquery/UFM), or on the host/device that owns the GUID. Every reader
+    stores GUIDs in one spelling (``fabricscope.io.normalize_guid``), so they join as they are. Adds
     ``lower``/``upper`` (end names), ``health`` (ok/info/warning/critical), ``kinds``.
     """
     links = ds.tables.get("links")
@@ -390,15 +392,15 @@ def link_health(ds: Dataset) -> pl.DataFrame:
     )
     g = guid_hosts(ds)
     by_guid = f.filter(pl.col("device").str.starts_with("0x")).select(
-        pl.col("device").str.to_lowercase().alias("node_guid"), "port", "_rank", "kind"
+        pl.col("device").alias("node_guid"), "port", "_rank", "kind"
     )
     lk = links.with_row_index("_link").with_columns(pl.col("port").cast(pl.Int64), pl.col("peer_port").cast(pl.Int64))
     both = pl.concat(
         [
-            lk.select("_link", pl.col("node_guid").str.to_lowercase().alias("node_guid"), "port"),
+            lk.select("_link", "node_guid", "port"),
             lk.select(
                 "_link",
-                pl.col("peer_node_guid").str.to_lowercase().alias("node_guid"),
+                pl.col("peer_node_guid").alias("node_guid"),
                 pl.col("peer_port").alias("port"),
             ),
         ]
@@ -416,7 +418,7 @@ def link_health(ds: Dataset) -> pl.DataFrame:
         ]
     ).filter((pl.col("_t") == "hca") & (pl.col("_n").str.count_matches(" ") == 1))
     by_desc = by_desc.select(
-        pl.col("node_guid").str.to_lowercase(),
+        pl.col("node_guid"),
         pl.col("_n").str.split(" ").list.get(0).alias("host"),
         pl.col("_n").str.split(" ").list.get(1).alias("device"),
     )
@@ -480,6 +482,30 @@ def port_health(ds: Dataset) -> pl.DataFrame:
     )
 
 
+def incidents(ds: Dataset) -> list[Incident]:
+    """The analysis' incidents, worst first (none without an analysis)."""
+    return list(getattr(ds.analysis, "incidents", None) or [])
+
+
+def incident_consequences(inc: Incident) -> pl.DataFrame:
+    """One row per consequence: the finding, how it relates to the root, and the path."""
+    rows = [
+        {
+            "severity": c["finding"]["severity"],
+            "kind": c["finding"]["kind"],
+            "host": c["finding"]["host"],
+            "device": c["finding"]["device"],
+            "port": c["finding"]["port"],
+            "relation": c["relation"],
+            "path": " -> ".join(c["path"]),
+            "timing": c["timing"],
+            "magnitude": c["magnitude"],
+        }
+        for c in inc.consequences
+    ]
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
 def findings_document(ds: Dataset) -> dict[str, Any]:
-    """The ``fabricscope.findings/1`` JSON document of the dataset (download button)."""
-    return document(ds.findings, ds.inputs)
+    """The ``fabricscope.findings/2`` JSON document of the dataset (download button)."""
+    return document(ds.findings, ds.inputs, incident_documents(incidents(ds)))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fabricscope.cli import main
 from fabricscope.detect import KINDS
-from fabricscope.findings import SCHEMA_ID
+from fabricscope.findings import SCHEMA_ID_V2
 
 
 def _doc(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:
@@ -21,7 +21,8 @@ def test_analyze_sample_traces_is_critical_with_contract_document(
 ) -> None:
     code, doc = _doc(capsys, ["analyze", str(samples_dir), "--json", "-"])
     assert code == 2
-    assert doc["schema"] == SCHEMA_ID
+    assert doc["schema"] == SCHEMA_ID_V2
+    assert isinstance(doc["incidents"], list)
     assert doc["status"] == "critical"
     assert {i["format"] for i in doc["inputs"]} >= {"prometheus", "ethtool", "sysfs", "sysfs-grep"}
     assert all(set(i) == {"path", "format", "records", "rejected"} for i in doc["inputs"])
@@ -40,6 +41,8 @@ def test_analyze_sample_traces_is_critical_with_contract_document(
         "expected",
         "message",
         "evidence",
+        "incident",
+        "role",
     }
     for f in doc["findings"]:
         assert set(f) == keys

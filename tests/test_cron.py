@@ -178,6 +178,31 @@ def test_lifecycle_one_alert_per_fault_then_resolved(tmp_path: Path) -> None:
     assert f.filter(pl.col("kind") == "pfc_storm")["fault_id"].unique().to_list() == [row["fault_id"]]
 
 
+def test_incident_lifecycle_first_seen_last_seen_resolved(tmp_path: Path) -> None:
+    # Same runs as above: the storm (root) with its own pause ratio and drops is one incident that
+    # two runs see and the third, with new data after the storm, resolves with its root.
+    from fabricscope.cron.incidents import read_incidents
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    cuts = _snapshot_cuts(ETH.read_text(), [1796400120, 1796400200])
+    docs = []
+    _grow(ETH, inp / ETH.name, cuts, lambda: docs.append(cron(tmp_path, [inp], lookback_s=900.0).document))
+    first = docs[0]["incident_lifecycle"]
+    assert [(i["root_kind"], i["host"], i["rule"]) for i in first] == [
+        ("pfc_storm", "pfcstorm-gpu03", "pause_storm_head_of_line")
+    ]
+    assert {m["kind"] for m in first[0]["members"]} >= {"pfc_congestion"}
+    assert docs[-1]["incident_lifecycle"] == []
+    lc = read_incidents(tmp_path / "hist")
+    assert lc.height == 1  # one incident across runs, not one per run
+    row = lc.row(0, named=True)
+    assert row["incident_id"] == first[0]["incident_id"]
+    assert row["runs"] == 2
+    faults = History(tmp_path / "hist").lifecycle().filter(pl.col("kind") == "pfc_storm").row(0, named=True)
+    assert row["resolved_at"] == faults["resolved_at"] and row["resolved_at"] > row["last_seen"]
+
+
 def test_textfile_parses_as_prometheus_exposition(tmp_path: Path) -> None:
     parser = pytest.importorskip("prometheus_client.parser")
     inp = tmp_path / "in"

@@ -27,6 +27,24 @@ c2.metric("Warning", counts["warning"])
 c3.metric("Info", counts["info"], help="data quality (counter_anomaly) and per-host bottleneck verdicts")
 c4.metric("Last data (UTC)", str(last)[:19] if last is not None else "none")
 
+# Incidents first: one root cause per fault, with the action that fixes it (docs/incidents.md).
+incidents = aggregates.incidents(ds)
+st.subheader(f"Incidents ({len(incidents)})")
+if incidents:
+    for inc in incidents:
+        colour = "red" if inc.severity == "critical" else "orange"
+        with st.container(border=True):
+            st.markdown(f"**:{colour}[{inc.severity.upper()}]** {inc.title}")
+            st.markdown(f"**Action:** {inc.action}")
+            st.caption(
+                f"root: {inc.root['kind']} on {inc.entity}; {str(inc.start)[:19]} .. {str(inc.end)[11:19]} UTC; "
+                f"rule {inc.rule}; {inc.topology}"
+            )
+            with st.expander(f"{len(inc.consequences)} consequence(s) and the path from the root"):
+                st.dataframe(aggregates.incident_consequences(inc), hide_index=True, width="stretch")
+else:
+    st.caption("No incident: no finding explains another (the findings below stand alone).")
+
 worst = aggregates.worst_ports(ds)
 st.subheader("Worst ports")
 if worst.height:
@@ -80,7 +98,7 @@ if ds.findings.height:
             st.write(f"**{row['kind']}** on {row['host']} {row['device'] or ''} {row['port'] or ''}: {row['message']}")
             st.json(json.loads(row["evidence"] or "{}"))
     st.download_button(
-        "Findings JSON (fabricscope.findings/1)",
+        "Findings JSON (fabricscope.findings/2)",
         json.dumps(aggregates.findings_document(ds), indent=2),
         file_name="findings.json",
         mime="application/json",

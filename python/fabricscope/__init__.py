@@ -15,6 +15,7 @@ from fabricscope._native import __version__
 from fabricscope.advise import advise
 from fabricscope.analyze import Analysis, analyze, run_analysis
 from fabricscope.history import History
+from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
 from fabricscope.packets import PcapResult, read_pcap
 from fabricscope.profiles import get_profile, profiles
@@ -25,6 +26,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Analysis",
     "History",
+    "Incident",
     "InputReport",
     "PcapResult",
     "ReadResult",
@@ -32,6 +34,7 @@ __all__ = [
     "__version__",
     "advise",
     "analyze",
+    "correlate",
     "counters",
     "exceptions",
     "format_topology",

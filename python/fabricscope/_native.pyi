@@ -38,11 +38,11 @@ def read(
     time_ns: int | None = None,
     strict: bool = True,
     batch_rows: int = ...,
-    max_line_bytes: int = ...,
-    max_labels: int = ...,
-    max_decompressed_bytes: int = ...,
-    max_decompression_ratio: int = ...,
-    max_document_bytes: int = ...,
+    max_line_bytes: int | None = None,
+    max_labels: int | None = None,
+    max_decompressed_bytes: int | None = None,
+    max_decompression_ratio: int | None = None,
+    max_document_bytes: int | None = None,
     link_speed_gbps: float | None = None,
     bin_seconds: float = 1.0,
 ) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
@@ -60,11 +60,11 @@ class Scanner(Iterator[tuple[str, Any]]):
         time_ns: int | None = None,
         strict: bool = True,
         batch_rows: int = ...,
-        max_line_bytes: int = ...,
-        max_labels: int = ...,
-        max_decompressed_bytes: int = ...,
-        max_decompression_ratio: int = ...,
-        max_document_bytes: int = ...,
+        max_line_bytes: int | None = None,
+        max_labels: int | None = None,
+        max_decompressed_bytes: int | None = None,
+        max_decompression_ratio: int | None = None,
+        max_document_bytes: int | None = None,
         link_speed_gbps: float | None = None,
         bin_seconds: float = 1.0,
     ) -> None: ...
@@ -80,4 +80,20 @@ def formats() -> list[dict[str, str]]: ...
 def counters() -> list[dict[str, Any]]: ...
 def samples_schema_arrow() -> _ArrowSchema: ...
 def attributes_schema_arrow() -> _ArrowSchema: ...
+def links_schema_arrow() -> _ArrowSchema: ...
+def limits() -> list[tuple[str, int]]:
+    """The reader limits and their defaults, by name (None for a limit argument means this default)."""
+
+def expand(paths: list[str | PathLike[str]], format: str | None = None) -> list[tuple[str, str]]:
+    """What ``paths`` expand to, in reading order: ``(path, kind)``.
+
+    ``kind`` is ``file``, ``walked``, ``sysfs-tree`` or ``failed``.
+    """
+
+def parse_directive_line(line: str) -> tuple[str, str | int] | None:
+    """``("host", name)``, ``("device", netdev)`` or ``("time", ns)`` for a directive line, else None."""
+
+def normalize_guid(text: str) -> str | None:
+    """A node GUID as every reader stores it (``0x`` + 16 lowercase hex digits), or None."""
+
 def _panic_for_test() -> None: ...

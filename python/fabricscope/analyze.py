@@ -14,6 +14,7 @@ from fabricscope.detect.bottleneck import empty_layers
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine
 from fabricscope.engines.units import raise_if_nothing_read
 from fabricscope.findings import FINDINGS_SCHEMA
+from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, TimeLike, empty_attributes
 from fabricscope.profiles import get_profile
 
@@ -34,6 +35,8 @@ class Analysis:
             (:func:`fabricscope.detect.bottleneck.layer_utilisation`; empty with its schema when
             nothing applies).
         times: First and last sample time per reader format (after filters), for summaries.
+        incidents: Findings grouped by root cause (:func:`fabricscope.incidents.correlate`), worst
+            first; findings in none stay standalone.
     """
 
     findings: pl.DataFrame
@@ -43,6 +46,7 @@ class Analysis:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     layers: pl.DataFrame = field(default_factory=empty_layers)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
+    incidents: list[Incident] = field(default_factory=list)
 
 
 def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
@@ -148,14 +152,24 @@ def run_analysis(
         )
         raise_if_nothing_read(ran.reports)
         inputs = _inputs(ran.reports)
+    findings = _ordered(ran.findings)
+    # The correlation step, once, whichever front door and engine computed the findings.
+    interval = ran.rates["interval_s"].median() if "interval_s" in ran.rates.columns and ran.rates.height else None
+    incidents = correlate(
+        findings,
+        tables=ran.tables,
+        attributes=attributes if isinstance(data, pl.DataFrame) else None,
+        interval_s=float(interval) if isinstance(interval, (int, float)) else None,
+    )
     return Analysis(
-        findings=_ordered(ran.findings),
+        findings=findings,
         inputs=inputs,
         rates=ran.rates,
         reports=ran.reports,
         tables=ran.tables,
         layers=ran.views.get("layers", empty_layers()),
         times=ran.times,
+        incidents=incidents,
     )
 
 

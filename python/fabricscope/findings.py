@@ -4,11 +4,17 @@ Other tools and the dashboard depend on this exactly; change it only with a new 
 
 Document (``fabricscope analyze --json``)::
 
-    {"schema": "fabricscope.findings/1",
+    {"schema": "fabricscope.findings/2",
      "status": "ok" | "warning" | "critical",
      "inputs": [{"path": str, "format": str, "records": int, "rejected": int}],
+     "incidents": [{"id", "severity", "title", "action", "rule", "entity", "start", "end", "hosts",
+                    "root", "consequences", "decided", "topology"}],
      "findings": [{"kind", "severity", "host", "device", "port", "priority", "layer",
-                   "start", "end", "metric", "observed", "expected", "message", "evidence"}]}
+                   "start", "end", "metric", "observed", "expected", "message", "evidence",
+                   "incident", "role"}]}
+
+``fabricscope.findings/1`` is the same without ``incidents`` and without the findings' ``incident``
+and ``role`` (``--schema fabricscope.findings/1``).
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ import polars as pl
 
 __all__ = [
     "FINDINGS_SCHEMA",
+    "SCHEMAS",
     "SCHEMA_ID",
+    "SCHEMA_ID_V2",
     "SEVERITIES",
     "document",
     "empty_findings",
@@ -34,6 +42,8 @@ __all__ = [
 ]
 
 SCHEMA_ID = "fabricscope.findings/1"
+SCHEMA_ID_V2 = "fabricscope.findings/2"
+SCHEMAS = (SCHEMA_ID_V2, SCHEMA_ID)
 SEVERITIES = ("info", "warning", "critical")
 LAYERS = ("nvlink", "network", "pcie", "cxl")
 
@@ -226,13 +236,25 @@ def _finite(v: float | None) -> float | None:
     return v
 
 
-def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def document(
+    findings: pl.DataFrame,
+    inputs: Sequence[dict[str, Any]],
+    incidents: Sequence[dict[str, Any]] | None = None,
+    *,
+    schema: str | None = None,
+) -> dict[str, Any]:
     """The JSON document of the contract.
 
     Args:
         findings: A frame with :data:`FINDINGS_SCHEMA`.
         inputs: ``{"path", "format", "records", "rejected"}`` per input, plus ``"error"`` (the reason)
             for an input that could not be read.
+        incidents: Incident documents (:func:`fabricscope.incidents.incident_documents`).
+        schema: :data:`SCHEMA_ID_V2` (with ``incidents``; the default when incidents are given) or
+            :data:`SCHEMA_ID` (the version 1 shape, for existing consumers).
+
+    Raises:
+        ValueError: an unknown schema.
 
     Example:
         >>> from fabricscope.findings import document, make_findings
@@ -241,6 +263,15 @@ def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[s
         >>> document(f, [])["status"]
         'warning'
     """
+    schema = schema or (SCHEMA_ID if incidents is None else SCHEMA_ID_V2)
+    if schema not in SCHEMAS:
+        raise ValueError(f"unknown findings schema {schema!r}; known: {', '.join(SCHEMAS)}")
+    v2 = schema == SCHEMA_ID_V2
+    role: dict[tuple[Any, ...], tuple[str, str]] = {}
+    for inc in incidents or []:
+        role[_ref_key(inc["root"])] = (inc["id"], "root")
+        for c in inc["consequences"]:
+            role[_ref_key(c["finding"])] = (inc["id"], "consequence")
     out = []
     order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
     rows = sorted(
@@ -266,9 +297,13 @@ def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[s
                 "evidence": json.loads(r["evidence"]) if r["evidence"] else {},
             }
         )
+        if v2:
+            inc_id, inc_role = role.get(_ref_key(r), (None, None))
+            out[-1]["incident"] = inc_id
+            out[-1]["role"] = inc_role
     failed = sum(1 for i in inputs if i.get("error"))
-    return {
-        "schema": SCHEMA_ID,
+    doc: dict[str, Any] = {
+        "schema": schema,
         "status": overall_status(findings, failed),
         "inputs": [
             {
@@ -280,5 +315,22 @@ def document(findings: pl.DataFrame, inputs: Sequence[dict[str, Any]]) -> dict[s
             }
             for i in inputs
         ],
-        "findings": out,
     }
+    if v2:
+        doc["incidents"] = list(incidents or [])
+    doc["findings"] = out
+    return doc
+
+
+def _ref_key(f: dict[str, Any]) -> tuple[Any, ...]:
+    """A finding's identity across the frame and incident references (start as RFC 3339 text)."""
+    s = f.get("start")
+    return (
+        f["kind"],
+        f.get("host"),
+        f.get("device"),
+        f.get("port"),
+        f.get("priority"),
+        f.get("metric"),
+        s if isinstance(s, str) or s is None else _rfc3339(s),
+    )

@@ -22,10 +22,14 @@ __all__ = [
     "InputReport",
     "ReadResult",
     "TimeLike",
+    "attributes_schema",
     "empty_attributes",
     "empty_samples",
+    "links_schema",
     "load",
+    "normalize_guid",
     "read",
+    "samples_schema",
     "scan",
 ]
 
@@ -38,13 +42,45 @@ TimeLike: TypeAlias = "_dt.datetime | int | float | str | None"
 #: ``limits={"name": value}`` (``--limit name=value`` on the command line); exceeding one raises
 #: :class:`~fabricscope.exceptions.LimitExceededError` naming the limit, or in lenient mode skips
 #: and counts the offending record (line length, label count).
-LIMITS: dict[str, int] = {
-    "max_line_bytes": 1 << 20,
-    "max_labels": 128,
-    "max_decompressed_bytes": 256 << 30,
-    "max_decompression_ratio": 250,
-    "max_document_bytes": 256 << 20,
-}
+#: The names and defaults are the Rust core's (``fabricscope_core::Limits``), read once here.
+LIMITS: dict[str, int] = dict(_native.limits())
+
+
+def _polars_schema(arrow_schema: object) -> pl.Schema:
+    return pl.Schema(arrow_schema)  # type: ignore[arg-type]
+
+
+def samples_schema() -> pl.Schema:
+    """The canonical samples table's columns and types, as the Rust core defines them.
+
+    Example:
+        >>> samples_schema()["counter"]
+        Categorical
+    """
+    return _polars_schema(_native.samples_schema_arrow())
+
+
+def attributes_schema() -> pl.Schema:
+    """The port-attributes table's columns and types, as the Rust core defines them."""
+    return _polars_schema(_native.attributes_schema_arrow())
+
+
+def links_schema() -> pl.Schema:
+    """The links (topology) table's columns and types, as the Rust core defines them."""
+    return _polars_schema(_native.links_schema_arrow())
+
+
+def normalize_guid(text: str) -> str | None:
+    """A node GUID as every reader stores it, ``0x`` + 16 lowercase hex digits; None if ``text`` is none.
+
+    The readers of topology (ibnetdiscover, iblinkinfo, ibdiagnet) and of counters (sysfs,
+    Prometheus ``guid`` labels, perfquery, UFM) all store GUIDs this way, so they join.
+
+    Example:
+        >>> normalize_guid("7cfe:9003:003b:4b96"), normalize_guid("0x2C9030001"), normalize_guid("mlx5_0")
+        ('0x7cfe9003003b4b96', '0x00000002c9030001', None)
+    """
+    return _native.normalize_guid(text)
 
 
 def empty_samples() -> pl.DataFrame:
@@ -55,12 +91,12 @@ def empty_samples() -> pl.DataFrame:
         >>> empty_samples().columns[:3]
         ['time', 'host', 'device']
     """
-    return pl.DataFrame(schema=pl.Schema(_native.samples_schema_arrow()))
+    return pl.DataFrame(schema=samples_schema())
 
 
 def empty_attributes() -> pl.DataFrame:
     """A port-attributes frame with no rows and the core's attributes schema."""
-    return pl.DataFrame(schema=pl.Schema(_native.attributes_schema_arrow()))
+    return pl.DataFrame(schema=attributes_schema())
 
 
 @dataclass(frozen=True)
@@ -208,7 +244,7 @@ def load(
     time: TimeLike = None,
     strict: bool = True,
     batch_rows: int = 1 << 20,
-    max_line_bytes: int = 1 << 20,
+    max_line_bytes: int = LIMITS["max_line_bytes"],
     limits: Mapping[str, int] | None = None,
 ) -> ReadResult:
     """Read inputs into samples, port attributes and per-input reports.

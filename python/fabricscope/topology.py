@@ -17,33 +17,12 @@ from os import PathLike
 
 import polars as pl
 
-from fabricscope.io import load
+from fabricscope.io import links_schema, load
 
 __all__ = ["LINKS_SCHEMA", "format_topology", "topology"]
 
-LINKS_SCHEMA = pl.Schema(
-    {
-        "node_guid": pl.String,
-        "port": pl.UInt16,
-        "node_name": pl.String,
-        "node_type": pl.String,
-        "lid": pl.UInt32,
-        "tier": pl.String,
-        "peer_node_guid": pl.String,
-        "peer_port": pl.UInt16,
-        "peer_node_name": pl.String,
-        "peer_node_type": pl.String,
-        "peer_lid": pl.UInt32,
-        "peer_tier": pl.String,
-        "width": pl.String,
-        "speed": pl.String,
-        "lane_gbps": pl.Float64,
-        "data_rate_gbps": pl.Float64,
-        "supported_width": pl.String,
-        "supported_speed": pl.String,
-        "source": pl.String,
-    }
-)
+LINKS_SCHEMA = links_schema()
+"""The links table's columns (the Rust core's schema)."""
 
 _TIER_RANK = {"hca": 0, "leaf": 1, "spine": 2, "router": 3}
 

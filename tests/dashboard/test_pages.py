@@ -76,6 +76,20 @@ def test_overview_pfc_storm_shows_critical_count_and_worst_port() -> None:
     assert len(by_kind) == 1
 
 
+def test_overview_leads_with_the_incident_and_its_action() -> None:
+    at = run("overview", "scenarios/chain-bad-cable")
+    assert at.subheader[0].value == "Incidents (1)"
+    texts = [m.value for m in at.markdown]
+    title = next(t for t in texts if "bad link" in t)
+    assert title.startswith("**:red[CRITICAL]** bad link cable-gpu02 mlx5_0 port 1 <-> MF0;cable-leaf01")
+    assert any(t.startswith("**Action:** replace or reseat the cable") for t in texts)
+    cons = frame(at, "relation")
+    assert set(zip(cons["kind"], cons["host"], strict=True)) >= {
+        ("packet_loss", "cable-gpu01"),
+        ("underperformance", "cable-gpu01"),
+    }
+
+
 def test_overview_trap_is_healthy() -> None:
     at = run("overview", "scenarios/trap-counter-reset")
     m = metrics(at)
@@ -89,7 +103,7 @@ def test_overview_lists_link_flap_in_the_whole_tree() -> None:
     at = run("overview")
     shown = frame(at, "message")
     flaps = shown.filter(pl.col("kind") == "link_flap")
-    assert set(flaps["host"]) == {"flap-gpu03"}
+    assert set(flaps["host"]) == {"flap-gpu03", "coincident-gpu04"}  # link-flap, trap-coincident-leaves
     assert int(metrics(at)["Critical"]) >= 10
 
 
@@ -178,7 +192,8 @@ def test_topology_link_degraded_marks_both_ports() -> None:
 
 def test_topology_known_fabric_matrix() -> None:
     at = run("topology", ".")
-    assert any("8 cable(s) from ibnetdiscover: 4 hca→leaf, 4 leaf→spine" in c.value for c in at.caption)
+    # sample_traces/ib (4 hca→leaf, 4 leaf→spine) and the five incident scenarios with a topology
+    assert any("44 cable(s) from ibnetdiscover: 24 hca→leaf, 20 leaf→spine" in c.value for c in at.caption)
     bad = frame(at, "lower")
     congested = bad.filter(pl.col("kinds").str.contains("ib_congestion"))
     assert congested.select("lower", "upper").row(0) == ("gpu03 mlx5_0:1", "ib-leaf02:1")

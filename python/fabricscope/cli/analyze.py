@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from fabricscope import __version__
 from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_limit_argument
 from fabricscope.exceptions import FabricscopeError
-from fabricscope.findings import document, exit_status
+from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document, exit_status
+from fabricscope.incidents import Incident, incident_documents, standalone_mask
 
 _EPILOG_ANALYZE = """\
 examples:
@@ -31,18 +33,50 @@ and the others are analysed; the status is then UNKNOWN (3) unless a finding is 
 _SEV_MARK = {"critical": "CRIT", "warning": "WARN", "info": "info"}
 
 
+def _incident_lines(incidents: Sequence[Incident]) -> list[str]:
+    """Incidents first: title, action, root, then each consequence with its path."""
+    lines: list[str] = []
+    for inc in incidents:
+        window = f"{str(inc.start)[:19]} .. {str(inc.end)[11:19]}" if inc.start is not None else "-"
+        lines.append("")
+        lines.append(f"{_SEV_MARK[inc.severity]:<4}  INCIDENT {inc.id}  {inc.title}")
+        lines.append(f"      action: {inc.action}")
+        lines.append(f"      window: {window}   rule: {inc.rule}")
+        r = inc.root
+        lines.append(f"      root:   {r['kind']} on {_where(r)}: {r['message']}")
+        for c in inc.consequences:
+            f = c["finding"]
+            lines.append(f"      -> {f['kind']} on {_where(f)} [{c['relation']}: {' -> '.join(c['path'])}]")
+        lines.append(f"      topology: {inc.topology}")
+    return lines
+
+
+def _where(f: dict[str, Any]) -> str:
+    bits = [str(x) for x in (f.get("host"), f.get("device")) if x]
+    if f.get("port") is not None:
+        bits.append(f"port {f['port']}")
+    return " ".join(bits) or "-"
+
+
 def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
     """Status, the findings (info ones with ``verbose``), then what was read: one line per format."""
     from fabricscope._text_table import terminal_width, text_table
     from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
 
     findings, inputs, reports = analysis.findings, analysis.inputs, analysis.reports
+    incidents = analysis.incidents
     width = terminal_width()
-    lines = [f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"]
+    head = f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"
+    if incidents:
+        head += f" in {len(incidents)} incident(s) and standalone"
+    lines = [head]
     counts = findings.group_by("severity").len() if findings.height else None
     if counts is not None:
         by = dict(zip(counts["severity"].to_list(), counts["len"].to_list(), strict=True))
         lines.append("  " + ", ".join(f"{by.get(s, 0)} {s}" for s in ("critical", "warning", "info")))
+    lines += _incident_lines(incidents)
+    # findings an incident holds were listed under it: the table has the standalone ones
+    findings = findings.filter(standalone_mask(findings, incidents)) if incidents else findings
     shown = findings if verbose else findings.filter(pl.col("severity") != "info")
     if shown.height:
         rows = []
@@ -64,7 +98,8 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
         header = ["sev", "kind", "host", "device", "port", "window (UTC)", "message"]
         # Only the message wraps: the other columns stay one line each, so rows scan down the page.
         right = [False] * 4 + [True, False, False]
-        lines += ["", text_table(header, rows, width=width, align_right=right, wrap=[False] * 6 + [True])]
+        lines += ["", *(["standalone findings:"] if incidents else [])]
+        lines.append(text_table(header, rows, width=width, align_right=right, wrap=[False] * 6 + [True]))
     hidden = findings.height - shown.height
     if hidden:
         lines.append("")
@@ -113,7 +148,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"UNKNOWN - fabricscope: {e}", file=sys.stderr)
         return EXIT_INPUT
-    doc = document(analysis.findings, analysis.inputs)
+    doc = document(analysis.findings, analysis.inputs, incident_documents(analysis.incidents), schema=args.schema)
     if args.json:
         text = json.dumps(doc, indent=2)
         if args.json == "-":
@@ -144,7 +179,13 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     an.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok)")
-    an.add_argument("--json", metavar="PATH|-", help="write the findings document (fabricscope.findings/1)")
+    an.add_argument("--json", metavar="PATH|-", help="write the findings document (fabricscope.findings/2)")
+    an.add_argument(
+        "--schema",
+        choices=list(SCHEMAS),
+        default=SCHEMA_ID_V2,
+        help="findings document version: /2 adds incidents (default); /1 for existing consumers",
+    )
     an.add_argument("--profile", help="force a technology profile (ndr400, hdr200, roce400, ...)")
     an.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
     an.add_argument("--format", default="auto", help="input format (default: detect)")

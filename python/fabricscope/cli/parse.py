@@ -15,7 +15,7 @@ import polars as pl
 from fabricscope import __version__, _native
 from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, add_limit_argument
 from fabricscope.exceptions import FabricscopeError, InternalError
-from fabricscope.io import InputReport, _limits, _paths, _reports, _time_ns
+from fabricscope.io import LIMITS, InputReport, _limits, _paths, _reports, _time_ns
 
 _EPILOG_PARSE = """\
 examples:
@@ -299,6 +299,11 @@ def add_parser(sub: Any) -> None:
     parse.add_argument("--progress", action="store_true", help="show progress even when stderr is not a TTY")
     parse.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parse.add_argument("--batch-rows", type=int, default=1 << 20, help=argparse.SUPPRESS)
-    parse.add_argument("--max-line-bytes", type=int, default=1 << 20, help="longest accepted line (default 1 MiB)")
+    parse.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=LIMITS["max_line_bytes"],
+        help=f"longest accepted line (default {LIMITS['max_line_bytes']:,} bytes)",
+    )
     add_limit_argument(parse)
     parse.set_defaults(func=_cmd_parse)

@@ -5,22 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-_HOST_RE = re.compile(r"^\s*[#$>]*\s*(hostname|host|node)\s*[:=]\s*\S+\s*$", re.IGNORECASE)
+from fabricscope import _native
 
-
-_DEVICE_RE = re.compile(r"(^|\s|/)ethtool\s+(.*\s)?(-S|--statistics)\s+\S+")
-
-
-_TIME_RE = re.compile(
-    r"^\s*#?\s*((timestamp|time|date)\s*[:=]\s*)?("
-    r"\d{10}(\.\d{1,9})?"
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d([.,]\d+)?)?(Z|[+-]\d\d:?\d\d| UTC)?"
-    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (UTC|GMT) \d{4}"
-    r")\s*$",
-    re.IGNORECASE,
-)
-
-
+# Prometheus metadata a tail's samples need; the host/device/time directives are the core's grammar.
 _TYPE_RE = re.compile(r"^# (TYPE|UNIT) (\S+) ")
 
 
@@ -44,24 +31,31 @@ _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 def _maybe_directive(line: str) -> bool:
-    """Cheap pre-check: data lines (``name{...} v t``, ``  counter: v``) are never directives."""
+    """Cheap pre-check: data lines (``name{...} v t``, ``  counter: v``) are never directives.
+
+    A superset of what the readers take for a directive (host and time keys, a comment or prompt,
+    a timestamp, an ``ethtool -S`` command); the core's parser decides.
+    """
     s = line.lstrip()
     if not s:
         return False
     c = s[0]
     if c in "#$>" or c.isdigit():
         return True
-    return s[:4].lower() in ("host", "node", "time", "date") or s[:3] in _DAYS
+    return s[:4].lower() in ("host", "node", "time", "date") or s[:3] in _DAYS or "ethtool" in s
 
 
 def _classify(
     line: str, host: str | None, device: str | None, stamp: str | None, types: dict[str, str]
 ) -> tuple[str | None, str | None, str | None]:
-    if _HOST_RE.match(line):
-        return line, device, stamp
-    if line.lstrip().startswith(("#", "$", ">")) and _DEVICE_RE.search(line):
-        return host, line, stamp
-    if _TIME_RE.match(line):
+    # The readers' own directive grammar (``_native.parse_directive_line``) decides what a line is.
+    directive = _native.parse_directive_line(line)
+    if directive is not None:
+        kind = directive[0]
+        if kind == "host":
+            return line, device, stamp
+        if kind == "device":
+            return host, line, stamp
         return host, device, line
     m = _TYPE_RE.match(line)
     if m:

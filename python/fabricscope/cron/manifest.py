@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabricscope import _native
 from fabricscope.cron.directives import context_lines, directive_region
 from fabricscope.exceptions import FabricscopeError
 
@@ -32,37 +33,17 @@ class Unit:
     is_tree: bool
 
 
-def _is_sysfs_tree(d: Path) -> bool:
-    return (d / "sys" / "class").is_dir() or (d.name in ("infiniband", "net") and d.parent.name == "class")
-
-
 def units(inputs: list[str]) -> list[Unit]:
-    """The files and sysfs trees under ``inputs`` (hidden entries skipped, symlinked directories not followed)."""
-    out: list[Unit] = []
+    """The files and sysfs trees under ``inputs``, as the Rust reader expands them (``_native.expand``)."""
     for raw in inputs:
-        p = Path(raw)
-        if not p.exists():
+        if not Path(raw).exists():
             # A watched path that is gone is a configuration error, not "no new data".
             raise ValueError(f"input {raw} does not exist")
-        if p.is_dir():
-            if _is_sysfs_tree(p):
-                out.append(Unit(str(p), True))
-                continue
-            for root, dirs, files in os.walk(p, followlinks=False):
-                rp = Path(root)
-                keep = []
-                for d in sorted(dirs):
-                    if d.startswith("."):
-                        continue
-                    if _is_sysfs_tree(rp / d):
-                        out.append(Unit(str(rp / d), True))
-                    else:
-                        keep.append(d)
-                dirs[:] = keep
-                # Strings, not Path objects: this loop runs once per input file on every run.
-                out.extend(Unit(os.path.join(root, f), False) for f in sorted(files) if not f.startswith("."))  # noqa: PTH118
-        else:
-            out.append(Unit(str(p), False))
+    out: list[Unit] = []
+    for path, kind in _native.expand(inputs):
+        if kind == "failed" and os.path.isdir(path):  # noqa: PTH112 (hot loop)
+            continue  # an unreadable directory: nothing to read in it this run
+        out.append(Unit(path, kind == "sysfs-tree"))
     return out
 
 

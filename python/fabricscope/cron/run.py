@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope import _atomic
+from fabricscope.cron.incidents import active_incidents, read_incidents, update_incidents
 from fabricscope.cron.lifecycle import active_findings, update_lifecycle
 from fabricscope.cron.lock import state_lock
 from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
@@ -31,6 +32,7 @@ from fabricscope.history import (
     partition_dir,
     to_canonical,
 )
+from fabricscope.incidents import Incident
 from fabricscope.rates import SERIES_KEYS
 
 
@@ -121,6 +123,7 @@ def _run_locked(
     cfg = load_config(opts.config)
 
     findings = empty_findings()
+    run_incidents: list[Incident] = []
     covered = pl.DataFrame(
         schema={"host": pl.String, "device": pl.String, "port": pl.Int64, "data_end": pl.Datetime("ns", "UTC")}
     )
@@ -156,6 +159,13 @@ def _run_locked(
             .filter(pl.col("end").is_null() | pl.col("_from").is_null() | (pl.col("end") >= pl.col("_from")))
             .drop("_from")
         )
+        # Incidents whose root reaches into this run's new data (older ones were folded earlier).
+        kept = {tuple(r) for r in findings.select("kind", "host", "device", "port", "metric", "start").iter_rows()}
+        run_incidents = [
+            i
+            for i in analysis.incidents
+            if tuple(i.root.get(k) for k in ("kind", "host", "device", "port", "metric", "start")) in kept
+        ]
         covered = (
             new.group_by("host", "device", "port")
             .agg(pl.col("time").max().alias("data_end"))
@@ -163,6 +173,7 @@ def _run_locked(
         )
 
     lifecycle, tagged = update_lifecycle(hist.lifecycle(), findings, covered, started_wall)
+    incident_lifecycle = update_incidents(read_incidents(history), run_incidents, lifecycle, started_wall)
     tagged = tagged.with_columns(pl.lit(run_id).alias("run_id")).select(STORED_FINDINGS_SCHEMA.names())
 
     # Plan every part file before writing any, so the journal can name them all.
@@ -196,7 +207,7 @@ def _run_locked(
     runs = pl.concat([hist.runs().cast(RUNS_SCHEMA), run_row])
 
     # Journal, then the history, then the state (the commit point).
-    singles = ["lifecycle.parquet", "runs.parquet", "attributes.parquet"]
+    singles = ["lifecycle.parquet", "incidents.parquet", "runs.parquet", "attributes.parquet"]
     rollback = state / "rollback"
     rollback.mkdir(mode=0o700, exist_ok=True)
     backups = {}
@@ -217,6 +228,7 @@ def _run_locked(
         if i == len(writes) // 2:
             crash_point("mid-parts")
     _atomic.write_parquet(history / "lifecycle.parquet", lifecycle)
+    _atomic.write_parquet(history / "incidents.parquet", incident_lifecycle)
     crash_point("after-lifecycle")
     _atomic.write_parquet(history / "runs.parquet", runs)
     if attrs is not None:
@@ -250,6 +262,8 @@ def _run_locked(
         .with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ"))
         .to_dicts()
     )
+    # the incidents' lifecycle beside the faults' (docs/cron.md)
+    doc["incident_lifecycle"] = active_incidents(incident_lifecycle)
     result = CronResult(run_id, code, line, files_read, new.height, dropped, active, doc)
     if opts.json_path and opts.json_path != "-":
         _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
+from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
 from fabricscope.io import InputReport, scan
@@ -21,31 +22,6 @@ skipped when its format cannot be detected, as the Rust reader does), ``history`
 part of a ``fabricscope cron`` history) or ``history-attributes`` (a history's port attributes)."""
 
 FILE, WALKED, HISTORY, HISTORY_ATTRIBUTES = "file", "walked", "history", "history-attributes"
-
-
-def _sysfs_root(d: Path) -> bool:
-    # Mirrors `sysfs_root_kind` in rust/fabricscope-core/src/read.rs: a sysfs tree is one unit,
-    # never split into its counter files.
-    name = d.name
-
-    def child_with(sub: str) -> bool:
-        try:
-            return any((c / sub).is_dir() for c in d.iterdir())
-        except OSError:
-            return False
-
-    return (
-        (d / "class/infiniband").is_dir()
-        or (d / "class/net").is_dir()
-        or (name == "class" and ((d / "infiniband").is_dir() or (d / "net").is_dir()))
-        or (name == "infiniband" and child_with("ports"))
-        or (name == "net" and child_with("statistics"))
-        or (d / "ports").is_dir()
-        or ((d / "statistics").is_dir() and (d / "operstate").is_file())
-        or (name == "ports" and (child_with("counters") or child_with("hw_counters")))
-        or (d / "counters").is_dir()
-        or (d / "hw_counters").is_dir()
-    )
 
 
 def _history_units(root: Path, filters: Filters) -> list[Unit]:
@@ -82,9 +58,9 @@ def work_units(
 ) -> list[Unit]:
     """Expand inputs into independently readable units, in the order the Rust reader uses.
 
-    Directories are walked like the Rust reader walks them (sorted, dot entries skipped, symlink
-    loops entered once, sysfs trees kept whole). Missing paths stay units so that reading them
-    reports the error. A ``fabricscope cron`` history directory becomes its sample files, pruned
+    Directories expand as the Rust reader expands them (``_native.expand``: sorted, dot entries
+    skipped, symlink loops entered once, sysfs trees kept whole). Missing paths stay units so
+    that reading them reports the error. A ``fabricscope cron`` history directory becomes its sample files, pruned
     by ``filters`` through the date and host directories.
 
     Example:
@@ -92,40 +68,26 @@ def work_units(
         >>> work_units(["sample_traces/ethtool"])
         [('sample_traces/ethtool/roce01-eth2.log', 'walked')]
     """
-    units: list[Unit] = []
-    seen: set[str] = set()
-
-    def walk(d: Path) -> None:
-        real = os.path.realpath(d)
-        if real in seen:
-            return
-        seen.add(real)
-        if format == "sysfs" or (format == "auto" and _sysfs_root(d)):
-            units.append((str(d), FILE))
-            return
-        try:
-            children = sorted(d.iterdir(), key=lambda p: os.fsencode(p.name))
-        except OSError:
-            units.append((str(d), FILE))  # reading it reports the error as the Rust reader does
-            return
-        for c in children:
-            if c.name.startswith("."):
-                continue
-            if c.is_dir():
-                walk(c)
-            else:
-                units.append((str(c), WALKED))
-
     from fabricscope.history import is_history
+
+    units: list[Unit] = []
+    pending: list[str] = []
+
+    def expand_pending() -> None:
+        # The Rust core decides what a directory holds and what counts as a sysfs tree; a path
+        # it cannot read stays a unit so that reading it reports the error.
+        for path, kind in _native.expand(pending, format):
+            units.append((path, WALKED if kind == "walked" else FILE))
+        pending.clear()
 
     for p in paths:
         path = Path(p)
         if path.is_dir() and is_history(path):
+            expand_pending()
             units.extend(_history_units(path, filters or Filters()))
-        elif path.is_dir():
-            walk(path)
         else:
-            units.append((os.fspath(p), FILE))
+            pending.append(os.fspath(p))
+    expand_pending()
     return units
 
 

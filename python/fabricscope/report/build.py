@@ -19,6 +19,7 @@ import polars as pl
 from fabricscope import __version__
 from fabricscope.advise import advise
 from fabricscope.findings import overall_status
+from fabricscope.incidents import Incident
 from fabricscope.rates import value_as_float
 
 _log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class ReportData:
         layers: ``Analysis.layers`` (bottleneck view) when the analysis provides it.
         advice: Advisor tables by name, or a note why there are none.
         plots: Per port: title and SVG text.
+        incidents: ``Analysis.incidents``: the report's first screen.
     """
 
     title: str
@@ -81,6 +83,7 @@ class ReportData:
     layers: pl.DataFrame | None = None
     advice: dict[str, pl.DataFrame] | str = ""
     plots: list[tuple[str, str, bytes]] = field(default_factory=list)
+    incidents: list[Incident] = field(default_factory=list)
 
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -202,6 +205,7 @@ def gather(
         lifecycle=pl.concat(lifecycles) if lifecycles else None,
         layers=getattr(analysis, "layers", None),
         advice=_advice(analysis),
+        incidents=list(getattr(analysis, "incidents", [])),
     )
 
 
@@ -500,6 +504,8 @@ figcaption{font-weight:bold}
   table{font-size:8.5pt}
   a{color:inherit;text-decoration:none}
 }
+.incident{border:1px solid #ccc;border-radius:4px;padding:.5em 1em;margin:.5em 0;break-inside:avoid}
+.incident .action{font-weight:bold}
 """
 
 # Findings table: what each column holds and how much of the page width it gets.
@@ -512,6 +518,58 @@ _FINDING_COLUMNS = [
     ("what it means", "30%"),
     ("threshold source", "20%"),
 ]
+
+
+def _where(f: dict[str, Any]) -> str:
+    bits = [str(x) for x in (f.get("host"), f.get("device")) if x]
+    if f.get("port") is not None:
+        bits.append(f"port {f['port']}")
+    return " ".join(bits) or "-"
+
+
+def _incidents_html(incidents: Sequence[Incident]) -> list[str]:
+    """Each incident: title, action, root, and its consequences with their paths (first screen)."""
+    e = html.escape
+    if not incidents:
+        return ["<h2>Incidents</h2>", "<p>No incident: no finding explains another (findings below).</p>"]
+    out = [f"<h2>Incidents ({len(incidents)})</h2>"]
+    for i in incidents:
+        r = i.root
+        out.append(
+            f"<div class='incident {e(i.severity)}'><b>{e(i.severity.upper())}</b> {e(i.title)}"
+            f"<p class='action'>Action: {e(i.action)}</p>"
+            f"<p>Root: {e(r['kind'])} on {e(_where(r))}: {e(r['message'] or '')}<br>"
+            f"Window: {e(_fmt(i.start))} .. {e(_fmt(i.end))}; rule {e(i.rule)}; {e(i.topology)}</p>"
+            "<details><summary>consequences</summary><ul>"
+            + "".join(
+                f"<li>{e(c['finding']['kind'])} on {e(_where(c['finding']))} ({e(c['relation'])}: "
+                f"{e(' -> '.join(c['path']))}; {e(c['timing'])}; {e(c['magnitude'])})</li>"
+                for c in i.consequences
+            )
+            + "</ul></details></div>"
+        )
+    return out
+
+
+def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
+    if not incidents:
+        return ["## Incidents", "", "No incident: no finding explains another (findings below).", ""]
+    out = [f"## Incidents ({len(incidents)})", ""]
+    for i in incidents:
+        out += [
+            f"### {i.severity.upper()}: {i.title}",
+            "",
+            f"**Action:** {i.action}",
+            "",
+            f"Root: {i.root['kind']} on {_where(i.root)}; window {_fmt(i.start)} .. {_fmt(i.end)}; rule {i.rule}",
+            "",
+        ]
+        out += [
+            f"- {c['finding']['kind']} on {_where(c['finding'])} ({c['relation']}: {' -> '.join(c['path'])})"
+            for c in i.consequences
+        ]
+        out.append("")
+    return out
 
 
 def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
@@ -607,6 +665,7 @@ def render_html(data: ReportData) -> str:
         f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S')} UTC.</p>",
         "<nav><a href='#findings'>Findings</a><a href='#plots'>Evidence plots</a>"
         "<a href='#bottlenecks'>Bottlenecks</a><a href='#advisor'>Advisor</a><a href='#inputs'>Inputs</a></nav>",
+        *_incidents_html(data.incidents),
         "<h2 id='findings'>Findings</h2>",
     ]
     serious = data.findings.filter(pl.col("severity") != "info")
@@ -703,6 +762,7 @@ def render_markdown(data: ReportData) -> str:
         "",
         f"fabricscope {__version__}; sources: {', '.join(data.sources)}",
         "",
+        *_incidents_md(data.incidents),
         "## Findings",
         "",
     ]

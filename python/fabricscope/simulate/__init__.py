@@ -31,6 +31,7 @@ import polars as pl
 from fabricscope.simulate.fabric import build_fabric
 from fabricscope.simulate.model import Fault, Simulation, Workload, run_model
 from fabricscope.simulate.scenarios import SCENARIOS, Scenario
+from fabricscope.simulate.sidefiles import _switch_name, write_ibnetdiscover, write_nccl_tests
 from fabricscope.simulate.writers import (
     write_ethtool,
     write_perfquery,
@@ -47,6 +48,7 @@ __all__ = [
     "Scenario",
     "SimResult",
     "Workload",
+    "check_incidents",
     "check_truth",
     "simulate",
 ]
@@ -108,9 +110,30 @@ def _truth(sc: Scenario, sim: Simulation, hosts: int, duration: float, interval:
             }
         )
     allowed = [
-        {"kind": a["kind"], **_entity(sim, a["host"], a.get("nic"), roce=roce)} for a in sc.allowed(hosts, duration)
+        # "topology": a finding read from the management node's topology dump (ports named by GUID)
+        {"kind": a["kind"], "host": "mgmt01", "device": None, "port": None}
+        if a["host"] == "topology"
+        else {"kind": a["kind"], **_entity(sim, a["host"], a.get("nic"), roce=roce)}
+        for a in sc.allowed(hosts, duration)
     ]
     must_not = [{**_entity(sim, h, n, roce=roce), "reason": r} for h, n, r in sc.must_not(hosts, duration)]
+    names = {i: h.name for i, h in enumerate(sim.fabric.hosts)} | {"topology": "mgmt01"}
+    incidents = []
+    for inc in sc.incidents(hosts, duration):
+        r = inc["root"]
+        root = {"kind": r["kind"], **_entity(sim, r["host"], r.get("nic"), roce=roce)}
+        if r.get("peer"):
+            tier, index, port = r["peer"]
+            root["peer"] = {"node": _switch_name(sc.prefix or sc.name, tier, index), "port": port}
+        incidents.append(
+            {
+                "rule": inc["rule"],
+                "root": root,
+                "members": [{"kind": m["kind"], "host": names[m["host"]]} for m in inc["members"]],
+                "optional": [{"kind": m["kind"], "host": names[m["host"]]} for m in inc.get("optional", [])],
+            }
+        )
+    separate = [[names[i] for i in group] for group in sc.separate(hosts, duration)]
     return {
         "schema": TRUTH_SCHEMA,
         "scenario": sc.name,
@@ -124,11 +147,17 @@ def _truth(sc: Scenario, sim: Simulation, hosts: int, duration: float, interval:
         "expected": exp,
         "allowed": allowed,
         "must_not_report": must_not,
+        "incidents": incidents,
+        "separate": separate,
+        "no_incidents": bool(sc.extra.get("no_incidents", False)),
         "rules": (
             "Every expected finding must be reported (same kind, severity >= floor, same host, device in the "
             "list, same port/priority/layer when given, window overlapping the expected window widened by two "
             "intervals). No warning or critical finding may appear beyond expected and allowed ones; none at all "
-            "on must_not_report entities."
+            "on must_not_report entities. Every expected incident must be found (same root kind, host, device and "
+            "cable far end) holding every member and nothing beyond members and optional ones; no incident may hold "
+            "findings of two `separate` host groups; no incident beyond the expected ones when some are expected or "
+            "`no_incidents` is true."
         ),
     }
 
@@ -203,6 +232,15 @@ def simulate(
             expected[f] = write_perfquery(sim, out / "perfquery")
         else:
             expected[f] = write_ufm_csv(sim, out / "ufm-csv" / "metrics.csv")
+    if sc.topology and sim.fabric.tech.family == "infiniband":
+        shutil.rmtree(out / "ibnetdiscover", ignore_errors=True)
+        write_ibnetdiscover(
+            sim.fabric, out / "ibnetdiscover" / "fabric-ibnetdiscover-p.txt", prefix=sc.prefix or sc.name, t_s=T0
+        )
+    runs = sc.jobs(h, d)
+    if runs:
+        shutil.rmtree(out / "nccl-tests", ignore_errors=True)
+        write_nccl_tests(sim.fabric, sc.faults(h, d), runs, out / "nccl-tests", t0=T0, end=d)
     truth = _truth(sc, sim, h, d, iv, seed)
     (out / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
     files = sorted(p for p in out.rglob("*") if p.is_file())
@@ -262,3 +300,60 @@ def check_truth(findings: pl.DataFrame, truth: dict[str, Any]) -> dict[str, list
         if r["host"] == m["host"] and _dev_ok(m.get("device"), r["device"])
     ]
     return {"missing": missing, "unexpected": unexpected, "forbidden": forbidden}
+
+
+def check_incidents(incidents: list[dict[str, Any]], truth: dict[str, Any]) -> dict[str, list[Any]]:
+    """Compare incidents (the findings document's ``incidents`` array) with a ``truth.json`` document.
+
+    Args:
+        incidents: Incident documents (:func:`fabricscope.incidents.incident_documents`).
+        truth: The truth document.
+
+    Returns:
+        ``missing`` (expected incidents not found), ``missing_members`` (an expected incident found
+        without a member), ``stray_members`` (a found incident holding a finding neither member nor
+        optional), ``false_merges`` (an incident spanning two ``separate`` host groups) and ``extra``
+        (incidents beyond the expected ones, when some are expected or ``no_incidents`` is set); all
+        empty when the correlation is correct.
+    """
+    out: dict[str, list[Any]] = {
+        "missing": [],
+        "missing_members": [],
+        "stray_members": [],
+        "false_merges": [],
+        "extra": [],
+    }
+    matched: set[str] = set()
+    for exp in truth.get("incidents", []):
+        r = exp["root"]
+        found = None
+        for inc in incidents:
+            got = inc["root"]
+            if got["kind"] != r["kind"] or got["host"] != r["host"] or not _dev_ok(r.get("device"), got["device"]):
+                continue
+            peer = r.get("peer")
+            if peer and f"{peer['node']} port {peer['port']}" not in inc["entity"]:
+                continue
+            found = inc
+            break
+        if found is None:
+            out["missing"].append(exp)
+            continue
+        matched.add(found["id"])
+        held = {(c["finding"]["kind"], c["finding"]["host"]) for c in found["consequences"]}
+        for m in exp["members"]:
+            if (m["kind"], m["host"]) not in held:
+                out["missing_members"].append({"incident": found["id"], **m})
+        ok = {(m["kind"], m["host"]) for m in exp["members"] + exp.get("optional", [])}
+        ok.add((r["kind"], r["host"]))
+        for k in sorted(held - ok, key=str):
+            out["stray_members"].append({"incident": found["id"], "kind": k[0], "host": k[1]})
+    groups = [set(g) for g in truth.get("separate", [])]
+    for inc in incidents:
+        hosts = set(inc["hosts"])
+        touched = [i for i, g in enumerate(groups) if hosts & g]
+        if len(touched) > 1:
+            out["false_merges"].append({"incident": inc["id"], "hosts": sorted(hosts), "groups": touched})
+    if truth.get("incidents") or truth.get("no_incidents"):
+        out["extra"] = [{"incident": i["id"], "title": i["title"]} for i in incidents if i["id"] not in matched]
+    return out

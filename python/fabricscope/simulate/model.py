@@ -115,7 +115,9 @@ class Fault:
         nic: NIC index, or None for every NIC of the host.
         start: Seconds after the first sample.
         duration: Seconds (None: until the end).
-        params: Kind-specific parameters (``p``, ``rate_per_s``, ``width``, ``flaps`` ...).
+        params: Kind-specific parameters (``p``, ``rate_per_s``, ``width``, ``flaps`` ...;
+            ``pfc_storm``'s ``leaf_spread``: share of each interval the storm's leaf pauses its other
+            hosts).
     """
 
     kind: str
@@ -405,6 +407,12 @@ def run_model(
                                 burst = max(burst, f.params.get("share", 0.03))
                         share = rng.uniform(0.0, 0.004) + (rng.uniform(0.3, 1.7) * burst if burst else 0.0)
                         acc.add("rx_pause_duration_us", k, share * dt * 1e6, ROCE_PRIORITY)
+                    for f in fl("pfc_storm"):
+                        spread = f.params.get("leaf_spread", 0.0)
+                        if spread and i != f.host and hosts[i].leaf == hosts[f.host].leaf:
+                            # the leaf's queue toward the storming port fills and the leaf pauses its
+                            # other ingress ports on that priority (head-of-line blocking)
+                            acc.add("rx_pause_duration_us", k, spread * f.overlap(a, b, end) * 1e6, ROCE_PRIORITY)
                     if storm[i] > 0:
                         acc.add("tx_pause_duration_us", k, 0.97 * storm[i] * dt * 1e6, ROCE_PRIORITY)
                         acc.add("tx_pause_storm_warning_events", k, max(1, int(storm[i] * dt / 8)))

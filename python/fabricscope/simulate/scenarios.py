@@ -31,13 +31,20 @@ class Scenario:
         expected: Builder ``(hosts, duration) -> expected findings`` (dicts with ``kind``,
             ``severity`` (floor), ``host`` (index), ``nic``, ``priority``, ``layer``, ``start``,
             ``end`` (seconds; None = trace bounds), ``note``).
-        allowed: Builder of findings that may appear but are not required (``kind``, ``host``, ``nic``).
+        allowed: Builder of findings that may appear but are not required (``kind``, ``host``, ``nic``;
+            ``host`` ``"topology"``: any finding of that kind read from the topology dump).
         must_not: Builder of (host, nic or None, reason): no warning or critical finding there.
         formats: Default formats.
         hosts_per_leaf: Hosts per leaf switch.
         oversubscription: Leaf oversubscription.
         duration: Default seconds.
         interval: Default sampling interval.
+        topology: Write the fabric's ``ibnetdiscover -p`` (InfiniBand scenarios).
+        jobs: Builder of nccl-tests ``all_reduce_perf`` runs: ``{"hosts": [index...], "at": seconds}``.
+        incidents: Builder of expected incidents: ``root`` (``kind``, ``host``, ``nic``, ``peer``: the
+            leaf port at the cable's far end when the topology is written), ``members`` (findings the
+            incident must hold: ``kind``, ``host``), ``optional`` (findings it may hold).
+        separate: Builder of host-index groups that no incident may join (unrelated faults).
     """
 
     name: str
@@ -57,6 +64,10 @@ class Scenario:
     interval: float = 10.0
     prefix: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    topology: bool = False
+    jobs: Callable[[int, float], list[dict[str, Any]]] = lambda h, d: []
+    incidents: Callable[[int, float], list[dict[str, Any]]] = lambda h, d: []
+    separate: Callable[[int, float], list[list[int]]] = lambda h, d: []
 
 
 def _all(h: int, reason: str) -> list[tuple[int, int | None, str]]:
@@ -405,6 +416,309 @@ SCENARIOS: dict[str, Scenario] = {
             duration=180.0,
             interval=15.0,
             prefix="balanced",
+        ),
+        Scenario(
+            "chain-bad-cable",
+            "NDR400 ring all-reduce over two leaves; the cable between one HCA and its leaf port corrupts "
+            "packets: symbol errors, 0.5% loss, go-back-N on the sender, slow all_reduce on every rank",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("symbol_errors", 1 % h, 0, 0.3 * d, None, {"rate_per_s": 40.0}),
+                Fault("lossy_link", 1 % h, 0, 0.3 * d, None, {"p": 5e-3}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_errors",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "start": 0.3 * d,
+                    "end": d,
+                    "note": "symbol_error and port_rcv_errors on the HCA end of the cable",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": 0} for i in (0, 1 % h) for k in ("packet_loss", "lossy_collapse")]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                # ~5,000 symbol errors/s peg the 16-bit PortCounters registers within a minute
+                + [{"kind": "counter_anomaly", "host": 1 % h, "nic": 0}]
+                + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
+            ),
+            prefix="cable",
+            formats=("sysfs-grep",),
+            hosts_per_leaf=2,
+            duration=180.0,
+            topology=True,
+            jobs=lambda h, d: [{"hosts": list(range(h)), "at": 0.6 * d}],
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "link_errors", "host": 1 % h, "nic": 0, "peer": ("leaf", 0, 2)},
+                    "members": [{"kind": "underperformance", "host": 0}, {"kind": "packet_loss", "host": 0}],
+                    "optional": [
+                        {"kind": k, "host": i}
+                        for i in range(h)
+                        for k in ("packet_loss", "lossy_collapse", "bottleneck", "underperformance")
+                    ]
+                    + [{"kind": "counter_anomaly", "host": 1 % h}],
+                }
+            ],
+        ),
+        Scenario(
+            "chain-pause-storm",
+            "RoCE 400G ring all-reduce over two leaves; one NIC storms pauses and its leaf pauses the other "
+            "hosts under it (head-of-line blocking); the all_reduce collapses",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("pfc_storm", 2 % h, 0, 0.3 * d, 0.4 * d, {"leaf_spread": 0.5})],
+            expected=lambda h, d: (
+                [
+                    {
+                        "kind": "pfc_storm",
+                        "severity": "critical",
+                        "host": 2 % h,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.7 * d,
+                        "note": "tx_prio3_pause_duration ~97% of each interval, tx_pause_storm_* events",
+                    }
+                ]
+                + [
+                    {
+                        "kind": "pfc_congestion",
+                        "severity": "warning",
+                        "host": i,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.7 * d,
+                        "note": "rx_prio3_pause_duration ~50%: paused by the leaf they share with the storm",
+                    }
+                    for i in (1, 3 % h)
+                ]
+            ),
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": 0} for i in (0, 1, 3) for k in ("pfc_storm", "pfc_congestion")]
+                + [{"kind": k, "host": 2 % h, "nic": 0} for k in ("pfc_congestion", "packet_loss")]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
+            ),
+            formats=("ethtool",),
+            prefix="spread",
+            hosts_per_leaf=2,
+            duration=180.0,
+            jobs=lambda h, d: [{"hosts": list(range(h)), "at": 0.5 * d}],
+            incidents=lambda h, d: [
+                {
+                    "rule": "pause_storm_head_of_line",
+                    "root": {"kind": "pfc_storm", "host": 2 % h, "nic": 0},
+                    "members": [
+                        {"kind": "pfc_congestion", "host": 1},
+                        {"kind": "pfc_congestion", "host": 3 % h},
+                        {"kind": "underperformance", "host": 0},
+                    ],
+                    "optional": [
+                        {"kind": k, "host": i}
+                        for i in range(h)
+                        for k in ("pfc_storm", "pfc_congestion", "packet_loss", "bottleneck", "underperformance")
+                    ],
+                }
+            ],
+        ),
+        Scenario(
+            "chain-degraded-ring",
+            "NDR400 ring all-reduce; one HCA trained at 2X (200 Gb/s): the ring, and all_reduce on every rank, "
+            "runs at half rate",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("degraded", 1 % h, 0, params={"width": 2})],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_degraded",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "note": "200 Gb/sec (2X NDR)",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
+                + [{"kind": "link_degraded", "host": "topology"}]
+            ),
+            prefix="ring",
+            formats=("sysfs-grep",),
+            duration=180.0,
+            topology=True,
+            jobs=lambda h, d: [{"hosts": list(range(h)), "at": 0.5 * d}],
+            incidents=lambda h, d: [
+                {
+                    "rule": "degraded_link_ring",
+                    "root": {"kind": "link_degraded", "host": 1 % h, "nic": 0, "peer": ("leaf", 0, 2)},
+                    "members": [{"kind": "underperformance", "host": 0}],
+                    "optional": [{"kind": k, "host": i} for i in range(h) for k in ("bottleneck", "underperformance")]
+                    + [{"kind": "link_degraded", "host": "topology"}],
+                }
+            ],
+        ),
+        Scenario(
+            "chain-two-faults",
+            "NDR400, two jobs on two leaves at once: a corrupting cable under job A (leaf01) and a 2X link under "
+            "job B (leaf02): two incidents, not one",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("symbol_errors", 1, 0, 0.3 * d, None, {"rate_per_s": 40.0}),
+                Fault("lossy_link", 1, 0, 0.3 * d, None, {"p": 5e-3}),
+                Fault("degraded", h - 1, 0, params={"width": 2}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_errors",
+                    "severity": "critical",
+                    "host": 1,
+                    "nic": 0,
+                    "start": 0.3 * d,
+                    "end": d,
+                    "note": "symbol_error and port_rcv_errors",
+                },
+                {"kind": "link_degraded", "severity": "critical", "host": h - 1, "nic": 0, "note": "200 Gb/sec"},
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": 0} for i in (0, 1) for k in ("packet_loss", "lossy_collapse")]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                + [{"kind": "counter_anomaly", "host": 1, "nic": 0}]
+                + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
+                + [{"kind": "link_degraded", "host": "topology"}]
+            ),
+            prefix="twofault",
+            formats=("sysfs-grep",),
+            hosts_per_leaf=2,
+            duration=180.0,
+            topology=True,
+            jobs=lambda h, d: [
+                {"hosts": list(range(h // 2)), "at": 0.6 * d},
+                {"hosts": list(range(h // 2, h)), "at": 0.6 * d},
+            ],
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "link_errors", "host": 1, "nic": 0, "peer": ("leaf", 0, 2)},
+                    "members": [{"kind": "underperformance", "host": 0}, {"kind": "packet_loss", "host": 0}],
+                    "optional": [
+                        {"kind": k, "host": i}
+                        for i in range(h // 2)
+                        for k in ("packet_loss", "lossy_collapse", "bottleneck", "underperformance")
+                    ]
+                    + [{"kind": "counter_anomaly", "host": 1}],
+                },
+                {
+                    "rule": "degraded_link_ring",
+                    "root": {"kind": "link_degraded", "host": h - 1, "nic": 0, "peer": ("leaf", (h - 1) // 2, 2)},
+                    "members": [{"kind": "underperformance", "host": h // 2}],
+                    "optional": [
+                        {"kind": k, "host": i} for i in range(h // 2, h) for k in ("bottleneck", "underperformance")
+                    ]
+                    + [{"kind": "link_degraded", "host": "topology"}],
+                },
+            ],
+            separate=lambda h, d: [list(range(h // 2)), list(range(h // 2, h))],
+        ),
+        Scenario(
+            "trap-busy-healthy",
+            "trap: NDR400 data-parallel training keeps every HCA ~93% busy and all_reduce at full speed: "
+            "bottleneck verdicts, but no fault and no incident",
+            "ndr400",
+            4,
+            1,
+            Workload("training", gradient_bytes=10e9, compute_s=0.005, pcie_h2d_bytes_per_s=2e9),
+            lambda h, d: [],
+            expected=lambda h, d: [
+                {
+                    "kind": "bottleneck",
+                    "severity": "warning",
+                    "host": i,
+                    "nic": 0,
+                    "layer": "network",
+                    "note": "port_xmit_data ~93% of 50 GB/s: busy, not broken",
+                }
+                for i in range(h)
+            ],
+            allowed=lambda h, d: [
+                {"kind": "underperformance", "host": i, "nic": n} for i in range(h) for n in (0, None)
+            ],
+            formats=("sysfs-grep",),
+            duration=180.0,
+            interval=15.0,
+            prefix="busy",
+            extra={"no_incidents": True},
+            topology=True,
+            jobs=lambda h, d: [{"hosts": list(range(h)), "at": 0.5 * d}],
+            separate=lambda h, d: [[i] for i in range(h)],
+        ),
+        Scenario(
+            "trap-coincident-leaves",
+            "trap: NDR400, at the same minute a marginal cable on leaf01 (symbol errors) and a flapping port on "
+            "leaf02: two unrelated faults on different leaves, no shared job",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("symbol_errors", 1, 0, 0.4 * d, None, {"rate_per_s": 20.0}),
+                Fault("link_flap", h - 1, 0, 0.0, None, {"at": [round(0.45 * d) - 1], "down_s": 12.0}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_errors",
+                    "severity": "critical",
+                    "host": 1,
+                    "nic": 0,
+                    "start": 0.4 * d,
+                    "end": d,
+                    "note": "symbol_error ~20/s",
+                },
+                {
+                    "kind": "link_flap",
+                    "severity": "critical",
+                    "host": h - 1,
+                    "nic": 0,
+                    "start": 0.45 * d - 11,
+                    "end": 0.45 * d + 21,
+                    "note": "link_downed +1",
+                },
+            ],
+            allowed=lambda h, d: (
+                [{"kind": "packet_loss", "host": i, "nic": 0} for i in (0, 1)]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
+                + [{"kind": "ib_congestion", "host": h - 2, "nic": 0}]
+            ),
+            incidents=lambda h, d: [
+                {
+                    # the marginal cable's own loss is its consequence; nothing on the other leaf is
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "link_errors", "host": 1, "nic": 0, "peer": ("leaf", 0, 2)},
+                    "members": [{"kind": "packet_loss", "host": 1}],
+                    "optional": [{"kind": "link_errors", "host": 1}],
+                }
+            ],
+            prefix="coincident",
+            formats=("sysfs-grep",),
+            hosts_per_leaf=2,
+            duration=180.0,
+            topology=True,
+            separate=lambda h, d: [list(range(h // 2)), list(range(h // 2, h))],
         ),
         Scenario(
             "trap-counter-reset",

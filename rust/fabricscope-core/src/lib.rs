@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod formats;
+pub mod guid;
 pub mod packets;
 pub mod read;
 pub mod schema;
@@ -14,8 +15,10 @@ pub mod vocabulary;
 
 pub use error::{Error, Position, Result};
 pub use formats::{FORMATS, Format, FormatInfo};
+pub use guid::normalize_guid;
 pub use read::{
-    Event, InputReport, Limits, ReadContext, ReadOptions, TimeSource, read_bytes, read_paths, total_input_bytes,
+    Event, InputKind, InputReport, Limits, ReadContext, ReadOptions, TimeSource, expand_inputs, read_bytes, read_paths,
+    total_input_bytes,
 };
 pub use schema::{SCHEMA_VERSION, attributes_schema, samples_schema};
 

@@ -55,6 +55,41 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The limits' names, as options and messages spell them (`--limit NAME=VALUE`).
+    pub const NAMES: [&'static str; 5] =
+        ["max_line_bytes", "max_labels", "max_decompressed_bytes", "max_decompression_ratio", "max_document_bytes"];
+
+    /// Every limit by name, in [`Limits::NAMES`] order.
+    pub fn named(&self) -> [(&'static str, u64); 5] {
+        [
+            ("max_line_bytes", self.max_line_bytes as u64),
+            ("max_labels", self.max_labels as u64),
+            ("max_decompressed_bytes", self.max_decompressed_bytes),
+            ("max_decompression_ratio", self.max_decompression_ratio),
+            ("max_document_bytes", self.max_document_bytes),
+        ]
+    }
+
+    /// Set one limit by name. `Err` names what was expected: a known name and a positive value
+    /// that fits the platform's sizes.
+    pub fn set(&mut self, name: &str, value: u64) -> std::result::Result<(), String> {
+        if value == 0 {
+            return Err(format!("limit {name} must be a positive integer, got 0"));
+        }
+        let size = |v: u64| usize::try_from(v).map_err(|_| format!("limit {name}: {v} does not fit this platform"));
+        match name {
+            "max_line_bytes" => self.max_line_bytes = size(value)?,
+            "max_labels" => self.max_labels = size(value)?,
+            "max_decompressed_bytes" => self.max_decompressed_bytes = value,
+            "max_decompression_ratio" => self.max_decompression_ratio = value,
+            "max_document_bytes" => self.max_document_bytes = value,
+            _ => return Err(format!("unknown limit {name:?}; expected one of {}", Self::NAMES.join(", "))),
+        }
+        Ok(())
+    }
+}
+
 /// How to read.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
@@ -535,6 +570,51 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// What one input found by [`expand_inputs`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// A file named by the caller (undetectable content is an error).
+    File,
+    /// A file found by walking a directory (undetectable content is skipped with a warning).
+    Walked,
+    /// A sysfs tree (a copy of `/sys/class/infiniband`, `/sys/class/net`, one device, one port
+    /// ...), read as a whole.
+    SysfsTree,
+    /// A path that cannot be opened or listed; reading it reports the error.
+    Failed,
+}
+
+impl InputKind {
+    /// `file`, `walked`, `sysfs-tree` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputKind::File => "file",
+            InputKind::Walked => "walked",
+            InputKind::SysfsTree => "sysfs-tree",
+            InputKind::Failed => "failed",
+        }
+    }
+}
+
+/// The inputs `paths` expand to, in reading order: directories are walked (sorted, dot entries
+/// skipped, a real directory entered once, so symlink loops end) and a directory that is a sysfs
+/// tree is one input, never split into its counter files. With `format` set to the sysfs tree
+/// format every directory is a tree; with another format set, none is. Never fails: a path that
+/// cannot be read is a [`InputKind::Failed`] input.
+pub fn expand_inputs(paths: &[PathBuf], format: Option<Format>) -> Vec<(PathBuf, InputKind)> {
+    let opts = ReadOptions { format, strict: false, ..ReadOptions::default() };
+    let units = expand(paths, &opts).unwrap_or_default();
+    units
+        .into_iter()
+        .map(|u| match u {
+            Unit::File(p) => (p, InputKind::File),
+            Unit::WalkedFile(p) => (p, InputKind::Walked),
+            Unit::SysfsTree { root, .. } => (root, InputKind::SysfsTree),
+            Unit::Failed(p, _) => (p, InputKind::Failed),
+        })
+        .collect()
 }
 
 /// Total size in bytes of the inputs `paths` expand to (for progress bars).

@@ -3,6 +3,7 @@
 
 mod error;
 mod reader;
+mod rules;
 
 use pyo3::prelude::*;
 
@@ -19,6 +20,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reader::counters, m)?)?;
     m.add_function(wrap_pyfunction!(reader::samples_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(reader::attributes_schema_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::limits, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::expand, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::parse_directive_line, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::normalize_guid, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::links_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(reader::_panic_for_test, m)?)?;
     Ok(())
 }

@@ -26,11 +26,11 @@ fn options(
     time_ns: Option<i64>,
     strict: bool,
     batch_rows: usize,
-    max_line_bytes: usize,
-    max_labels: usize,
-    max_decompressed_bytes: u64,
-    max_decompression_ratio: u64,
-    max_document_bytes: u64,
+    max_line_bytes: Option<usize>,
+    max_labels: Option<usize>,
+    max_decompressed_bytes: Option<u64>,
+    max_decompression_ratio: Option<u64>,
+    max_document_bytes: Option<u64>,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
 ) -> PyResult<ReadOptions> {
@@ -54,18 +54,20 @@ fn options(
     if !(1e-9..=9e9).contains(&bin_seconds) {
         return Err(PyValueError::new_err(format!("bin_seconds must be positive, got {bin_seconds}")));
     }
+    let defaults = Limits::default();
     Ok(ReadOptions {
         format,
         host,
         time_ns,
         strict,
         batch_rows,
+        // Unset limits take the core's defaults (the one place they are written).
         limits: Limits {
-            max_line_bytes,
-            max_decompressed_bytes,
-            max_labels,
-            max_decompression_ratio,
-            max_document_bytes,
+            max_line_bytes: max_line_bytes.unwrap_or(defaults.max_line_bytes),
+            max_decompressed_bytes: max_decompressed_bytes.unwrap_or(defaults.max_decompressed_bytes),
+            max_labels: max_labels.unwrap_or(defaults.max_labels),
+            max_decompression_ratio: max_decompression_ratio.unwrap_or(defaults.max_decompression_ratio),
+            max_document_bytes: max_document_bytes.unwrap_or(defaults.max_document_bytes),
         },
         link_speed_bps,
         bin_ns: (bin_seconds * 1e9).round() as i64,
@@ -94,8 +96,8 @@ type ReadOutput<'py> = (PyTable, PyTable, Bound<'py, PyDict>, Vec<Bound<'py, PyD
 /// Read every input and return `(samples, attributes, {other_table_name: table}, reports)`.
 #[pyfunction]
 #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                    max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30,
-                    max_decompression_ratio=250, max_document_bytes=256u64<<20,
+                    max_line_bytes=None, max_labels=None, max_decompressed_bytes=None,
+                    max_decompression_ratio=None, max_document_bytes=None,
                     link_speed_gbps=None, bin_seconds=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn read<'py>(
@@ -106,11 +108,11 @@ pub fn read<'py>(
     time_ns: Option<i64>,
     strict: bool,
     batch_rows: usize,
-    max_line_bytes: usize,
-    max_labels: usize,
-    max_decompressed_bytes: u64,
-    max_decompression_ratio: u64,
-    max_document_bytes: u64,
+    max_line_bytes: Option<usize>,
+    max_labels: Option<usize>,
+    max_decompressed_bytes: Option<u64>,
+    max_decompression_ratio: Option<u64>,
+    max_document_bytes: Option<u64>,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
 ) -> PyResult<ReadOutput<'py>> {
@@ -179,8 +181,8 @@ pub struct Scanner {
 impl Scanner {
     #[new]
     #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                        max_line_bytes=1<<20, max_labels=128, max_decompressed_bytes=256u64<<30,
-                    max_decompression_ratio=250, max_document_bytes=256u64<<20,
+                        max_line_bytes=None, max_labels=None, max_decompressed_bytes=None,
+                    max_decompression_ratio=None, max_document_bytes=None,
                     link_speed_gbps=None, bin_seconds=1.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -191,11 +193,11 @@ impl Scanner {
         time_ns: Option<i64>,
         strict: bool,
         batch_rows: usize,
-        max_line_bytes: usize,
-        max_labels: usize,
-        max_decompressed_bytes: u64,
-        max_decompression_ratio: u64,
-        max_document_bytes: u64,
+        max_line_bytes: Option<usize>,
+        max_labels: Option<usize>,
+        max_decompressed_bytes: Option<u64>,
+        max_decompression_ratio: Option<u64>,
+        max_document_bytes: Option<u64>,
         link_speed_gbps: Option<f64>,
         bin_seconds: f64,
     ) -> PyResult<Self> {

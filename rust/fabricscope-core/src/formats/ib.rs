@@ -88,21 +88,7 @@ impl NameCache {
     }
 }
 
-/// A node GUID as every reader stores it: lowercase `0x` + 16 hex digits. Accepts `0x`/`0X`
-/// prefixed or bare hex with 1 to 16 digits (`ibqueryerrors` prints `%x` without zero padding,
-/// so `0x2c903006e29b0` becomes `0x0002c903006e29b0`). `None` for anything else.
-pub fn normalize_guid(s: &str) -> Option<String> {
-    let t = s.trim();
-    let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-    if hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    // Bare decimal-looking text is ambiguous; only accept bare hex when it is full width.
-    if hex.len() == t.len() && hex.len() != 16 {
-        return None;
-    }
-    Some(format!("0x{:0>16}", hex.to_ascii_lowercase()))
-}
+pub use crate::guid::normalize_guid;
 
 /// A counter value as the IB tools print it: decimal, or `0x` hex. The "not supported" sentinels
 /// of ibdiagnet (`0xfffffffffffffffe`, `-1` from ibdiagnet 2.8.1) and the empty cell or `N/A`
@@ -297,18 +283,6 @@ fn looks_like_line_protocol(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn guids_are_normalised() {
-        assert_eq!(normalize_guid("0x2c903006e29b0").as_deref(), Some("0x0002c903006e29b0"));
-        assert_eq!(normalize_guid("0X7CFE9003009CE5B0").as_deref(), Some("0x7cfe9003009ce5b0"));
-        assert_eq!(normalize_guid("7cfe9003009ce5b0").as_deref(), Some("0x7cfe9003009ce5b0"));
-        assert_eq!(normalize_guid("1234"), None);
-        assert_eq!(normalize_guid("0x"), None);
-        assert_eq!(normalize_guid("0x1234567890abcdef0"), None);
-        assert_eq!(normalize_guid("0xzz"), None);
-        assert_eq!(normalize_guid("0xé"), None);
-    }
 
     #[test]
     fn values_handle_hex_and_sentinels() {

@@ -479,7 +479,8 @@ impl PrometheusReader {
             device = format!("gpu{g}");
             take_label(&mut labels, "device", Role::Metadata);
         } else if let Some(g) = take_label(&mut labels, "guid", Role::Identity) {
-            device = normalize_guid(&g);
+            // A label that is not a GUID is kept as the device name, lowercased.
+            device = crate::guid::normalize_guid(&g).unwrap_or_else(|| g.trim().to_ascii_lowercase());
         } else if let Some(d) = take_label(&mut labels, "device", Role::Identity) {
             device = d;
         }
@@ -858,21 +859,6 @@ fn strip_port(s: &str) -> &str {
     }
 }
 
-/// A node GUID as `0x` + 16 lowercase hex digits (`0x7CFE...`, `7cfe:9003:003b:4b96` and short
-/// `0x2c9030001` forms agree); anything else lowercased as it is.
-fn normalize_guid(v: &str) -> String {
-    let t = v.trim();
-    let body = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-    let hex: String = body.chars().filter(|c| *c != ':').collect();
-    if (1..=16).contains(&hex.len())
-        && hex.bytes().all(|b| b.is_ascii_hexdigit())
-        && let Ok(n) = u64::from_str_radix(&hex, 16)
-    {
-        return format!("0x{n:016x}");
-    }
-    t.to_ascii_lowercase()
-}
-
 fn parse_port(v: &str) -> Option<u16> {
     let v = v.trim();
     if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
@@ -1104,14 +1090,6 @@ mod tests {
         assert_eq!(strip_port("fe80::1"), "fe80::1");
         assert_eq!(strip_port("gpu017"), "gpu017");
         assert_eq!(strip_port("gpu017:"), "gpu017:");
-    }
-
-    #[test]
-    fn guids_normalise() {
-        assert_eq!(normalize_guid("0x7CFE9003003B4B96"), "0x7cfe9003003b4b96");
-        assert_eq!(normalize_guid("7cfe:9003:003b:4b96"), "0x7cfe9003003b4b96");
-        assert_eq!(normalize_guid("0x2c9030001"), "0x00000002c9030001");
-        assert_eq!(normalize_guid("Not-A-GUID"), "not-a-guid");
     }
 
     #[test]

@@ -169,7 +169,7 @@ fn emit_file(ctx: &mut ReadContext<'_>, t: &Target<'_>, rel: &str, content: &[u8
         Owner::IbDevice => match rel {
             "node_guid" | "sys_image_guid" => {
                 t.attribute(ctx, rel, v)?;
-                if let Some(hex) = normalise_guid(v) {
+                if let Some(hex) = crate::guid::normalize_guid(v) {
                     t.attribute(ctx, &format!("{rel}_hex"), &hex)?;
                 }
                 Ok(())
@@ -232,12 +232,6 @@ fn emit_file(ctx: &mut ReadContext<'_>, t: &Target<'_>, rel: &str, content: &[u8
             Ok(())
         }
     }
-}
-
-/// `0a7f:bc12:45ef:d23b` -> `0x0a7fbc1245efd23b`, the spelling perfquery and ibnetdiscover use.
-fn normalise_guid(v: &str) -> Option<String> {
-    let hex: String = v.trim_start_matches("0x").chars().filter(|c| *c != ':').collect();
-    (hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then(|| format!("0x{}", hex.to_ascii_lowercase()))
 }
 
 fn parse_u64(s: &str) -> Option<u64> {
@@ -727,13 +721,6 @@ mod tests {
         assert_eq!(parse_state("4: ACTIVE"), Some((4, "ACTIVE")));
         assert_eq!(parse_state("5: LinkUp"), Some((5, "LinkUp")));
         assert_eq!(parse_state("ACTIVE"), None);
-    }
-
-    #[test]
-    fn guids_normalise() {
-        assert_eq!(normalise_guid("0a7f:bc12:45ef:d23b").as_deref(), Some("0x0a7fbc1245efd23b"));
-        assert_eq!(normalise_guid("0A7F:BC12:45EF:D23B").as_deref(), Some("0x0a7fbc1245efd23b"));
-        assert_eq!(normalise_guid("0a7f:bc12"), None);
     }
 
     #[test]

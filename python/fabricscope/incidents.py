@@ -1,0 +1,821 @@
+"""From findings to incidents: one root cause per fault, traced across layers and the topology.
+
+A single bad cable produces findings on several hosts and layers: errors on the port, loss and
+go-back-N retransmissions on the NICs whose traffic crosses it, a collective that runs slow on every
+rank. :func:`correlate` groups such findings into an :class:`Incident`: one root finding (the entity
+where the fault is), its consequences (the findings the root explains, each with the path from the
+root to it), a window, a severity, a one-line title and the action that fixes the root.
+
+Every grouping is the work of a declared :class:`Rule` that states its physical argument and a
+public source (``docs/incidents.md`` lists them). A consequence is attached only when
+
+* a relation the rule accepts links it to the root: the same port, the two ends of one cable, the
+  same leaf switch (from the ``links`` table; without one only "same host = same leaf" is assumed,
+  and the evidence says so), the ranks of one collective job (``nccl_ranks``), or the leaves below a
+  spine;
+* it starts no earlier than the root (within one sampling interval);
+* the root can explain its magnitude (a victim's loss rate no larger than the root's; a ring's bus
+  bandwidth no better than the degraded link allows; CNPs handled no more than the receiver sent).
+
+When several roots could explain a finding, the strongest relation wins (same port, then cable, then
+leaf, then spine, then job), then the earlier root; the incident records the competitors and what
+decided. Findings no rule explains, and roots that explain nothing, stay standalone.
+
+Example:
+    >>> from fabricscope.findings import make_findings
+    >>> import datetime as dt
+    >>> t = dt.datetime(2026, 12, 4, 14, tzinfo=dt.timezone.utc)
+    >>> f = make_findings([
+    ...     {"kind": "link_errors", "severity": "critical", "host": "gpu02", "device": "mlx5_0", "port": 1,
+    ...      "start": t, "end": t + dt.timedelta(minutes=5), "metric": "symbol_errors", "observed": 20.0,
+    ...      "message": "x", "evidence": {"rule": "link_errors.symbol_errors"}},
+    ...     {"kind": "packet_loss", "severity": "warning", "host": "gpu02", "device": "mlx5_0", "port": 1,
+    ...      "start": t + dt.timedelta(seconds=10), "end": t + dt.timedelta(minutes=5), "metric": "loss_rate_rx",
+    ...      "observed": 1e-4, "message": "y", "evidence": {"direction": "rx"}}])
+    >>> [(i.root["kind"], len(i.consequences)) for i in correlate(f)]
+    [('link_errors', 1)]
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from fabricscope.findings import SEVERITIES
+
+__all__ = ["RELATIONS", "RULES", "Incident", "Rule", "correlate", "incident_documents", "standalone_mask"]
+
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+# Strongest first: a finding on the root's own port is explained before one that merely shares a leaf.
+RELATIONS = ("same_port", "same_host", "cable", "same_leaf", "below_spine", "job")
+
+_FALLBACK = "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One causal chain: which findings can be a root, which consequences it explains, and why.
+
+    Attributes:
+        name: Stable identifier (in the incident evidence and ``docs/incidents.md``).
+        root: ``kind`` or ``kind:direction`` (the ``direction`` of the finding's evidence) a root may have.
+        consequences: Consequence ``kind`` (or ``kind:direction``) -> the relations accepted for it.
+        argument: The physical argument, one paragraph.
+        source: Public documents a user can open.
+        action: What fixes the root (``{entity}`` is replaced by the root's entity).
+        title: One-line title template (``{entity}``, ``{hosts}``, ``{n}`` consequences).
+        info: Consequence specs whose info findings count too (a sender's DCQCN loop numbers are
+            info findings, yet they are the incast's footprint); otherwise info findings are context.
+        magnitude: Optional check ``(root, consequence) -> (ok, text)``: can the root explain the size?
+            ``ok`` is None when no bound applies or a number is missing (the consequence is kept).
+    """
+
+    name: str
+    root: tuple[str, ...]
+    consequences: Mapping[str, tuple[str, ...]]
+    argument: str
+    source: str
+    action: str
+    title: str
+    info: tuple[str, ...] = ()
+    magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool | None, str]] | None = None
+
+
+def _evidence(f: dict[str, Any]) -> dict[str, Any]:
+    ev = f.get("evidence")
+    if isinstance(ev, dict):
+        return ev
+    try:
+        out = json.loads(ev) if ev else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _direction(f: dict[str, Any]) -> str | None:
+    """``rx``/``tx`` from the evidence, else from the metric's name (``tx_pause_storm_warning_events``)."""
+    ev = _evidence(f)
+    d = ev.get("direction")
+    if isinstance(d, str):
+        return d
+    if f["kind"] == "ecn_congestion":
+        # marks arrive at the receiver (notification point); CNPs are handled by senders (reaction points)
+        rule = ev.get("rule")
+        if rule == "ecn_congestion.dcqcn_active":
+            sent, handled = ev.get("cnp_sent_per_s") or 0.0, ev.get("cnp_handled_per_s") or 0.0
+            return "tx" if handled > sent else "rx"
+        return "tx" if rule == "ecn_congestion.cnp_ignored" else "rx"
+    head = (f.get("metric") or "").split("_", 1)[0]
+    return head if head in ("rx", "tx") else None
+
+
+def _matches(spec: str, f: dict[str, Any]) -> bool:
+    kind, _, direction = spec.partition(":")
+    return f["kind"] == kind and (not direction or _direction(f) == direction)
+
+
+def _loss_rate(f: dict[str, Any]) -> float | None:
+    """Loss probability a finding measured (packet_loss observes p; lossy_collapse keeps it in evidence)."""
+    if f["kind"] == "packet_loss" and f.get("observed") is not None and f.get("metric", "").startswith("loss_rate"):
+        return float(f["observed"])
+    p = _evidence(f).get("p")
+    return float(p) if isinstance(p, (int, float)) else None
+
+
+def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
+    """A victim cannot lose more of its packets than the faulty link loses of the packets crossing it.
+
+    Traffic a sender puts across the bad link meets the link's loss probability; a sender also
+    talking to healthy peers sees the same or less. Twice the root's rate absorbs estimator noise
+    (both are lower bounds from 10 s counter deltas).
+    """
+    if c["kind"] not in ("packet_loss", "lossy_collapse"):
+        return None, "not a loss finding: no loss-rate bound applies"
+    pr, pc = root.get("_link_p", _loss_rate(root)), _loss_rate(c)
+    if pr is None or pc is None:
+        return None, "loss rate of root or consequence unknown: magnitude not checked"
+    ok = pc <= 2.0 * pr
+    return ok, f"victim loss p = {pc:.2e} {'<=' if ok else '>'} 2 x root p = {pr:.2e}"
+
+
+def _ratio(f: dict[str, Any]) -> float | None:
+    r = _evidence(f).get("ratio")
+    if isinstance(r, (int, float)):
+        return float(r)
+    if f.get("observed") is not None and f.get("expected"):
+        return float(f["observed"]) / float(f["expected"])
+    return None
+
+
+def _degraded_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
+    """A ring through a link at fraction x of its peers' rate moves at most ~x of the expected bandwidth.
+
+    If the collective reached clearly more than the degraded link allows, its ring does not cross
+    that link (the counter-factual: with the link in the ring it could not have been that fast).
+    """
+    if c["kind"] != "underperformance":
+        return None, "not a bandwidth measurement: no ring bound applies"
+    rr, rc = _ratio(root), _ratio(c)
+    if rr is None or rc is None:
+        return None, "rate ratio of root or consequence unknown: magnitude not checked"
+    ok = rc <= rr * 1.15
+    return ok, f"collective at {rc:.0%} of expected {'<=' if ok else '>'} the degraded link's {rr:.0%} (+15%)"
+
+
+def _cnp_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
+    """CNPs a sender handles were sent by a notification point: no more than the congested receiver sent."""
+    sent = _evidence(root).get("cnp_sent_per_s")
+    handled = _evidence(c).get("cnp_handled_per_s")
+    if not isinstance(sent, (int, float)) or not isinstance(handled, (int, float)):
+        return None, "CNP rates not both known: magnitude not checked"
+    ok = handled <= 1.2 * sent
+    return ok, f"sender handled {handled:,.0f} CNP/s {'<=' if ok else '>'} receiver sent {sent:,.0f}/s (+20%)"
+
+
+_SLOW = {"underperformance": ("same_port", "same_host", "job"), "bottleneck": ("same_port", "same_host", "job")}
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        name="link_loss_go_back_n",
+        root=("link_flap", "link_errors", "lossy_collapse:rx", "packet_loss:rx"),
+        consequences={
+            "packet_loss": ("same_port", "cable", "job"),
+            "lossy_collapse": ("same_port", "cable", "job"),
+            "link_errors": ("same_port", "cable"),
+            # the errors pegged the port's 16-bit PortCounters register: the same fault, counted to the limit
+            "counter_anomaly": ("same_port",),
+            # a down port holds its ring predecessor's data: the predecessor waits for credits
+            "ib_congestion": ("cable", "job"),
+            **_SLOW,
+        },
+        argument=(
+            "Bit errors on a cable corrupt packets; the receiver drops them (ICRC/VCRC or FCS failure). "
+            "InfiniBand RC and RoCEv2 recover with go-back-N: the responder NAKs the first missing PSN and the "
+            "requester resends everything after it, so every sender whose traffic crosses the link sees "
+            "sequence errors, and goodput falls as 1/(1+pW) with W packets in flight. A ring collective moves "
+            "at the speed of its slowest hop, so every rank of the job slows."
+        ),
+        source=(
+            "InfiniBand Architecture Specification Vol. 1, chapter 9 'Transport Layer' (reliable connection: PSN "
+            "checking, NAK sequence error, go-back-N retransmission); Mittal et al., 'Revisiting Network Support "
+            "for RDMA', SIGCOMM 2018 (go-back-N goodput under loss); Zhu et al., 'Congestion Control for "
+            "Large-Scale RDMA Deployments', SIGCOMM 2015"
+        ),
+        action="replace or reseat the cable/transceiver of {entity} (check both ends with mlxlink / ibdiagnet)",
+        title="bad link {entity}: errors and loss reaching {hosts}",
+        magnitude=_loss_magnitude,
+    ),
+    Rule(
+        name="pause_storm_head_of_line",
+        root=("pfc_storm:tx",),
+        consequences={
+            "pfc_congestion:tx": ("same_port",),  # the storm itself, seen as a pause ratio
+            "pfc_congestion:rx": ("cable", "same_leaf", "job"),
+            "pfc_storm:rx": ("cable", "same_leaf", "job"),
+            "packet_loss": ("same_port", "same_host"),
+            **_SLOW,
+        },
+        argument=(
+            "A NIC whose receive pipeline stalls sends PFC pause frames without end. Its leaf stops sending to "
+            "it, the egress queue fills, and the leaf in turn pauses the ingress ports feeding that priority: "
+            "hosts sharing the leaf (and the collective waiting on the stalled NIC) are paused although they "
+            "are healthy, head-of-line blocking their flows."
+        ),
+        source=(
+            "IEEE 802.1Qbb-2011 Priority-based Flow Control; Guo et al., 'RDMA over Commodity Ethernet at "
+            "Scale', SIGCOMM 2016 (NIC PFC pause frame storm, head-of-line blocking); NVIDIA MLNX_OFED "
+            "documentation, 'Priority Flow Control (PFC)' (tx_pause_storm_warning_events/error_events)"
+        ),
+        action="isolate {entity}: take the NIC out of service, collect its firmware dump, reset or replace it",
+        title="PFC pause storm from {entity}: pause spread to {hosts}",
+    ),
+    Rule(
+        name="incast_ecn",
+        root=("ecn_congestion:rx",),
+        consequences={
+            "ecn_congestion:tx": ("same_leaf", "job"),
+            "pfc_congestion:rx": ("same_leaf", "job"),
+            "bottleneck": ("same_port", "same_host"),
+        },
+        argument=(
+            "When several senders converge on one receiver, the switch queue toward it grows past the ECN "
+            "threshold and marks packets CE; the receiver (notification point) returns CNPs to the senders "
+            "(reaction points), which cut their rate. The marks are on the receiver and the rate cuts on the "
+            "senders: one cause, the fan-in."
+        ),
+        source=(
+            "RFC 3168 (ECN); Zhu et al., 'Congestion Control for Large-Scale RDMA Deployments' (DCQCN), "
+            "SIGCOMM 2015; NVIDIA documentation 'DCQCN' (np_cnp_sent, rp_cnp_handled)"
+        ),
+        action="spread the traffic converging on {entity} (placement, more receivers, or rate-limit the senders)",
+        title="incast into {entity}: ECN marks and CNPs on {hosts}",
+        info=("ecn_congestion:tx",),
+        magnitude=_cnp_magnitude,
+    ),
+    Rule(
+        name="degraded_link_ring",
+        root=("link_degraded",),
+        consequences={"link_degraded": ("same_port", "cable"), **_SLOW},
+        argument=(
+            "A port trained at 2X width or a lower speed carries half (or less) of its peers' rate. A ring "
+            "all-reduce moves every byte through every hop, so the whole ring, and every rank in it, runs at "
+            "the degraded link's rate: bottleneck and collective underperformance on all its ranks."
+        ),
+        source=(
+            "InfiniBand Architecture Specification Vol. 2 (physical layer: link width and speed training); "
+            "NVIDIA nccl-tests doc/PERFORMANCE.md (bus bandwidth of ring all-reduce); Patarasuk and Yuan, "
+            "'Bandwidth optimal all-reduce algorithms for clusters of workstations', J. Parallel Distrib. "
+            "Comput. 69(2), 2009"
+        ),
+        action="re-train or replace the cable of {entity} (mlxlink -p <port> to see why it came up narrow/slow)",
+        title="degraded link {entity}: ring limited on {hosts}",
+        magnitude=_degraded_magnitude,
+    ),
+    Rule(
+        name="spine_credit_starvation",
+        root=("ib_congestion",),
+        consequences={"ib_congestion": ("below_spine",), **_SLOW},
+        argument=(
+            "InfiniBand is credit based: a port transmits only with receive buffer credits from its peer. A "
+            "spine port starved of credits (PortXmitWait rising) stops draining the leaf uplinks feeding it, "
+            "so the leaves below and the HCAs behind them wait for credits in turn (congestion spreading)."
+        ),
+        source=(
+            "InfiniBand Architecture Specification Vol. 1, chapter 7 'Link Layer' (credit-based flow control) "
+            "and chapter 16 'General Services' (PortCounters PortXmitWait); Pfister and Norton, 'Hot Spot "
+            "Contention and Combining in Multistage Interconnection Networks', IEEE Trans. Computers, 1985 "
+            "(tree saturation)"
+        ),
+        action="find the hot destination behind {entity} (UFM/ibdiagnet congestion report) and rebalance routing",
+        title="credit starvation at spine {entity}: congestion on {hosts}",
+    ),
+)
+
+
+@dataclass
+class Incident:
+    """One fault: its root finding and the findings it explains.
+
+    Attributes:
+        id: Stable identifier (hash of the root's kind, entity and start).
+        rule: The :class:`Rule` name that made the chain.
+        root: The root finding (a findings-frame row as a dict).
+        entity: Where the fault is, as text (the port, and its cable's far end when the topology says).
+        consequences: One dict per explained finding: ``finding`` (row dict), ``relation``, ``path``
+            (hops from the root), ``timing`` and ``magnitude`` (checks as text).
+        start: Earliest start among members.
+        end: Latest end among members.
+        severity: The worst severity among the root and its consequences.
+        title: One line.
+        action: What fixes the root.
+        decided: Competing roots: for each finding more than one root could explain, which root won
+            and the evidence that decided.
+        topology: Where leaf relations came from (the links table, or the stated fallback).
+    """
+
+    id: str
+    rule: str
+    root: dict[str, Any]
+    entity: str
+    consequences: list[dict[str, Any]]
+    start: dt.datetime | None
+    end: dt.datetime | None
+    severity: str
+    title: str
+    action: str
+    decided: list[dict[str, Any]] = field(default_factory=list)
+    topology: str = _FALLBACK
+
+    @property
+    def hosts(self) -> list[str]:
+        """Hosts of the root and every consequence, root first (see :func:`_hosts`)."""
+        return _hosts(self.root, [c["finding"] for c in self.consequences])
+
+
+def _hosts(root: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[str]:
+    """Hosts an incident touches, root first.
+
+    A finding on a port named by GUID came from a management node's topology dump: its ``host`` is
+    where the dump ran, not a host of the fabric, so it names no host here.
+    """
+    out: list[str] = []
+    for f in [root, *others]:
+        h = f.get("host")
+        if h and h not in out and not str(f.get("device") or "").startswith("0x"):
+            out.append(h)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Topology: which leaf each port hangs off, which leaves a spine feeds, which hosts share a job.
+
+
+@dataclass
+class _Topo:
+    leaf_of: dict[tuple[str, str | None], tuple[str, str, int | None]]  # (host, device) -> leaf guid, name, port
+    peer_of: dict[tuple[str, int], tuple[str, int, str]]  # (guid, port) -> peer guid, port, name
+    tier_of: dict[str, str]
+    guid_of: dict[tuple[str, str | None], str]
+    below: dict[str, set[str]]  # spine guid -> leaf guids
+    jobs: list[tuple[str, frozenset[str]]]  # (label, hosts)
+    source: str
+
+
+def _guid_map(attributes: pl.DataFrame | None, links: pl.DataFrame | None) -> dict[tuple[str, str | None], str]:
+    out: dict[tuple[str, str | None], str] = {}
+    if attributes is not None and not attributes.is_empty() and "key" in attributes.columns:
+        a = attributes.filter(pl.col("key").cast(pl.String) == "node_guid_hex").select(
+            pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("value").cast(pl.String)
+        )
+        for h, d, v in a.unique().iter_rows():
+            out[(h, d)] = v.lower()
+    if links is not None and not links.is_empty():
+        # rdma-ndd(8) sets an HCA's NodeDescription to "%h %d" (hostname, device): use it when no sysfs
+        for pre in ("", "peer_"):
+            rows = links.filter(pl.col(pre + "node_type") == "hca").select(pre + "node_name", pre + "node_guid")
+            for name, guid in rows.iter_rows():
+                parts = (name or "").split()
+                if len(parts) >= 2:
+                    out.setdefault((parts[0], parts[1]), guid)
+    return out
+
+
+def _topology(tables: Mapping[str, pl.DataFrame], attributes: pl.DataFrame | None) -> _Topo:
+    links = tables.get("links")
+    has_links = links is not None and not links.is_empty()
+    guid_of = _guid_map(attributes, links if has_links else None)
+    peer_of: dict[tuple[str, int], tuple[str, int, str]] = {}
+    tier_of: dict[str, str] = {}
+    below: dict[str, set[str]] = {}
+    if has_links:
+        assert links is not None
+        for r in links.iter_rows(named=True):
+            a = (r["node_guid"], int(r["port"]))
+            b = (r["peer_node_guid"], int(r["peer_port"]))
+            peer_of[a] = (b[0], b[1], r["peer_node_name"] or r["peer_node_guid"])
+            peer_of[b] = (a[0], a[1], r["node_name"] or r["node_guid"])
+            tier_of[r["node_guid"]] = r.get("tier") or ""
+            tier_of[r["peer_node_guid"]] = r.get("peer_tier") or ""
+            if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
+                below.setdefault(r["peer_node_guid"], set()).add(r["node_guid"])
+    # an HCA's first port cabled to a leaf (findings naming no port use it)
+    leaf_by_guid: dict[str, tuple[str, str, int | None]] = {}
+    for (g, _port), (pg, pp, pname) in sorted(peer_of.items()):
+        if tier_of.get(pg) == "leaf":
+            leaf_by_guid.setdefault(g, (pg, pname, pp))
+    leaf_of = {k: leaf_by_guid[g] for k, g in guid_of.items() if g in leaf_by_guid}
+    jobs: list[tuple[str, frozenset[str]]] = []
+    ranks = tables.get("nccl_ranks")
+    if ranks is not None and not ranks.is_empty():
+        # Runs are numbered per log, so two logs both have a run 0: a rank list restarts at rank 0,
+        # and each rank list (in read order) is one job.
+        members: list[set[str]] = []
+        for rank, host in ranks.select("rank", pl.col("host").cast(pl.String)).iter_rows():
+            if rank == 0 or not members:
+                members.append(set())
+            members[-1].add(host)
+        for n, hosts in enumerate(members):
+            if len(hosts) > 1:
+                first = sorted(hosts)[0]
+                jobs.append((f"nccl-tests job {n + 1} ({len(hosts)} hosts from {first})", frozenset(hosts)))
+    src = (
+        "links table (" + ", ".join(sorted(set(links["source"].cast(pl.String).to_list()))) + ")"
+        if has_links and links is not None and "source" in links.columns
+        else _FALLBACK
+    )
+    return _Topo(leaf_of, peer_of, tier_of, guid_of, below, jobs, src)
+
+
+def _port_text(f: dict[str, Any]) -> str:
+    bits = [x for x in (f.get("host"), f.get("device")) if x]
+    if f.get("port") is not None:
+        bits.append(f"port {f['port']}")
+    return " ".join(bits) or "(fabric)"
+
+
+def _leaf(topo: _Topo, f: dict[str, Any]) -> tuple[str, str, int | None] | None:
+    """The leaf a finding's port hangs off: (leaf GUID, name, leaf port), or None when unknown."""
+    dev = str(f.get("device") or "")
+    if dev.startswith("0x") and topo.tier_of.get(dev.lower()) == "leaf":
+        return dev.lower(), dev.lower(), None
+    g = topo.guid_of.get((f.get("host"), f.get("device"))) or (dev.lower() if dev.startswith("0x") else None)
+    if g is not None and f.get("port") is not None:
+        peer = topo.peer_of.get((g, int(f["port"])))
+        if peer is not None and topo.tier_of.get(peer[0]) == "leaf":
+            return peer[0], peer[2], peer[1]
+    return topo.leaf_of.get((f.get("host"), f.get("device")))
+
+
+def _entity(topo: _Topo, f: dict[str, Any]) -> str:
+    """The root's place: its port and, when the topology says, the far end of its cable."""
+    leaf = _leaf(topo, f)
+    if leaf is None:
+        return _port_text(f)
+    return f"{_port_text(f)} <-> {leaf[1]} port {leaf[2]}" if leaf[2] is not None else _port_text(f)
+
+
+def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """Every relation between two findings' entities, strongest first, with the path from root to c."""
+    out: list[tuple[str, list[str]]] = []
+    rh, ch = root.get("host"), c.get("host")
+    rp = _port_text(root)
+    if rh == ch and rh is not None:
+        # a host-wide finding (no device: an nccl-tests run, a layer verdict) shares the host, not the port
+        same_dev = c.get("device") is not None and c["device"] == root.get("device")
+        same_port = c.get("port") is None or root.get("port") is None or c["port"] == root["port"]
+        if same_dev and same_port:
+            out.append(("same_port", [rp]))
+        out.append(("same_host", [rp, f"host {rh}"]))
+    rg = topo.guid_of.get((rh, root.get("device"))) or (
+        str(root["device"]).lower() if root.get("device") and str(root["device"]).startswith("0x") else None
+    )
+    cg = topo.guid_of.get((ch, c.get("device"))) or (
+        str(c["device"]).lower() if c.get("device") and str(c["device"]).startswith("0x") else None
+    )
+    if rg and cg and rg == cg and rh != ch and root.get("port") == c.get("port"):
+        out.append(("same_port", [rp, f"the same port seen from {ch} ({c.get('device')})"]))
+    if rg and cg and root.get("port") is not None and c.get("port") is not None:
+        peer = topo.peer_of.get((rg, int(root["port"])))
+        if peer and peer[0] == cg and peer[1] == int(c["port"]):
+            out.append(("cable", [rp, f"cable to {peer[2]} port {peer[1]}", _port_text(c)]))
+    rl, cl = _leaf(topo, root), _leaf(topo, c)
+    # port -> cable -> leaf: the root's way into the fabric, when the topology knows it
+    hops = [rp] + ([f"cable to {rl[1]} port {rl[2]}", f"leaf {rl[1]}"] if rl and rl[2] is not None else [])
+    if rl and cl and rl[0] == cl[0] and rh != ch:
+        out.append(("same_leaf", [*hops, f"host {ch} behind it"]))
+    if rg and topo.tier_of.get(rg) == "spine":
+        leaves = topo.below.get(rg, set())
+        if cl and cl[0] in leaves:
+            out.append(("below_spine", [rp, f"leaf {cl[1]} below it", f"host {ch} behind {cl[1]}"]))
+        elif cg in leaves:
+            out.append(("below_spine", [rp, f"leaf {cg} below it"]))
+    for label, hosts in topo.jobs:
+        if rh in hosts and ch in hosts and rh != ch:
+            out.append(("job", [*hops, label, f"rank host {ch}"]))
+            break
+    return out
+
+
+def _interval_s(interval_s: float | None) -> float:
+    if interval_s:
+        return float(interval_s)
+    return 30.0  # fabricscope default: three 10 s scrapes when the caller does not know its sampling interval
+
+
+def _fid(f: dict[str, Any]) -> str:
+    s = f.get("start")
+    key = "|".join(str(x) for x in (f["kind"], f.get("host"), f.get("device"), f.get("port"), f.get("priority"), s))
+    return "inc-" + hashlib.sha1(key.encode()).hexdigest()[:10]
+
+
+def _root_rules(f: dict[str, Any]) -> list[Rule]:
+    return [r for r in RULES if any(_matches(s, f) for s in r.root)]
+
+
+def _accepts(rule: Rule, c: dict[str, Any]) -> tuple[str, ...]:
+    for spec, rels in rule.consequences.items():
+        if _matches(spec, c):
+            return rels
+    return ()
+
+
+# Precedence of root kinds: a physical fault explains the loss it causes, the loss explains congestion.
+_ROOT_ORDER = {
+    "link_flap": 0,
+    "link_errors": 1,
+    "link_degraded": 2,
+    "pfc_storm": 3,
+    "lossy_collapse": 4,
+    "packet_loss": 5,
+    "ecn_congestion": 6,
+    "ib_congestion": 7,
+}
+
+
+def _order(f: dict[str, Any]) -> tuple[int, int, dt.datetime, int]:
+    never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    # Of two findings of one kind: a spine port is upstream of everything below it (0); a port named
+    # by its host's device (1) reads better than the same port named by a GUID from a management
+    # node's topology dump (2).
+    return (_ROOT_ORDER.get(f["kind"], 99), f.get("_vantage", 1), f.get("start") or never, -_RANK[f["severity"]])
+
+
+def correlate(
+    findings: pl.DataFrame,
+    *,
+    tables: Mapping[str, pl.DataFrame] | None = None,
+    attributes: pl.DataFrame | None = None,
+    interval_s: float | None = None,
+) -> list[Incident]:
+    """Group findings into incidents (a pure function of its arguments).
+
+    Args:
+        findings: A findings frame (:data:`fabricscope.findings.FINDINGS_SCHEMA`).
+        tables: Side tables: ``links`` (topology), ``nccl_ranks`` (which hosts run one collective).
+        attributes: Port attributes (``node_guid_hex`` maps a host's device to its GUID in ``links``).
+        interval_s: The sampling interval: a consequence may start this much before its root (both
+            windows are quantised to readings). Default 30 s.
+
+    Returns:
+        Incidents, worst first; each has at least one consequence.
+    """
+    tables = tables or {}
+    topo = _topology(tables, attributes)
+    tol = dt.timedelta(seconds=_interval_s(interval_s))
+    # Info findings are context (a layer's utilisation, a counter reset), not faults: they never root
+    # an incident and join one only where a rule names them (``Rule.info``).
+    info_specs = [spec for rule in RULES for spec in rule.info]
+    rows = [
+        dict(r, _i=i)
+        for i, r in enumerate(findings.iter_rows(named=True))
+        if r["severity"] != "info" or any(_matches(spec, r) for spec in info_specs)
+    ]
+    by_i = {r["_i"]: r for r in rows}
+    # The loss rate of a root's link: its own, else what the receiving end of the same port measured
+    # (link_errors counts symbols, not packets; the receiver's loss finding on that port has the rate).
+    for r in rows:
+        own = _loss_rate(r) if _direction(r) in ("rx", None) else None
+        seen = [
+            p
+            for x in rows
+            if x["host"] == r["host"] and x["device"] == r["device"] and x["port"] == r["port"]
+            if _direction(x) == "rx" and (p := _loss_rate(x)) is not None
+        ]
+        r["_link_p"] = own if own is not None else (max(seen) if seen else None)
+        dev = str(r.get("device") or "")
+        r["_vantage"] = (0 if topo.tier_of.get(dev.lower()) == "spine" else 2) if dev.startswith("0x") else 1
+    roots = sorted((r for r in rows if r["severity"] != "info" and _root_rules(r)), key=_order)
+    rank_of = {r["_i"]: n for n, r in enumerate(roots)}
+    # For each finding: its candidate explanations (root, rule, relation, path, checks) that pass.
+    chosen: dict[int, dict[str, Any]] = {}
+    decided: dict[int, dict[str, Any]] = {}
+    for c in rows:
+        cands = []
+        rejected = []
+        for root in roots:
+            if root["_i"] == c["_i"]:
+                continue
+            # a root only explains findings below it in precedence (no cycles)
+            if c["_i"] in rank_of and rank_of[c["_i"]] < rank_of[root["_i"]]:
+                continue
+            for rule in _root_rules(root):
+                rels = _accepts(rule, c)
+                if not rels or (c["severity"] == "info" and not any(_matches(x, c) for x in rule.info)):
+                    continue
+                found = [(rel, path) for rel, path in _relations(topo, root, c) if rel in rels]
+                if not found:
+                    continue
+                rel, path = min(found, key=lambda x: RELATIONS.index(x[0]))
+                rs, cs = root.get("start"), c.get("start")
+                # a windowed finding (bottleneck: utilisation per window) starts at its window's edge
+                win = _evidence(c).get("window_s")
+                ctol = max(tol, dt.timedelta(seconds=float(win))) if isinstance(win, (int, float)) else tol
+                if rs is not None and cs is not None and cs + ctol < rs:
+                    rejected.append(
+                        {"root": _ref(root), "why": f"starts {(rs - cs).total_seconds():.0f} s before the root"}
+                    )
+                    continue
+                timing = (
+                    "not timed (a root or consequence without a window)"
+                    if rs is None or cs is None
+                    else f"starts {(cs - rs).total_seconds():+.0f} s after the root "
+                    f"(tolerance {ctol.total_seconds():.0f} s)"
+                )
+                ok, mag = rule.magnitude(root, c) if rule.magnitude else (None, "no magnitude bound for this rule")
+                if ok is False:
+                    rejected.append({"root": _ref(root), "why": mag})
+                    continue
+                cands.append(
+                    {
+                        "root": root,
+                        "rule": rule,
+                        "relation": rel,
+                        "path": path,
+                        "timing": timing,
+                        "magnitude": mag,
+                        "checked": ok is True,
+                    }
+                )
+                break
+        if not cands:
+            if rejected:
+                decided[c["_i"]] = {"finding": _ref(c), "chosen": None, "rejected": rejected}
+            continue
+        # strongest relation first; then a root whose magnitude bound was checked and holds; then precedence
+        cands.sort(key=lambda x: (RELATIONS.index(x["relation"]), not x["checked"], _order(x["root"])))
+        best = cands[0]
+        chosen[c["_i"]] = best
+        if len(cands) > 1 or rejected:
+            runner = cands[1] if len(cands) > 1 else None
+            why = _why(best, runner)
+            decided[c["_i"]] = {
+                "finding": _ref(c),
+                "chosen": _ref(best["root"]),
+                "competitors": [_ref(x["root"]) for x in cands[1:]],
+                "rejected": rejected,
+                "decided_by": why,
+            }
+
+    def ultimate(i: int) -> int:
+        seen = {i}
+        while i in chosen and chosen[i]["root"]["_i"] not in seen:
+            i = chosen[i]["root"]["_i"]
+            seen.add(i)
+        return i
+
+    by_root: dict[int, list[int]] = {}
+    for i in chosen:
+        by_root.setdefault(ultimate(i), []).append(i)
+    out = []
+    for ri, members in by_root.items():
+        root = by_i[ri]
+        cons = []
+        for i in sorted(members, key=lambda i: _order(by_i[i])):
+            ch = chosen[i]
+            via = ch["root"]
+            path = list(ch["path"])
+            if via["_i"] != ri:
+                path = [_port_text(root), f"explains {via['kind']} on {_port_text(via)}", *path[1:]]
+            cons.append(
+                {
+                    "finding": _clean(by_i[i]),
+                    "rule": ch["rule"].name,
+                    "relation": ch["relation"],
+                    "via": None if via["_i"] == ri else _ref(via),
+                    "path": path,
+                    "timing": ch["timing"],
+                    "magnitude": ch["magnitude"],
+                }
+            )
+        rule = chosen[members[0]]["rule"] if chosen[members[0]]["root"]["_i"] == ri else _root_rules(root)[0]
+        entity = _entity(topo, root)
+        hosts = _hosts(root, [c["finding"] for c in cons])
+        starts = [x for x in [root.get("start"), *(c["finding"]["start"] for c in cons)] if x is not None]
+        ends = [x for x in [root.get("end"), *(c["finding"]["end"] for c in cons)] if x is not None]
+        sev = max([root["severity"], *(c["finding"]["severity"] for c in cons)], key=lambda s: _RANK[s])
+        # the title names the hosts the fault reached beyond its own (its own when it reached none)
+        reached = [h for h in hosts if h != root.get("host")] or hosts
+        host_text = ", ".join(reached[:4]) + (f" and {len(reached) - 4} more" if len(reached) > 4 else "")
+        out.append(
+            Incident(
+                id=_fid(root),
+                rule=rule.name,
+                root=_clean(root),
+                entity=entity,
+                consequences=cons,
+                start=min(starts) if starts else None,
+                end=max(ends) if ends else None,
+                severity=sev,
+                title=rule.title.format(entity=entity, hosts=host_text, n=len(cons)),
+                action=rule.action.format(entity=entity),
+                # its members' decisions, and the findings it was a candidate for but failed a check on
+                decided=[
+                    d
+                    for i, d in sorted(decided.items())
+                    if i in members
+                    or i == ri
+                    or (d["chosen"] is None and any(x["root"] == _ref(root) for x in d["rejected"]))
+                ],
+                topology=topo.source,
+            )
+        )
+    never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    out.sort(key=lambda x: (-_RANK[x.severity], x.start or never, x.id))
+    return out
+
+
+def _why(best: dict[str, Any], runner: dict[str, Any] | None) -> str:
+    """The evidence that decided between the chosen root and the runner-up."""
+    if runner is None:
+        return "only candidate left after the timing and magnitude checks"
+    if best["relation"] != runner["relation"]:
+        return f"relation {best['relation']} is stronger than {runner['relation']}"
+    if best["checked"] and not runner["checked"]:
+        return f"same relation; only this root's magnitude bound could be checked, and it holds ({best['magnitude']})"
+    return (
+        f"same relation: the more fundamental, earlier root wins ({best['root']['kind']} on "
+        f"{_port_text(best['root'])} before {runner['root']['kind']} on {_port_text(runner['root'])})"
+    )
+
+
+def _clean(f: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in f.items() if k not in ("_i", "_link_p", "_vantage")}
+
+
+def _ref(f: dict[str, Any]) -> dict[str, Any]:
+    s = f.get("start")
+    return {
+        "kind": f["kind"],
+        "host": f.get("host"),
+        "device": f.get("device"),
+        "port": f.get("port"),
+        "priority": f.get("priority"),
+        "metric": f.get("metric"),
+        "start": _iso(s),
+    }
+
+
+def _iso(t: dt.datetime | None) -> str | None:
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _key(f: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (
+        f["kind"],
+        f.get("host"),
+        f.get("device"),
+        f.get("port"),
+        f.get("priority"),
+        f.get("metric"),
+        f.get("start"),
+    )
+
+
+def standalone_mask(findings: pl.DataFrame, incidents: Sequence[Incident]) -> pl.Series:
+    """True for each finding that belongs to no incident (neither root nor consequence)."""
+    members = {_key(i.root) for i in incidents} | {_key(c["finding"]) for i in incidents for c in i.consequences}
+    return pl.Series("standalone", [_key(r) not in members for r in findings.iter_rows(named=True)], pl.Boolean)
+
+
+def incident_documents(incidents: Sequence[Incident]) -> list[dict[str, Any]]:
+    """The findings document's ``incidents`` array (``fabricscope.findings/2``, ``docs/schema.md``)."""
+    return [
+        {
+            "id": i.id,
+            "severity": i.severity,
+            "title": i.title,
+            "action": i.action,
+            "rule": i.rule,
+            "entity": i.entity,
+            "start": _iso(i.start),
+            "end": _iso(i.end),
+            "hosts": i.hosts,
+            "root": _ref(i.root),
+            "consequences": [
+                {
+                    "finding": _ref(c["finding"]),
+                    "severity": c["finding"]["severity"],
+                    "relation": c["relation"],
+                    "via": c["via"],
+                    "path": c["path"],
+                    "timing": c["timing"],
+                    "magnitude": c["magnitude"],
+                }
+                for c in i.consequences
+            ],
+            "decided": i.decided,
+            "topology": i.topology,
+        }
+        for i in incidents
+    ]

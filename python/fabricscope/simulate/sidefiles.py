@@ -1,0 +1,150 @@
+"""Side files a cluster has next to its counters: the fabric topology and collective benchmarks.
+
+* ``ibnetdiscover -p`` output (InfiniBand only): one line per port, HCAs named
+  ``"<host> <device>"`` as rdma-ndd sets the NodeDescription, leaves and spines as
+  ``MF0;<name>:MQM9700/U1`` as NVIDIA Quantum-2 switches report themselves.
+* nccl-tests ``all_reduce_perf`` logs, one per run, preceded by a ``date +%s`` line: the bus
+  bandwidth a ring all-reduce over the run's hosts reaches at that moment of the simulation, from the
+  same physics as the counters (the slowest hop of the ring, go-back-N efficiency on a lossy hop, the
+  receive capacity left by a pause storm).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fabricscope.simulate.fabric import Fabric
+from fabricscope.simulate.model import ACHIEVABLE, RTT_S, Fault
+
+__all__ = ["ring_busbw_bytes_per_s", "write_ibnetdiscover", "write_nccl_tests"]
+
+_SIZES = (1 << 30, 1 << 31, 1 << 32, 1 << 33)
+
+
+def _switch_name(prefix: str, kind: str, i: int) -> str:
+    return f"MF0;{prefix}-{kind}{i + 1:02d}:MQM9700/U1"
+
+
+def _switch_guid(fabric: Fabric, kind: str, i: int) -> str:
+    return (fabric.leaf_guids if kind == "leaf" else fabric.spine_guids)[i]
+
+
+def write_ibnetdiscover(fabric: Fabric, out: Path, *, prefix: str, t_s: int, host: str = "mgmt01") -> None:
+    """``ibnetdiscover -p`` of the fabric, as run on a management node (``# host:`` and ``date +%s`` first).
+
+    Each host NIC hangs off its leaf at port (position under the leaf + 1); each leaf has one uplink
+    per spine at ports 61, 62, ... (spine port = leaf index + 1).
+    """
+    lid = 1
+    lids: dict[str, int] = {}
+    for kind, n in (("spine", fabric.spines), ("leaf", fabric.leaves)):
+        for i in range(n):
+            lids[_switch_guid(fabric, kind, i)] = lid
+            lid += 1
+    lines = [f"# host: {host}", str(t_s)]
+
+    def line(
+        a_kind: str, a_lid: int, a_port: int, a_guid: str, width: str, b_kind: str, b_lid: int, b_port: int, b_guid: str
+    ) -> str:
+        return f"{a_kind:<3}{a_lid:>6}{a_port:>3} {a_guid} {width} - {b_kind:<3}{b_lid:>6}{b_port:>3} {b_guid}"
+
+    pos: dict[int, int] = {}
+    for h in fabric.hosts:
+        lg = _switch_guid(fabric, "leaf", h.leaf)
+        ln = _switch_name(prefix, "leaf", h.leaf)
+        for nic in h.nics:
+            pos[h.leaf] = pos.get(h.leaf, 0) + 1
+            lp = pos[h.leaf]
+            width = f"{nic.width}x {nic.speed_name}"
+            hl = lid
+            lid += 1
+            name = f"{h.name} {nic.device}"
+            lines.append(line("CA", hl, nic.port, nic.guid, width, "SW", lids[lg], lp, lg) + f" ( '{name}' - '{ln}' )")
+            lines.append(line("SW", lids[lg], lp, lg, width, "CA", hl, nic.port, nic.guid) + f" ( '{ln}' - '{name}' )")
+    width = f"{fabric.tech.lanes}x {fabric.tech.speed_name}"
+    for li in range(fabric.leaves):
+        lg, ln = _switch_guid(fabric, "leaf", li), _switch_name(prefix, "leaf", li)
+        for si in range(fabric.spines):
+            sg, sn = _switch_guid(fabric, "spine", si), _switch_name(prefix, "spine", si)
+            lines.append(line("SW", lids[lg], 61 + si, lg, width, "SW", lids[sg], li + 1, sg) + f" ( '{ln}' - '{sn}' )")
+            lines.append(line("SW", lids[sg], li + 1, sg, width, "SW", lids[lg], 61 + si, lg) + f" ( '{sn}' - '{ln}' )")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+
+
+def ring_busbw_bytes_per_s(fabric: Fabric, faults: list[Fault], hosts: list[int], t: float, end: float) -> float:
+    """Bus bandwidth of a ring all-reduce over ``hosts`` at second ``t``: its slowest hop.
+
+    A host's hop moves at its NICs' line rate times the achievable share, times the go-back-N
+    efficiency ``1/(1 + pW)`` of loss into it, times the receive capacity a pause storm leaves.
+    """
+    tech = fabric.tech
+    rates = []
+    for i in hosts:
+        total = 0.0
+        for n in fabric.hosts[i].nics:
+            p, storm = 0.0, 0.0
+            for f in faults:
+                if not f.hits(i, n.index) or f.overlap(t, t + 1.0, end) <= 0:
+                    continue
+                if f.kind == "lossy_link":
+                    p = max(p, float(f.params["p"]))
+                elif f.kind == "pfc_storm":
+                    storm = 1.0
+            w = n.line_rate * RTT_S / tech.data_frame
+            total += n.line_rate * ACHIEVABLE / (1.0 + p * w) * (1.0 - 0.98 * storm)
+        rates.append(total)
+    return min(rates)
+
+
+def write_nccl_tests(
+    fabric: Fabric, faults: list[Fault], runs: list[dict[str, Any]], outdir: Path, *, t0: int, end: float
+) -> None:
+    """One ``all_reduce_perf`` log per run (``{"hosts": [index...], "at": seconds}``), 8 GPUs per host."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    for n_run, run in enumerate(runs):
+        hosts = list(run["hosts"])
+        at = float(run["at"])
+        busbw = ring_busbw_bytes_per_s(fabric, faults, hosts, at, end)
+        gpus = len(fabric.hosts[hosts[0]].gpus)
+        n = len(hosts) * gpus
+        lines = [
+            str(t0 + round(at)),
+            "# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
+            "iters: 20 agg iters: 1 validation: 1 graph: 0",
+            "#",
+            "# Using devices",
+        ]
+        rank = 0
+        for i in hosts:
+            for g in range(gpus):
+                lines.append(
+                    f"#  Rank {rank:>2} Group  0 Pid {41000 + rank:>6} on {fabric.hosts[i].name} device {g:>2} "
+                    f"[0000:{0x18 + 0x10 * g:02x}:00] NVIDIA H100 80GB HBM3"
+                )
+                rank += 1
+        lines += [
+            "#",
+            "#                                                              out-of-place                       "
+            "in-place          ",
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+            "   busbw #wrong",
+            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)"
+            "  (GB/s)       ",
+        ]
+        total = 0.0
+        for size in _SIZES:
+            # smaller messages do not fill the pipeline: a fixed latency share per size
+            bw = busbw * size / (size + 64e6)
+            algbw = bw * n / (2 * (n - 1))
+            us = size / algbw * 1e6
+            total += bw
+            cols = f"{us:>9.0f} {algbw / 1e9:>7.2f} {bw / 1e9:>7.2f} {0:>6}"
+            lines.append(f"{size:>12} {size // 4:>13}     float     sum      -1 {cols} {cols}")
+        lines += [
+            "# Out of bounds values : 0 OK",
+            f"# Avg bus bandwidth    : {total / len(_SIZES) / 1e9:.3f} ",
+            "#",
+        ]
+        (outdir / f"all_reduce_perf-run{n_run + 1}.log").write_text("\n".join(lines) + "\n")

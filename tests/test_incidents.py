@@ -1,0 +1,321 @@
+"""Incidents: one root cause per fault, through the CLI on the chain scenarios and as a pure function."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from fabricscope.findings import SCHEMA_ID, SCHEMA_ID_V2, document, make_findings
+from fabricscope.incidents import RULES, correlate, incident_documents, standalone_mask
+from fabricscope.simulate import SCENARIOS, check_incidents
+
+REPO = Path(__file__).resolve().parent.parent
+COMMITTED = REPO / "sample_traces" / "scenarios"
+CHAIN = [n for n, sc in SCENARIOS.items() if sc.incidents(sc.hosts, sc.duration) or sc.separate(sc.hosts, sc.duration)]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "fabricscope"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300)
+
+
+def test_every_incident_scenario_is_listed() -> None:
+    assert set(CHAIN) == {
+        "chain-bad-cable",
+        "chain-pause-storm",
+        "chain-degraded-ring",
+        "chain-two-faults",
+        "trap-busy-healthy",
+        "trap-coincident-leaves",
+    }
+
+
+@pytest.mark.parametrize("scenario", CHAIN)
+def test_cli_incidents_match_truth(tmp_path: Path, scenario: str) -> None:
+    out = tmp_path / "findings.json"
+    r = _cli("analyze", str(COMMITTED / scenario), "--json", str(out))
+    assert r.returncode in (1, 2), r.stderr
+    doc = json.loads(out.read_text())
+    truth = json.loads((COMMITTED / scenario / "truth.json").read_text())
+    assert doc["schema"] == SCHEMA_ID_V2
+    assert check_incidents(doc["incidents"], truth) == {
+        "missing": [],
+        "missing_members": [],
+        "stray_members": [],
+        "false_merges": [],
+        "extra": [],
+    }
+    assert len(doc["incidents"]) == len(truth["incidents"])
+    # every finding an incident names is in the findings array with that incident's id and role
+    for inc in doc["incidents"]:
+        roles = {(f["kind"], f["host"], f["role"]) for f in doc["findings"] if f["incident"] == inc["id"]}
+        assert (inc["root"]["kind"], inc["root"]["host"], "root") in roles
+        for c in inc["consequences"]:
+            assert (c["finding"]["kind"], c["finding"]["host"], "consequence") in roles
+
+
+def test_cli_bad_cable_prints_one_incident_first_with_its_action() -> None:
+    r = _cli("analyze", str(COMMITTED / "chain-bad-cable"))
+    assert r.returncode == 2, r.stderr
+    lines = r.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if "INCIDENT" in line)
+    assert sum("INCIDENT" in line for line in lines) == 1
+    assert "bad link cable-gpu02 mlx5_0 port 1 <-> MF0;cable-leaf01:MQM9700/U1 port 2" in lines[first]
+    assert lines[first + 1].strip().startswith("action: replace or reseat the cable")
+    assert "root:   link_errors on cable-gpu02 mlx5_0 port 1" in lines[first + 3]
+    # the sender's go-back-N loss is reached through the job, via the cable and the leaf
+    assert any(
+        "packet_loss on cable-gpu01 mlx5_0 port 1 [job: cable-gpu02 mlx5_0 port 1 -> cable to "
+        "MF0;cable-leaf01:MQM9700/U1 port 2 -> leaf MF0;cable-leaf01:MQM9700/U1 -> nccl-tests job 1" in line
+        for line in lines
+    )
+    assert "topology: links table (ibnetdiscover)" in r.stdout
+
+
+def test_cli_two_faults_two_incidents_and_the_deciding_evidence(tmp_path: Path) -> None:
+    out = tmp_path / "f.json"
+    _cli("analyze", str(COMMITTED / "chain-two-faults"), "--json", str(out))
+    doc = json.loads(out.read_text())
+    by_rule = {i["rule"]: i for i in doc["incidents"]}
+    assert set(by_rule) == {"link_loss_go_back_n", "degraded_link_ring"}
+    cable, ring = by_rule["link_loss_go_back_n"], by_rule["degraded_link_ring"]
+    assert cable["root"]["host"] == "twofault-gpu02" and ring["root"]["host"] == "twofault-gpu04"
+    assert set(cable["hosts"]) == {"twofault-gpu01", "twofault-gpu02"}
+    assert set(ring["hosts"]) == {"twofault-gpu03", "twofault-gpu04"}
+    # each job's all_reduce belongs to the fault inside that job: the nccl-tests rank lists decide
+    assert [(c["finding"]["kind"], c["relation"]) for c in ring["consequences"]][-1] == ("underperformance", "job")
+    assert ring["consequences"][-1]["finding"]["host"] == "twofault-gpu03"
+    assert "nccl-tests job 2" in " ".join(ring["consequences"][-1]["path"])
+
+
+def test_cli_schema_1_still_available(tmp_path: Path) -> None:
+    r = _cli("analyze", str(COMMITTED / "chain-degraded-ring"), "--json", "-", "--schema", SCHEMA_ID)
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == SCHEMA_ID
+    assert "incidents" not in doc
+    assert all("incident" not in f and "role" not in f for f in doc["findings"])
+
+
+def test_trap_busy_healthy_has_bottlenecks_but_no_incident() -> None:
+    r = _cli("analyze", str(COMMITTED / "trap-busy-healthy"), "--json", "-")
+    doc = json.loads(r.stdout)
+    assert doc["incidents"] == []
+    assert sum(f["kind"] == "bottleneck" and f["severity"] == "warning" for f in doc["findings"]) == 4
+    assert all(f["incident"] is None for f in doc["findings"])
+
+
+# ---- the pure function -----------------------------------------------------------------------
+
+T = dt.datetime(2026, 12, 4, 14, tzinfo=dt.timezone.utc)
+
+
+def _f(kind: str, host: str, *, at: float = 0.0, sev: str = "warning", **kw: object) -> dict:
+    ev = kw.pop("evidence", {})
+    return {
+        "kind": kind,
+        "severity": sev,
+        "host": host,
+        "device": kw.pop("device", "mlx5_0"),
+        "port": kw.pop("port", 1),
+        "start": T + dt.timedelta(seconds=at),
+        "end": T + dt.timedelta(seconds=at + 300),
+        "metric": kw.pop("metric", "m"),
+        "observed": kw.pop("observed", None),
+        "expected": kw.pop("expected", None),
+        "message": f"{kind} on {host}",
+        "evidence": {"rule": kind, **ev},
+    }
+
+
+def _ranks(*hosts: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"run": [0] * len(hosts), "rank": list(range(len(hosts))), "host": list(hosts)},
+        schema={"run": pl.UInt32, "rank": pl.UInt32, "host": pl.String},
+    )
+
+
+def test_consequence_before_its_root_is_rejected_with_the_reason() -> None:
+    f = make_findings(
+        [
+            _f("link_errors", "a", at=100, sev="critical", metric="symbol_errors"),
+            _f("packet_loss", "b", at=0, metric="loss_rate_tx", observed=1e-3, evidence={"direction": "tx"}),
+        ]
+    )
+    inc = correlate(f, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
+    assert inc == []  # the loss began 100 s before the errors: not their consequence
+    later = f.with_columns(
+        pl.when(pl.col("host") == "b").then(pl.col("start") + dt.timedelta(seconds=105)).otherwise(pl.col("start"))
+    )
+    (ok,) = correlate(later, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
+    assert [(c["finding"]["host"], c["relation"]) for c in ok.consequences] == [("b", "job")]
+    assert ok.consequences[0]["timing"] == "starts +5 s after the root (tolerance 10 s)"
+
+
+def test_competing_roots_the_ring_bound_decides() -> None:
+    """Two faults in one job: the collective at 63% is too fast for a ring through a 50% link."""
+    f = make_findings(
+        [
+            _f("link_degraded", "a", sev="critical", observed=25e9, expected=50e9),
+            _f("link_errors", "b", at=5, sev="critical", metric="symbol_errors"),
+            _f("underperformance", "c", at=60, device=None, port=None, evidence={"ratio": 0.63}),
+        ]
+    )
+    incs = correlate(f, tables={"nccl_ranks": _ranks("a", "b", "c")}, interval_s=10)
+    (slow,) = [i for i in incs if i.consequences]
+    assert slow.root["kind"] == "link_errors"
+    (why,) = slow.decided
+    assert why["chosen"]["kind"] == "link_errors"
+    assert why["rejected"][0]["why"] == "collective at 63% of expected > the degraded link's 50% (+15%)"
+    # at 45% the degraded link explains it, and only its bound could be checked (the errors carry no rate)
+    f45 = f.with_columns(pl.col("evidence").str.replace("0.63", "0.45"))
+    (both,) = [i for i in correlate(f45, tables={"nccl_ranks": _ranks("a", "b", "c")}, interval_s=10) if i.consequences]
+    assert both.root["kind"] == "link_degraded"
+    assert both.decided[0]["competitors"][0]["kind"] == "link_errors"
+    assert both.decided[0]["decided_by"] == (
+        "same relation; only this root's magnitude bound could be checked, and it holds "
+        "(collective at 45% of expected <= the degraded link's 50% (+15%))"
+    )
+
+
+def test_victim_losing_more_than_the_link_is_not_its_consequence() -> None:
+    f = make_findings(
+        [
+            _f("packet_loss", "a", sev="warning", metric="loss_rate_rx", observed=1e-4, evidence={"direction": "rx"}),
+            _f("packet_loss", "b", at=5, metric="loss_rate_tx", observed=5e-3, evidence={"direction": "tx"}),
+        ]
+    )
+    assert correlate(f, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10) == []
+    f2 = f.with_columns(pl.when(pl.col("host") == "b").then(1.5e-4).otherwise(pl.col("observed")).alias("observed"))
+    (inc,) = correlate(f2, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
+    assert inc.consequences[0]["magnitude"] == "victim loss p = 1.50e-04 <= 2 x root p = 1.00e-04"
+
+
+def test_without_topology_or_job_hosts_are_never_merged_and_the_fallback_is_stated() -> None:
+    f = make_findings(
+        [
+            _f("pfc_storm", "a", sev="critical", metric="tx_pause_storm_warning_events"),
+            _f("pfc_congestion", "b", at=10, metric="rx_pause_ratio", evidence={"direction": "rx"}),
+            _f("packet_loss", "a", at=10, metric="loss_rate_rx", observed=1e-3, evidence={"direction": "rx"}),
+        ]
+    )
+    (inc,) = correlate(f, interval_s=10)
+    assert inc.rule == "pause_storm_head_of_line"
+    assert [(c["finding"]["host"], c["relation"]) for c in inc.consequences] == [("a", "same_port")]
+    assert "same host = same leaf" in inc.topology
+    assert standalone_mask(f, [inc]).to_list() == [False, True, False]
+
+
+def test_spine_credit_starvation_reaches_the_leaves_below_only() -> None:
+    links = pl.DataFrame(
+        {
+            "node_guid": ["0xh1", "0xh2", "0xl1", "0xl2"],
+            "port": [1, 1, 61, 61],
+            "node_name": ["h1 mlx5_0", "h2 mlx5_0", "leaf1", "leaf2"],
+            "node_type": ["hca", "hca", "switch", "switch"],
+            "tier": ["hca", "hca", "leaf", "leaf"],
+            "peer_node_guid": ["0xl1", "0xl2", "0xs1", "0xs2"],
+            "peer_port": [1, 1, 1, 1],
+            "peer_node_name": ["leaf1", "leaf2", "spine1", "spine2"],
+            "peer_node_type": ["switch"] * 4,
+            "peer_tier": ["leaf", "leaf", "spine", "spine"],
+            "source": ["ibnetdiscover"] * 4,
+        }
+    )
+    f = make_findings(
+        [
+            _f("ib_congestion", "mgmt", device="0xs1", port=1, sev="warning"),
+            _f("ib_congestion", "h1", at=10),
+            _f("ib_congestion", "h2", at=10),
+        ]
+    )
+    incs = correlate(f, tables={"links": links}, interval_s=10)
+    spine = [i for i in incs if i.root["device"] == "0xs1"]
+    assert len(spine) == 1
+    assert [(c["finding"]["host"], c["relation"]) for c in spine[0].consequences] == [("h1", "below_spine")]
+    assert spine[0].consequences[0]["path"][1] == "leaf leaf1 below it"
+
+
+def test_document_v2_marks_roles_and_v1_is_unchanged() -> None:
+    f = make_findings(
+        [
+            _f("link_errors", "a", sev="critical", metric="symbol_errors"),
+            _f("packet_loss", "a", at=10, metric="loss_rate_rx", observed=1e-3, evidence={"direction": "rx"}),
+            _f("link_flap", "z", sev="critical"),
+        ]
+    )
+    incs = correlate(f, interval_s=10)
+    v2 = document(f, [], incident_documents(incs))
+    assert v2["schema"] == SCHEMA_ID_V2 and len(v2["incidents"]) == 1
+    roles = {(x["kind"], x["host"]): (x["incident"] is not None, x["role"]) for x in v2["findings"]}
+    assert roles == {
+        ("link_errors", "a"): (True, "root"),
+        ("packet_loss", "a"): (True, "consequence"),
+        ("link_flap", "z"): (False, None),
+    }
+    assert document(f, []) == document(f, [], incident_documents(incs), schema=SCHEMA_ID)
+    with pytest.raises(ValueError, match="unknown findings schema"):
+        document(f, [], schema="fabricscope.findings/9")
+
+
+def test_every_rule_states_its_physics_and_a_public_source() -> None:
+    docs = (REPO / "docs" / "incidents.md").read_text()
+    for rule in RULES:
+        assert len(rule.argument) > 200 and rule.source and rule.action
+        assert f"`{rule.name}`" in docs
+        for banned in ("interconnect-stack", "prior-art", "shared/reference", "issue "):
+            assert banned not in rule.source and banned not in rule.argument
+
+
+def test_report_first_screen_is_the_incident_and_its_action(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    r = _cli("report", str(COMMITTED / "chain-bad-cable"), "-o", str(out), "--max-ports", "1", "-q")
+    assert r.returncode == 0, r.stderr
+    doc = out.read_text()
+    # before the status, the inputs and the findings table: one incident, its title and its action
+    first = doc[: doc.index("<h2>Status</h2>")]
+    assert "<h2>Incidents (1)</h2>" in first
+    assert first.count("class='incident ") == 1
+    assert "bad link cable-gpu02 mlx5_0 port 1 &lt;-&gt; MF0;cable-leaf01:MQM9700/U1 port 2" in first
+    assert "Action: replace or reseat the cable/transceiver of cable-gpu02 mlx5_0 port 1" in first
+    md = tmp_path / "r.md"
+    assert _cli("report", str(COMMITTED / "chain-bad-cable"), "-o", str(md), "--max-ports", "1", "-q").returncode == 0
+    text = md.read_text()
+    assert text.index("## Incidents (1)") < text.index("## Status: CRITICAL")
+    assert "**Action:** replace or reseat the cable" in text
+
+
+def test_incast_senders_cnps_bounded_by_what_the_receiver_sent() -> None:
+    rx = {"rule": "ecn_congestion.marked_ratio", "cnp_sent_per_s": 1000.0}
+    f = make_findings(
+        [
+            _f("ecn_congestion", "dst", metric="ecn_marked_ratio", evidence=rx),
+            # senders: DCQCN loop numbers are info findings, yet they are the incast's footprint
+            _f(
+                "ecn_congestion",
+                "s1",
+                at=5,
+                sev="info",
+                evidence={"rule": "ecn_congestion.dcqcn_active", "cnp_sent_per_s": 0.0, "cnp_handled_per_s": 400.0},
+            ),
+            _f(
+                "ecn_congestion",
+                "s2",
+                at=5,
+                sev="info",
+                evidence={"rule": "ecn_congestion.dcqcn_active", "cnp_sent_per_s": 0.0, "cnp_handled_per_s": 5000.0},
+            ),
+            _f("bottleneck", "other", at=5, sev="info"),
+        ]
+    )
+    (inc,) = correlate(f, tables={"nccl_ranks": _ranks("dst", "s1", "s2", "other")}, interval_s=10)
+    assert inc.rule == "incast_ecn"
+    assert [(c["finding"]["host"], c["magnitude"]) for c in inc.consequences] == [
+        ("s1", "sender handled 400 CNP/s <= receiver sent 1,000/s (+20%)")
+    ]
+    assert inc.decided[-1]["rejected"][0]["why"] == "sender handled 5,000 CNP/s > receiver sent 1,000/s (+20%)"
