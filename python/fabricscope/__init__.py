@@ -19,17 +19,20 @@ from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
 from fabricscope.packets import PcapResult, read_pcap
 from fabricscope.profiles import get_profile, profiles
+from fabricscope.remote import Connection, RemoteOptions
 from fabricscope.topology import format_topology, topology
 from fabricscope.vocabulary import SCHEMA_VERSION, counters, formats
 
 __all__ = [
     "SCHEMA_VERSION",
     "Analysis",
+    "Connection",
     "History",
     "Incident",
     "InputReport",
     "PcapResult",
     "ReadResult",
+    "RemoteOptions",
     "Scan",
     "__version__",
     "advise",

@@ -48,6 +48,26 @@ def read(
 ) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
     """Parse inputs with the GIL released; returns (samples, attributes, other tables, reports)."""
 
+def read_buffer(
+    data: bytes,
+    name: str,
+    *,
+    format: str | None = None,
+    host: str | None = None,
+    time_ns: int | None = None,
+    strict: bool = True,
+    batch_rows: int = ...,
+    max_line_bytes: int | None = None,
+    max_labels: int | None = None,
+    max_decompressed_bytes: int | None = None,
+    max_decompression_ratio: int | None = None,
+    max_document_bytes: int | None = None,
+) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
+    """Parse one in-memory input named ``name`` (an API response, a scrape); returns what :func:`read` returns."""
+
+def known_prometheus_metrics(names: list[str]) -> list[str]:
+    """The metric names among ``names`` that the counter vocabulary knows."""
+
 class Scanner(Iterator[tuple[str, Any]]):
     """Background parser yielding ``("samples" | "attributes", RecordBatch)``."""
 

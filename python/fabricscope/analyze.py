@@ -17,6 +17,7 @@ from fabricscope.findings import FINDINGS_SCHEMA
 from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, TimeLike, empty_attributes
 from fabricscope.profiles import get_profile
+from fabricscope.remote import RemoteOptions
 
 __all__ = ["Analysis", "analyze", "run_analysis"]
 
@@ -89,6 +90,7 @@ def run_analysis(
     hosts: Sequence[str] | None = None,
     limits: Mapping[str, int] | None = None,
     keep_detail: bool | None = None,
+    remote: RemoteOptions | None = None,
 ) -> Analysis:
     """Read (unless given a frame), rate, and run every detector: the one analysis pipeline.
 
@@ -118,6 +120,9 @@ def run_analysis(
         keep_detail: Keep every rate row and the detectors' views (``rates``, ``layers``) in the result;
             default: when ``engine`` is None. Without it ``rates`` holds only what the fabric-wide
             detectors read, so memory stays bounded on large inputs.
+        remote: How to read URL inputs (a Prometheus server or an exporter endpoint): matchers,
+            step, authentication, TLS (:class:`fabricscope.remote.RemoteOptions`); a server is
+            pulled over ``since``/``until`` (default: the last hour).
 
     Returns:
         An :class:`Analysis`.
@@ -144,7 +149,14 @@ def run_analysis(
     else:
         ran = get_engine(engine or "local", address=address, partitions=partitions).run(
             [data] if isinstance(data, (str, os.PathLike)) else list(data),
-            read=ReadOptions(format=format, host=host, time=time, strict=strict, limits=tuple((limits or {}).items())),
+            read=ReadOptions(
+                format=format,
+                host=host,
+                time=time,
+                strict=strict,
+                limits=tuple((limits or {}).items()),
+                remote=remote,
+            ),
             filters=filters,
             config=cfg,
             profile=prof,

@@ -32,9 +32,30 @@ __all__ = [
     "InputError",
     "InternalError",
     "LimitExceededError",
+    "RemoteError",
     "UnknownFormatError",
 ]
 
 
 class EngineUnavailableError(FabricscopeError):
     """An analysis engine cannot run here (``--engine ray`` without Ray installed); exit status 3."""
+
+
+class RemoteError(InputError):
+    """An HTTP source could not be read: names the URL (without credentials) and the status.
+
+    Attributes:
+        url: The URL, without user info or query string.
+        status: The HTTP status, or None when no response came (timeout, refused, TLS).
+    """
+
+    def __init__(self, url: str, status: int | None, message: str) -> None:
+        what = f"HTTP {status}" if status is not None else "no response"
+        super().__init__(f"{url}: {what}: {message}")
+        self.url = url
+        self.status = status
+        self.path = url
+        self.line = None
+        self.byte_offset = None
+        self.expected = "a successful HTTP response"
+        self.found = what

@@ -11,11 +11,14 @@ import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import polars as pl
 
 from fabricscope import _native
+
+if TYPE_CHECKING:
+    from fabricscope.remote import RemoteOptions
 
 __all__ = [
     "LIMITS",
@@ -246,12 +249,14 @@ def load(
     batch_rows: int = 1 << 20,
     max_line_bytes: int = LIMITS["max_line_bytes"],
     limits: Mapping[str, int] | None = None,
+    remote: RemoteOptions | None = None,
 ) -> ReadResult:
     """Read inputs into samples, port attributes and per-input reports.
 
     Args:
         paths: Files or directories (walked recursively; sysfs trees are recognised). Files may
-            be gzip- or zstd-compressed.
+            be gzip- or zstd-compressed. An ``http(s)://`` URL is a Prometheus server (pulled
+            over ``remote``'s range, default the last hour) or an exporter endpoint (scraped).
         format: ``"auto"`` (detect from content) or a name from :func:`fabricscope.formats`.
         host: Host for inputs that name none (labels and in-file ``# host:`` lines win).
         time: Timestamp for inputs that carry none (in-file timestamp lines and timestamps in
@@ -261,6 +266,7 @@ def load(
         max_line_bytes: Longest accepted line.
         limits: Overrides of the resource limits in :data:`LIMITS` by name, for example
             ``{"max_labels": 512}``.
+        remote: How to read URLs (:class:`fabricscope.remote.RemoteOptions`).
 
     Returns:
         A :class:`ReadResult`.
@@ -276,14 +282,60 @@ def load(
         >>> res.samples.columns[:4]
         ['time', 'host', 'device', 'port']
     """
+    from fabricscope.remote import is_url
+
+    every = _paths(paths)
+    if any(is_url(p) for p in every):
+        return _load_mixed(every, format, host, time, strict, batch_rows, max_line_bytes, limits, remote)
     samples, attributes, tables, reports = _native.read(
-        _paths(paths), **_native_kwargs(format, host, time, strict, batch_rows, max_line_bytes, limits)
+        every, **_native_kwargs(format, host, time, strict, batch_rows, max_line_bytes, limits)
     )
     return ReadResult(
         pl.DataFrame(samples),
         pl.DataFrame(attributes),
         _reports(reports),
         {name: pl.DataFrame(t) for name, t in tables.items()},
+    )
+
+
+def _load_mixed(
+    paths: list[str],
+    format: str,
+    host: str | None,
+    time: TimeLike,
+    strict: bool,
+    batch_rows: int,
+    max_line_bytes: int,
+    limits: Mapping[str, int] | None,
+    remote: RemoteOptions | None,
+) -> ReadResult:
+    """Paths and URLs together, in input order (URLs through :mod:`fabricscope.remote`)."""
+    from fabricscope.remote import is_url, load_url
+
+    samples: list[pl.DataFrame] = []
+    attrs: list[pl.DataFrame] = []
+    reports: list[InputReport] = []
+    tables: dict[str, list[pl.DataFrame]] = {}
+    for p in paths:
+        if is_url(p):
+            s, a, r = load_url(
+                p, remote, format=format, host=host, strict=strict, limits=_limits(limits, max_line_bytes)
+            )
+            samples.append(s)
+            attrs.append(a)
+            reports.append(InputReport(**r))  # type: ignore[arg-type]
+            continue
+        got = load(p, format=format, host=host, time=time, strict=strict, batch_rows=batch_rows, limits=limits)
+        samples.append(got.samples)
+        attrs.append(got.attributes)
+        reports.extend(got.reports)
+        for name, t in got.tables.items():
+            tables.setdefault(name, []).append(t)
+    return ReadResult(
+        pl.concat(samples, how="vertical"),
+        pl.concat(attrs, how="vertical"),
+        reports,
+        {k: pl.concat(v, how="vertical_relaxed") for k, v in tables.items()},
     )
 
 

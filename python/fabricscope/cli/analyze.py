@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,15 @@ import polars as pl
 from fabricscope import __version__
 from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_limit_argument
+from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document, exit_status
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
 
 _EPILOG_ANALYZE = """\
 examples:
+  fabricscope analyze http://prometheus:9090 --since 2026-12-02T14:00:00Z --match 'job="node"'
+  fabricscope analyze http://gpu017:9100/metrics --repeat 6 --interval 10
   fabricscope analyze sample_traces/
   fabricscope analyze /var/lib/node_exporter/*.prom --json findings.json
   fabricscope analyze dumps/ --profile ndr400 --config thresholds.toml --json - | jq .status
@@ -125,7 +129,7 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-
+    bar = progress_bar()
     try:
         analysis = run_analysis(
             args.inputs,
@@ -141,13 +145,17 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             until=args.until,
             hosts=args.hosts.split(",") if args.hosts else None,
             limits=dict(args.limit),
+            remote=replace(remote_options(args), progress=bar),
         )
     except FabricscopeError as e:
+        bar.close()
         print(f"UNKNOWN - fabricscope cannot analyse: {e}", file=sys.stderr)
         return EXIT_INPUT
     except (OSError, ValueError) as e:
+        bar.close()
         print(f"UNKNOWN - fabricscope: {e}", file=sys.stderr)
         return EXIT_INPUT
+    bar.close()
     doc = document(analysis.findings, analysis.inputs, incident_documents(analysis.incidents), schema=args.schema)
     if args.json:
         text = json.dumps(doc, indent=2)
@@ -178,7 +186,9 @@ def add_parser(sub: Any) -> None:
         epilog=_EPILOG_ANALYZE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    an.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok)")
+    an.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok), or a Prometheus/exporter URL"
+    )
     an.add_argument("--json", metavar="PATH|-", help="write the findings document (fabricscope.findings/2)")
     an.add_argument(
         "--schema",
@@ -204,4 +214,5 @@ def add_parser(sub: Any) -> None:
     an.add_argument("--until", help="analyse samples before this time (epoch seconds or ISO 8601)")
     an.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
     add_limit_argument(an)
+    add_remote_arguments(an)
     an.set_defaults(func=_cmd_analyze)

@@ -9,6 +9,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
 from fabricscope.exceptions import FabricscopeError
 
@@ -34,7 +35,14 @@ def add_parser(sub: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--inputs", nargs="+", required=True, metavar="DIR", help="files or directories to watch")
+    p.add_argument("--inputs", nargs="+", default=[], metavar="DIR", help="files or directories to watch")
+    p.add_argument(
+        "--prometheus",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="Prometheus server to pull (repeatable): each run pulls only what is new since the last one",
+    )
     p.add_argument("--state", required=True, metavar="DIR", help="state directory (manifest, lock)")
     p.add_argument("--history", required=True, metavar="DIR", help="history directory (Hive-partitioned Parquet)")
     p.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
@@ -67,10 +75,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--reset-state", action="store_true", help="rebuild the state from the history (after corruption)")
     p.add_argument("--json", metavar="PATH|-", help="write the findings document with the run record")
     p.add_argument("--textfile", metavar="PATH", help="write node_exporter textfile collector metrics (atomically)")
+    add_remote_arguments(p)
     p.set_defaults(func=_cmd_cron)
 
 
 def _cmd_cron(args: argparse.Namespace) -> int:
+    if not args.inputs and not args.prometheus:
+        print("FABRICSCOPE UNKNOWN - give --inputs and/or --prometheus")
+        return EXIT_UNKNOWN
     opts = CronOptions(
         inputs=args.inputs,
         state=Path(args.state),
@@ -85,6 +97,8 @@ def _cmd_cron(args: argparse.Namespace) -> int:
         reset_state=args.reset_state,
         json_path=args.json,
         textfile=args.textfile,
+        prometheus=args.prometheus,
+        remote=remote_options(args),
     )
     try:
         res = run_cron(opts)

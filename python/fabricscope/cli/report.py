@@ -8,6 +8,7 @@ import time as _time
 from pathlib import Path
 from typing import Any
 
+from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.report.build import write_report
 
@@ -39,15 +40,22 @@ def add_parser(sub: Any) -> None:
         description="Analyse inputs (or a cron history) and write a report with the findings, their evidence "
         "and threshold sources, per-port time series with fault windows, the bottleneck view and the advisor.",
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT-or-HISTORY", help="files, directories or cron history dirs")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT-or-HISTORY",
+        help="files, directories, cron history dirs, or a Prometheus/exporter URL",
+    )
     p.add_argument("-o", "--output", required=True, metavar="report.html", help="the report file (atomically)")
     p.add_argument("--format", choices=["html", "md"], default=None, help="default: from the output's suffix")
     p.add_argument("--profile", help="force a technology profile")
     p.add_argument("--config", metavar="PATH", help="TOML thresholds")
-    p.add_argument("--since", help="for histories: only samples from this time (ISO 8601)")
+    p.add_argument("--since", help="for histories and URLs: only samples from this time (ISO 8601)")
+    p.add_argument("--until", help="for URLs: only samples before this time (ISO 8601)")
     p.add_argument("--max-ports", type=int, default=12, help="most ports plotted (default 12; flagged first)")
     p.add_argument("--lenient", action="store_true", help="skip and count bad records")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_remote_arguments(p)
     p.set_defaults(func=_cmd_report)
 
 
@@ -66,6 +74,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             config=args.config,
             strict=not args.lenient,
             since=args.since,
+            until=args.until,
+            remote=remote_options(args),
         )
     except FabricscopeError as e:
         stages.close()

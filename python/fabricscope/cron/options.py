@@ -9,6 +9,8 @@ from typing import Any
 
 import polars as pl
 
+from fabricscope.remote import RemoteOptions
+
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
 
 
@@ -31,6 +33,10 @@ class CronOptions:
         json_path: Write the JSON document here, atomically (``-``: the CLI prints it).
         textfile: Write the node_exporter textfile here.
         now: The run's wall-clock time (tests); default: now.
+        prometheus: Prometheus server URLs to pull; each keeps a watermark in the state and
+            pulls ``[watermark, now)`` (the first run: the last hour), advanced only when the
+            run commits.
+        remote: Matchers, authentication, TLS for ``prometheus``.
     """
 
     inputs: list[str]
@@ -47,6 +53,8 @@ class CronOptions:
     json_path: str | None = None
     textfile: str | None = None
     now: dt.datetime | None = None
+    prometheus: list[str] = field(default_factory=list)
+    remote: RemoteOptions | None = None
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -12,6 +14,9 @@ from fabricscope.history import (
     to_stored,
 )
 from fabricscope.rates import SERIES_KEYS
+
+if TYPE_CHECKING:
+    from fabricscope.cron.options import CronOptions
 
 
 def read_plans(
@@ -43,6 +48,42 @@ def read_plans(
     s = pl.concat([to_stored(x) for x in samples]) if samples else empty_series()
     a = pl.concat([stored_attrs(x) for x in attrs]) if attrs else pl.DataFrame()
     return s, a, inputs, formats, {n: pl.concat(ts, how="diagonal_relaxed") for n, ts in tables.items()}
+
+
+def pull_servers(
+    opts: CronOptions,
+    files: dict[str, dict[str, Any]],
+    now: dt.datetime,
+    new: pl.DataFrame,
+    new_attrs: pl.DataFrame,
+    inputs: list[dict[str, Any]],
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, dict[str, Any]]]:
+    """Pull each Prometheus server from its watermark to ``now``.
+
+    Returns the samples and attributes with the pulled ones added, and each server's next
+    watermark (its state entry, committed with the rest of the state).
+    """
+    from fabricscope.remote import DEFAULT_RANGE_S, RemoteOptions, load_url, redact
+
+    samples, attrs, marks = [new], [new_attrs] if not new_attrs.is_empty() else [], {}
+    until = (now - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1) * 1000
+    for url in opts.prometheus:
+        key = redact(url)
+        mark = files.get(key, {}).get("watermark_ns")
+        since = int(mark) if isinstance(mark, int) else until - DEFAULT_RANGE_S * 1_000_000_000
+        if since >= until:
+            marks[key] = files[key]
+            continue
+        remote = replace(opts.remote or RemoteOptions(), since=since, until=until)
+        s, a, report = load_url(url, remote, strict=opts.strict)
+        samples.append(to_stored(s))
+        if not a.is_empty():
+            attrs.append(stored_attrs(a))
+        inputs.append({"path": key, "format": report["format"] or "-", "records": s.height, "rejected": 0})
+        marks[key] = {"kind": "prometheus", "watermark_ns": until}
+    out_s = pl.concat(samples) if len(samples) > 1 else new
+    out_a = pl.concat(attrs) if attrs else new_attrs
+    return out_s, out_a, marks
 
 
 def drop_stored(new: pl.DataFrame, last: pl.DataFrame) -> tuple[pl.DataFrame, int]:

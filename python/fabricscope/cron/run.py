@@ -19,7 +19,7 @@ from fabricscope.cron.lock import state_lock
 from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
 from fabricscope.cron.options import CronOptions, CronResult
 from fabricscope.cron.outputs import status_line
-from fabricscope.cron.reading import drop_stored, read_plans
+from fabricscope.cron.reading import drop_stored, pull_servers, read_plans
 from fabricscope.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
@@ -103,6 +103,7 @@ def _run_locked(
     run_id = _run_id(st.last_run_id, plans)
     plans = prepare_reads(plans, st.files, work)
     new, new_attrs, inputs, formats, tables = read_plans(plans, opts.strict)
+    new, new_attrs, marks = pull_servers(opts, st.files, started_wall, new, new_attrs, inputs)
     # Topology changes rarely and is read once: the latest links table stays in the state; the
     # other tables (perftest, nccl-tests results) belong to this run's inputs only.
     links = tables.get("links", st.links)
@@ -236,6 +237,8 @@ def _run_locked(
     crash_point("after-history")
 
     files = dict(keep)
+    # Server watermarks advance here, with the rest of the state: after the history is durable.
+    files.update(marks)
     for p in plans:
         files[p.unit.path] = finish_entry(p, formats.get(p.unit.path), st.files.get(p.unit.path, {}).get("context", []))
     series = last_per_series(pl.concat([st.series, new])) if not new.is_empty() else st.series

@@ -22,6 +22,7 @@ from fabricscope.input_summary import format_times, merge_times
 from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
 from fabricscope.profiles import Profile
 from fabricscope.rates import rates, value_as_float
+from fabricscope.remote import RemoteOptions
 
 __all__ = [
     "FABRIC_WIDE",
@@ -113,6 +114,8 @@ class ReadOptions:
     strict: bool = True
     # Resource limits (fabricscope.io.LIMITS names); a tuple of pairs so the options stay hashable.
     limits: tuple[tuple[str, int], ...] = ()
+    # HTTP inputs (a Prometheus server, an exporter endpoint): range, matchers, connection.
+    remote: RemoteOptions | None = None
 
 
 def partition_of(host: str | None, partitions: int) -> int:

@@ -12,16 +12,18 @@ import polars as pl
 from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
-from fabricscope.io import InputReport, scan
+from fabricscope.io import InputReport, _limits, scan
+from fabricscope.remote import RemoteOptions, is_url, load_url
 
 __all__ = ["Unit", "group_units", "raise_if_nothing_read", "read_units", "work_units"]
 
 Unit = tuple[str, str]
 """A path and its kind: ``file`` (named by the user), ``walked`` (found by walking a directory:
 skipped when its format cannot be detected, as the Rust reader does), ``history`` (one Parquet
-part of a ``fabricscope cron`` history) or ``history-attributes`` (a history's port attributes)."""
+part of a ``fabricscope cron`` history), ``history-attributes`` (a history's port attributes) or
+``url`` (a Prometheus server or an exporter endpoint, :mod:`fabricscope.remote`)."""
 
-FILE, WALKED, HISTORY, HISTORY_ATTRIBUTES = "file", "walked", "history", "history-attributes"
+FILE, WALKED, HISTORY, HISTORY_ATTRIBUTES, URL = "file", "walked", "history", "history-attributes", "url"
 
 
 def _history_units(root: Path, filters: Filters) -> list[Unit]:
@@ -81,6 +83,9 @@ def work_units(
         pending.clear()
 
     for p in paths:
+        if is_url(p):
+            units.append((str(p), URL))
+            continue
         path = Path(p)
         if path.is_dir() and is_history(path):
             expand_pending()
@@ -131,6 +136,9 @@ def read_units(
     for path, kind in units:
         if kind in (HISTORY, HISTORY_ATTRIBUTES):
             _read_history(path, kind, filters, partitions, reports, samples, attrs)
+            continue
+        if kind == URL:
+            _read_url(path, read, filters, partitions, reports, samples, attrs)
             continue
         walked = kind == WALKED
         try:
@@ -210,6 +218,27 @@ def _read_history(
     reports.append(InputReport(path, "parquet", Path(path).stat().st_size, df.height, 0, 0))
     for i, part in split_by_partition(df, partitions).items():
         samples[i].append(part)
+
+
+def _read_url(
+    url: str,
+    read: ReadOptions,
+    filters: Filters,
+    partitions: int,
+    reports: list[InputReport],
+    samples: list[list[pl.DataFrame]],
+    attrs: list[list[pl.DataFrame]],
+) -> None:
+    # A server is pulled over the filters' time range (the last hour when none is given).
+    opts = (read.remote or RemoteOptions()).with_range(filters.since, filters.until)
+    got, got_attrs, report = load_url(
+        url, opts, format=read.format, host=read.host, strict=read.strict, limits=_limits(dict(read.limits))
+    )
+    reports.append(InputReport(**report))  # type: ignore[arg-type]
+    for i, df in split_by_partition(filters.apply(got), partitions).items():
+        samples[i].append(df)
+    for i, df in split_by_partition(filters.apply(got_attrs, timed=False), partitions).items():
+        attrs[i].append(df)
 
 
 def _scan_unit(

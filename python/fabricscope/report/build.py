@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -21,6 +21,9 @@ from fabricscope.advise import advise
 from fabricscope.findings import overall_status
 from fabricscope.incidents import Incident
 from fabricscope.rates import value_as_float
+
+if TYPE_CHECKING:
+    from fabricscope.remote import RemoteOptions
 
 _log = logging.getLogger(__name__)
 
@@ -113,6 +116,8 @@ def gather(
     config: str | None = None,
     strict: bool = True,
     since: str | None = None,
+    until: str | None = None,
+    remote: RemoteOptions | None = None,
 ) -> ReportData:
     """Analyse inputs (or read histories) into :class:`ReportData`.
 
@@ -121,7 +126,10 @@ def gather(
         profile: Force a technology profile.
         config: Thresholds TOML.
         strict: Reader strictness.
-        since: For histories: only samples from this time (ISO 8601).
+        since: For histories and URLs: only samples from this time (ISO 8601).
+        until: For URLs: only samples before this time (ISO 8601).
+        remote: How to read URLs (a Prometheus server pulled over ``since``/``until``, default
+            the last hour; an exporter endpoint scraped): :class:`fabricscope.remote.RemoteOptions`.
 
     Returns:
         The report's data (plots not yet drawn).
@@ -134,8 +142,10 @@ def gather(
     from fabricscope.analyze import run_analysis
     from fabricscope.history import History, is_history, to_canonical
     from fabricscope.input_summary import by_format, format_times, problems
-    from fabricscope.io import load
+    from fabricscope.io import _time_ns, load
+    from fabricscope.remote import RemoteOptions
 
+    remote = (remote or RemoteOptions()).with_range(_time_ns(since), _time_ns(until))
     paths = [os.fspath(s) for s in sources]
     histories = [p for p in paths if is_history(p)]
     others = [p for p in paths if p not in histories]
@@ -163,7 +173,7 @@ def gather(
             )
         )
     if others:
-        res = load(others, strict=strict)
+        res = load(others, strict=strict, remote=remote)
         frames.append(res.samples)
         if not res.attributes.is_empty():
             attrs.append(res.attributes)

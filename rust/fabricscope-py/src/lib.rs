@@ -16,6 +16,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     m.add_class::<reader::Scanner>()?;
     m.add_function(wrap_pyfunction!(reader::read, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::read_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::known_prometheus_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(reader::formats, m)?)?;
     m.add_function(wrap_pyfunction!(reader::counters, m)?)?;
     m.add_function(wrap_pyfunction!(reader::samples_schema_arrow, m)?)?;

@@ -7,10 +7,11 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
+use fabricscope_core::formats::prometheus_api;
 use fabricscope_core::vocabulary::{COUNTERS, SPELLINGS};
 use fabricscope_core::{
-    Error, Event, FORMATS, Format, InputReport, Limits, ReadOptions, attributes_schema, read_paths, samples_schema,
-    total_input_bytes,
+    Error, Event, FORMATS, Format, InputReport, Limits, ReadOptions, attributes_schema, read_bytes, read_paths,
+    samples_schema, total_input_bytes,
 };
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
@@ -130,6 +131,14 @@ pub fn read<'py>(
         link_speed_gbps,
         bin_seconds,
     )?;
+    collect(py, move |sink| read_paths(&paths, &opts, sink))
+}
+
+/// Run `read` (releasing the GIL) with a sink that gathers every batch, and export the tables.
+fn collect(
+    py: Python<'_>,
+    read: impl FnOnce(&(dyn Fn(Event) -> bool + Sync)) -> Result<Vec<InputReport>, Error> + Send + std::panic::UnwindSafe,
+) -> PyResult<ReadOutput<'_>> {
     let (result, samples, attributes, tables) = guarded(py, move || {
         let samples = Mutex::new(Vec::<RecordBatch>::new());
         let attributes = Mutex::new(Vec::<RecordBatch>::new());
@@ -139,7 +148,7 @@ pub fn read<'py>(
             Event::Attributes(b) => attributes.lock().map(|mut v| v.push(b)).is_ok(),
             Event::Table { name, batch } => tables.lock().map(|mut t| t.entry(name).or_default().push(batch)).is_ok(),
         };
-        let result = read_paths(&paths, &opts, &sink);
+        let result = read(&sink);
         (
             result,
             samples.into_inner().unwrap_or_default(),
@@ -157,6 +166,51 @@ pub fn read<'py>(
     }
     let reports = reports.iter().map(|r| report_dict(py, r)).collect::<PyResult<Vec<_>>>()?;
     Ok((samples, attributes, other, reports))
+}
+
+/// Read one in-memory input (a Prometheus API response, a scraped exposition) named `name` in
+/// reports and errors; returns what :func:`read` returns.
+#[pyfunction]
+#[pyo3(signature = (data, name, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
+                    max_line_bytes=None, max_labels=None, max_decompressed_bytes=None,
+                    max_decompression_ratio=None, max_document_bytes=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn read_buffer<'py>(
+    py: Python<'py>,
+    data: Vec<u8>,
+    name: String,
+    format: Option<&str>,
+    host: Option<String>,
+    time_ns: Option<i64>,
+    strict: bool,
+    batch_rows: usize,
+    max_line_bytes: Option<usize>,
+    max_labels: Option<usize>,
+    max_decompressed_bytes: Option<u64>,
+    max_decompression_ratio: Option<u64>,
+    max_document_bytes: Option<u64>,
+) -> PyResult<ReadOutput<'py>> {
+    let opts = options(
+        format,
+        host,
+        time_ns,
+        strict,
+        batch_rows,
+        max_line_bytes,
+        max_labels,
+        max_decompressed_bytes,
+        max_decompression_ratio,
+        max_document_bytes,
+        None,
+        1.0,
+    )?;
+    collect(py, move |sink| read_bytes(&data, name.as_ref(), &opts, sink).map(|r| vec![r]))
+}
+
+/// The metric names among `names` that the counter vocabulary knows (what a server pull asks for).
+#[pyfunction]
+pub fn known_prometheus_metrics(names: Vec<String>) -> Vec<String> {
+    names.into_iter().filter(|n| prometheus_api::is_known_metric(n)).collect()
 }
 
 enum Msg {

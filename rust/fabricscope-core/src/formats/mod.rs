@@ -6,6 +6,7 @@
 
 pub mod ethtool;
 pub mod prometheus;
+pub mod prometheus_api;
 pub mod sysfs;
 // InfiniBand diagnostic sources.
 pub mod ib;
@@ -37,6 +38,8 @@ pub enum Format {
     Prometheus,
     /// OpenMetrics 1.0 text (timestamps in seconds, `# EOF`).
     OpenMetrics,
+    /// A Prometheus HTTP API query response (`/api/v1/query`, `/api/v1/query_range` JSON).
+    PrometheusApi,
     /// `ethtool -S <iface>` output, one or more snapshots.
     Ethtool,
     /// A copied `/sys/class/{infiniband,net}` tree (a directory).
@@ -113,6 +116,13 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "OpenMetrics 1.0 exporters and scrapes (`# EOF` terminated)",
         detection: "as prometheus, plus `# EOF` or `# UNIT`",
         timestamps: "per-sample (s); else timestamp lines, file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::PrometheusApi,
+        name: "prometheus-api",
+        produced_by: "a Prometheus server's HTTP API (`/api/v1/query` with a range selector, `/api/v1/query_range`): what `fabricscope analyze http://prometheus:9090` pulls, or a saved response",
+        detection: "a JSON object with `\"status\"` and `\"resultType\"`",
+        timestamps: "per-sample (s with ms precision)",
     },
     FormatInfo {
         format: Format::Ethtool,
@@ -272,6 +282,7 @@ impl Format {
         match self {
             Format::Prometheus => "prometheus",
             Format::OpenMetrics => "openmetrics",
+            Format::PrometheusApi => "prometheus-api",
             Format::Ethtool => "ethtool",
             Format::SysfsTree => "sysfs",
             Format::SysfsGrep => "sysfs-grep",
@@ -302,6 +313,7 @@ impl Format {
         FORMATS.iter().find(|f| f.name == lower).map(|f| f.format).or(match lower.as_str() {
             "prom" | "node_exporter" | "federate" => Some(Format::Prometheus),
             "om" => Some(Format::OpenMetrics),
+            "prometheus-http" | "prometheus-json" => Some(Format::PrometheusApi),
             "ethtool-s" => Some(Format::Ethtool),
             "sysfs-tree" => Some(Format::SysfsTree),
             "db_csv" | "db-csv" | "ibdiagnet" | "ibdiagnet2" => Some(Format::IbdiagnetDbCsv),
@@ -320,6 +332,7 @@ impl Format {
         match self {
             // JSON is not line oriented: the UFM reader takes the whole stream (bounded).
             Format::UfmJson => Some(Box::new(ufm::UfmJsonReader::new())),
+            Format::PrometheusApi => Some(Box::new(prometheus_api::PrometheusApiReader)),
             Format::Pcap | Format::Pcapng => Some(Box::new(crate::packets::CaptureReader)),
             Format::NcclTestsJson => Some(Box::new(nccl_tests::NcclJsonReader)),
             Format::CxlList => Some(Box::new(cxl_list::CxlListReader::new())),
@@ -349,6 +362,7 @@ impl Format {
             Format::PerfStatCxl => Some(Box::new(perf_stat::PerfStatReader::new())),
             Format::SysfsTree
             | Format::UfmJson
+            | Format::PrometheusApi
             | Format::Pcap
             | Format::Pcapng
             | Format::NcclTestsJson
@@ -608,6 +622,9 @@ fn detect_perf_sources(text: &str) -> Option<Format> {
         }
         if cxl_list::looks_like(trimmed) {
             return Some(Format::CxlList);
+        }
+        if prometheus_api::looks_like(trimmed) {
+            return Some(Format::PrometheusApi);
         }
         // `[1,0]<stdout>:` (mpirun --tag-output) also starts with a bracket: keep looking.
     }

@@ -288,27 +288,61 @@ impl PrometheusReader {
             return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
         }
 
-        let series = match self.resolve(line, key, ctx) {
-            Ok(Resolved::Series(s)) => s,
-            Ok(Resolved::Directive) => return Ok(()),
-            Err(Fail::Bad(expected)) => return self.not_a_sample(line, pos, expected, ctx),
+        let Some(series) = self.new_series(line, key, pos, ctx)? else { return Ok(()) };
+        let s = cache(&mut self.series, key, series);
+        let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
+        emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx)
+    }
+
+    /// One sample of the series `key` (`name{label="value",...}`, as an exposition writes it)
+    /// that comes from outside a text line: the Prometheus HTTP API's JSON. It is resolved and
+    /// emitted exactly as a text sample of that series would be, so host, device, port,
+    /// priority, counter name, attributes and DCGM blanks follow the same conventions. `value`
+    /// is the value token; the server stores float64, so it counts as written in float syntax.
+    pub fn push_series_sample(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        time_ns: i64,
+        pos: Position,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
+        let Some((value, _)) = parse_value(value) else {
+            return ctx.bad_record(pos, "a sample value (a number, NaN, +Inf or -Inf)", value);
+        };
+        if let Some(s) = self.series.get_mut(key) {
+            return emit(s, value, true, time_ns, &mut self.seen_attrs, ctx);
+        }
+        let Some(series) = self.new_series(key, key, pos, ctx)? else { return Ok(()) };
+        let s = cache(&mut self.series, key, series);
+        emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)
+    }
+
+    /// Resolve a series text seen for the first time; `None` when the line was a directive or a
+    /// bad record already reported (lenient mode).
+    fn new_series(
+        &mut self,
+        line: &[u8],
+        key: &[u8],
+        pos: Position,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<Option<Series>> {
+        match self.resolve(line, key, ctx) {
+            Ok(Resolved::Series(s)) => Ok(Some(s)),
+            Ok(Resolved::Directive) => Ok(None),
+            Err(Fail::Bad(expected)) => self.not_a_sample(line, pos, expected, ctx).map(|()| None),
             Err(Fail::TooManyLabels) => {
                 let limit = ctx.options().limits.max_labels as u64;
-                return ctx.bad_record_error(Error::LimitExceeded {
+                ctx.bad_record_error(Error::LimitExceeded {
                     path: ctx.path.to_path_buf(),
                     position: pos,
                     what: "number of labels on one sample",
                     limit,
                     option: "max_labels",
-                });
+                })
+                .map(|()| None)
             }
-        };
-        if self.series.len() >= MAX_CACHED_SERIES {
-            self.series.clear();
         }
-        let s = self.series.entry(key.into()).or_insert(series);
-        let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
-        emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx)
     }
 
     fn comment(&mut self, line: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
@@ -592,6 +626,14 @@ impl LineReader for PrometheusReader {
     }
 }
 
+/// Keep a resolved series (the cache is bounded: see [`MAX_CACHED_SERIES`]).
+fn cache<'m>(map: &'m mut AHashMap<Box<[u8]>, Series>, key: &[u8], series: Series) -> &'m mut Series {
+    if map.len() >= MAX_CACHED_SERIES {
+        map.clear();
+    }
+    map.entry(key.into()).or_insert(series)
+}
+
 /// Time of a sample: its own timestamp, else the last timestamp directive, else the input's
 /// fallback (file name, argument, mtime), computed once.
 fn sample_time(
@@ -867,6 +909,12 @@ fn parse_port(v: &str) -> Option<u16> {
     v.parse().ok()
 }
 
+/// Does the vocabulary map the metric `name` (directly, or a `node_ethtool_*` name through its
+/// `ethtool -S` spelling)?
+pub(crate) fn is_mapped_metric(name: &str) -> bool {
+    map_counter(name).0.is_some()
+}
+
 /// The vocabulary mapping of a metric name, and the priority its name carries.
 fn map_counter(name: &str) -> (Option<Mapping>, Option<u8>) {
     if let Some(m) = vocabulary::lookup(Namespace::Prometheus, name) {
@@ -920,7 +968,7 @@ fn type_is_counter(name: &str, family: Option<MetricType>) -> bool {
     }
 }
 
-fn push_escaped(out: &mut String, v: &str) {
+pub(crate) fn push_escaped(out: &mut String, v: &str) {
     for c in v.chars() {
         match c {
             '\\' => out.push_str("\\\\"),

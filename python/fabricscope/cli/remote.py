@@ -1,0 +1,113 @@
+"""Command-line options for HTTP inputs (a Prometheus server, an exporter endpoint).
+
+Shared by every command that reads inputs, so one spelling of each option exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from fabricscope.remote import Connection, RemoteOptions
+
+__all__ = ["add_remote_arguments", "progress_bar", "remote_options"]
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError("expected NAME=VALUE (or NAME: VALUE)")
+    return name.strip(), value.strip()
+
+
+def add_remote_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options that say how to read an ``http(s)://`` input."""
+    g = p.add_argument_group(
+        "Prometheus server and exporter URLs",
+        "An INPUT may be a Prometheus server (recognised by /api/v1/status/buildinfo; pulled over "
+        "--since/--until, default the last hour) or an exporter endpoint (http://node:9100/metrics, scraped).",
+    )
+    g.add_argument(
+        "--match",
+        action="append",
+        default=[],
+        metavar="MATCHER",
+        help='pull only series matching this label matcher (repeatable, ANDed): job="node", {cluster=~"a|b"}',
+    )
+    g.add_argument(
+        "--step", type=float, metavar="SECONDS", help="pull through query_range with this step (default: raw samples)"
+    )
+    g.add_argument("--chunk", type=float, metavar="SECONDS", help="fixed time chunk per request (default: adaptive)")
+    g.add_argument("--repeat", type=int, default=1, metavar="N", help="exporter URLs: scrapes to take (default 1)")
+    g.add_argument("--interval", type=float, default=10.0, metavar="S", help="exporter URLs: seconds between scrapes")
+    g.add_argument(
+        "--prometheus-header",
+        action="append",
+        type=_header,
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra request header (repeatable; its value is never printed)",
+    )
+    g.add_argument("--bearer-token-file", metavar="PATH", help="send the token in this file as a bearer token")
+    g.add_argument("--basic-auth-file", metavar="PATH", help="send basic auth from this file (user:password)")
+    g.add_argument("--ca-file", metavar="PATH", help="verify the server with this PEM CA bundle")
+    g.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
+    g.add_argument("--timeout", type=float, default=30.0, metavar="S", help="seconds per request (default 30)")
+    g.add_argument(
+        "--retries", type=int, default=3, metavar="N", help="retries after timeouts, 429 and 5xx (default 3)"
+    )
+    g.add_argument("--concurrency", type=int, default=4, metavar="N", help="requests in flight at once (default 4)")
+
+
+def remote_options(args: argparse.Namespace) -> RemoteOptions:
+    """The :class:`RemoteOptions` the parsed options ask for (the range comes from the filters)."""
+    return RemoteOptions(
+        match=tuple(args.match),
+        step_s=args.step,
+        chunk_s=args.chunk,
+        repeat=args.repeat,
+        interval_s=args.interval,
+        connection=Connection(
+            headers=tuple(args.prometheus_header),
+            bearer_token_file=args.bearer_token_file,
+            basic_auth_file=args.basic_auth_file,
+            ca_file=args.ca_file,
+            insecure=args.insecure,
+            timeout_s=args.timeout,
+            retries=max(0, args.retries),
+            concurrency=max(1, args.concurrency),
+        ),
+    )
+
+
+class progress_bar:  # noqa: N801 - used as a callable, like a function
+    """A progress line on stderr for long pulls (redrawn at most ten times a second, TTY only)."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.drawn = False
+
+    def __call__(self, done: int, total: int, samples: int) -> None:
+        """Redraw: ``done`` of ``total`` (ns of the range, or scrapes), ``samples`` so far."""
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < total:
+            return
+        self.last = now
+        frac = min(done / total, 1.0) if total else 1.0
+        rate = samples / max(now - self.start, 1e-9)
+        sys.stderr.write(f"\r[{'#' * int(frac * 30):<30}] {frac:6.1%}  {samples:,} samples  {rate:,.0f}/s ")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        """End the progress line."""
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()

@@ -1,0 +1,564 @@
+"""Reading counters over HTTP: a Prometheus server's API and live exporter endpoints.
+
+A URL is read like a path (:func:`fabricscope.load`, ``fabricscope analyze URL``):
+
+* a **Prometheus server** (recognised by answering ``/api/v1/status/buildinfo``) is asked for
+  exactly the series the counter vocabulary knows (``node_infiniband_*``, ``node_ethtool_*``
+  including per-priority pause and RoCE hardware counters, ``DCGM_FI_*``, infiniband_exporter's
+  names, and their exporters' ``*_info`` series), over ``[since, until)`` in time chunks. By
+  default each chunk is a range selector (``{__name__=~"..."}[15m]`` through ``/api/v1/query``),
+  which returns every stored sample with its own timestamp and raw value: no resampling and no
+  ``rate()``, so resets, wraps and saturation are judged from what the exporter reported. With a
+  ``step`` the pull uses ``/api/v1/query_range`` instead (values resampled onto the step grid);
+* any other URL is an **exporter endpoint** (``http://node:9100/metrics``), scraped ``repeat``
+  times ``interval_s`` apart.
+
+The JSON and exposition text are decoded in Rust (the ``prometheus-api``, ``prometheus`` and
+``openmetrics`` readers) into the canonical samples table, so every detector works unchanged.
+
+Credentials (bearer token, basic auth, header values) are sent, never logged: messages and
+reports name the URL without its user info or query string.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures as _futures
+import datetime as _dt
+import gzip
+import json
+import logging
+import os
+import re
+import ssl
+import time as _time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import polars as pl
+
+from fabricscope import _native
+from fabricscope.exceptions import RemoteError
+
+__all__ = [
+    "Connection",
+    "RemoteError",
+    "RemoteOptions",
+    "is_url",
+    "load_url",
+    "probe",
+    "redact",
+    "scan_url",
+]
+
+_log = logging.getLogger("fabricscope")
+
+#: Default pull range when no ``since`` is given: the last hour (fabricscope default: what an
+#: operator asks "what is the fabric doing now?" about, and a few dozen scrapes per series).
+DEFAULT_RANGE_S = 3600
+#: Samples one response should hold (fabricscope default: ~40 MB of JSON, well under the
+#: 256 MiB ``max_document_bytes`` and Prometheus's 50 M ``--query.max-samples``).
+TARGET_SAMPLES_PER_RESPONSE = 500_000
+#: First chunk of a pull, before the sample density is known (fabricscope default).
+FIRST_CHUNK_S = 900
+#: Chunk bounds (fabricscope default: at least one scrape, at most one day per request).
+MIN_CHUNK_S, MAX_CHUNK_S = 1, 86_400
+
+
+def is_url(source: object) -> bool:
+    """Whether an input names an HTTP(S) source rather than a path.
+
+    Example:
+        >>> from fabricscope.remote import is_url
+        >>> is_url("http://prometheus:9090"), is_url("sample_traces/prometheus")
+        (True, False)
+    """
+    return isinstance(source, str) and source.lower().startswith(("http://", "https://"))
+
+
+def redact(url: str) -> str:
+    """The URL as it may be shown: no user info, no query string, no fragment.
+
+    Example:
+        >>> from fabricscope.remote import redact
+        >>> redact("https://admin:s3cret@prom.example:9090/api?token=x")
+        'https://prom.example:9090/api'
+    """
+    p = urllib.parse.urlsplit(url)
+    host = p.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{p.port}" if p.port else host
+    return urllib.parse.urlunsplit((p.scheme, netloc, p.path, "", ""))
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How to talk to a server: authentication, TLS, timeouts, retries, parallelism.
+
+    Attributes:
+        headers: Extra request headers as ``(name, value)`` pairs (``--prometheus-header``).
+        bearer_token_file: A file holding a bearer token (sent as ``Authorization: Bearer``).
+        basic_auth_file: A file holding ``user:password`` on its first line.
+        ca_file: A PEM CA bundle to verify the server with.
+        insecure: Do not verify TLS certificates.
+        timeout_s: Seconds to wait for a response.
+        retries: Extra attempts after a timeout, a refused connection, 429 or a 5xx status.
+        backoff_s: First wait between attempts; doubled each retry.
+        concurrency: Most requests in flight at once.
+    """
+
+    headers: tuple[tuple[str, str], ...] = ()
+    bearer_token_file: str | None = None
+    basic_auth_file: str | None = None
+    ca_file: str | None = None
+    insecure: bool = False
+    timeout_s: float = 30.0
+    retries: int = 3
+    backoff_s: float = 0.5
+    concurrency: int = 4
+
+    def _secrets_and_headers(self, url: str) -> tuple[dict[str, str], list[str]]:
+        headers = {"User-Agent": f"fabricscope/{_native.__version__}", "Accept-Encoding": "gzip"}
+        secrets: list[str] = []
+        # User info in the URL is the weakest: an explicit token or auth file replaces it.
+        p = urllib.parse.urlsplit(url)
+        if p.username or p.password:
+            user = urllib.parse.unquote(p.username or "")
+            password = urllib.parse.unquote(p.password or "")
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+            secrets.extend(s for s in (password, headers["Authorization"]) if s)
+        for name, value in self.headers:
+            headers[name] = value
+            secrets.append(value)
+        if self.bearer_token_file:
+            token = _read_secret(self.bearer_token_file, url, "bearer token file")
+            headers["Authorization"] = f"Bearer {token}"
+            secrets.append(token)
+        if self.basic_auth_file:
+            pair = _read_secret(self.basic_auth_file, url, "basic auth file").splitlines()[0]
+            if ":" not in pair:
+                raise RemoteError(redact(url), None, "the basic auth file must hold `user:password` on its first line")
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+            secrets.extend([pair, pair.split(":", 1)[1], headers["Authorization"]])
+        return headers, [s for s in secrets if s]
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=self.ca_file)
+        if self.insecure:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+
+
+def _read_secret(path: str, url: str, what: str) -> str:
+    try:
+        value = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as e:
+        # The file's path is not secret; its content is never shown.
+        raise RemoteError(redact(url), None, f"cannot read the {what} {path}: {e.strerror}") from None
+    if not value:
+        raise RemoteError(redact(url), None, f"the {what} {path} is empty")
+    return value
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """What to pull from a URL.
+
+    Attributes:
+        since: Start of the range (ns since the epoch, UTC); None: ``until`` minus one hour.
+        until: End of the range, exclusive (ns); None: now.
+        match: Label matchers every pulled series must satisfy, ANDed (``job="node"``,
+            ``{instance=~"gpu0.*"}``).
+        step_s: Pull through ``query_range`` with this step (seconds) instead of raw samples.
+        chunk_s: Fixed chunk length (seconds); None adapts it to hold about
+            :data:`TARGET_SAMPLES_PER_RESPONSE` samples per response.
+        repeat: Exporter endpoints: scrapes to take.
+        interval_s: Exporter endpoints: seconds between scrapes.
+        connection: Authentication, TLS, timeouts, retries, concurrency.
+        progress: Called as ``progress(done, total, samples)`` while pulling.
+    """
+
+    since: int | None = None
+    until: int | None = None
+    match: tuple[str, ...] = ()
+    step_s: float | None = None
+    chunk_s: float | None = None
+    repeat: int = 1
+    interval_s: float = 10.0
+    connection: Connection = field(default_factory=Connection)
+    #: Called as ``progress(done, total, samples)`` while pulling (a progress bar).
+    progress: Callable[[int, int, int], None] | None = field(default=None, compare=False)
+
+    def with_range(self, since: int | None, until: int | None) -> RemoteOptions:
+        """These options with ``since``/``until`` filled in where they are unset."""
+        return replace(self, since=self.since if self.since is not None else since, until=self.until or until)
+
+    def window(self, now_ns: int | None = None) -> tuple[int, int]:
+        """The pull range ``[since, until)`` in ns, defaults applied."""
+        until = self.until if self.until is not None else (now_ns or _time.time_ns())
+        since = self.since if self.since is not None else until - DEFAULT_RANGE_S * 1_000_000_000
+        if since >= until:
+            raise ValueError(f"empty time range: since {_iso(since)} is not before until {_iso(until)}")
+        return since, until
+
+
+def _iso(ns: int) -> str:
+    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+class _Http:
+    """One source's requests: headers, TLS, retries with backoff; errors without secrets."""
+
+    def __init__(self, base: str, conn: Connection) -> None:
+        self.conn = conn
+        self.headers, self.secrets = conn._secrets_and_headers(base)
+        self.ssl = conn._ssl_context() if base.lower().startswith("https://") else None
+        p = urllib.parse.urlsplit(base)
+        # Credentials go in the header only: request URLs never carry user info. A query string
+        # in the given URL (some proxies take parameters) is kept on every request, never shown.
+        self.prefix = urllib.parse.urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path.rstrip("/"), "", ""))
+        self.query = p.query
+        if p.query:
+            self.secrets.append(p.query)
+        self.shown = redact(self.prefix)
+
+    def scrub(self, text: str) -> str:
+        for s in self.secrets:
+            text = text.replace(s, "<redacted>")
+        return text
+
+    def request(self, path: str, form: Mapping[str, str | Sequence[str]] | None = None) -> tuple[int, bytes]:
+        """GET ``path`` (or POST ``form``); returns ``(status, body)`` of a 2xx response."""
+        path, _, query = path.partition("?")
+        query = "&".join(q for q in (self.query, query) if q)
+        url = self.prefix + path + (f"?{query}" if query else "")
+        shown = self.shown + path
+        data = urllib.parse.urlencode(form, doseq=True).encode() if form is not None else None
+        attempt = 0
+        while True:
+            req = urllib.request.Request(url, data=data, headers=dict(self.headers), method="POST" if data else "GET")
+            if data is not None:
+                req.add_header("Content-Type", "application/x-www-form-urlencoded")
+            status: int | None = None
+            try:
+                with urllib.request.urlopen(req, timeout=self.conn.timeout_s, context=self.ssl) as resp:
+                    body = resp.read()
+                    if resp.headers.get("Content-Encoding", "").lower() == "gzip":
+                        body = gzip.decompress(body)
+                    return resp.status, body
+            except urllib.error.HTTPError as e:
+                status = e.code
+                message = self.scrub(_error_text(e))
+                retry = status == 429 or status >= 500
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+                reason = getattr(e, "reason", e)
+                message = self.scrub(f"{type(reason).__name__}: {reason}")
+                retry = not isinstance(reason, ssl.SSLCertVerificationError)
+            if not retry or attempt >= self.conn.retries:
+                tries = f" (after {attempt + 1} attempts)" if attempt else ""
+                raise RemoteError(shown, status, message + tries)
+            _log.info("%s: %s; retrying", shown, f"HTTP {status}" if status else message)
+            _time.sleep(self.conn.backoff_s * 2**attempt)
+            attempt += 1
+
+
+def _error_text(e: urllib.error.HTTPError) -> str:
+    try:
+        body = e.read(4096)
+    except OSError:
+        body = b""
+    try:
+        doc = json.loads(body)
+        if isinstance(doc, dict) and "error" in doc:
+            return f"{doc.get('errorType', 'error')}: {doc['error']}"
+    except ValueError:
+        pass
+    text = body.decode("utf-8", "replace").strip().splitlines()
+    return text[0][:200] if text else (e.reason or "")
+
+
+def probe(url: str, connection: Connection | None = None) -> str:
+    """What a URL is: ``"prometheus"`` when it answers the Prometheus API, else ``"exporter"``.
+
+    The server is recognised by ``/api/v1/status/buildinfo`` answering a successful JSON
+    document, never by its host name or port.
+
+    Raises:
+        RemoteError: the URL does not answer at all (refused, timeout, TLS failure).
+    """
+    http = _Http(url, replace(connection or Connection(), retries=0))
+    try:
+        _, body = http.request("/api/v1/status/buildinfo")
+    except RemoteError as e:
+        if e.status is None:
+            raise
+        return "exporter"
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return "exporter"
+    return "prometheus" if isinstance(doc, dict) and doc.get("status") == "success" else "exporter"
+
+
+def _selector(match: Sequence[str]) -> str:
+    """User matchers (``job="node"``, ``{a="b", c=~"d"}``) as the inside of one selector."""
+    parts = []
+    for m in match:
+        m = m.strip()
+        if m.startswith("{") and m.endswith("}"):
+            m = m[1:-1]
+        if m.strip():
+            parts.append(m.strip().rstrip(","))
+    return ",".join(parts)
+
+
+def _known_names(http: _Http, opts: RemoteOptions, since: int, until: int) -> list[str]:
+    extra = _selector(opts.match)
+    form: dict[str, str | list[str]] = {"start": _seconds(since), "end": _seconds(until)}
+    if extra:
+        form["match[]"] = [f'{{__name__=~".+",{extra}}}']
+    # GET with the form in the query: label values is a GET endpoint on every server version.
+    _, body = http.request("/api/v1/label/__name__/values?" + urllib.parse.urlencode(form, doseq=True))
+    try:
+        doc = json.loads(body)
+        names = [str(n) for n in doc["data"]]
+    except (ValueError, KeyError, TypeError):
+        raise RemoteError(http.shown + "/api/v1/label/__name__/values", 200, "not a label values response") from None
+    return sorted(_native.known_prometheus_metrics(names))
+
+
+def _seconds(ns: int) -> str:
+    """Ns as the API's seconds, exact to the millisecond (Prometheus's resolution)."""
+    ms = ns // 1_000_000
+    return f"{ms // 1000}.{ms % 1000:03d}"
+
+
+def _groups(names: list[str], groups: int) -> list[list[str]]:
+    groups = max(1, min(groups, len(names)))
+    return [names[i::groups] for i in range(groups)]
+
+
+def _name_regex(names: Sequence[str]) -> str:
+    return "|".join(re.escape(n) for n in names)
+
+
+Progress = Callable[[int, int, int], None]
+"""``progress(done_ns, total_ns, samples)``: how much of the range has been pulled."""
+
+
+def _pull(
+    url: str, opts: RemoteOptions, read_kwargs: Mapping[str, object], progress: Progress | None
+) -> Iterator[tuple[str, pl.DataFrame, dict[str, object] | None]]:
+    """Yield ``(kind, frame, report)`` for a server pull, chunk by chunk, in time order."""
+    http = _Http(url, opts.connection)
+    since, until = opts.window()
+    names = _known_names(http, opts, since, until)
+    if not names:
+        _log.warning("%s: no series the counter vocabulary knows in %s..%s", http.shown, _iso(since), _iso(until))
+        return
+    extra = _selector(opts.match)
+    groups = _groups(names, opts.connection.concurrency)
+    step_ms = None if opts.step_s is None else max(1, round(opts.step_s * 1000))
+    chunk_ms = round((opts.chunk_s or FIRST_CHUNK_S) * 1000)
+    start_ms, end_ms = -(-since // 1_000_000), -(-until // 1_000_000)
+    total_samples = 0
+
+    def query(group: list[str], a_ms: int, b_ms: int) -> bytes:
+        selector = f'{{__name__=~"{_name_regex(group)}"{"," + extra if extra else ""}}}'
+        if step_ms is None:
+            # [a, b): the selector at b-1 ms covers [a-1 ms, b-1 ms] (both ends on 2.x, left-open
+            # on 3.x); the rows are cut to [a, b) after decoding.
+            form = {"query": f"{selector}[{b_ms - a_ms}ms]", "time": _seconds((b_ms - 1) * 1_000_000)}
+            _, body = http.request("/api/v1/query", form)
+        else:
+            form = {
+                "query": selector,
+                "start": _seconds(a_ms * 1_000_000),
+                "end": _seconds((b_ms - 1) * 1_000_000),
+                "step": f"{step_ms / 1000:g}",
+            }
+            _, body = http.request("/api/v1/query_range", form)
+        return body
+
+    with _futures.ThreadPoolExecutor(max_workers=max(1, opts.connection.concurrency)) as pool:
+        a = start_ms
+        while a < end_ms:
+            if step_ms is not None:
+                # Chunks of whole steps keep one step grid, anchored at ``since``, across chunks.
+                chunk_ms = max(step_ms, chunk_ms // step_ms * step_ms)
+            b = min(end_ms, a + chunk_ms)
+            try:
+                bodies = list(pool.map(lambda g, a=a, b=b: query(g, a, b), groups))
+            except RemoteError as e:
+                # Too many samples for the server in one query: the same range in halves.
+                if e.status == 422 and "too many samples" in str(e) and b - a > MIN_CHUNK_S * 1000:
+                    chunk_ms = max(MIN_CHUNK_S * 1000, (b - a) // 2)
+                    continue
+                raise
+            chunk_samples = 0
+            for body in bodies:
+                samples, attributes, _tables, reports = _native.read_buffer(
+                    body, http.shown, format="prometheus-api", **read_kwargs
+                )
+                frame = pl.DataFrame(samples)
+                lo = pl.lit(a * 1_000_000).cast(pl.Datetime("ns", "UTC"))
+                hi = pl.lit(b * 1_000_000).cast(pl.Datetime("ns", "UTC"))
+                frame = frame.filter((pl.col("time") >= lo) & (pl.col("time") < hi))
+                chunk_samples += frame.height
+                yield "samples", frame, reports[0] if reports else None
+                attrs = pl.DataFrame(attributes)
+                if attrs.height:
+                    yield "attributes", attrs, None
+            total_samples += chunk_samples
+            if progress is not None:
+                progress((b - start_ms) * 1_000_000, (end_ms - start_ms) * 1_000_000, total_samples)
+            if opts.chunk_s is None:
+                # Aim the next chunk at the target response size from this chunk's density.
+                per_ms = chunk_samples / max(1, b - a) / max(1, len(groups))
+                want = TARGET_SAMPLES_PER_RESPONSE / per_ms if per_ms > 0 else MAX_CHUNK_S * 1000
+                chunk_ms = int(min(MAX_CHUNK_S * 1000, max(MIN_CHUNK_S * 1000, want)))
+            a = b
+
+
+def _scrape(
+    url: str, opts: RemoteOptions, read_kwargs: Mapping[str, object], progress: Progress | None
+) -> Iterator[tuple[str, pl.DataFrame, dict[str, object] | None]]:
+    """Yield ``(kind, frame, report)`` for ``repeat`` scrapes of an exporter endpoint."""
+    http = _Http(url, opts.connection)
+    http.headers["Accept"] = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+    kwargs = dict(read_kwargs)
+    # node_exporter's samples carry no instance label (Prometheus adds it): the host is the
+    # endpoint's host unless the caller names one.
+    kwargs["host"] = kwargs.get("host") or urllib.parse.urlsplit(url).hostname
+    fmt = kwargs.pop("format", None)
+    repeat = max(1, opts.repeat)
+    # An exporter named by host and port alone serves its samples at /metrics (its root is HTML).
+    path = "/metrics" if urllib.parse.urlsplit(url).path in ("", "/") else ""
+    for i in range(repeat):
+        started = _time.monotonic()
+        now = _time.time_ns()
+        _, body = http.request(path)
+        samples, attributes, _tables, reports = _native.read_buffer(
+            body, http.shown, format=None if fmt in (None, "auto", "prometheus-api") else fmt, time_ns=now, **kwargs
+        )
+        yield "samples", pl.DataFrame(samples), reports[0] if reports else None
+        attrs = pl.DataFrame(attributes)
+        if attrs.height:
+            yield "attributes", attrs, None
+        if progress is not None:
+            progress(i + 1, repeat, 0)
+        if i + 1 < repeat:
+            _time.sleep(max(0.0, opts.interval_s - (_time.monotonic() - started)))
+
+
+def scan_url(
+    url: str,
+    options: RemoteOptions | None = None,
+    *,
+    format: str = "auto",
+    host: str | None = None,
+    strict: bool = True,
+    limits: Mapping[str, int] | None = None,
+    progress: Progress | None = None,
+) -> Iterator[tuple[str, pl.DataFrame, dict[str, object] | None]]:
+    """Stream what a URL holds as ``(kind, frame, report)``: kind ``samples`` or ``attributes``.
+
+    A Prometheus server is pulled chunk by chunk (memory bounded by one chunk); an exporter
+    endpoint is scraped ``options.repeat`` times. ``report`` is the reader's report of the
+    chunk or scrape (None for attribute frames).
+
+    Raises:
+        RemoteError: a request failed (the message names the URL and the HTTP status).
+        fabricscope.exceptions.FormatError: a response is not what the reader expected.
+    """
+    opts = options or RemoteOptions()
+    progress = progress or opts.progress
+    read_kwargs: dict[str, object] = {"host": host, "strict": strict, **(limits or {})}
+    if format not in ("auto", "prometheus-api"):
+        read_kwargs["format"] = format
+    kind = probe(url, opts.connection)
+    if kind == "prometheus":
+        read_kwargs.pop("format", None)
+        yield from _pull(url, opts, read_kwargs, progress)
+    else:
+        yield from _scrape(url, opts, read_kwargs, progress)
+
+
+def load_url(
+    url: str,
+    options: RemoteOptions | None = None,
+    *,
+    format: str = "auto",
+    host: str | None = None,
+    strict: bool = True,
+    limits: Mapping[str, int] | None = None,
+    progress: Progress | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, object]]:
+    """Read a URL whole: ``(samples, attributes, report)`` with one report for the URL.
+
+    Example:
+        >>> from fabricscope.remote import load_url
+        >>> load_url("http://127.0.0.1:1/")  # doctest: +SKIP
+    """
+    samples: list[pl.DataFrame] = []
+    attrs: list[pl.DataFrame] = []
+    report: dict[str, object] = {
+        "path": redact(url),
+        "format": None,
+        "bytes": 0,
+        "rows": 0,
+        "attribute_rows": 0,
+        "bad_records": 0,
+        "errors": [],
+        "warnings": [],
+        "time_source": "in-file",
+        "failed": False,
+    }
+    for kind, frame, r in scan_url(
+        url, options, format=format, host=host, strict=strict, limits=limits, progress=progress
+    ):
+        if kind == "samples":
+            samples.append(frame)
+        else:
+            attrs.append(frame)
+        if r is not None:
+            report["format"] = r["format"]
+            for k in ("bytes", "attribute_rows", "bad_records"):
+                report[k] = int(report[k]) + int(r[k])  # type: ignore[call-overload]
+            report["rows"] = int(report["rows"]) + frame.height  # type: ignore[call-overload]
+            for k in ("errors", "warnings"):
+                seen = report[k]
+                assert isinstance(seen, list)
+                seen.extend(x for x in r[k] if x not in seen)  # type: ignore[union-attr]
+            if r["time_source"] != "in-file":
+                report["time_source"] = r["time_source"]
+    out_s = pl.concat(samples, how="vertical") if samples else _empty(_native.samples_schema_arrow())
+    out_a = (
+        pl.concat(attrs, how="vertical").unique(maintain_order=True)
+        if attrs
+        else _empty(_native.attributes_schema_arrow())
+    )
+    return out_s, out_a, report
+
+
+def _empty(schema: object) -> pl.DataFrame:
+    import pyarrow as pa
+
+    return pl.DataFrame(pa.schema(schema).empty_table())
+
+
+def environment_connection(env: Mapping[str, str] | None = None) -> Connection:
+    """A :class:`Connection` from ``FABRICSCOPE_PROMETHEUS_*`` variables (for the dashboard)."""
+    env = os.environ if env is None else env
+    return Connection(
+        bearer_token_file=env.get("FABRICSCOPE_PROMETHEUS_BEARER_TOKEN_FILE") or None,
+        basic_auth_file=env.get("FABRICSCOPE_PROMETHEUS_BASIC_AUTH_FILE") or None,
+        ca_file=env.get("FABRICSCOPE_PROMETHEUS_CA_FILE") or None,
+        insecure=env.get("FABRICSCOPE_PROMETHEUS_INSECURE", "") in ("1", "true", "yes"),
+    )

@@ -1,0 +1,380 @@
+"""Reading a real Prometheus server and live exporter endpoints.
+
+The server is Debian's ``prometheus`` holding a TSDB built with ``promtool`` from the sample
+traces and scenarios (exact millisecond timestamps); analysing it over a scenario's time range
+must give the findings the scenario's files give. These tests fail, never skip, when the
+binaries are missing (``.ci/run`` installs them).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import fabricscope
+import polars as pl
+import pytest
+from fabricscope.analyze import run_analysis
+from fabricscope.exceptions import InputError
+from fabricscope.remote import Connection, RemoteError, RemoteOptions, load_url, probe, redact
+from fabricscope.simulate import check_truth
+
+from tests.prometheus_server import binaries, prometheus_text_to_openmetrics, serve
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS_DIR = REPO / "sample_traces" / "scenarios"
+FABRICSCOPE = Path(sys.executable).with_name("fabricscope")
+SCENARIOS = sorted(p.parent.name for p in SCENARIOS_DIR.glob("*/prometheus"))
+FINDING_KEY = ["kind", "severity", "host", "device", "port", "priority", "layer", "start", "end", "metric"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    try:
+        binaries()
+    except FileNotFoundError as e:
+        pytest.fail(str(e))
+    work = tmp_path_factory.mktemp("prometheus")
+    sources = sorted(SCENARIOS_DIR.glob("*/prometheus/*.prom")) + sorted(
+        (REPO / "sample_traces/prometheus").glob("*.prom")
+    )
+    om = work / "traces.om"
+    prometheus_text_to_openmetrics(sources, om)
+    with serve(om, work) as url:
+        yield url
+
+
+def _key(findings: pl.DataFrame) -> list[tuple[object, ...]]:
+    return sorted(findings.select(FINDING_KEY).rows(), key=repr)
+
+
+def _range(path: Path) -> tuple[dt.datetime, dt.datetime]:
+    """``[first sample, last sample + 1 ms)`` of the files (datetimes: exact to the microsecond)."""
+    t = fabricscope.read(path)["time"]
+    first, last = t.min(), t.max()
+    assert isinstance(first, dt.datetime) and isinstance(last, dt.datetime)
+    return first, last + dt.timedelta(milliseconds=1)
+
+
+def _ns(t: dt.datetime) -> int:
+    return (t - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1) * 1000
+
+
+def test_the_server_is_recognised_by_its_api(server: str) -> None:
+    assert probe(server) == "prometheus"
+    assert probe(server + "/-/healthy") == "exporter"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_server_gives_the_findings_of_the_files(server: str, scenario: str) -> None:
+    files = SCENARIOS_DIR / scenario / "prometheus"
+    truth = json.loads((SCENARIOS_DIR / scenario / "truth.json").read_text())
+    since, until = _range(files)
+    # Every scenario shares one time range on the server: its hosts pick it out. The filter is
+    # neutral on the files (they hold only these hosts).
+    hosts = truth["hosts"]
+    from_files = run_analysis(files, hosts=hosts)
+    assert _key(from_files.findings) == _key(run_analysis(files).findings)
+    from_server = run_analysis(server, since=since, until=until, hosts=hosts)
+    assert _key(from_server.findings) == _key(from_files.findings)
+    assert check_truth(from_server.findings, truth) == check_truth(from_files.findings, truth)
+    # The samples themselves: the same rows, exact values and timestamps.
+    rows_files = fabricscope.read(files).filter(pl.col("host").cast(pl.String).is_in(hosts))
+    got = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until))).samples
+    got = got.filter(pl.col("host").cast(pl.String).is_in(hosts))
+    cols = ["time", "host", "device", "port", "priority", "counter", "value_u64", "value_f64", "scale", "is_counter"]
+    order = ["host", "device", "port", "priority", "counter", "time"]
+
+    def canon(df: pl.DataFrame) -> pl.DataFrame:
+        return df.select(cols).with_columns(pl.col(pl.Categorical).cast(pl.String)).sort(order, nulls_last=True)
+
+    assert canon(got).equals(canon(rows_files))
+    assert set(got["source"].cast(pl.String).unique()) == {"prometheus-api"}
+
+
+def test_pulls_in_chunks_and_through_query_range(server: str) -> None:
+    files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
+    since, until = _range(files)
+    whole = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until))).samples
+    # 7-second chunks: many requests, no sample lost or doubled at their edges.
+    chunked = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until), chunk_s=7)).samples
+    assert chunked.height == whole.height > 0
+    assert chunked.sort(["host", "device", "counter", "port", "priority", "time"]).equals(
+        whole.sort(["host", "device", "counter", "port", "priority", "time"])
+    )
+    # query_range resamples onto a step grid anchored at ``since``, across chunks too.
+    ranged = fabricscope.load(
+        server, remote=RemoteOptions(since=_ns(since), until=_ns(until), step_s=10, chunk_s=35)
+    ).samples
+    assert ranged.height > 0
+    assert ((ranged["time"].dt.epoch("ns") - _ns(since)) % 10_000_000_000 == 0).all()
+    # Label matchers narrow the pull on the server.
+    one = fabricscope.load(
+        server, remote=RemoteOptions(since=_ns(since), until=_ns(until), match=('instance=~"pfcstorm-gpu01:.*"',))
+    ).samples
+    assert set(one["host"].cast(pl.String).unique()) == {"pfcstorm-gpu01"}
+
+
+def test_cli_analyses_a_server_like_files(server: str, tmp_path: Path) -> None:
+    files = SCENARIOS_DIR / "ib-symbol-errors" / "prometheus"
+    truth = json.loads((SCENARIOS_DIR / "ib-symbol-errors" / "truth.json").read_text())
+    since, until = _range(files)
+    iso = [t.isoformat() for t in (since, until)]
+    hosts = ",".join(truth["hosts"])
+
+    def run(*args: str) -> tuple[int, dict[str, object]]:
+        out = subprocess.run(
+            [str(FABRICSCOPE), "analyze", *args, "--hosts", hosts, "--json", "-"], capture_output=True, text=True
+        )
+        return out.returncode, json.loads(out.stdout)
+
+    rc_files, doc_files = run(str(files))
+    rc_server, doc_server = run(server, "--since", iso[0], "--until", iso[1])
+    assert rc_server == rc_files == 2  # CRITICAL: symbol errors
+
+    def comparable(doc: dict[str, object]) -> list[dict[str, object]]:
+        # Everything equal but the evidence's reader name (prometheus-api versus prometheus).
+        out = []
+        for f in doc["findings"]:  # type: ignore[attr-defined]
+            ev = dict(f["evidence"])
+            assert ev.pop("source", "prometheus") in ("prometheus", "prometheus-api")
+            out.append({**f, "evidence": ev})
+        return out
+
+    assert comparable(doc_server) == comparable(doc_files)
+    assert len(doc_server["findings"]) > 0  # type: ignore[arg-type]
+
+
+# --- live exporter endpoints -------------------------------------------------------------------
+
+EXPORTER_TEXT = (REPO / "tests/fixtures/prometheus/e2e-output.infiniband.prom").read_bytes()
+
+
+class _Endpoint:
+    """A local HTTP server whose handler the test chooses; records the requests it saw."""
+
+    def __init__(self, handle: Callable[[http.server.BaseHTTPRequestHandler], None]) -> None:
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.requests.append((self.path, dict(self.headers)))
+                handle(self)
+
+            do_POST = do_GET  # noqa: N815
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> _Endpoint:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _exporter(h: http.server.BaseHTTPRequestHandler) -> None:
+    if h.path != "/metrics":
+        h.send_response(404)
+        h.end_headers()
+        return
+    h.send_response(200)
+    h.send_header("Content-Type", "text/plain; version=0.0.4")
+    h.end_headers()
+    h.wfile.write(EXPORTER_TEXT)
+
+
+def test_live_scrape_of_an_exporter(tmp_path: Path) -> None:
+    with _Endpoint(_exporter) as ep:
+        samples, _attrs, report = load_url(ep.url + "/metrics", RemoteOptions(repeat=3, interval_s=0.05))
+    # The buildinfo probe (under the URL's path, as for a server behind a prefix), then three scrapes.
+    assert [p for p, _ in ep.requests] == ["/metrics/api/v1/status/buildinfo"] + ["/metrics"] * 3
+    (tmp_path / "x.prom").write_bytes(EXPORTER_TEXT)
+    one = fabricscope.load(tmp_path / "x.prom", host="127.0.0.1", time=0)
+    assert samples.height == 3 * one.samples.height > 0
+    assert samples["time"].n_unique() == 3
+    assert set(samples["host"].cast(pl.String).unique()) == {"127.0.0.1"}
+    cols = ["device", "port", "counter", "value_u64", "value_f64"]
+    first = samples.filter(pl.col("time") == samples["time"].min()).select(cols)
+    assert (
+        first.with_columns(pl.col(pl.Categorical).cast(pl.String))
+        .sort(cols[:3])
+        .equals(one.samples.select(cols).with_columns(pl.col(pl.Categorical).cast(pl.String)).sort(cols[:3]))
+    )
+    assert report["path"] == ep.url + "/metrics" and report["format"] == "prometheus"
+
+
+def test_cli_scrapes_an_exporter() -> None:
+    with _Endpoint(_exporter) as ep:
+        out = subprocess.run(
+            [str(FABRICSCOPE), "analyze", ep.url + "/metrics", "--repeat", "2", "--interval", "0.05", "--json", "-"],
+            capture_output=True,
+            text=True,
+        )
+    assert out.returncode in (0, 1, 2), out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["inputs"][0]["path"] == ep.url + "/metrics"
+    assert [p for p, _ in ep.requests].count("/metrics") == 2
+
+
+# --- failures, credentials ---------------------------------------------------------------------
+
+SECRET_TOKEN = "tok-5f1e9c0a-never-print-me"
+SECRET_PASSWORD = "pw-77c3-never-print-me"
+SECRET_HEADER = "hdr-0b9d-never-print-me"
+
+
+def _deny(h: http.server.BaseHTTPRequestHandler) -> None:
+    body = b'{"status":"error","errorType":"unauthorized","error":"bad credentials"}'
+    h.send_response(401)
+    h.send_header("Content-Type", "application/json")
+    h.end_headers()
+    h.wfile.write(body)
+
+
+def test_credentials_are_sent_and_never_shown(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text(SECRET_TOKEN + "\n")
+    basic = tmp_path / "basic"
+    basic.write_text(f"ops:{SECRET_PASSWORD}\n")
+    out_json = tmp_path / "findings.json"
+    with _Endpoint(_deny) as ep:
+        url = ep.url.replace("http://", f"http://ops:{SECRET_PASSWORD}@") + "/?token=" + SECRET_TOKEN
+        run = subprocess.run(
+            [
+                str(FABRICSCOPE),
+                "-v",
+                "analyze",
+                url,
+                "--bearer-token-file",
+                str(token),
+                "--prometheus-header",
+                f"X-Scope-OrgID={SECRET_HEADER}",
+                "--json",
+                str(out_json),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        with pytest.raises(RemoteError) as err:
+            load_url(ep.url, RemoteOptions(connection=Connection(basic_auth_file=str(basic), retries=0)))
+    assert run.returncode == 3
+    assert f"{ep.url}/metrics: HTTP 401: unauthorized: bad credentials" in run.stderr, run.stderr
+    assert "HTTP 401" in run.stderr
+    shown = run.stdout + run.stderr + (out_json.read_text() if out_json.exists() else "") + str(err.value)
+    for secret in (SECRET_TOKEN, SECRET_PASSWORD, SECRET_HEADER):
+        assert secret not in shown
+    # The secrets did travel, in headers only.
+    sent = [{k.lower(): v for k, v in h.items()} for _, h in ep.requests]
+    assert any(h.get("authorization") == f"Bearer {SECRET_TOKEN}" for h in sent)
+    assert any(h.get("x-scope-orgid") == SECRET_HEADER for h in sent)
+    assert err.value.status == 401 and isinstance(err.value, InputError)
+
+
+def test_failures_name_the_url_and_status_and_retry_with_backoff() -> None:
+    def broken(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(503)
+        h.end_headers()
+        h.wfile.write(b"overloaded\n")
+
+    with _Endpoint(broken) as ep, pytest.raises(RemoteError) as err:
+        load_url(ep.url + "/metrics", RemoteOptions(connection=Connection(retries=2, backoff_s=0.01)))
+    assert err.value.status == 503
+    assert str(err.value).startswith(ep.url + "/metrics: HTTP 503: overloaded")
+    assert "after 3 attempts" in str(err.value)
+    # The probe is tried once; the scrape three times.
+    assert [p for p, _ in ep.requests].count("/metrics") == 3
+
+    # Nothing listening: no status, the URL named, exit 3 from the CLI.
+    with _Endpoint(broken) as ep:
+        dead = ep.url
+    with pytest.raises(RemoteError) as err:
+        probe(dead)
+    assert err.value.status is None and str(err.value).startswith(dead)
+    run = subprocess.run([str(FABRICSCOPE), "analyze", dead, "--timeout", "2"], capture_output=True, text=True)
+    assert run.returncode == 3 and dead in run.stderr, run.stderr
+
+
+def test_redact() -> None:
+    assert redact("https://u:p@h:9090/x?y=z#f") == "https://h:9090/x"
+    assert redact("http://[::1]:9090") == "http://[::1]:9090"
+
+
+def test_cli_reports_a_server(server: str, tmp_path: Path) -> None:
+    files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
+    since, until = _range(files)
+    out = tmp_path / "r.md"
+    run = subprocess.run(
+        [
+            str(FABRICSCOPE),
+            "report",
+            server,
+            "--since",
+            since.isoformat(),
+            "--until",
+            until.isoformat(),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    text = out.read_text()
+    assert "pfc" in text.lower() and "pfcstorm-gpu01" in text
+    assert server.split("//")[1] in text  # the input is named
+
+
+def test_cron_pulls_only_the_new_range_and_keeps_its_watermark_on_crash(server: str, tmp_path: Path) -> None:
+    from fabricscope.cron import CronOptions, run_cron
+
+    files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
+    since, until = _range(files)
+    hosts = json.loads((SCENARIOS_DIR / "pfc-storm" / "truth.json").read_text())["hosts"]
+    middle = since + (until - since) / 2
+    remote = RemoteOptions(match=(f'instance=~"({"|".join(hosts)}):.*"',))
+    state, history = tmp_path / "state", tmp_path / "history"
+
+    def opts(now: dt.datetime) -> CronOptions:
+        return CronOptions(inputs=[], state=state, history=history, now=now, prometheus=[server], remote=remote)
+
+    def watermark() -> int:
+        return json.loads((state / "state.json").read_text())["files"][server]["watermark_ns"]
+
+    all_rows = fabricscope.read(files).filter(pl.col("counter") != "DCGM_FI_PROF_NVLINK_TX_BYTES")
+    first = run_cron(opts(middle))
+    assert watermark() == _ns(middle)
+    before = all_rows.filter(pl.col("time") < middle).height
+    assert 0 < first.samples <= before
+    # A run killed after writing the history but before its commit leaves the watermark alone...
+    env = {**os.environ, "FABRICSCOPE_CRASH_AT": "after-history"}
+    code = (
+        "import datetime as dt, sys; from pathlib import Path; from fabricscope.cron import CronOptions, run_cron; "
+        "from fabricscope.remote import RemoteOptions; "
+        f"run_cron(CronOptions(inputs=[], state=Path({str(state)!r}), history=Path({str(history)!r}), "
+        f"now=dt.datetime.fromisoformat({until.isoformat()!r}), prometheus=[{server!r}], "
+        f"remote=RemoteOptions(match=({remote.match[0]!r},))))"
+    )
+    crashed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert crashed.returncode == -9, crashed.stderr
+    assert watermark() == _ns(middle)
+    # ...and the next run pulls [middle, until) once: every sample stored exactly once.
+    second = run_cron(opts(until))
+    assert watermark() == _ns(until)
+    stored = pl.read_parquet(history / "samples", hive_partitioning=True)
+    assert stored.unique(subset=["host", "device", "port", "priority", "counter", "time"]).height == stored.height
+    assert first.samples + second.samples == stored.height
