@@ -12,6 +12,26 @@ from sources import OutsideDataDirError, data_root, list_sources, max_upload_byt
 
 UPLOAD = "(uploaded files)"
 
+# How finding columns show in st.dataframe: the message wide; times without the "+00:00" (all UTC);
+# a missing port or priority blank rather than "None".
+FINDING_COLUMNS = {
+    "message": st.column_config.TextColumn("message", width="large"),
+    "start": st.column_config.DatetimeColumn("start (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+    "end": st.column_config.DatetimeColumn("end (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+    "port": st.column_config.NumberColumn("port", format="%d"),
+    "priority": st.column_config.NumberColumn("priority", format="%d"),
+}
+
+
+def source_title(choice: str, root: Path) -> str:
+    """How a source reads to a person: the data directory itself is "all of <name>/", not ".".
+
+    Example:
+        >>> source_title(".", Path("/data/sample_traces")), source_title("scenarios/x", Path("/data"))
+        ('all of sample_traces/', 'scenarios/x')
+    """
+    return f"all of {root.name}/" if choice in (".", "") else choice
+
 
 def _select_source(root: Path) -> str:
     """The sidebar source picker; the choice persists across pages and can come from ``?source=``."""
@@ -29,6 +49,7 @@ def _select_source(root: Path) -> str:
         "Data source",
         options,
         index=options.index(wanted),
+        format_func=lambda o: source_title(o, root),
         help=f"Directories under the data directory {root}",
     )
     st.session_state["source"] = choice
@@ -76,7 +97,7 @@ def current() -> Dataset | None:
         st.session_state["source"] = "."
         return None
     try:
-        return load_source(str(path), fingerprint(path), choice)
+        return load_source(str(path), fingerprint(path), source_title(choice, root))
     except fabricscope.exceptions.FabricscopeError as e:
         st.error(f"Cannot read {choice}: {e}")
         return None

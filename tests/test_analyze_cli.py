@@ -100,3 +100,16 @@ def test_analyze_applies_resource_limits(
     assert "raise it with max_labels" in err
     # raised far enough, the same input analyses (critical: the sample has a symbol-error port)
     assert main(["analyze", prom, *engine, "--limit", "max_labels=64"]) == 2
+
+
+def test_analyze_summarises_inputs_per_format(samples_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(samples_dir / "scenarios" / "pfc-storm")]) == 2
+    text = capsys.readouterr().out
+    inputs = text[text.index("\ninputs:\n") :].splitlines()
+    assert inputs[2].split() == ["format", "files", "samples", "bad", "records", "time", "range", "(UTC)"]
+    # pfc-storm: 4 ethtool logs and 2 sysfs trees (sample_traces/scenarios/pfc-storm)
+    rows = {line.split()[0]: line.split() for line in inputs[4:] if line and not line[0].isspace()}
+    assert rows["ethtool"][1] == "4" and rows["ethtool"][4].startswith("2026-12-04")
+    assert "pfcstorm-gpu01-eth0.log" not in text  # no per-file table without --verbose
+    assert main(["analyze", str(samples_dir / "scenarios" / "pfc-storm"), "--verbose"]) == 2
+    assert "pfcstorm-gpu01-eth0.log" in capsys.readouterr().out

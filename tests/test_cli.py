@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +16,26 @@ from fabricscope.cli import main
 def test_parse_writes_parquet_and_summary(
     tmp_path: Path, samples_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import fabricscope
+
     out = tmp_path / "o" / "samples.parquet"
     assert main(["parse", str(samples_dir), "-o", str(out), "-q"]) == 0
     text = capsys.readouterr().out
-    assert "federate-rail0.prom" in text and "roce01-eth2.log" in text
+    # One line per format, not one per file; the per-file table only with --verbose.
+    assert "federate-rail0.prom" not in text and "roce01-eth2.log" not in text
+    lines = text.splitlines()
+    head = lines.index(next(line for line in lines if line.startswith("format ")))
+    assert lines[head].split() == ["format", "files", "samples", "bad", "records", "time", "range", "(UTC)"]
+    rows = {line.split()[0]: line.split() for line in lines[head + 2 :] if line and not line[0].isspace()}
+    reports = [r for r in fabricscope.load(samples_dir).reports if r.format == "ethtool"]
+    assert rows["ethtool"][1:3] == [f"{len(reports)}", f"{sum(r.rows for r in reports):,}"]  # files, samples
+    assert rows["prometheus"][4:] == ["2026-12-02", "08:26:40", "..", "2026-12-04", "16:04:00"]
+    assert len(text.splitlines()) < 25
     assert f"wrote {out}" in text
+    assert main(["parse", str(samples_dir), "-q", "--verbose"]) == 0
+    verbose = capsys.readouterr().out
+    assert "federate-rail0.prom" in verbose and "roce01-eth2.log" in verbose and "per host and device:" in verbose
     df = pl.read_parquet(out)
-    import fabricscope
 
     assert df.height == fabricscope.read(samples_dir).height
     assert {"time", "host", "device", "counter", "value_u64"} <= set(df.columns)
@@ -60,6 +74,30 @@ def test_formats_and_counters_commands(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["counters", "--layer", "nvlink", "--output-format", "json"]) == 0
     names = [c["name"] for c in json.loads(capsys.readouterr().out)]
     assert "nvlink_tx_bytes_per_s" in names and "port_xmit_data_bytes" not in names
+
+
+@pytest.mark.parametrize("command", [["formats"], ["counters", "--layer", "network"], ["topology", "sample_traces/ib"]])
+def test_tables_for_people_and_machines(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(command) == 0
+    text = capsys.readouterr().out
+    # An aligned plain-text table: no Polars repr (shape line, dtype row), no box-drawing characters.
+    assert "shape:" not in text and "str" not in text.splitlines()[1]
+    assert not set(text) & set("┌┐└┘│─╞╡═┆╭╮╰╯")
+    lines = text.splitlines()
+    assert set(lines[1]) == {"-", " "}  # the rule under the header
+    # One run of dashes per header cell (cells two spaces apart), each as wide as its widest cell.
+    header = re.split(r"\s{2,}", lines[0].strip())
+    runs = [m.span() for m in re.finditer(r"-+", lines[1])]
+    assert len(runs) == len(header)
+    assert all(len(line) <= len(lines[1]) for line in lines[: len(lines) - (command[0] == "counters")])
+    assert main([*command, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert isinstance(rows, list) and rows and isinstance(rows[0], dict)
+    assert main([*command, "--csv"]) == 0
+    csv = pl.read_csv(capsys.readouterr().out.encode())
+    assert csv.height == len(rows) and csv.columns == list(rows[0])
+    with pytest.raises(SystemExit):
+        main([*command, "--json", "--csv"])  # one machine format at a time
 
 
 def test_console_script_help_and_progress(tmp_path: Path, samples_dir: Path) -> None:

@@ -7,7 +7,14 @@ import importlib
 
 import pytest
 
-MODULES = ["fabricscope", "fabricscope.io", "fabricscope.vocabulary", "fabricscope.exceptions"]
+MODULES = [
+    "fabricscope",
+    "fabricscope.io",
+    "fabricscope.vocabulary",
+    "fabricscope.exceptions",
+    "fabricscope.input_summary",
+    "fabricscope._text_table",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -67,8 +67,9 @@ def test_topology_without_links_is_empty_with_schema() -> None:
 def test_format_topology_marks_downgrades() -> None:
     text = format_topology(topology(IB / "constructed" / "iblinkinfo.txt"))
     lines = text.splitlines()
-    assert lines[0].split()[:3] == ["TIER", "NODE", "PORT"]
-    assert len(lines) == 3
+    assert lines[0].split()[:3] == ["tier", "node", "port"]
+    assert set(lines[1]) == {"-", " "}  # the rule under the header
+    assert len(lines) == 4
     assert any("4x QDR" in line and "could be EDR" in line for line in lines)
 
 

@@ -150,3 +150,50 @@ def test_bottleneck_view_and_advisor_sections() -> None:
         assert "allreduce" in text and "breakeven" in text
     else:
         assert "not available" in text
+
+
+def test_report_leads_with_the_verdict_and_keeps_inputs_last() -> None:
+    from fabricscope.report.build import _groups
+
+    data = gather([SAMPLES / "scenarios" / "pfc-storm"])
+    doc = render_html(data)
+    # The order a reader meets: verdict, findings, evidence plots, ..., inputs (collapsed) last.
+    marks = ["class='verdict critical'", "id='findings'", "id='plots'", "id='bottlenecks'", "id='inputs'"]
+    positions = [doc.index(m) for m in marks]
+    assert positions == sorted(positions)
+    inputs = doc[doc.index("id='inputs'") :]
+    assert inputs.index("<details>") < inputs.index("<table>")  # the inputs table is inside the collapsed block
+    # The verdict sentence names the worst finding; the first findings group is that finding's port.
+    worst = data.findings.row(0, named=True)
+    assert worst["severity"] == "critical"
+    head = html.unescape(doc[: doc.index("id='findings'")])
+    assert f"Worst: {worst['kind']} on" in head and worst["message"] in head
+    groups = _groups(data.findings.filter(pl.col("severity") != "info"))
+    assert groups[0][1][0]["severity"] == "critical"
+    ranks = [min({"critical": 0, "warning": 1}[r["severity"]] for r in rows) for _, rows in groups]
+    assert ranks == sorted(ranks)
+    first_group = html.unescape(doc[doc.index("id='findings'") :]).split("<h3>")[1]
+    assert groups[0][0] in first_group
+    # Every finding of a group is about that group's port.
+    for port, rows in groups:
+        assert all(port.startswith(str(r["host"])) for r in rows)
+    # Info findings (data quality) are collapsed.
+    n_info = data.findings.filter(pl.col("severity") == "info").height
+    if n_info:
+        assert f"<summary>{n_info} info finding(s)" in doc
+    # Tables fit the page (fixed layout, wrapping cells) and print keeps rows and plots whole.
+    assert "table.findings{table-layout:fixed}" in doc and "overflow-wrap:anywhere" in doc
+    assert "@media print" in doc and "break-inside:avoid" in doc
+
+
+def test_report_inputs_are_summarised_per_format() -> None:
+    data = gather([SAMPLES / "scenarios" / "pfc-storm"])
+    assert data.formats is not None
+    by = {r["format"]: r for r in data.formats.iter_rows(named=True)}
+    n_files = sum(1 for i in data.inputs if i["format"] == "ethtool")
+    assert by["ethtool"]["files"] == n_files > 0
+    # records count sample and attribute rows; samples only the former
+    assert 0 < by["ethtool"]["samples"] <= sum(i["records"] for i in data.inputs if i["format"] == "ethtool")
+    assert by["ethtool"]["first"] is not None and by["ethtool"]["first"] <= by["ethtool"]["last"]
+    md = render_markdown(data)
+    assert md.index("## Findings") < md.index("## Per-port time series") < md.index("## Inputs")

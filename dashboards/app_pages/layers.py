@@ -15,9 +15,10 @@ verdicts = ds.findings.filter(pl.col("kind") == "bottleneck")
 st.subheader("Bottleneck verdicts")
 if verdicts.height:
     st.dataframe(
-        verdicts.select("severity", "host", "layer", "start", "end", "observed", "message"),
+        verdicts.select("severity", "host", "message", "layer", "observed", "start", "end"),
         hide_index=True,
         width="stretch",
+        column_config=components.FINDING_COLUMNS,
     )
 else:
     st.info("No bottleneck verdict for this source (no layer utilisation could be measured).")

@@ -16,9 +16,10 @@ if ds is None:
 counts = aggregates.severity_counts(ds)
 status = ds.status
 last = ds.last_data
+# The label names a history or an upload itself; only a directory analysed now needs saying so.
 st.markdown(
     f"**Status: :{'red' if status == 'critical' else 'orange' if status == 'warning' else 'green'}"
-    f"[{status.upper()}]** — {ds.label} ({ds.mode})"
+    f"[{status.upper()}]** — {ds.label}" + (" (analysed now)" if ds.mode == "analysis" else "")
 )
 c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
 c1.metric("Critical", counts["critical"])
@@ -47,7 +48,11 @@ else:
 worst = aggregates.worst_ports(ds)
 st.subheader("Worst ports")
 if worst.height:
-    st.dataframe(worst.drop("host", "device", "port"), hide_index=True, width="stretch")
+    st.dataframe(
+        worst.drop("host", "device", "port").rename({"port_id": "port"}, strict=False),
+        hide_index=True,
+        width="stretch",
+    )
     st.caption("Open one on the Port page to see its counters with the finding windows shaded.")
 else:
     st.success("No warning or critical finding on any port.")
@@ -79,10 +84,12 @@ if ds.findings.height:
         "Severity", ["critical", "warning", "info"], default=["critical", "warning"], key="overview_severity"
     )
     shown = ds.findings.filter(pl.col("severity").is_in(severities))
+    # The message first after what and where: it is what a person reads; the grid cuts long cells.
     st.dataframe(
-        shown.select("severity", "kind", "host", "device", "port", "priority", "start", "end", "message"),
+        shown.select("severity", "kind", "message", "host", "device", "port", "priority", "start", "end"),
         hide_index=True,
         width="stretch",
+        column_config=components.FINDING_COLUMNS,
     )
     with st.expander("Evidence of a finding"):
         if shown.height:

@@ -35,6 +35,7 @@ class Analysis:
         layers: Layer utilisation per host and window
             (:func:`fabricscope.detect.bottleneck.layer_utilisation`; empty with its schema when
             nothing applies).
+        times: First and last sample time per reader format (after filters), for summaries.
         incidents: Findings grouped by root cause (:func:`fabricscope.incidents.correlate`), worst
             first; findings in none stay standalone.
     """
@@ -45,6 +46,7 @@ class Analysis:
     reports: list[InputReport] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     layers: pl.DataFrame = field(default_factory=empty_layers)
+    times: pl.DataFrame = field(default_factory=pl.DataFrame)
     incidents: list[Incident] = field(default_factory=list)
 
 
@@ -178,6 +180,7 @@ def run_analysis(
         reports=ran.reports,
         tables=ran.tables,
         layers=ran.views.get("layers", empty_layers()),
+        times=ran.times,
         incidents=incidents,
     )
 

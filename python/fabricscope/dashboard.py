@@ -1,33 +1,53 @@
 """``fabricscope dashboard``: start the Streamlit fabric-health dashboard on this machine.
 
-The app is ``dashboards/app.py`` of the source tree (it ships in the sdist, not inside the Python
-package, because it is a Streamlit script tree rather than importable code). It is found, in order:
+The app's source is ``dashboards/`` at the top of the source tree; the wheel carries a copy as
+``fabricscope/_dashboard_app/`` (staged by the binding's build script). The app is found, in order:
 
 1. ``--app PATH`` (the app file, or the ``dashboards`` directory holding it);
 2. the ``FABRICSCOPE_DASHBOARD_APP`` environment variable (same);
 3. ``dashboards/app.py`` beside the package's source tree (a checkout, an editable install, or an
-   unpacked sdist: ``python/fabricscope/`` → ``dashboards/``).
-
-So an installed wheel runs it with ``FABRICSCOPE_DASHBOARD_APP=/path/to/sdist/dashboards``.
+   unpacked sdist: ``python/fabricscope/`` → ``dashboards/``), so edits to the source show at once;
+4. the copy inside the installed package (a wheel).
 
 What the server is allowed to do is decided here, not in the browser: it binds to 127.0.0.1
 unless ``--host`` says otherwise, reads only under ``--data`` (passed to the app as
 ``FABRICSCOPE_DATA``; the app refuses paths outside it), caps uploads at ``--max-upload-mb``
 (Streamlit's ``server.maxUploadSize`` and the app's own check), never opens a browser, and does
 not watch or re-run its own source.
+
+The Streamlit server runs as a child process. SIGINT, SIGTERM and SIGHUP sent to
+``fabricscope dashboard`` are passed on to it, and the command exits when it does, with its status
+(a child ended by a signal gives ``128 + signal number``, as a shell reports it).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 
-__all__ = ["ENV_APP", "ENV_DATA", "ENV_MAX_UPLOAD_MB", "find_app", "streamlit_command"]
+__all__ = [
+    "BUNDLED_APP_DIR",
+    "ENV_APP",
+    "ENV_DATA",
+    "ENV_MAX_UPLOAD_MB",
+    "default_data_dir",
+    "find_app",
+    "run_server",
+    "streamlit_command",
+]
 
 ENV_APP = "FABRICSCOPE_DASHBOARD_APP"
 ENV_DATA = "FABRICSCOPE_DATA"
 ENV_MAX_UPLOAD_MB = "FABRICSCOPE_MAX_UPLOAD_MB"
+# Where the wheel carries the app, inside the package (rust/fabricscope-py/build.rs, pyproject.toml).
+BUNDLED_APP_DIR = "_dashboard_app"
+# Signals that stop the server: passed on to Streamlit (it shuts down cleanly on SIGINT and SIGTERM;
+# SIGHUP, a closed terminal, ends it by the default action).
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def find_app(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -55,14 +75,32 @@ def find_app(explicit: str | os.PathLike[str] | None = None) -> Path:
             if not p.is_file():
                 raise FileNotFoundError(f"{what} {named}: no dashboards/app.py there")
             return p.resolve()
-    here = Path(__file__).resolve().parent  # .../python/fabricscope
-    p = here.parent.parent / "dashboards" / "app.py"
-    if p.is_file():
-        return p
+    here = Path(__file__).resolve().parent  # .../python/fabricscope or .../site-packages/fabricscope
+    candidates = [here.parent.parent / "dashboards" / "app.py", here / BUNDLED_APP_DIR / "app.py"]
+    for p in candidates:
+        if p.is_file():
+            return p
     raise FileNotFoundError(
-        f"cannot find the dashboard app (looked at {p}): pass --app or set {ENV_APP} to the dashboards/ "
-        "directory of the fabricscope sdist"
+        f"cannot find the dashboard app (looked at {', '.join(map(str, candidates))}): this installation "
+        f"lacks it; pass --app or set {ENV_APP} to a dashboards/ directory"
     )
+
+
+def default_data_dir(app: Path) -> Path | None:
+    """The directory shown when ``--data`` is not given: the sample traces, if there are any.
+
+    The checkout's ``sample_traces/`` beside ``dashboards/``, else ``./sample_traces`` (an installed
+    wheel run from a checkout or an unpacked sdist), else None.
+
+    Example:
+        >>> from fabricscope.dashboard import default_data_dir, find_app
+        >>> default_data_dir(find_app()).name
+        'sample_traces'
+    """
+    for p in (app.parent.parent / "sample_traces", Path.cwd() / "sample_traces"):
+        if p.is_dir():
+            return p.resolve()
+    return None
 
 
 def streamlit_command(app: Path, *, host: str = "127.0.0.1", port: int = 8501, max_upload_mb: int = 200) -> list[str]:
@@ -103,3 +141,32 @@ def streamlit_command(app: Path, *, host: str = "127.0.0.1", port: int = 8501, m
         "--client.toolbarMode",
         "viewer",
     ]
+
+
+def run_server(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the server as a child process until it exits; stop signals sent to us are passed on to it.
+
+    The child shares our process group, so a Ctrl-C typed in a terminal reaches it directly too;
+    forwarding covers ``kill PID``, systemd's stop and a closed terminal, which reach only us.
+    Our handlers are restored before returning.
+
+    Args:
+        cmd: The command line (:func:`streamlit_command`).
+        env: Its environment.
+
+    Returns:
+        The child's exit status; ``128 + N`` when signal N ended it.
+    """
+    proc = subprocess.Popen(cmd, env=env)
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in FORWARDED_SIGNALS}
+    try:
+        status = proc.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 128 - status if status < 0 else status

@@ -114,44 +114,45 @@ def topology(paths: str | PathLike[str] | Sequence[str | PathLike[str]], *, stri
     return _retier(links).sort("node_guid", "port", "peer_node_guid", "peer_port")
 
 
-def format_topology(df: pl.DataFrame) -> str:
+def format_topology(df: pl.DataFrame, *, width: int | None = None) -> str:
     """A printable table of links: one line per cable, low tier first, with downgrades marked.
 
     Args:
         df: A frame from :func:`topology`.
+        width: Wrap long cells to fit this many characters (None: never wrap).
 
     Returns:
-        Text with a header line; ``(no links)`` for an empty frame.
+        Text with a header line and a rule; ``(no links)`` for an empty frame.
 
     Example:
         >>> from fabricscope.topology import format_topology, topology
-        >>> print(format_topology(topology("sample_traces/ib")).splitlines()[0].split())
-        ['TIER', 'NODE', 'PORT', 'PEER', 'TIER', 'PEER', 'NODE', 'PORT', 'LINK', 'GB/S', 'NOTE']
+        >>> print(format_topology(topology("sample_traces/ib")).splitlines()[0])
+        tier  node                   port  peer tier  peer node              port  link    Gb/s  note
     """
+    from fabricscope._text_table import text_table
+
     if df.height == 0:
         return "(no links)"
 
     def name(guid: str, node: str | None) -> str:
         return node if node else guid
 
-    rows = [("TIER", "NODE", "PORT", "PEER TIER", "PEER NODE", "PORT", "LINK", "GB/S", "NOTE")]
+    rows = []
     for r in df.iter_rows(named=True):
         link = " ".join(x for x in (r["width"], r["speed"]) if x) or "?"
-        rate = f"{r['data_rate_gbps']:.0f}" if r["data_rate_gbps"] is not None else ""
         could = " ".join(x for x in (r["supported_width"], r["supported_speed"]) if x)
-        note = f"could be {could}" if could and could != link else ""
         rows.append(
-            (
+            [
                 r["tier"] or "?",
                 name(r["node_guid"], r["node_name"]),
-                str(r["port"]),
+                r["port"],
                 r["peer_tier"] or "?",
                 name(r["peer_node_guid"], r["peer_node_name"]),
-                str(r["peer_port"]),
+                r["peer_port"],
                 link,
-                rate,
-                note,
-            )
+                None if r["data_rate_gbps"] is None else round(r["data_rate_gbps"]),
+                f"could be {could}" if could and could != link else "",
+            ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    header = ["tier", "node", "port", "peer tier", "peer node", "port", "link", "Gb/s", "note"]
+    return text_table(header, rows, width=width)

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,3 +30,54 @@ if str(APP.parent) not in sys.path:
 @pytest.fixture(autouse=True)
 def _data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FABRICSCOPE_DATA", str(SAMPLES))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running_dashboard(
+    log: Path, *extra: str, command: Sequence[str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`fabricscope dashboard --data sample_traces/` on a free port; yields (url, process) once healthy.
+
+    The server runs in its own session so that the test can signal it alone; it is killed (with
+    its whole process group) when the block ends, whatever happened.
+    """
+    port = free_port()
+    cmd = [
+        *(command or [sys.executable, "-m", "fabricscope"]),
+        "dashboard",
+        "--data",
+        str(SAMPLES),
+        "--port",
+        str(port),
+        *extra,
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with log.open("wb") as log_fh:
+        proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                        if r.read() == b"ok":
+                            break
+                except OSError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"dashboard did not start (exit {proc.poll()}):\n{log.read_text(errors='replace')}")
+                time.sleep(0.3)
+            yield url, proc
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()

@@ -7,18 +7,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.dashboard.conftest import ROOT, SAMPLES
+from tests.dashboard.conftest import ROOT, SAMPLES, running_dashboard
 
 CHROMIUM = os.environ.get("FABRICSCOPE_CHROMIUM", "/usr/bin/chromium")
 if not Path(CHROMIUM).is_file():
@@ -33,6 +28,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 # url path, source, what the page must show once loaded
 PAGES = [
     ("", "scenarios/pfc-storm", ["Fabric health", "CRITICAL", "pfcstorm-gpu03/eth0", "Worst ports"]),
+    ("", ".", ["Fabric health", "all of sample_traces/", "CRITICAL", "Worst ports"]),
     ("port", "scenarios/pfc-storm", ["Throughput against line rate", "Pause ratio per priority", "pfc_storm"]),
     ("topology", "scenarios/link-flap", ["Topology unknown for this source", "Flapping", "flap-gpu03"]),
     ("topology", ".", ["44 cable(s) from ibnetdiscover", "Cable matrix"]),
@@ -46,41 +42,13 @@ PAGES = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+WIDTHS = (1400, 800)  # a desktop browser window, and a narrow one (half a laptop screen)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "fabricscope", "dashboard", "--data", str(SAMPLES), "--port", str(port)]
-    log = tmp_path_factory.mktemp("dashboard") / "server.log"
-    log_fh = log.open("wb")
-    proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"dashboard did not start (exit {proc.poll()}):\n{log.read_text(errors='replace')}")
-            time.sleep(0.3)
+    with running_dashboard(tmp_path_factory.mktemp("dashboard") / "server.log") as (url, _proc):
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log_fh.close()
 
 
 def test_server_binds_to_localhost_only(server: str) -> None:
@@ -92,6 +60,24 @@ def test_server_binds_to_localhost_only(server: str) -> None:
             s.connect((addr, port))
 
 
+def _settle(page: sync_api.Page) -> None:
+    # the script has finished when Streamlit's status widget is gone
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=90_000)
+    # widgets whose code is loaded on demand show a skeleton until their chunk arrives
+    page.wait_for_load_state("networkidle")
+    page.wait_for_selector('[data-testid="stSkeleton"]', state="detached", timeout=30_000)
+
+
+def _full_screenshot(page: sync_api.Page, path: Path) -> None:
+    """The whole page: Streamlit scrolls inside its main block, so grow the window to its height first."""
+    size = page.viewport_size or {"width": 1400, "height": 1000}
+    height = page.evaluate("Math.max(...[...document.querySelectorAll('*')].map(e => e.scrollHeight))")
+    page.set_viewport_size({"width": size["width"], "height": min(int(height), 8000)})
+    page.wait_for_timeout(500)  # charts re-lay out to the new size
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+
+
 def test_every_page_in_chromium(server: str) -> None:
     if SHOTS.exists():
         shutil.rmtree(SHOTS)
@@ -99,29 +85,64 @@ def test_every_page_in_chromium(server: str) -> None:
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            for path, source, expected in PAGES:
-                page.goto(f"{server}/{path}?source={source}", wait_until="domcontentloaded")
-                page.get_by_text(expected[0], exact=False).first.wait_for(state="visible", timeout=90_000)
-                for text in expected[1:]:
-                    # table cells live in the data grid's accessible DOM (drawn on a canvas): attached, not visible
-                    page.get_by_text(text, exact=False).first.wait_for(state="attached", timeout=90_000)
-                # the script has finished when Streamlit's status widget is gone
-                page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=90_000)
-                # widgets whose code is loaded on demand show a skeleton until their chunk arrives
-                page.wait_for_load_state("networkidle")
-                page.wait_for_selector('[data-testid="stSkeleton"]', state="detached", timeout=30_000)
-                assert page.locator('[data-testid="stException"]').count() == 0, f"exception on /{path}"
-                name = (path or "overview") + ("-" + source.replace("/", "_").strip(".") if source != "." else "")
-                page.screenshot(path=str(SHOTS / f"{name.rstrip('-')}.png"), full_page=True)
-            assert not errors, errors
+            for width in WIDTHS:
+                page = browser.new_page(viewport={"width": width, "height": 1000})
+                errors: list[str] = []
+                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                for path, source, expected in PAGES:
+                    page.goto(f"{server}/{path}?source={source}", wait_until="domcontentloaded")
+                    page.get_by_text(expected[0], exact=False).first.wait_for(state="visible", timeout=90_000)
+                    for text in expected[1:]:
+                        # table cells live in the data grid's accessible DOM (drawn on a canvas): attached
+                        page.get_by_text(text, exact=False).first.wait_for(state="attached", timeout=90_000)
+                    _settle(page)
+                    assert page.locator('[data-testid="stException"]').count() == 0, f"exception on /{path}"
+                    # Nothing wider than the window: no horizontal scrolling of the page itself.
+                    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+                    assert overflow <= 0, f"/{path} at {width} px is {overflow} px too wide"
+                    name = (path or "overview") + ("-" + source.replace("/", "_").strip(".") if source != "." else "")
+                    _full_screenshot(page, SHOTS / f"{name.rstrip('-')}-{width}.png")
+                assert not errors, errors
+                page.close()
         finally:
             browser.close()
     shots = sorted(p.name for p in SHOTS.glob("*.png"))
-    assert len(shots) == len(PAGES)
+    assert len(shots) == len(PAGES) * len(WIDTHS)
     assert all((SHOTS / s).stat().st_size > 10_000 for s in shots)
+
+
+def test_report_in_chromium(tmp_path: Path) -> None:
+    from fabricscope.report.build import write_report
+
+    report = tmp_path / "report.html"
+    write_report([SAMPLES / "scenarios" / "pfc-storm"], report, max_ports=2)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            for width in WIDTHS:
+                page = browser.new_page(viewport={"width": width, "height": 1000})
+                page.goto(report.as_uri())
+                # The first screen holds the verdict and the worst finding.
+                verdict = page.locator(".verdict").bounding_box()
+                first = page.locator("table.findings").first.bounding_box()
+                assert verdict is not None and first is not None
+                assert verdict["y"] < first["y"] < 1000, (verdict, first)
+                assert page.locator("table.findings tr.critical").first.is_visible()
+                # Inputs are collapsed: their table is not shown until opened.
+                assert not page.locator("#inputs + details table").first.is_visible()
+                overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+                assert overflow <= 0, f"the report at {width} px is {overflow} px too wide"
+                page.screenshot(path=str(SHOTS / f"report-pfc-storm-{width}.png"), full_page=True)
+                page.close()
+            page = browser.new_page()
+            page.goto(report.as_uri())
+            page.emulate_media(media="print")
+            pdf = page.pdf(format="A4")
+            assert pdf.startswith(b"%PDF") and len(pdf) > 20_000
+            (SHOTS / "report-pfc-storm.pdf").write_bytes(pdf)
+        finally:
+            browser.close()
 
 
 def test_path_traversal_is_refused_in_the_browser(server: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 from fabricscope.cli import main
 from fabricscope.dashboard import find_app, streamlit_command
 
-from tests.dashboard.conftest import APP
+from tests.dashboard.conftest import APP, ROOT
 
 
 def test_find_app_in_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,13 +33,28 @@ def test_find_app_explicit_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_find_app_installed_without_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import fabricscope.dashboard as d
 
-    # The package installed from a wheel, away from any checkout: only the variable finds the app.
-    monkeypatch.setattr(d, "__file__", str(tmp_path / "site-packages" / "fabricscope" / "dashboard.py"))
+    # The package installed from a wheel, away from any checkout: the copy inside the package is used.
+    package = tmp_path / "site-packages" / "fabricscope"
+    monkeypatch.setattr(d, "__file__", str(package / "dashboard.py"))
     monkeypatch.delenv("FABRICSCOPE_DASHBOARD_APP", raising=False)
-    with pytest.raises(FileNotFoundError, match="set FABRICSCOPE_DASHBOARD_APP"):
+    with pytest.raises(FileNotFoundError, match="this installation lacks it"):
         d.find_app()
+    (package / "_dashboard_app").mkdir(parents=True)
+    (package / "_dashboard_app" / "app.py").write_text("")
+    assert d.find_app() == package / "_dashboard_app" / "app.py"
     monkeypatch.setenv("FABRICSCOPE_DASHBOARD_APP", str(APP.parent))
     assert d.find_app() == APP
+
+
+def test_default_data_is_the_sample_traces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabricscope.dashboard import default_data_dir
+
+    assert default_data_dir(APP) == ROOT / "sample_traces"
+    installed = tmp_path / "site-packages" / "fabricscope" / "_dashboard_app" / "app.py"
+    monkeypatch.chdir(tmp_path)
+    assert default_data_dir(installed) is None
+    (tmp_path / "sample_traces").mkdir()
+    assert default_data_dir(installed) == tmp_path / "sample_traces"
 
 
 def test_streamlit_command_is_locked_down() -> None:

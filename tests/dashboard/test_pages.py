@@ -65,8 +65,8 @@ def test_overview_pfc_storm_shows_critical_count_and_worst_port() -> None:
     assert m["Warning"] == "2"
     assert m["Last data (UTC)"] == "2026-12-04 16:04:00"
     assert "CRITICAL" in at.markdown[0].value
-    worst = frame(at, "port_id")
-    assert worst["port_id"][0] == "pfcstorm-gpu03/eth0"
+    worst = frame(at, "worst")
+    assert worst["port"][0] == "pfcstorm-gpu03/eth0"
     assert worst["worst"][0] == "critical"
     assert "pfc_storm" in worst["kinds"][0]
     shown = frame(at, "message")
@@ -433,10 +433,10 @@ def test_history_mode_reads_a_cron_history(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("FABRICSCOPE_DATA", str(root))
     assert sources.list_sources(root) == [".", "hist"]
     at = run("overview", "hist")
-    assert "history: hist (history)" in at.markdown[0].value
+    assert at.markdown[0].value.endswith("— history: hist")
     m = metrics(at)
     assert (m["Critical"], m["Warning"]) == ("2", "2")  # what cron alerted, once per fault
-    assert frame(at, "port_id")["port_id"][0] == "pfcstorm-gpu03/eth0"
+    assert frame(at, "worst")["port"][0] == "pfcstorm-gpu03/eth0"
     lifecycle = frame(at, "fault_id")
     assert lifecycle.height >= 4 and lifecycle["resolved_at"].is_null().all()
     assert frame(at, "run_id").height == 1

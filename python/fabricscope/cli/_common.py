@@ -7,6 +7,7 @@ import json
 
 import polars as pl
 
+from fabricscope._text_table import cell_text, terminal_width, text_table
 from fabricscope.io import LIMITS
 
 EXIT_OK = 0
@@ -41,17 +42,37 @@ def add_limit_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
-def print_table(df: pl.DataFrame, fmt: str) -> None:
+def add_output_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """``--json`` and ``--csv`` for machines; without them a plain-text table for people."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", dest="output_format", action="store_const", const="json", help=f"print {what} as JSON")
+    g.add_argument("--csv", dest="output_format", action="store_const", const="csv", help=f"print {what} as CSV")
+    # The older spelling, kept for scripts (markdown: a Markdown table).
+    g.add_argument("--output-format", choices=["table", "csv", "json", "markdown"], help=argparse.SUPPRESS)
+    p.set_defaults(output_format="table")
+
+
+def _markdown(df: pl.DataFrame) -> str:
+    def cell(v: object) -> str:
+        return cell_text(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.iter_rows()]
+    return "\n".join(lines)
+
+
+def print_table(df: pl.DataFrame, fmt: str, *, note: str = "") -> None:
+    """Print a frame as an aligned text table (``note`` below it), or as JSON, CSV or Markdown."""
     if fmt == "json":
-        print(json.dumps(df.to_dicts(), indent=2))
+        print(json.dumps(df.to_dicts(), indent=2, default=str))
         return
+    # Lists read as "a; b" in a cell (CSV has no list type).
+    flat = df.with_columns(pl.col(c).list.join("; ") for c, t in df.schema.items() if t == pl.List(pl.String))
     if fmt == "csv":
-        print(df.write_csv(), end="")
-        return
-    cfg = {"tbl_rows": -1, "tbl_cols": -1, "fmt_str_lengths": 200, "tbl_width_chars": 250}
-    if fmt == "markdown":
-        cfg["tbl_formatting"] = "MARKDOWN"
-        cfg["tbl_hide_dataframe_shape"] = True
-        cfg["tbl_hide_column_data_types"] = True
-    with pl.Config(**cfg):  # type: ignore[arg-type]
-        print(df)
+        print(flat.write_csv(), end="")
+    elif fmt == "markdown":
+        print(_markdown(flat))
+    else:
+        print(text_table(flat.columns, flat.rows(), width=terminal_width()))
+        if note:
+            print(note)

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope import __version__
-from fabricscope.analyze import run_analysis
+from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_limit_argument
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.exceptions import FabricscopeError
@@ -62,13 +62,14 @@ def _where(f: dict[str, Any]) -> str:
     return " ".join(bits) or "-"
 
 
-def _analysis_summary(
-    findings: pl.DataFrame,
-    inputs: list[dict[str, object]],
-    status: str,
-    verbose: bool,
-    incidents: Sequence[Incident] = (),
-) -> str:
+def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
+    """Status, the findings (info ones with ``verbose``), then what was read: one line per format."""
+    from fabricscope._text_table import terminal_width, text_table
+    from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
+
+    findings, inputs, reports = analysis.findings, analysis.inputs, analysis.reports
+    incidents = analysis.incidents
+    width = terminal_width()
     head = f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"
     if incidents:
         head += f" in {len(incidents)} incident(s) and standalone"
@@ -82,26 +83,48 @@ def _analysis_summary(
     findings = findings.filter(standalone_mask(findings, incidents)) if incidents else findings
     shown = findings if verbose else findings.filter(pl.col("severity") != "info")
     if shown.height:
-        lines.append("")
-        if incidents:
-            lines.append("standalone findings:")
-        lines.append(f"{'sev':<4}  {'kind':<17} {'host':<14} {'device':<20} {'port':>4}  {'window (UTC)':<33}  message")
+        rows = []
         for r in shown.iter_rows(named=True):
-            window = "-"
-            if r["start"] is not None:
-                window = f"{str(r['start'])[:19]} .. {str(r['end'])[11:19]}"
             port = "" if r["port"] is None else str(r["port"])
             if r["priority"] is not None:
                 port += f"/p{r['priority']}"
-            lines.append(
-                f"{_SEV_MARK[r['severity']]:<4}  {r['kind']:<17} {str(r['host'] or '-')[:14]:<14} "
-                f"{str(r['device'] or '-')[:20]:<20} {port:>4}  {window:<33}  {r['message']}"
+            rows.append(
+                [
+                    _SEV_MARK[r["severity"]],
+                    r["kind"],
+                    r["host"],
+                    r["device"],
+                    port or "-",
+                    time_range(r["start"], r["end"]),
+                    r["message"],
+                ]
             )
+        header = ["sev", "kind", "host", "device", "port", "window (UTC)", "message"]
+        # Only the message wraps: the other columns stay one line each, so rows scan down the page.
+        right = [False] * 4 + [True, False, False]
+        lines += ["", *(["standalone findings:"] if incidents else [])]
+        lines.append(text_table(header, rows, width=width, align_right=right, wrap=[False] * 6 + [True]))
     hidden = findings.height - shown.height
     if hidden:
         lines.append("")
         kinds = ", ".join(sorted(set(findings.filter(pl.col("severity") == "info")["kind"].to_list())))
         lines.append(f"{hidden} info finding(s) hidden ({kinds}); show them with --verbose or --json")
+    if reports:
+        lines += ["", "inputs:"]
+        lines.append(
+            summary_text(
+                by_format(reports, analysis.times),
+                skipped_paths=skipped(reports),
+                problem_lines=problems(reports),
+                max_problems=None if verbose else 20,
+                width=width,
+            )
+        )
+        if verbose:
+            rows = [[i["path"], i["format"], f"{i['records']:,}", f"{i['rejected']:,}"] for i in inputs]
+            header = ["input", "format", "records", "bad records"]
+            # Paths stay whole (copyable), even when the table gets wider than the terminal.
+            lines += ["", text_table(header, rows, align_right=[False, False, True, True])]
     return "\n".join(lines)
 
 
@@ -145,7 +168,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             tmp.write_text(text + "\n")
             tmp.replace(target)
     if args.json != "-":
-        print(_analysis_summary(analysis.findings, analysis.inputs, doc["status"], args.verbose, analysis.incidents))
+        print(_analysis_summary(analysis, doc["status"], args.verbose))
     failed = [i for i in analysis.inputs if i.get("error")]
     if failed and args.json != "-":
         print(f"\n{len(failed)} input(s) could not be read (status at least UNKNOWN):")
@@ -179,7 +202,7 @@ def add_parser(sub: Any) -> None:
     an.add_argument("--host", help="host for inputs that name none")
     an.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
     an.add_argument("--lenient", action="store_true", help="skip and count bad records")
-    an.add_argument("--verbose", action="store_true", help="also list info findings (data quality)")
+    an.add_argument("--verbose", action="store_true", help="also list info findings (data quality) and every input")
     an.add_argument(
         "--engine",
         choices=["local", "ray"],

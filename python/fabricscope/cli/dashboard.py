@@ -5,12 +5,19 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from fabricscope.dashboard import ENV_APP, ENV_DATA, ENV_MAX_UPLOAD_MB, find_app, streamlit_command
+from fabricscope.dashboard import (
+    ENV_APP,
+    ENV_DATA,
+    ENV_MAX_UPLOAD_MB,
+    default_data_dir,
+    find_app,
+    run_server,
+    streamlit_command,
+)
 
 _EPILOG = """\
 examples:
@@ -19,8 +26,9 @@ examples:
   fabricscope dashboard --data dumps/ --host 0.0.0.0     reachable from other machines (no auth!)
 
 The dashboard only reads files under --data (a directory of counter files, or a
-`fabricscope cron` history). Installed from a wheel: set FABRICSCOPE_DASHBOARD_APP to the
-dashboards/ directory of the sdist.
+`fabricscope cron` history). Without --data it shows the sample traces of a checkout
+(./sample_traces when run from one). Stopping this command (Ctrl-C, SIGTERM, SIGHUP) stops
+the server with it.
 """
 
 
@@ -44,7 +52,13 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     except FileNotFoundError as e:
         print(f"fabricscope: {e}", file=sys.stderr)
         return 2
-    data = Path(args.data).expanduser().resolve() if args.data else (app.parent.parent / "sample_traces").resolve()
+    if args.data:
+        data: Path | None = Path(args.data).expanduser().resolve()
+    else:
+        data = default_data_dir(app)
+        if data is None:
+            print("fabricscope: no sample_traces/ here to show: pass --data DIR", file=sys.stderr)
+            return 2
     if not data.is_dir():
         print(f"fabricscope: --data {data} is not a directory", file=sys.stderr)
         return 3
@@ -63,10 +77,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     env = {**os.environ, ENV_DATA: str(data), ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
     cmd = streamlit_command(app, host=args.host, port=args.port, max_upload_mb=args.max_upload_mb)
     print(f"fabricscope dashboard: http://{args.host}:{args.port}  (data: {data})", file=sys.stderr)
-    try:
-        return subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        return 0
+    return run_server(cmd, env)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -86,11 +97,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--data", metavar="DIR", help="directory of counter files or a cron history (default: sample_traces/)"
+        "--data", metavar="DIR", help="directory of counter files or a cron history (default: the sample traces)"
     )
     p.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--max-upload-mb", type=int, default=200, help="largest accepted upload per file (default 200)")
-    p.add_argument("--app", metavar="PATH", help=f"the dashboards/ directory or app.py (default: ${ENV_APP}, checkout)")
+    p.add_argument(
+        "--app",
+        metavar="PATH",
+        help=f"the dashboards/ directory or app.py (default: ${ENV_APP}, else the checkout's, else the installed copy)",
+    )
     p.set_defaults(func=_cmd_dashboard)
     return p

@@ -68,23 +68,59 @@ def _fmt_time(t: object) -> str:
 
 
 def _summary(
-    samples: pl.LazyFrame, reports: list[InputReport], elapsed: float, out: Path | None, side: list[str]
+    samples: pl.LazyFrame,
+    reports: list[InputReport],
+    elapsed: float,
+    out: Path | None,
+    side: list[str],
+    verbose: bool = False,
 ) -> str:
+    """One line per format and the problems; ``verbose`` adds the per-input and per-device tables."""
+    from fabricscope._text_table import terminal_width, text_table
+    from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
+
+    width = terminal_width()
     lines: list[str] = []
     total_bytes = sum(r.bytes for r in reports)
     total_rows = sum(r.rows for r in reports)
+    where = ""
+    if total_rows:
+        hosts, devices = (
+            samples.select(pl.col("host").n_unique().alias("h"), pl.struct("host", "device").n_unique().alias("d"))
+            .collect()
+            .row(0)
+        )
+        where = f" from {hosts:,} host(s) ({devices:,} devices)"
     lines.append(
         f"fabricscope {__version__}: read {len(reports)} input(s), {total_bytes / 1e6:,.2f} MB, "
-        f"{total_rows:,} samples in {elapsed:.2f} s"
+        f"{total_rows:,} samples{where} in {elapsed:.2f} s"
     )
     lines.append("")
-    lines.append(f"{'input':<56} {'format':<12} {'samples':>10} {'bad':>5}  time from")
-    for r in reports:
-        name = r.path if len(r.path) <= 56 else "..." + r.path[-53:]
-        skipped = any(w.startswith("skipped") for w in r.warnings)
-        status = "FAILED" if r.failed else ("skipped" if skipped else (r.format or "-"))
-        lines.append(f"{name:<56} {status:<12} {r.rows:>10,} {r.bad_records:>5}  {r.time_source}")
-    if total_rows:
+    times = format_times(samples) if total_rows else None
+    lines.append(
+        summary_text(
+            by_format(reports, times),
+            skipped_paths=skipped(reports),
+            problem_lines=problems(reports),
+            max_problems=None if verbose else 20,
+            width=width,
+        )
+    )
+    if verbose:
+        rows = []
+        for r in reports:
+            skip = any(w.startswith("skipped") for w in r.warnings)
+            status = "FAILED" if r.failed else ("skipped" if skip else (r.format or "-"))
+            rows.append([r.path, status, f"{r.rows:,}", f"{r.bad_records:,}", r.time_source])
+        lines += ["", "per input:"]
+        lines.append(
+            text_table(
+                ["input", "format", "samples", "bad records", "time from"],
+                rows,  # paths stay whole (copyable), even when wider than the terminal
+                align_right=[False, False, True, True, False],
+            )
+        )
+    if total_rows and verbose:
         per_dev = (
             samples.group_by("host", "device")
             .agg(
@@ -93,23 +129,28 @@ def _summary(
                 pl.col("time").n_unique().alias("snapshots"),
                 pl.col("time").min().alias("first"),
                 pl.col("time").max().alias("last"),
-                pl.len().alias("samples"),
             )
             .sort("host", "device")
             .collect()
         )
-        lines.append("")
-        lines.append(
-            f"{'host':<20} {'device':<20} {'ports':<8} {'counters':>8} {'snapshots':>9} "
-            f"{'first (UTC)':<19}  {'last (UTC)':<19}"
-        )
-        for row in per_dev.iter_rows(named=True):
-            ports = ",".join(str(p) for p in row["ports"]) or "-"
-            lines.append(
-                f"{str(row['host'])[:20]:<20} {str(row['device'])[:20]:<20} {ports[:8]:<8} "
-                f"{row['counters']:>8} {row['snapshots']:>9} {_fmt_time(row['first']):<19}  "
-                f"{_fmt_time(row['last']):<19}"
-            )
+        rows = [
+            [
+                r["host"],
+                r["device"],
+                ",".join(str(p) for p in r["ports"]) or "-",
+                r["counters"],
+                r["snapshots"],
+                _fmt_time(r["first"]),
+                _fmt_time(r["last"]),
+            ]
+            for r in per_dev.iter_rows(named=True)
+        ]
+        lines += ["", "per host and device:"]
+        header = ["host", "device", "ports", "counters", "snapshots", "first (UTC)", "last (UTC)"]
+        lines.append(text_table(header, rows, width=width))
+    else:
+        lines.append("(every input and every host/device: --verbose)")
+    if total_rows:
         unknown = (
             samples.join(
                 pl.LazyFrame({"counter": pl.Series(_known_counters(), dtype=pl.String)}),
@@ -127,14 +168,6 @@ def _summary(
                 f"{unknown} counter name(s) are not in the vocabulary and were kept under their raw "
                 "names (see `fabricscope counters`)."
             )
-    problems = [(r.path, m) for r in reports for m in (r.errors + r.warnings)]
-    if problems:
-        lines.append("")
-        lines.append("problems:")
-        for path, msg in problems[:20]:
-            lines.append(f"  {msg}" if path in msg else f"  {path}: {msg}")
-        if len(problems) > 20:
-            lines.append(f"  ... and {len(problems) - 20} more")
     if out is not None:
         lines.append("")
         lines.append(f"wrote {out}" + "".join(f", {p}" for p in side))
@@ -240,7 +273,7 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
         }
         print(json.dumps(doc, indent=2))
     else:
-        print(_summary(samples, reports, elapsed, out, list(side_outputs.values())))
+        print(_summary(samples, reports, elapsed, out, list(side_outputs.values()), verbose=args.verbose))
     return EXIT_INPUT if any(r.failed for r in reports) else EXIT_OK
 
 
@@ -260,6 +293,9 @@ def add_parser(sub: Any) -> None:
     parse.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
     parse.add_argument("--lenient", action="store_true", help="skip and count bad records instead of failing")
     parse.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parse.add_argument(
+        "-v", "--verbose", action="store_true", help="also list every input and every host/device; log warnings"
+    )
     parse.add_argument("--progress", action="store_true", help="show progress even when stderr is not a TTY")
     parse.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parse.add_argument("--batch-rows", type=int, default=1 << 20, help=argparse.SUPPRESS)

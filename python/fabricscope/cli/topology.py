@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from fabricscope.cli._common import EXIT_INPUT, EXIT_OK
+from fabricscope._text_table import terminal_width
+from fabricscope.cli._common import EXIT_INPUT, EXIT_OK, add_output_arguments, print_table
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.topology import format_topology, topology
 
@@ -18,10 +18,10 @@ def _cmd_topology(args: argparse.Namespace) -> int:
     except FabricscopeError as e:
         print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
         return EXIT_INPUT
-    if args.json:
-        print(json.dumps(links.to_dicts(), indent=2, default=str))
+    if args.output_format == "table":
+        print(format_topology(links, width=terminal_width()))
     else:
-        print(format_topology(links))
+        print_table(links, args.output_format)
     return EXIT_OK
 
 
@@ -33,6 +33,6 @@ def add_parser(sub: Any) -> None:
         description="Read topology sources and print the links table with tiers (hca, leaf, spine).",
     )
     topo.add_argument("inputs", nargs="+", metavar="INPUT")
-    topo.add_argument("--json", action="store_true", help="print the links as JSON")
+    add_output_arguments(topo, "the links")
     topo.add_argument("--lenient", action="store_true", help="skip and count bad records")
     topo.set_defaults(func=_cmd_topology)

@@ -18,6 +18,7 @@ import polars as pl
 from fabricscope.captures import CAPTURE_AS, PER_PRIORITY_AS, with_capture_counters
 from fabricscope.detect import AnalysisInput, DetectorSpec, detectors_in
 from fabricscope.findings import empty_findings
+from fabricscope.input_summary import format_times, merge_times
 from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
 from fabricscope.profiles import Profile
 from fabricscope.rates import rates, value_as_float
@@ -163,6 +164,8 @@ class PartitionResult:
         samples: The partition's samples only when a fabric-wide detector reads everything, else empty.
         rows: Sample rows analysed.
         views: The partition detectors' views (``layers`` ...) when the analysis keeps its detail.
+        times: First and last sample time per reader (``format``, ``first``, ``last``), for the
+            summaries of what was read.
     """
 
     findings: pl.DataFrame
@@ -172,6 +175,7 @@ class PartitionResult:
     samples: pl.DataFrame
     rows: int
     views: dict[str, pl.DataFrame] = field(default_factory=dict)
+    times: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def _reads_everything() -> bool:
@@ -245,6 +249,7 @@ def analyze_partition(
         samples=samples if full else samples.clear(),
         rows=samples.height,
         views=_views(local, inp) if keep_detail else {},
+        times=format_times(samples),
     )
 
 
@@ -320,6 +325,7 @@ class EngineResult:
         seconds: Wall time per step (``read``, ``partitions``, ``fabric``), for benchmarks.
         sample_bytes: Arrow size of the samples read (after filters).
         views: The detectors' views (``layers`` ...), with ``keep_detail``.
+        times: First and last sample time per reader (:func:`fabricscope.input_summary.format_times`).
     """
 
     findings: pl.DataFrame
@@ -331,6 +337,7 @@ class EngineResult:
     seconds: dict[str, float] = field(default_factory=dict)
     sample_bytes: int = 0
     views: dict[str, pl.DataFrame] = field(default_factory=dict)
+    times: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
@@ -374,6 +381,7 @@ def reduce_results(
         seconds={**seconds, "fabric": time.perf_counter() - t},
         sample_bytes=sample_bytes,
         views=views,
+        times=merge_times([r.times for r in results]),
     )
 
 

@@ -64,6 +64,9 @@ class ReportData:
         rates: Rates the detectors saw.
         gauges: Latest gauges (link rate per port).
         inputs: The contract's per-input rows.
+        formats: Per format read: files, samples, bad records, time range
+            (:func:`fabricscope.input_summary.by_format`).
+        problems: The readers' errors and warnings, each naming its input.
         lifecycle: Fault lifecycle when the report is over a history.
         layers: ``Analysis.layers`` (bottleneck view) when the analysis provides it.
         advice: Advisor tables by name, or a note why there are none.
@@ -77,6 +80,8 @@ class ReportData:
     rates: pl.DataFrame
     gauges: pl.DataFrame
     inputs: list[dict[str, Any]]
+    formats: pl.DataFrame | None = None
+    problems: list[str] = field(default_factory=list)
     lifecycle: pl.DataFrame | None = None
     layers: pl.DataFrame | None = None
     advice: dict[str, pl.DataFrame] | str = ""
@@ -136,6 +141,7 @@ def gather(
     """
     from fabricscope.analyze import run_analysis
     from fabricscope.history import History, is_history, to_canonical
+    from fabricscope.input_summary import by_format, format_times, problems
     from fabricscope.io import _time_ns, load
     from fabricscope.remote import RemoteOptions
 
@@ -144,6 +150,8 @@ def gather(
     histories = [p for p in paths if is_history(p)]
     others = [p for p in paths if p not in histories]
     frames, attrs, tables, inputs, lifecycles = [], [], {}, [], []
+    formats: list[pl.DataFrame] = []
+    trouble: list[str] = []
     for h in histories:
         hist = History(h)
         frames.append(to_canonical(hist.samples(since=since).collect()))
@@ -154,6 +162,15 @@ def gather(
         runs = hist.runs()
         inputs.append(
             {"path": h, "format": "history", "records": frames[-1].height, "rejected": 0, "runs": runs.height}
+        )
+        first, last = (frames[-1]["time"].min(), frames[-1]["time"].max()) if frames[-1].height else (None, None)
+        formats.append(
+            pl.DataFrame(
+                [{"format": "history", "files": 1, "failed": 0, "samples": frames[-1].height, "bad_records": 0}]
+            ).with_columns(
+                pl.lit(first, dtype=pl.Datetime("ns", "UTC")).alias("first"),
+                pl.lit(last, dtype=pl.Datetime("ns", "UTC")).alias("last"),
+            )
         )
     if others:
         res = load(others, strict=strict, remote=remote)
@@ -166,6 +183,8 @@ def gather(
             for r in res.reports
             if r.format is not None or r.failed
         ]
+        formats.append(by_format(res.reports, format_times(res.samples)))
+        trouble = problems(res.reports)
     samples = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
     analysis = run_analysis(
         samples,
@@ -191,6 +210,8 @@ def gather(
         rates=analysis.rates,
         gauges=gauges,
         inputs=inputs,
+        formats=pl.concat(formats, how="vertical_relaxed") if formats else None,
+        problems=trouble,
         lifecycle=pl.concat(lifecycles) if lifecycles else None,
         layers=getattr(analysis, "layers", None),
         advice=_advice(analysis),
@@ -246,13 +267,27 @@ def _port_frames(
     ordered = pl.concat(
         [hit.select("host", "device", "port").unique(maintain_order=True), ports], how="vertical"
     ).unique(maintain_order=True)
-    ordered = ordered.sort(
-        pl.struct("host", "device", "port").is_in(hit.select(pl.struct("host", "device", "port")).to_series()).not_(),
-        "host",
-        "device",
-        "port",
-        nulls_last=True,
-    ).head(max_ports)
+    # Ports with the worst findings first (the order of the findings section), then the rest by name.
+    rank = (
+        hit.join(
+            f.select(
+                "host",
+                "device",
+                pl.col("port").alias("port_f"),
+                pl.col("severity").replace_strict(_SEVERITY_ORDER, return_dtype=pl.Int8).alias("rank"),
+            ),
+            on=["host", "device"],
+        )
+        .filter(pl.col("port_f").is_null() | pl.col("port").eq_missing(pl.col("port_f")))
+        .group_by("host", "device", "port")
+        .agg(pl.col("rank").min())
+    )
+    ordered = (
+        ordered.join(rank, on=["host", "device", "port"], how="left", nulls_equal=True)
+        .sort(pl.col("rank").fill_null(3), "host", "device", "port", nulls_last=True)
+        .drop("rank")
+        .head(max_ports)
+    )
     out = []
     for host, device, port in ordered.iter_rows():
         pr = r.filter((pl.col("host") == host) & (pl.col("device") == device) & pl.col("port").eq_missing(port))
@@ -328,7 +363,9 @@ def _plot_port(
         ax.plot(p["end"].to_list(), (p["rate_per_s"] / p["rate_per_s_pk"]).to_list(), label="loss p")
     ax.set_ylabel("est. loss ratio")
     for r in pf.iter_rows(named=True):
-        if r["start"] is None or r["end"] is None:
+        # Info findings (data quality, bottleneck verdicts) often span the whole run: shading them
+        # would hide the fault windows.
+        if r["start"] is None or r["end"] is None or r["severity"] == "info":
             continue
         for a in axes:
             a.axvspan(r["start"], r["end"], color=_SEV_COLOUR[r["severity"]], alpha=0.15)
@@ -374,6 +411,12 @@ def _entity(r: dict[str, Any]) -> str:
     return ent + (f" p{r['priority']}" if r["priority"] is not None else "")
 
 
+def _port_of(r: dict[str, Any]) -> str:
+    """The port (or device, or host) a finding is about: the report groups findings by it."""
+    ent = "/".join(str(x) for x in (r["host"], r["device"], r["port"]) if x is not None)
+    return ent or "fabric-wide"
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -384,6 +427,12 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _window(r: dict[str, Any]) -> str:
+    from fabricscope.input_summary import time_range
+
+    return time_range(r["start"], r["end"])
+
+
 def _counts(findings: pl.DataFrame) -> dict[str, int]:
     c = {"critical": 0, "warning": 0, "info": 0}
     for s in findings["severity"].to_list():
@@ -391,16 +440,94 @@ def _counts(findings: pl.DataFrame) -> dict[str, int]:
     return c
 
 
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+# In table cells (the group heading spells it out): short enough for a narrow column.
+_SEV_SHORT = {"critical": "crit", "warning": "warn", "info": "info"}
+
+
+def _groups(findings: pl.DataFrame) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Findings grouped per port; the port with the worst (then the most) findings first.
+
+    Within a group the findings keep the frame's order (worst first).
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in findings.iter_rows(named=True):
+        groups.setdefault(_port_of(r), []).append(r)
+    return sorted(
+        groups.items(),
+        key=lambda kv: (min(_SEVERITY_ORDER[r["severity"]] for r in kv[1]), -len(kv[1])),
+    )
+
+
+def _verdict(data: ReportData) -> tuple[str, str]:
+    """The status and one sentence a person reads first."""
+    status = overall_status(data.findings)
+    c = _counts(data.findings)
+    serious = data.findings.filter(pl.col("severity") != "info")
+    if not serious.height:
+        note = f" ({c['info']} info finding(s) about the data, listed below)" if c["info"] else ""
+        return status, f"No faults found in the inputs{note}."
+    ports = len({_port_of(r) for r in serious.iter_rows(named=True)})
+    parts = [f"{c[s]} {s}" for s in ("critical", "warning") if c[s]]
+    worst = serious.row(0, named=True)
+    return status, (
+        f"{' and '.join(parts)} finding(s) on {ports} port(s). Worst: {worst['kind']} on {_entity(worst)}: "
+        f"{worst['message']}"
+    )
+
+
 _CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:90%}
-td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}
-th{background:#f0f0f0}.critical{background:#fbdada}.warning{background:#fde9d0}.info{background:#f4f4f4}
-.status{font-size:130%;font-weight:bold;padding:.5em;border-radius:4px;display:inline-block}
-pre{white-space:pre-wrap;font-size:85%;margin:0}figure{margin:1em 0}.note{color:#666}
-.incident{border:1px solid #ccc;border-radius:4px;padding:.5em 1em;margin:.5em 0}
+:root{--crit:#b71c1c;--warn:#e65100;--info:#616161}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;
+color:#222;line-height:1.4}
+h1{margin:.2em 0}h2{margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+h3{margin:1.2em 0 .4em}
+.verdict{border-left:8px solid var(--info);background:#f6f6f6;padding:.6em 1em;margin:1em 0}
+.verdict.critical{border-color:var(--crit);background:#fdecea}.verdict.warning{border-color:var(--warn);background:#fff3e0}
+.verdict.ok{border-color:#2e7d32;background:#edf7ed}
+.status{font-size:150%;font-weight:bold;margin-right:.6em}
+.verdict.critical .status{color:var(--crit)}.verdict.warning .status{color:var(--warn)}
+.verdict.ok .status{color:#2e7d32}
+.verdict p{margin:.3em 0;font-size:110%}
+.badge{display:inline-block;font-size:75%;font-weight:bold;text-transform:uppercase;padding:.05em .5em;
+border-radius:3px;color:#fff;background:var(--info);vertical-align:middle;white-space:nowrap;overflow-wrap:normal}
+.badge.critical{background:var(--crit)}.badge.warning{background:var(--warn)}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:90%;width:100%}
+table.findings{table-layout:fixed}
+td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}
+th{background:#f0f0f0}table.findings th{overflow-wrap:normal;word-break:keep-all}
+@media (max-width:900px){body{font-size:95%}table.findings{font-size:80%}}
+tr.critical td:first-child{border-left:4px solid var(--crit)}
+tr.warning td:first-child{border-left:4px solid var(--warn)}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:85%;margin:.3em 0 0}
+details summary{cursor:pointer;color:#555}
+figure{margin:1em 0;break-inside:avoid}figure svg{max-width:100%;height:auto}
+figcaption{font-weight:bold}
+.note{color:#666}nav a{margin-right:1em}
+@media print{
+  @page{size:A4;margin:14mm}
+  body{margin:0;max-width:none;font-size:10pt}
+  nav,.screen-only{display:none}
+  h2,h3{break-after:avoid}
+  tr,figure,.verdict{break-inside:avoid}
+  table{font-size:8.5pt}
+  a{color:inherit;text-decoration:none}
+}
+.incident{border:1px solid #ccc;border-radius:4px;padding:.5em 1em;margin:.5em 0;break-inside:avoid}
 .incident .action{font-weight:bold}
 """
+
+# Findings table: what each column holds and how much of the page width it gets.
+_FINDING_COLUMNS = [
+    ("sev", "6%"),
+    ("kind", "13%"),
+    ("prio", "5%"),
+    ("window (UTC)", "13%"),
+    ("measured", "13%"),
+    ("what it means", "30%"),
+    ("threshold source", "20%"),
+]
 
 
 def _where(f: dict[str, Any]) -> str:
@@ -457,82 +584,162 @@ def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
 
 def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
     cols = df.columns
+    numeric = [df.schema[c].is_numeric() for c in cols]
+
+    def td(v: Any, num: bool) -> str:
+        return f"<td class='num'>{html.escape(_fmt(v))}</td>" if num else f"<td>{html.escape(_fmt(v))}</td>"
+
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r) + "</tr>" for r in df.head(limit).iter_rows()
+        "<tr>" + "".join(td(v, n) for v, n in zip(r, numeric, strict=True)) + "</tr>"
+        for r in df.head(limit).iter_rows()
     )
     more = f"<p class='note'>{df.height - limit} more rows not shown.</p>" if df.height > limit else ""
-    return "<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + f"</tr>{rows}</table>{more}"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    return f"<table><tr>{head}</tr>{rows}</table>{more}"
+
+
+def _measured(r: dict[str, Any]) -> str:
+    if r["metric"] is None and r["observed"] is None:
+        return "-"
+    text = f"{r['metric'] or 'value'} = {_fmt(r['observed'])}"
+    return text + (f" (limit {_fmt(r['expected'])})" if r["expected"] is not None else "")
+
+
+def _findings_html(rows: list[dict[str, Any]]) -> str:
+    e = html.escape
+    out = ["<table class='findings'><colgroup>"]
+    out += [f"<col style='width:{w}'>" for _, w in _FINDING_COLUMNS]
+    out.append("</colgroup><tr>" + "".join(f"<th>{e(c)}</th>" for c, _ in _FINDING_COLUMNS) + "</tr>")
+    for r in rows:
+        ev = r["evidence"] or "{}"
+        try:
+            pretty = json.dumps(json.loads(ev), indent=1, sort_keys=True)
+        except ValueError:
+            pretty = ev
+        out.append(
+            f"<tr class='{e(r['severity'])}'><td><span class='badge {e(r['severity'])}' title='{e(r['severity'])}'>"
+            f"{e(_SEV_SHORT[r['severity']])}</span></td>"
+            f"<td>{e(r['kind'])}</td><td>{e(_fmt(r['priority']))}</td><td>{e(_window(r))}</td>"
+            f"<td>{e(_measured(r))}</td>"
+            f"<td>{e(r['message'] or '')}<details><summary>evidence</summary><pre>{e(pretty)}</pre></details></td>"
+            f"<td>{e('; '.join(_sources_of(ev)) or '-')}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _formats_rows(data: ReportData) -> pl.DataFrame | None:
+    """The per-format input summary as a table for people (time range in one column)."""
+    from fabricscope.input_summary import time_range
+
+    if data.formats is None or not data.formats.height:
+        return None
+    return data.formats.select(
+        "format",
+        "files",
+        "failed",
+        "samples",
+        "bad_records",
+        pl.struct("first", "last")
+        .map_elements(lambda t: time_range(t["first"], t["last"]), return_dtype=pl.String)
+        .alias("time range (UTC)"),
+    )
 
 
 def render_html(data: ReportData) -> str:
     """One self-contained HTML document (inline CSS and SVG; nothing fetched when viewed).
 
+    It opens with the verdict and the findings, worst port first; then the evidence plots, the
+    bottleneck view and the advisor; the inputs come last, collapsed. Printed (or saved as PDF)
+    it keeps rows and plots whole and hides the navigation.
+
     Example:
         >>> d = gather(["sample_traces/ethtool"])
-        >>> "<h2>Findings</h2>" in render_html(d)
+        >>> "<h2 id='findings'>Findings</h2>" in render_html(d)
         True
     """
-    status = overall_status(data.findings)
+    status, sentence = _verdict(data)
     c = _counts(data.findings)
     e = html.escape
+    n_inputs = len(data.inputs)
     out = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{e(data.title)}</title><style>{_CSS}</style></head><body>",
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{e(status.upper())}: {e(data.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{e(data.title)}</h1>",
-        f"<p class='note'>fabricscope {e(__version__)}, generated "
-        f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S')} UTC from {e(', '.join(data.sources))}</p>",
+        f"<div class='verdict {e(status)}'><span class='status'>{e(status.upper())}</span>"
+        f"{c['critical']} critical, {c['warning']} warning, {c['info']} info"
+        f"<p>{e(sentence)}</p></div>",
+        f"<p class='note'>From {e(', '.join(data.sources))} ({n_inputs} input(s), listed at the end); "
+        f"fabricscope {e(__version__)}, generated "
+        f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S')} UTC.</p>",
+        "<nav><a href='#findings'>Findings</a><a href='#plots'>Evidence plots</a>"
+        "<a href='#bottlenecks'>Bottlenecks</a><a href='#advisor'>Advisor</a><a href='#inputs'>Inputs</a></nav>",
         *_incidents_html(data.incidents),
-        "<h2>Status</h2>",
-        f"<div class='status {e(status if status != 'ok' else 'info')}'>{e(status.upper())}</div>",
-        f"<p>{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s).</p>",
-        "<h3>Inputs</h3>",
-        _html_table(pl.DataFrame(data.inputs, infer_schema_length=None)) if data.inputs else "<p>none</p>",
-        "<h2>Findings</h2>",
+        "<h2 id='findings'>Findings</h2>",
     ]
-    if data.findings.height:
-        out.append(
-            "<table><tr><th>severity</th><th>kind</th><th>entity</th><th>window (UTC)</th><th>metric</th>"
-            "<th>observed</th><th>expected</th><th>message</th><th>threshold source</th><th>evidence</th></tr>"
-        )
-        for r in data.findings.iter_rows(named=True):
-            ev = r["evidence"] or "{}"
-            try:
-                pretty = json.dumps(json.loads(ev), indent=1, sort_keys=True)
-            except ValueError:
-                pretty = ev
-            out.append(
-                f"<tr class='{e(r['severity'])}'><td>{e(r['severity'])}</td><td>{e(r['kind'])}</td>"
-                f"<td>{e(_entity(r))}</td><td>{e(_fmt(r['start']))} .. {e(_fmt(r['end']))}</td>"
-                f"<td>{e(_fmt(r['metric']))}</td><td>{e(_fmt(r['observed']))}</td><td>{e(_fmt(r['expected']))}</td>"
-                f"<td>{e(r['message'] or '')}</td><td>{e('; '.join(_sources_of(ev)) or '-')}</td>"
-                f"<td><details><summary>evidence</summary><pre>{e(pretty)}</pre></details></td></tr>"
-            )
-        out.append("</table>")
-    else:
+    serious = data.findings.filter(pl.col("severity") != "info")
+    info = data.findings.filter(pl.col("severity") == "info")
+    if not data.findings.height:
         out.append("<p>No findings.</p>")
+    for port, rows in _groups(serious):
+        worst = rows[0]["severity"]
+        out.append(
+            f"<h3><span class='badge {e(worst)}'>{e(worst)}</span> {e(port)} "
+            f"<span class='note'>({len(rows)} finding(s))</span></h3>"
+        )
+        out.append(_findings_html(rows))
+    if info.height:
+        kinds = ", ".join(sorted(set(info["kind"].to_list())))
+        out.append(
+            f"<details><summary>{info.height} info finding(s) about the data and its collection ({e(kinds)})</summary>"
+        )
+        for port, rows in _groups(info):
+            out += [f"<h3>{e(port)}</h3>", _findings_html(rows)]
+        out.append("</details>")
     if data.lifecycle is not None and data.lifecycle.height:
         out += ["<h2>Fault lifecycle (history)</h2>", _html_table(data.lifecycle.drop("last_evidence"))]
-    out.append("<h2>Per-port time series</h2>")
+    out.append("<h2 id='plots'>Evidence: per-port time series</h2>")
     out.append(
         "<p class='note'>Throughput vs line rate, pause ratio per priority, ECN-marked share and CNP rate, "
         "error rates, estimated loss (receiver sequence errors and drops / received packets). Shaded: fault "
-        "windows (red critical, orange warning, grey info).</p>"
+        "windows (red critical, orange warning). Worst ports first.</p>"
     )
     for title, svg, _png in data.plots:
         out.append(f"<figure><figcaption>{e(title)}</figcaption>{svg}</figure>")
     if not data.plots:
         out.append("<p>No rated counters to plot.</p>")
-    out.append("<h2>Bottlenecks</h2>")
+    out.append("<h2 id='bottlenecks'>Bottlenecks</h2>")
     bn = data.findings.filter(pl.col("kind") == "bottleneck")
-    out.append(_html_table(bn.drop("evidence")) if bn.height else "<p>No bottleneck findings.</p>")
+    if bn.height:
+        out.append(_findings_html(list(bn.iter_rows(named=True))))
+    else:
+        out.append("<p>No bottleneck findings.</p>")
     if data.layers is not None and data.layers.height:
-        out += ["<h3>Utilisation per layer</h3>", _html_table(data.layers)]
-    out.append("<h2>Advisor</h2>")
+        out += [
+            f"<details><summary>Utilisation per layer ({data.layers.height} rows)</summary>",
+            _html_table(data.layers),
+            "</details>",
+        ]
+    out.append("<h2 id='advisor'>Advisor</h2>")
     if isinstance(data.advice, str) or not data.advice:
         out.append(f"<p class='note'>{e(data.advice or 'The advisor returned no tables.')}</p>")
     else:
         for name, df in data.advice.items():
             out += [f"<h3>{e(name)}</h3>", _html_table(df)]
+    out.append("<h2 id='inputs'>Inputs</h2>")
+    formats = _formats_rows(data)
+    summary = f"{n_inputs} input(s)" + (f" in {formats.height} format(s)" if formats is not None else "")
+    if data.problems:
+        summary += f", {len(data.problems)} problem(s)"
+    out.append(f"<details><summary>{e(summary)}</summary>")
+    if formats is not None:
+        out.append(_html_table(formats))
+    if data.problems:
+        out.append("<h3>Problems</h3><ul>" + "".join(f"<li>{e(p)}</li>" for p in data.problems[:200]) + "</ul>")
+    if data.inputs:
+        out += ["<h3>Every input</h3>", _html_table(pl.DataFrame(data.inputs, infer_schema_length=None))]
+    out.append("</details>")
     out.append("</body></html>")
     return "\n".join(out)
 
@@ -547,46 +754,47 @@ def _md_table(df: pl.DataFrame, limit: int = 200) -> str:
 
 
 def render_markdown(data: ReportData) -> str:
-    """The report as Markdown (plots as inline PNG data URIs).
+    """The report as Markdown (plots as inline PNG data URIs), in the HTML report's order.
 
     Example:
         >>> d = gather(["sample_traces/ethtool"])
         >>> render_markdown(d).startswith("# fabricscope report")
         True
     """
-    status = overall_status(data.findings)
+    status, sentence = _verdict(data)
     c = _counts(data.findings)
     out = [
         f"# {data.title}",
         "",
+        f"## Status: {status.upper()}",
+        "",
+        f"{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s). {sentence}",
+        "",
         f"fabricscope {__version__}; sources: {', '.join(data.sources)}",
         "",
         *_incidents_md(data.incidents),
-        f"## Status: {status.upper()}",
-        "",
-        f"{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s).",
-        "",
         "## Findings",
         "",
     ]
-    if data.findings.height:
-        rows = [
-            {
-                "severity": r["severity"],
-                "kind": r["kind"],
-                "entity": _entity(r),
-                "window": f"{_fmt(r['start'])} .. {_fmt(r['end'])}",
-                "metric": r["metric"],
-                "observed": r["observed"],
-                "expected": r["expected"],
-                "message": r["message"],
-                "threshold source": "; ".join(_sources_of(r["evidence"])) or "-",
-            }
-            for r in data.findings.iter_rows(named=True)
-        ]
-        out.append(_md_table(pl.DataFrame(rows, infer_schema_length=None)))
-    else:
+    if not data.findings.height:
         out.append("No findings.")
+    for port, rows in _groups(data.findings):
+        table = pl.DataFrame(
+            [
+                {
+                    "severity": r["severity"],
+                    "kind": r["kind"],
+                    "priority": r["priority"],
+                    "window (UTC)": _window(r),
+                    "measured": _measured(r),
+                    "message": r["message"],
+                    "threshold source": "; ".join(_sources_of(r["evidence"])) or "-",
+                }
+                for r in rows
+            ],
+            infer_schema_length=None,
+        )
+        out += [f"### {port}", "", _md_table(table)]
     out += ["", "## Per-port time series", ""]
     for title, _svg, png in data.plots:
         out.append(f"### {title}\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})\n")
@@ -601,6 +809,11 @@ def render_markdown(data: ReportData) -> str:
     else:
         for name, df in data.advice.items():
             out += [f"### {name}", "", _md_table(df)]
+    out += ["", "## Inputs", ""]
+    formats = _formats_rows(data)
+    out.append(_md_table(formats) if formats is not None else f"{len(data.inputs)} input(s).")
+    if data.problems:
+        out += ["", "Problems:", ""] + [f"- {p}" for p in data.problems[:200]]
     return "\n".join(out) + "\n"
 
 

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The package as a user gets it: build the wheel and the sdist with maturin, install the wheel (not
+# editable) into a clean venv, and run every README command from that venv, the dashboard included
+# (health endpoint, a page in headless Chromium, stopped with SIGTERM). No FABRICSCOPE_* variable is
+# set: the wheel must carry everything its commands need.
+#
+# Usage: bash .ci/wheel_smoke.sh   (needs cargo, python3 with venv, and /usr/bin/chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/fabricscope-wheel.XXXXXX")
+DASH_PID=
+cleanup() {
+  if [ -n "$DASH_PID" ] && kill -0 "$DASH_PID" 2>/dev/null; then
+    kill -KILL -- "-$DASH_PID" 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+unset FABRICSCOPE_DASHBOARD_APP FABRICSCOPE_DATA FABRICSCOPE_MAX_UPLOAD_MB
+PIP_FLAGS=(-q --disable-pip-version-check)
+
+echo "== wheel: build the wheel and the sdist (maturin, profile ci)"
+python3 -m venv "$WORK/build"
+"$WORK/build/bin/pip" install "${PIP_FLAGS[@]}" 'maturin>=1.12.1,<2'
+# The wheel is abi3: any interpreter builds it (WHEEL_SMOKE_PYTHON lets a warm target dir be reused).
+"$WORK/build/bin/maturin" build --profile ci --sdist --out "$WORK/dist" --interpreter "${WHEEL_SMOKE_PYTHON:-python3}"
+WHEEL=$(ls "$WORK"/dist/fabricscope-*.whl)
+SDIST=$(ls "$WORK"/dist/fabricscope-*.tar.gz)
+
+echo "== wheel: archive contents (the dashboard inside the package; its source in the sdist)"
+python3 - "$WHEEL" "$SDIST" <<'EOF'
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+wheel, sdist = sys.argv[1], sys.argv[2]
+names = set(zipfile.ZipFile(wheel).namelist())
+app = sorted(
+    str(p.relative_to("dashboards")) for p in Path("dashboards").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+)
+missing = [a for a in app if f"fabricscope/_dashboard_app/{a}" not in names]
+assert not missing, f"the wheel lacks dashboard files: {missing}"
+assert not any(n.startswith("dashboards/") for n in names), "the wheel must not install a top-level dashboards/"
+stray = sorted(n for n in names if "__pycache__" in n or n.endswith(".pyc"))
+assert not stray, f"bytecode in the wheel: {stray}"
+top = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+need = {"dashboards/app.py", "rust/fabricscope-py/build.rs", "Cargo.lock", "pyproject.toml"}
+assert need <= top, f"the sdist lacks {sorted(need - top)}"
+print(f"wheel: {len(app)} dashboard files under fabricscope/_dashboard_app/; sdist: source tree complete")
+EOF
+
+echo "== wheel: install into a clean venv (not editable)"
+python3 -m venv "$WORK/venv"
+"$WORK/venv/bin/pip" install "${PIP_FLAGS[@]}" "$WHEEL[dashboard,report,browser]"
+FS="$WORK/venv/bin/fabricscope"
+PY="$WORK/venv/bin/python"
+# The package imported is the installed one, not the checkout's python/ tree.
+"$PY" -c 'import sys, fabricscope; assert fabricscope.__file__.startswith(sys.prefix), fabricscope.__file__'
+
+# Every `fabricscope SUBCOMMAND` of the README is run below; `ran` records which.
+RAN=()
+run() { # run SUBCOMMAND ARGS... : exit status must be 0
+  RAN+=("$1"); echo "\$ fabricscope $*"; "$FS" "$@" > "$WORK/last.out"; tail -n 3 "$WORK/last.out"
+}
+run_nagios() { # as run, but 1 (warning) and 2 (critical) are results, not failures
+  RAN+=("$1"); echo "\$ fabricscope $*"; local rc=0; "$FS" "$@" > "$WORK/last.out" || rc=$?
+  tail -n 3 "$WORK/last.out"; [ "$rc" -le 2 ] || { echo "exit $rc"; exit 1; }
+}
+
+echo "== wheel: the README's commands, from the installed package"
+sed -n '/^```toml$/,/^```$/p' docs/detectors.md | sed '1d;$d' > "$WORK/thresholds.toml"  # the documented example
+run_nagios analyze sample_traces/
+run_nagios analyze sample_traces/ --json "$WORK/findings.json" --profile ndr400 --config "$WORK/thresholds.toml"
+run_nagios analyze sample_traces/ --hosts gpu01,gpu02 --since 2026-12-02T14:00:00Z
+# The Ray engine needs the ray extra and a cluster; the partitioned path it shares is run locally here
+# (tests/test_engines.py runs both engines against each other).
+run_nagios analyze sample_traces/scenarios --engine local
+run parse sample_traces/ -o "$WORK/out/samples.parquet"
+test -s "$WORK/out/samples.parquet" && test -s "$WORK/out/samples.attributes.parquet"
+if [ -d /sys/class/infiniband ]; then run parse /sys/class/infiniband -o "$WORK/now.parquet"
+else run parse sample_traces/sysfs/gpu02 -o "$WORK/now.parquet"; fi
+gzip -c sample_traces/prometheus/federate-rail0.prom > "$WORK/federate.prom.gz"
+run parse "$WORK/federate.prom.gz" --lenient
+run parse sample_traces/ethtool/roce01-eth2.log --format ethtool --host gpu17 --time 2026-12-02T14:00:00Z
+run topology sample_traces/ib
+run report sample_traces/scenarios/pfc-storm -o "$WORK/report.html" -q
+run report sample_traces/scenarios/pfc-storm -o "$WORK/report.md" -q
+grep -q "CRITICAL" "$WORK/report.html" && grep -q "^## Status: CRITICAL" "$WORK/report.md"
+run advise --gpus 256 --gradient-gb 1 10 --bandwidth-gbps 400
+run simulate "$WORK/sim" --scenario pfc-storm
+test -s "$WORK/sim/truth.json"
+run simulate "$WORK/e2e" --scale 64x12x10 --files 2
+run formats
+run counters --layer network
+run_nagios cron --inputs sample_traces/ethtool --state "$WORK/state" --history "$WORK/history" \
+  --textfile "$WORK/fabricscope.prom"
+test -s "$WORK/fabricscope.prom"
+echo "\$ python: the README's Python example"
+"$PY" - <<'EOF'
+import fabricscope
+
+df = fabricscope.read("sample_traces/")
+res = fabricscope.load("sample_traces/", strict=False)
+frames = sum(1 for _ in fabricscope.scan("sample_traces/prometheus/federate-rail0.prom"))
+findings = fabricscope.analyze("sample_traces/")
+assert df.height > 0 and res.samples.height == df.height and frames >= 1 and findings.height > 0
+assert fabricscope.counters().height and fabricscope.formats().height and fabricscope.profiles().height
+print(f"read {df.height} samples, {findings.height} findings")
+EOF
+
+echo "== wheel: the dashboard (no FABRICSCOPE_DASHBOARD_APP): health, a page in Chromium, SIGTERM"
+RAN+=(dashboard)
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Own session, so that its whole process tree can be found (and cleaned up) by session id.
+setsid "$FS" dashboard --port "$PORT" > "$WORK/dashboard.log" 2>&1 &
+DASH_PID=$!
+"$PY" - "$PORT" "$WORK/dashboard.log" <<'EOF' || { cat "$WORK/dashboard.log"; exit 1; }
+import sys
+import time
+import urllib.request
+
+url = f"http://127.0.0.1:{sys.argv[1]}/_stcore/health"
+deadline = time.monotonic() + 120
+while True:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            if r.read() == b"ok":
+                break
+    except OSError:
+        pass
+    if time.monotonic() > deadline:
+        raise SystemExit(f"{url}: no answer in 120 s")
+    time.sleep(0.5)
+print(f"{url}: ok")
+EOF
+mkdir -p out/screenshots
+"$PY" .ci/wheel_page.py "http://127.0.0.1:$PORT" out/screenshots/wheel-overview.png \
+  || { cat "$WORK/dashboard.log"; exit 1; }
+kill -TERM "$DASH_PID"  # fabricscope only: it must stop its Streamlit child and exit with it
+rc=0; wait "$DASH_PID" || rc=$?
+[ "$rc" -eq 0 ] || { echo "dashboard exited $rc after SIGTERM"; cat "$WORK/dashboard.log"; exit 1; }
+if ps -eo sid= | grep -qx " *$DASH_PID"; then
+  echo "processes of the dashboard survived SIGTERM:"; ps -o pid,cmd --sid "$DASH_PID"; exit 1
+fi
+DASH_PID=
+echo "dashboard stopped cleanly on SIGTERM"
+
+echo "== wheel: every README subcommand was run"
+missing=$(comm -23 <(grep -o '\.venv/bin/fabricscope [a-z]*' README.md | awk '{print $2}' | sort -u) \
+                   <(printf '%s\n' "${RAN[@]}" | sort -u))
+[ -z "$missing" ] || { echo "README commands not run from the wheel: $missing"; exit 1; }
+echo "wheel smoke: ok"
