@@ -277,8 +277,10 @@ def test_report_first_screen_is_the_incident_and_its_action(tmp_path: Path) -> N
     r = _cli("report", str(COMMITTED / "chain-bad-cable"), "-o", str(out), "--max-ports", "1", "-q")
     assert r.returncode == 0, r.stderr
     doc = out.read_text()
-    # before the status, the inputs and the findings table: one incident, its title and its action
-    first = doc[: doc.index("<h2>Status</h2>")]
+    # after the one-line verdict and before the findings, plots and inputs: one incident, its title
+    # and its action
+    first = doc[: doc.index("<h2 id='findings'>")]
+    assert "class='verdict critical'" in first
     assert "<h2>Incidents (1)</h2>" in first
     assert first.count("class='incident ") == 1
     assert "bad link cable-gpu02 mlx5_0 port 1 &lt;-&gt; MF0;cable-leaf01:MQM9700/U1 port 2" in first
@@ -286,7 +288,7 @@ def test_report_first_screen_is_the_incident_and_its_action(tmp_path: Path) -> N
     md = tmp_path / "r.md"
     assert _cli("report", str(COMMITTED / "chain-bad-cable"), "-o", str(md), "--max-ports", "1", "-q").returncode == 0
     text = md.read_text()
-    assert text.index("## Incidents (1)") < text.index("## Status: CRITICAL")
+    assert text.index("## Status: CRITICAL") < text.index("## Incidents (1)") < text.index("## Findings")
     assert "**Action:** replace or reseat the cable" in text
 
 
