@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -33,12 +33,15 @@ __all__ = [
     "SCHEMA_ID_V2",
     "SEVERITIES",
     "document",
+    "document_order",
     "empty_findings",
     "exit_status",
+    "finding_key",
     "make_findings",
     "merge_same_fault",
     "merge_windows",
     "overall_status",
+    "rfc3339",
 ]
 
 SCHEMA_ID = "fabricscope.findings/1"
@@ -216,13 +219,14 @@ def _significant(value: Any) -> Any:
 
 def _json_default(o: object) -> object:
     if isinstance(o, dt.datetime):
-        return _rfc3339(o)
+        return rfc3339(o)
     if isinstance(o, float) and o != o:  # NaN is not JSON
         return None
     return str(o)
 
 
-def _rfc3339(t: dt.datetime | None) -> str | None:
+def rfc3339(t: dt.datetime | None) -> str | None:
+    """A datetime as RFC 3339 UTC text (``...Z``), as the document writes times; None stays None."""
     if t is None:
         return None
     if t.tzinfo is None:
@@ -234,6 +238,17 @@ def _finite(v: float | None) -> float | None:
     if v is None or v != v or v in (float("inf"), float("-inf")):
         return None
     return v
+
+
+def document_order(findings: pl.DataFrame) -> pl.DataFrame:
+    """Findings in the order the document lists them: worst first, then kind, host, device, port.
+
+    Stable, so rows equal on those keys keep their order (lists kept beside the document, such as
+    cron's ``fault_ids``, stay aligned).
+    """
+    rank = pl.col("severity").replace_strict({s: -i for i, s in enumerate(SEVERITIES)}, return_dtype=pl.Int8)
+    keys = [rank, "kind", pl.col("host").fill_null(""), pl.col("device").fill_null(""), pl.col("port").fill_null(0)]
+    return findings.sort(keys, maintain_order=True)
 
 
 def document(
@@ -269,16 +284,11 @@ def document(
     v2 = schema == SCHEMA_ID_V2
     role: dict[tuple[Any, ...], tuple[str, str]] = {}
     for inc in incidents or []:
-        role[_ref_key(inc["root"])] = (inc["id"], "root")
+        role[finding_key(inc["root"])] = (inc["id"], "root")
         for c in inc["consequences"]:
-            role[_ref_key(c["finding"])] = (inc["id"], "consequence")
+            role[finding_key(c["finding"])] = (inc["id"], "consequence")
     out = []
-    order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
-    rows = sorted(
-        findings.iter_rows(named=True),
-        key=lambda r: (order[r["severity"]], r["kind"], r["host"] or "", r["device"] or "", r["port"] or 0),
-    )
-    for r in rows:
+    for r in document_order(findings).iter_rows(named=True):
         out.append(
             {
                 "kind": r["kind"],
@@ -288,8 +298,8 @@ def document(
                 "port": r["port"],
                 "priority": r["priority"],
                 "layer": r["layer"],
-                "start": _rfc3339(r["start"]),
-                "end": _rfc3339(r["end"]),
+                "start": rfc3339(r["start"]),
+                "end": rfc3339(r["end"]),
                 "metric": r["metric"],
                 "observed": _finite(r["observed"]),
                 "expected": _finite(r["expected"]),
@@ -298,7 +308,7 @@ def document(
             }
         )
         if v2:
-            inc_id, inc_role = role.get(_ref_key(r), (None, None))
+            inc_id, inc_role = role.get(finding_key(r), (None, None))
             out[-1]["incident"] = inc_id
             out[-1]["role"] = inc_role
     failed = sum(1 for i in inputs if i.get("error"))
@@ -322,7 +332,7 @@ def document(
     return doc
 
 
-def _ref_key(f: dict[str, Any]) -> tuple[Any, ...]:
+def finding_key(f: Mapping[str, Any]) -> tuple[Any, ...]:
     """A finding's identity across the frame and incident references (start as RFC 3339 text)."""
     s = f.get("start")
     return (
@@ -332,5 +342,5 @@ def _ref_key(f: dict[str, Any]) -> tuple[Any, ...]:
         f.get("port"),
         f.get("priority"),
         f.get("metric"),
-        s if isinstance(s, str) or s is None else _rfc3339(s),
+        s if isinstance(s, str) or s is None else rfc3339(s),
     )

@@ -47,7 +47,7 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope.findings import SEVERITIES
+from fabricscope.findings import SEVERITIES, finding_key, rfc3339
 
 __all__ = ["RELATIONS", "RULES", "Incident", "Rule", "correlate", "incident_documents", "standalone_mask"]
 
@@ -758,34 +758,16 @@ def _ref(f: dict[str, Any]) -> dict[str, Any]:
         "port": f.get("port"),
         "priority": f.get("priority"),
         "metric": f.get("metric"),
-        "start": _iso(s),
+        "start": rfc3339(s),
     }
-
-
-def _iso(t: dt.datetime | None) -> str | None:
-    if t is None:
-        return None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=dt.timezone.utc)
-    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _key(f: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (
-        f["kind"],
-        f.get("host"),
-        f.get("device"),
-        f.get("port"),
-        f.get("priority"),
-        f.get("metric"),
-        f.get("start"),
-    )
 
 
 def standalone_mask(findings: pl.DataFrame, incidents: Sequence[Incident]) -> pl.Series:
     """True for each finding that belongs to no incident (neither root nor consequence)."""
-    members = {_key(i.root) for i in incidents} | {_key(c["finding"]) for i in incidents for c in i.consequences}
-    return pl.Series("standalone", [_key(r) not in members for r in findings.iter_rows(named=True)], pl.Boolean)
+    members = {finding_key(i.root) for i in incidents} | {
+        finding_key(c["finding"]) for i in incidents for c in i.consequences
+    }
+    return pl.Series("standalone", [finding_key(r) not in members for r in findings.iter_rows(named=True)], pl.Boolean)
 
 
 def incident_documents(incidents: Sequence[Incident]) -> list[dict[str, Any]]:
@@ -798,8 +780,8 @@ def incident_documents(incidents: Sequence[Incident]) -> list[dict[str, Any]]:
             "action": i.action,
             "rule": i.rule,
             "entity": i.entity,
-            "start": _iso(i.start),
-            "end": _iso(i.end),
+            "start": rfc3339(i.start),
+            "end": rfc3339(i.end),
             "hosts": i.hosts,
             "root": _ref(i.root),
             "consequences": [

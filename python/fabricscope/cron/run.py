@@ -23,7 +23,7 @@ from fabricscope.cron.reading import drop_stored, pull_servers, read_plans
 from fabricscope.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
-from fabricscope.findings import document, empty_findings, overall_status
+from fabricscope.findings import document, document_order, empty_findings, overall_status
 from fabricscope.history import (
     RUNS_SCHEMA,
     STORED_FINDINGS_SCHEMA,
@@ -253,7 +253,7 @@ def _run_locked(
     active = active_findings(lifecycle)
     # ``findings`` are what this run's analysis found (the same findings, windows included, as
     # `fabricscope analyze` gives on the same data); ``faults`` are the faults still active across runs.
-    raised = _contract_order(tagged)
+    raised = document_order(tagged)
     doc = document(raised.drop("fault_id", "run_id", strict=False), inputs)
     doc["status"] = overall_status(active)  # the run's verdict, as its exit status
     doc["run"] = run_row.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")).to_dicts()[0]
@@ -275,12 +275,3 @@ def _run_locked(
 
         write_textfile(opts.textfile, active, series, finished, duration)
     return result
-
-
-def _contract_order(findings: pl.DataFrame) -> pl.DataFrame:
-    """Findings in the order :func:`fabricscope.findings.document` writes them (worst first, then entity)."""
-    rank = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
-    return findings.sort(
-        [rank, "kind", pl.col("host").fill_null(""), pl.col("device").fill_null(""), pl.col("port").fill_null(0)],
-        maintain_order=True,
-    )
