@@ -16,8 +16,10 @@ mixed in, PFC XOFF/XON frames. The same packets are written twice: full 1 KB fra
 * tshark (when installed): ``tshark -r FILE -T fields`` with the CE/CNP/PFC display filter, on
   the same prefix.
 
-Packets/s are per tool on the file it read; ratios are fabricscope / baseline. With --write the
-results are appended to BENCHMARKS.md.
+Packets/s are per tool on the file it read; ratios are fabricscope / baseline. CPU seconds (this
+process's threads plus tshark) are reported next to wall time because they depend less on other
+jobs sharing the machine; the load average at start and end is printed. With --write the results
+are appended to BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import os
 import platform
 import random
+import resource
 import shutil
 import statistics
 import struct
@@ -165,12 +168,26 @@ def prefix(src: Path, dst: Path, packets: int) -> None:
             o.write(h + f.read(incl))
 
 
-def median_time(fn, repeat: int) -> float:
+def _cpu_seconds() -> float:
+    """CPU time of this process (all threads) plus its waited-for children (tshark)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+CPU: dict[str, float] = {}
+
+
+def median_time(fn, repeat: int, key: str = "") -> float:
+    """Median wall seconds of `repeat` runs; the median CPU seconds go to CPU[key]."""
     times = []
+    cpus = []
     for _ in range(repeat):
+        c0 = _cpu_seconds()
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
+        cpus.append(_cpu_seconds() - c0)
+    CPU[key] = statistics.median(cpus)
     return statistics.median(times)
 
 
@@ -223,12 +240,14 @@ def main() -> int:
     ap.add_argument("--baseline-packets", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--build", default="maturin develop --profile ci", help="how the extension was built (printed)")
     ap.add_argument("--write", action="store_true", help="append the results to BENCHMARKS.md")
     ap.add_argument("--keep", action="store_true", help="keep the generated captures")
     args = ap.parse_args()
 
     DATA.mkdir(parents=True, exist_ok=True)
-    rows: list[tuple[str, str, int, int, float]] = []  # tool, file, packets, bytes, seconds
+    load_start = os.getloadavg()
+    rows: list[tuple[str, str, int, int, float, float]] = []  # tool, file, packets, bytes, wall s, CPU s
     tshark = shutil.which("tshark")
     summary: dict[str, dict[str, float]] = {}
     for label, snap in (("1 KB frames", None), ("128-byte snapshots", 128)):
@@ -241,38 +260,47 @@ def main() -> int:
         )
         size = f.stat().st_size
         run_fabricscope([f])  # warm-up: page cache, thread pool, first import
-        fab = median_time(lambda f=f: run_fabricscope([f]), args.repeat)
-        rows.append(("fabricscope (Rust), 1 file", label, args.packets, size, fab))
+        fab = median_time(lambda f=f: run_fabricscope([f]), args.repeat, "fab")
+        rows.append(("fabricscope (Rust), 1 file", label, args.packets, size, fab, CPU["fab"]))
         copies = [f]
         for k in range(1, args.parallel):
             c = f.with_name(f"{f.stem}.copy{k}.pcap")
             if not c.exists():
                 os.link(f, c)
             copies.append(c)
-        par = median_time(lambda c=copies: run_fabricscope(c), args.repeat)
+        par = median_time(lambda c=copies: run_fabricscope(c), args.repeat, "par")
         rows.append(
             (
-                f"fabricscope (Rust), {args.parallel} files at once",
+                f"fabricscope (Rust), {args.parallel} files at once ({os.cpu_count()} cores)",
                 label,
                 args.packets * args.parallel,
                 size * args.parallel,
                 par,
+                CPU["par"],
             )
         )
         pre = DATA / f"{f.stem}_prefix.pcap"
         prefix(f, pre, args.baseline_packets)
         psize = pre.stat().st_size
-        dp = median_time(lambda p=pre: run_dpkt(p), args.repeat)
+        dp = median_time(lambda p=pre: run_dpkt(p), args.repeat, "dpkt")
         rows.append(
-            ("dpkt 1.9.8 loop", label + f" ({args.baseline_packets:,} prefix)", args.baseline_packets, psize, dp)
+            (
+                "dpkt 1.9.8 loop",
+                label + f" ({args.baseline_packets:,} prefix)",
+                args.baseline_packets,
+                psize,
+                dp,
+                CPU["dpkt"],
+            )
         )
         summary[label] = {
             "fab": args.packets / fab,
+            "fab_cpu": args.packets / CPU["fab"],
             "par": args.packets * args.parallel / par,
             "dpkt": args.baseline_packets / dp,
         }
         if tshark:
-            ts = median_time(lambda p=pre: run_tshark(p), args.repeat)
+            ts = median_time(lambda p=pre: run_tshark(p), args.repeat, "tshark")
             rows.append(
                 (
                     "tshark -Y filter -T fields",
@@ -280,42 +308,54 @@ def main() -> int:
                     args.baseline_packets,
                     psize,
                     ts,
+                    CPU["tshark"],
                 )
             )
             summary[label]["tshark"] = args.baseline_packets / ts
         if not args.keep:
             for p in [*copies, pre]:
                 p.unlink(missing_ok=True)
+    load_end = os.getloadavg()
 
     lines = [
-        "| tool | capture | packets | median s | packets/s | MB/s |",
-        "|---|---|---|---|---|---|",
+        "| tool | capture | packets | median wall s | median CPU s | packets/s (wall) | packets per CPU-s"
+        " | MB/s (wall) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for tool, label, n, size, s in rows:
-        lines.append(f"| {tool} | {label} | {n:,} | {s:.3f} | {n / s / 1e6:.2f} M | {size / s / 1e6:,.0f} |")
+    for tool, label, n, size, s, cpu in rows:
+        per_cpu = f"{n / cpu / 1e6:.2f} M" if cpu > 0 else "-"
+        rate = f"{n / s / 1e6:.2f} M"
+        lines.append(f"| {tool} | {label} | {n:,} | {s:.3f} | {cpu:.3f} | {rate} | {per_cpu} | {size / s / 1e6:,.0f} |")
     ratio_lines = []
     for label, v in summary.items():
         parts = [f"{v['fab'] / v['dpkt']:.0f}x dpkt"]
         if "tshark" in v:
             parts.append(f"{v['fab'] / v['tshark']:.0f}x tshark")
         together = f"{args.parallel} files at once = {v['par'] / 1e6:.2f} M packets/s in total"
-        ratio_lines.append(f"- {label}: fabricscope 1 file = {', '.join(parts)}; {together}.")
+        ratio_lines.append(
+            f"- {label}: fabricscope 1 file = {v['fab'] / 1e6:.2f} M packets/s wall, {v['fab_cpu'] / 1e6:.2f} M per "
+            f"CPU-second ({', '.join(parts)}); {together}."
+        )
+    machine = (
+        f"Machine: {platform.machine()}, {os.cpu_count()} vCPU, Python {platform.python_version()}, "
+        f"{platform.platform()}; tshark {'installed' if tshark else 'not installed (skipped)'}; extension built "
+        f"with `{args.build}`. Load average (1/5/15 min) at start {load_start[0]:.2f} / {load_start[1]:.2f} / "
+        f"{load_start[2]:.2f}, at end {load_end[0]:.2f} / {load_end[1]:.2f} / {load_end[2]:.2f}."
+    )
     table = "\n".join(lines)
+    print(machine)
+    print()
     print(table)
+    print()
     print("\n".join(ratio_lines))
     if args.write:
         with (REPO / "BENCHMARKS.md").open("a") as md:
             md.write(
-                "\n## Packet captures (issue 7)\n\n"
+                f"\n### Packet captures, run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n\n"
                 f"Command: `python bench/bench_pcap.py --packets {args.packets} --baseline-packets "
-                f"{args.baseline_packets} --repeat {args.repeat} --write` (generates a deterministic RoCEv2 + PFC "
-                "classic pcap, LE ns, under `bench/data/`, 1 KB frames and the same packets as 128-byte "
-                "snapshots). fabricscope = `_native.read` end to end (framing, decode, per-flow PSN tracking, "
-                "events and binned samples as Arrow), `--profile ci` build. Baselines on a prefix of the same "
-                "file (per-packet cost does not depend on file length).\n\n"
-                f"Machine: {platform.machine()}, {os.cpu_count()} vCPU shared with other jobs, "
-                f"Python {platform.python_version()}, {platform.platform()}. "
-                f"tshark: {'installed' if tshark else 'not installed (skipped)'}.\n\n"
+                f"{args.baseline_packets} --repeat {args.repeat} --write`.\n\n"
+                + machine
+                + "\n\n"
                 + table
                 + "\n\n"
                 + "\n".join(ratio_lines)

@@ -13,21 +13,29 @@ pub const MAX_RECORD: usize = 16 << 20;
 const READ_CHUNK: usize = 1 << 20;
 
 /// A bounded, growable window over a stream.
+///
+/// The bytes the driver already read (`head`) are parsed in place; only when a record runs past
+/// them is a buffer allocated (once) and the rest streamed through it: each refill moves the
+/// unread bytes (less than one record) to the front and reads straight into the free tail. The
+/// buffer grows only for a record larger than itself.
 pub struct Stream<'a> {
     rest: &'a mut dyn Read,
+    head: &'a [u8],
+    /// True while the window is `head`; false once bytes come from `buf`.
+    on_head: bool,
     buf: Vec<u8>,
     pos: usize,
-    /// Stream offset of `buf[0]`.
+    /// End of the valid bytes in `buf` (`buf[filled..]` is scratch).
+    filled: usize,
+    /// Stream offset of the window's first byte (`head[0]` or `buf[0]`).
     base: u64,
     eof: bool,
 }
 
 impl<'a> Stream<'a> {
     /// Start with the bytes the driver already read.
-    pub fn new(head: &[u8], rest: &'a mut dyn Read) -> Self {
-        let mut buf = Vec::with_capacity(head.len().max(READ_CHUNK) + READ_CHUNK);
-        buf.extend_from_slice(head);
-        Stream { rest, buf, pos: 0, base: 0, eof: false }
+    pub fn new(head: &'a [u8], rest: &'a mut dyn Read) -> Self {
+        Stream { rest, head, on_head: true, buf: Vec::new(), pos: 0, filled: 0, base: 0, eof: false }
     }
 
     /// Offset of the next unread byte.
@@ -36,49 +44,71 @@ impl<'a> Stream<'a> {
     }
 
     /// The unread bytes in the window.
+    #[inline]
     pub fn window(&self) -> &[u8] {
-        self.buf.get(self.pos..).unwrap_or(&[])
+        if self.on_head {
+            self.head.get(self.pos..).unwrap_or(&[])
+        } else {
+            self.buf.get(self.pos..self.filled).unwrap_or(&[])
+        }
     }
 
     /// Make at least `n` bytes available. Returns false when the stream ends first.
+    #[inline]
     pub fn ensure(&mut self, n: usize) -> std::io::Result<bool> {
-        if self.buf.len() - self.pos >= n {
+        let end = if self.on_head { self.head.len() } else { self.filled };
+        if end.saturating_sub(self.pos) >= n {
             return Ok(true);
+        }
+        self.refill(n)
+    }
+
+    #[cold]
+    fn refill(&mut self, n: usize) -> std::io::Result<bool> {
+        if self.on_head {
+            // Leave the head: carry its unread tail into the stream buffer.
+            let tail = self.head.get(self.pos..).unwrap_or(&[]);
+            self.buf = vec![0u8; (2 * READ_CHUNK).max(n).max(tail.len())];
+            self.buf[..tail.len()].copy_from_slice(tail);
+            self.filled = tail.len();
+            self.base += self.pos as u64;
+            self.pos = 0;
+            self.on_head = false;
         }
         if self.eof {
             return Ok(false);
         }
         if self.pos > 0 {
-            self.buf.drain(..self.pos);
+            self.buf.copy_within(self.pos..self.filled, 0);
+            self.filled -= self.pos;
             self.base += self.pos as u64;
             self.pos = 0;
         }
-        while self.buf.len() < n {
-            let old = self.buf.len();
-            let want = (n - old).max(READ_CHUNK);
-            self.buf.resize(old + want, 0);
+        if self.buf.len() < n {
+            self.buf.resize(n.max(self.buf.len() * 2), 0);
+        }
+        while self.filled < n {
             let got = loop {
-                match self.rest.read(&mut self.buf[old..]) {
+                match self.rest.read(&mut self.buf[self.filled..]) {
                     Ok(k) => break k,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        self.buf.truncate(old);
-                        return Err(e);
-                    }
+                    Err(e) => return Err(e),
                 }
             };
-            self.buf.truncate(old + got);
             if got == 0 {
                 self.eof = true;
                 return Ok(false);
             }
+            self.filled += got;
         }
         Ok(true)
     }
 
     /// Skip `n` bytes of the window (must be available).
+    #[inline]
     pub fn consume(&mut self, n: usize) {
-        self.pos = (self.pos + n).min(self.buf.len());
+        let end = if self.on_head { self.head.len() } else { self.filled };
+        self.pos = (self.pos + n).min(end);
     }
 
     /// True when nothing is left.
@@ -202,10 +232,16 @@ pub struct Interface {
 
 impl Interface {
     /// Convert a pcapng 64-bit timestamp to ns since the epoch (integer math, as Wireshark does).
+    #[inline]
     pub fn ts_ns(&self, units: u64) -> i64 {
         let ups = self.units_per_sec.max(1);
         let secs = units / ups;
-        let frac = u128::from(units % ups) * 1_000_000_000 / u128::from(ups);
+        // The two common resolutions without a 128-bit division per packet (same integers).
+        let frac = match ups {
+            1_000_000 => u128::from(units % ups) * 1000,
+            1_000_000_000 => u128::from(units % ups),
+            _ => u128::from(units % ups) * 1_000_000_000 / u128::from(ups),
+        };
         let secs = i64::try_from(secs).unwrap_or(i64::MAX).saturating_add(self.ts_offset_s);
         secs.saturating_mul(1_000_000_000).saturating_add(frac as i64)
     }

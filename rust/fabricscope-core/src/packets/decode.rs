@@ -95,11 +95,19 @@ fn has_aeth(op: u8) -> bool {
 #[inline]
 pub fn decode(linktype: u16, data: &[u8]) -> Option<Frame> {
     let mut f = Frame::default();
+    decode_into(linktype, data, &mut f).then_some(f)
+}
+
+/// [`decode`] into a caller's `Frame` (which must start as `Frame::default()`): the per-packet
+/// path fills one frame on its stack instead of moving a ~100-byte `Option<Frame>` around.
+/// Returns false for a link type we do not decode.
+#[inline]
+pub fn decode_into(linktype: u16, data: &[u8], f: &mut Frame) -> bool {
     let (mut ethertype, mut off) = match linktype {
         LINKTYPE_ETHERNET => (be16(data, 12), 14usize),
         LINKTYPE_SLL => (be16(data, 14), 16),
         LINKTYPE_SLL2 => (be16(data, 0), 20),
-        _ => return None,
+        _ => return false,
     };
     // VLAN tags (802.1Q, 802.1ad, legacy QinQ TPIDs).
     while let Some(t @ (0x8100 | 0x88A8 | 0x9100 | 0x9200)) = ethertype {
@@ -133,11 +141,11 @@ pub fn decode(linktype: u16, data: &[u8]) -> Option<Frame> {
                 _ => None,
             };
         }
-        Some(0x0800) => decode_ipv4(data, off, &mut f),
-        Some(0x86DD) => decode_ipv6(data, off, &mut f),
+        Some(0x0800) => decode_ipv4(data, off, f),
+        Some(0x86DD) => decode_ipv6(data, off, f),
         _ => {}
     }
-    Some(f)
+    true
 }
 
 #[inline]

@@ -34,7 +34,7 @@ use arrow_array::builder::{
     UInt64Builder,
 };
 use arrow_array::types::Int32Type;
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::error::{Error, Position, Result};
@@ -284,11 +284,29 @@ fn ip_string(version: u8, a: &[u8; 16]) -> String {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct FlowKey {
     src: [u8; 16],
     dst: [u8; 16],
     qp: u32,
+}
+
+impl std::hash::Hash for FlowKey {
+    /// Five integer writes instead of two length-prefixed byte slices: the flow table is looked
+    /// up once per request packet. Every byte still goes into the (seeded) hash.
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let word = |a: &[u8; 16], i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&a[i..i + 8]);
+            u64::from_ne_bytes(w)
+        };
+        h.write_u64(word(&self.src, 0));
+        h.write_u64(word(&self.src, 8));
+        h.write_u64(word(&self.dst, 0));
+        h.write_u64(word(&self.dst, 8));
+        h.write_u32(self.qp);
+    }
 }
 
 /// An interface of the capture (global across pcapng sections).
@@ -333,12 +351,75 @@ impl Kind {
     }
 }
 
+/// A dictionary column built from small integer codes (interface index, event kind): the key of
+/// a code is looked up in a vector instead of hashing its string per row. Keys are assigned in
+/// first-seen order and equal strings share a key, as `StringDictionaryBuilder` does, so the
+/// arrays are the same; `finish` starts a fresh dictionary, as the builder's does.
+#[derive(Default)]
+struct CodedDictionary {
+    keys: Vec<i32>,
+    values: Vec<String>,
+    /// Key of each code in the current batch (-1 = not seen yet).
+    key_of: Vec<i32>,
+}
+
+impl CodedDictionary {
+    #[inline]
+    fn append(&mut self, code: usize, value: &str) {
+        if let Some(&k) = self.key_of.get(code)
+            && k >= 0
+        {
+            self.keys.push(k);
+            return;
+        }
+        self.append_new(code, value);
+    }
+
+    #[cold]
+    fn append_new(&mut self, code: usize, value: &str) {
+        let k = match self.values.iter().position(|v| v == value) {
+            Some(k) => k as i32,
+            None => {
+                self.values.push(value.to_owned());
+                (self.values.len() - 1) as i32
+            }
+        };
+        if self.key_of.len() <= code {
+            self.key_of.resize(code + 1, -1);
+        }
+        self.key_of[code] = k;
+        self.keys.push(k);
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef> {
+        let keys = Int32Array::from(std::mem::take(&mut self.keys));
+        let values: ArrayRef = Arc::new(StringArray::from_iter_values(self.values.drain(..)));
+        self.key_of.clear();
+        let dict = DictionaryArray::<Int32Type>::try_new(keys, values)
+            .map_err(|e| Error::InvalidArgument(format!("arrow: {e}")))?;
+        Ok(Arc::new(dict))
+    }
+}
+
+/// Append an IP address as text (IPv4 dotted quad, IPv6 RFC 5952) through a reused buffer.
+fn append_ip(b: &mut StringBuilder, scratch: &mut String, version: u8, a: &[u8; 16]) {
+    use std::fmt::Write as _;
+    scratch.clear();
+    let _ = if version == 4 {
+        let [x0, x1, x2, x3, ..] = *a;
+        write!(scratch, "{}", Ipv4Addr::new(x0, x1, x2, x3))
+    } else {
+        write!(scratch, "{}", Ipv6Addr::from(*a))
+    };
+    b.append_value(scratch.as_str());
+}
+
 struct Events {
     time: TimestampNanosecondBuilder,
-    host: StringDictionaryBuilder<Int32Type>,
-    iface: StringDictionaryBuilder<Int32Type>,
+    host: CodedDictionary,
+    iface: CodedDictionary,
     frame: UInt64Builder,
-    kind: StringDictionaryBuilder<Int32Type>,
+    kind: CodedDictionary,
     src: StringBuilder,
     dst: StringBuilder,
     vlan: UInt16Builder,
@@ -353,16 +434,17 @@ struct Events {
     pause_ns: UInt64Builder,
     length: UInt32Builder,
     rows: usize,
+    scratch: String,
 }
 
 impl Events {
     fn new() -> Self {
         Events {
             time: TimestampNanosecondBuilder::new().with_timezone("UTC"),
-            host: StringDictionaryBuilder::new(),
-            iface: StringDictionaryBuilder::new(),
+            host: CodedDictionary::default(),
+            iface: CodedDictionary::default(),
             frame: UInt64Builder::new(),
-            kind: StringDictionaryBuilder::new(),
+            kind: CodedDictionary::default(),
             src: StringBuilder::new(),
             dst: StringBuilder::new(),
             vlan: UInt16Builder::new(),
@@ -377,16 +459,17 @@ impl Events {
             pause_ns: UInt64Builder::new(),
             length: UInt32Builder::new(),
             rows: 0,
+            scratch: String::with_capacity(48),
         }
     }
 
     fn finish(&mut self) -> Result<RecordBatch> {
         let cols: Vec<ArrayRef> = vec![
             Arc::new(self.time.finish()),
-            Arc::new(self.host.finish()),
-            Arc::new(self.iface.finish()),
+            self.host.finish()?,
+            self.iface.finish()?,
             Arc::new(self.frame.finish()),
-            Arc::new(self.kind.finish()),
+            self.kind.finish()?,
             Arc::new(self.src.finish()),
             Arc::new(self.dst.finish()),
             Arc::new(self.vlan.finish()),
@@ -582,21 +665,15 @@ impl Analyzer {
     fn event(&mut self, pkt: &Pkt<'_>, kind: Kind, fill: impl FnOnce(&mut Events)) {
         let ev = &mut self.events;
         ev.time.append_value(pkt.time);
-        ev.host.append_value(&self.host);
-        ev.iface.append_value(&self.ifaces[pkt.iface].name);
+        ev.host.append(0, &self.host);
+        ev.iface.append(pkt.iface, &self.ifaces[pkt.iface].name);
         ev.frame.append_value(pkt.frame);
-        ev.kind.append_value(kind.as_str());
+        ev.kind.append(kind as usize, kind.as_str());
         let frame = pkt.f;
         match frame.ip_version {
-            4 => {
-                let [a, b, c, d, ..] = frame.src;
-                ev.src.append_value(Ipv4Addr::new(a, b, c, d).to_string());
-                let [a, b, c, d, ..] = frame.dst;
-                ev.dst.append_value(Ipv4Addr::new(a, b, c, d).to_string());
-            }
-            6 => {
-                ev.src.append_value(Ipv6Addr::from(frame.src).to_string());
-                ev.dst.append_value(Ipv6Addr::from(frame.dst).to_string());
+            v @ (4 | 6) => {
+                append_ip(&mut ev.src, &mut ev.scratch, v, &frame.src);
+                append_ip(&mut ev.dst, &mut ev.scratch, v, &frame.dst);
             }
             _ => {
                 ev.src.append_null();
@@ -637,7 +714,10 @@ impl Analyzer {
         } else {
             data
         };
-        let Some(f) = decode::decode(info.linktype, data) else { return };
+        let mut f = Frame::default();
+        if !decode::decode_into(info.linktype, data, &mut f) {
+            return;
+        }
         let slot = base + f.pcp.map_or(8, usize::from);
         self.seen[slot] = true;
         let cum = &mut self.cum[slot];
@@ -1088,6 +1168,33 @@ fn read_pcap(s: &mut Stream<'_>, an: &mut Analyzer, out: &mut dyn Out) -> Result
             }
             out.drain(an, false)?;
         }
+        // Fast path: every complete, well-formed record already in the window, up to the next
+        // cancellation check. Anything else (a record cut by the window edge, an oversized
+        // length, the end of the input) goes through the checked path below, one record.
+        let next_check = (frame | 0xFFFF) + 1;
+        let w = s.window();
+        let mut used = 0usize;
+        while frame < next_check {
+            let Some(h) = w.get(used..used + rec_hdr) else { break };
+            let (Some(sec), Some(frac), Some(incl), Some(orig)) = (e.u32(h, 0), e.u32(h, 4), e.u32(h, 8), e.u32(h, 12))
+            else {
+                break;
+            };
+            let incl = incl as usize;
+            if incl > limit {
+                break;
+            }
+            let Some(data) = w.get(used + rec_hdr..used + rec_hdr + incl) else { break };
+            let ns = if hdr.nanos { u64::from(frac) } else { u64::from(frac) * 1000 };
+            let t = i64::from(sec) * 1_000_000_000 + ns as i64;
+            an.packet(iface, Some(t), orig, incl, data, frame);
+            used += rec_hdr + incl;
+            frame += 1;
+        }
+        s.consume(used);
+        if frame == next_check {
+            continue;
+        }
         let off = s.offset();
         if !s.ensure(rec_hdr).map_err(|er| out.io(er))? {
             let w = s.window().to_vec();
@@ -1150,6 +1257,47 @@ fn read_pcapng(s: &mut Stream<'_>, an: &mut Analyzer, out: &mut dyn Out) -> Resu
                 break;
             }
             out.drain(an, false)?;
+        }
+        // Fast path: complete, consistent enhanced packet blocks on described interfaces that
+        // are already in the window, up to the next cancellation check. Every other block (and
+        // every inconsistency, to be reported) goes through the checked path below.
+        let next_check = (blocks | 0xFFFF) + 1;
+        let w = s.window();
+        let mut used = 0usize;
+        while blocks < next_check {
+            if endian.u32(w, used) != Some(6) {
+                break;
+            }
+            let Some(blen) = endian.u32(w, used + 4) else { break };
+            let blen = blen as usize;
+            if blen < 32 || !blen.is_multiple_of(4) || blen > MAX_RECORD {
+                break;
+            }
+            let Some(block) = w.get(used..used + blen) else { break };
+            if endian.u32(block, blen - 4) != Some(blen as u32) {
+                break;
+            }
+            let body = block.get(8..blen - 4).unwrap_or(&[]);
+            let (Some(id), Some(hi), Some(lo), Some(cap), Some(orig)) = (
+                endian.u32(body, 0),
+                endian.u32(body, 4),
+                endian.u32(body, 8),
+                endian.u32(body, 12),
+                endian.u32(body, 16),
+            ) else {
+                break;
+            };
+            let Some(&(g, _snap)) = section.get(id as usize) else { break };
+            let Some(data) = body.get(20..20 + cap as usize) else { break };
+            let t = an.ifaces[g].clock.ts_ns((u64::from(hi) << 32) | u64::from(lo));
+            an.packet(g, Some(t), orig, cap as usize, data, frame);
+            frame += 1;
+            blocks += 1;
+            used += blen;
+        }
+        s.consume(used);
+        if blocks == next_check {
+            continue;
         }
         blocks += 1;
         let off = s.offset();
