@@ -309,6 +309,63 @@ impl std::hash::Hash for FlowKey {
     }
 }
 
+/// Slots of the flow table's direct-mapped cache (a power of two).
+const RECENT_FLOWS: usize = 1024;
+
+/// Request flows: a hash map from key to index, the flows in creation order, and a small
+/// direct-mapped cache in front of the map (slot from the QP and address words, no hashing of
+/// the whole key), which a stream of packets over up to about a thousand active flows hits.
+struct FlowTable {
+    index: AHashMap<FlowKey, usize>,
+    keys: Vec<FlowKey>,
+    flows: Vec<Flow>,
+    /// Flow index + 1 per slot (0 = empty).
+    recent: Vec<u32>,
+}
+
+impl FlowTable {
+    fn new() -> Self {
+        FlowTable { index: AHashMap::new(), keys: Vec::new(), flows: Vec::new(), recent: vec![0; RECENT_FLOWS] }
+    }
+
+    #[inline]
+    fn recent_slot(key: &FlowKey) -> usize {
+        let w = |a: &[u8; 16], i: usize| u32::from_ne_bytes([a[i], a[i + 1], a[i + 2], a[i + 3]]);
+        let h = key.qp
+            ^ w(&key.src, 0)
+            ^ w(&key.src, 12)
+            ^ w(&key.dst, 0).rotate_left(16)
+            ^ w(&key.dst, 12).rotate_left(16);
+        (h.wrapping_mul(0x9E37_79B1) >> 22) as usize & (RECENT_FLOWS - 1)
+    }
+
+    /// Index of the flow of `key`, and whether it was created now (by `make`).
+    #[inline]
+    fn get_or_insert(&mut self, key: &FlowKey, make: impl FnOnce() -> Flow) -> (usize, bool) {
+        let slot = Self::recent_slot(key);
+        if let Some(&c) = self.recent.get(slot)
+            && c != 0
+            && self.keys.get(c as usize - 1) == Some(key)
+        {
+            return (c as usize - 1, false);
+        }
+        let (i, new) = match self.index.entry(*key) {
+            std::collections::hash_map::Entry::Occupied(e) => (*e.get(), false),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let i = self.flows.len();
+                v.insert(i);
+                self.keys.push(*key);
+                self.flows.push(make());
+                (i, true)
+            }
+        };
+        if let (Some(r), Ok(c)) = (self.recent.get_mut(slot), u32::try_from(i + 1)) {
+            *r = c;
+        }
+        (i, new)
+    }
+}
+
 /// An interface of the capture (global across pcapng sections).
 struct Iface {
     name: String,
@@ -520,11 +577,12 @@ pub struct Analyzer {
     emitted: Vec<[bool; NC]>,
     seen: Vec<bool>,
     pause: Vec<PauseState>,
-    flows: AHashMap<FlowKey, Flow>,
+    flows: FlowTable,
     pmtu: u32,
     events: Events,
     pending: Vec<PendingSample>,
-    dirty: Vec<FlowKey>,
+    /// Flows with packets in the current bin (indices into `flows`, in first-packet order).
+    dirty: Vec<usize>,
     flow_rows: FlowRows,
     last_time: Option<i64>,
 }
@@ -543,7 +601,7 @@ impl Analyzer {
             emitted: Vec::new(),
             seen: Vec::new(),
             pause: Vec::new(),
-            flows: AHashMap::new(),
+            flows: FlowTable::new(),
             pmtu: 0,
             events: Events::new(),
             pending: Vec::new(),
@@ -588,8 +646,8 @@ impl Analyzer {
     fn flush_bin(&mut self) {
         let Some(start) = self.current_bin else { return };
         let end = start.saturating_add(self.bin_ns);
-        for key in self.dirty.drain(..) {
-            let Some(fl) = self.flows.get_mut(&key) else { continue };
+        for i in self.dirty.drain(..) {
+            let (Some(key), Some(fl)) = (self.flows.keys.get(i), self.flows.flows.get_mut(i)) else { continue };
             let rows = &mut self.flow_rows;
             rows.time.append_value(start);
             rows.host.append_value(&self.host);
@@ -659,7 +717,7 @@ impl Analyzer {
     fn finish(&mut self) {
         self.flush_bin();
         self.current_bin = None;
-        self.stats.flows = self.flows.len() as u64;
+        self.stats.flows = self.flows.flows.len() as u64;
     }
 
     fn event(&mut self, pkt: &Pkt<'_>, kind: Kind, fill: impl FnOnce(&mut Events)) {
@@ -906,24 +964,21 @@ impl Analyzer {
         let slack = n_max - n_min;
         let mut gap = None;
         let mut retx = false;
-        let mut new = false;
-        let fl = self.flows.entry(key).or_insert_with(|| {
-            new = true;
-            Flow {
-                expected: end,
-                slack,
-                max_end: end,
-                iface: p.iface as u32,
-                ip_version: f.ip_version,
-                dirty: false,
-                packets: 0,
-                bytes: 0,
-                ce: 0,
-                gaps: 0,
-                retx: 0,
-            }
+        let (i, created) = self.flows.get_or_insert(&key, || Flow {
+            expected: end,
+            slack,
+            max_end: end,
+            iface: p.iface as u32,
+            ip_version: f.ip_version,
+            dirty: false,
+            packets: 0,
+            bytes: 0,
+            ce: 0,
+            gaps: 0,
+            retx: 0,
         });
-        if !new {
+        let Some(fl) = self.flows.flows.get_mut(i) else { return };
+        if !created {
             let d = psn.wrapping_sub(fl.expected) & PSN_MASK;
             if d > fl.slack && d < PSN_HALF {
                 gap = Some(fl.expected);
@@ -947,7 +1002,7 @@ impl Analyzer {
         fl.retx += u64::from(retx);
         if !fl.dirty {
             fl.dirty = true;
-            self.dirty.push(key);
+            self.dirty.push(i);
         }
         if let Some(exp) = gap {
             self.stats.psn_gap_events += 1;
@@ -1443,6 +1498,40 @@ mod tests {
     }
 
     #[test]
+    fn flow_table_finds_every_flow_past_cache_collisions() {
+        // Far more flows than cache slots, several per destination QP, visited interleaved:
+        // every lookup returns the index the flow got when it was created.
+        let key = |n: u32| {
+            let mut src = [0u8; 16];
+            src[..4].copy_from_slice(&(0x0A00_0000 + n / 7).to_be_bytes());
+            FlowKey { src, dst: [9; 16], qp: n % 7 }
+        };
+        let blank = || Flow {
+            expected: 0,
+            slack: 0,
+            max_end: 0,
+            iface: 0,
+            ip_version: 4,
+            dirty: false,
+            packets: 0,
+            bytes: 0,
+            ce: 0,
+            gaps: 0,
+            retx: 0,
+        };
+        let mut t = FlowTable::new();
+        for n in 0..5000 {
+            assert_eq!(t.get_or_insert(&key(n), blank), (n as usize, true));
+        }
+        for round in 0..3 {
+            for n in (0..5000).rev().step_by(round + 1) {
+                assert_eq!(t.get_or_insert(&key(n), blank), (n as usize, false));
+            }
+        }
+        assert_eq!(t.flows.len(), 5000);
+    }
+
+    #[test]
     fn tsresol_and_timestamps() {
         assert_eq!(container::tsresol_units(6), Some(1_000_000));
         assert_eq!(container::tsresol_units(9), Some(1_000_000_000));
@@ -1458,5 +1547,10 @@ mod tests {
             speed_bps: None,
         };
         assert_eq!(i.ts_ns(1024 * 5 + 512), 15_500_000_000);
+        // The microsecond and nanosecond shortcuts give what the general formula gives.
+        let us = Interface { units_per_sec: 1_000_000, ts_offset_s: 0, ..i.clone() };
+        assert_eq!(us.ts_ns(1_700_000_000_123_456), 1_700_000_000_123_456_000);
+        let ns = Interface { units_per_sec: 1_000_000_000, ts_offset_s: -2, ..i.clone() };
+        assert_eq!(ns.ts_ns(1_700_000_000_123_456_789), 1_699_999_998_123_456_789);
     }
 }
