@@ -469,6 +469,42 @@ fn every_event_kind_pcapng_two_interfaces() {
     check("two.pcapng", &write_pcapng(&every_event_frames()), &want);
 }
 
+#[test]
+fn corrupted_generated_captures_never_panic() {
+    // Random byte corruptions (lengths, block types, interface ids, header fields) of both
+    // containers: lenient reads finish and count what they skip; strict reads either succeed
+    // or stop with a format error that names a byte offset inside the input.
+    let frames = every_event_frames();
+    let mut rng = Lcg(17);
+    for original in [write_pcap(&frames, Some(128)), write_pcapng(&frames)] {
+        for round in 0..200 {
+            let mut bytes = original.clone();
+            for _ in 0..1 + round % 8 {
+                let at = (rng.next() as usize) % bytes.len();
+                bytes[at] = match rng.next() % 4 {
+                    0 => 0xFF,
+                    1 => 0,
+                    _ => rng.next() as u8,
+                };
+            }
+            if round % 10 == 0 {
+                bytes.truncate((rng.next() as usize) % bytes.len());
+            }
+            let lenient = capture_stats(&bytes, false);
+            if let Ok((stats, _bad)) = &lenient {
+                assert!(stats.packets <= frames.len() as u64 * 2, "round {round}");
+            }
+            match capture_stats(&bytes, true) {
+                Ok(_) => {}
+                Err(fabricscope_core::Error::Format { position, .. }) => {
+                    assert!(position.byte_offset <= bytes.len() as u64, "round {round}");
+                }
+                Err(other) => panic!("round {round}: unexpected error {other}"),
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Throughput probe (ignored: timing never runs in the test suite)
 
