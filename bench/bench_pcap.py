@@ -1,6 +1,7 @@
 """Packet-capture throughput: fabricscope's Rust pcap reader against dpkt and tshark, in one run.
 
-    python bench/bench_pcap.py [--packets 1000000] [--baseline-packets 100000] [--repeat 3] [--write]
+    python bench/bench_pcap.py [--packets 1000000] [--baseline-packets 100000] [--repeat 3]
+                               [--build "maturin develop --release"] [--write]
 
 Generates, under bench/data/ (gitignored), a deterministic RoCEv2 + PFC capture (classic pcap,
 little-endian, ns magic, LINKTYPE_ETHERNET; seed 4791): 64 queue pairs, RDMA WRITE packets with
@@ -11,8 +12,9 @@ mixed in, PFC XOFF/XON frames. The same packets are written twice: full 1 KB fra
 * fabricscope: ``_native.read([file])`` end to end (Rust framing + decode + PSN tracking + the
   events and samples Arrow tables), one file; and four copies of the file at once (inputs are
   read in parallel, one per core);
-* dpkt 1.9.8: ``dpkt.pcap.Reader`` + ``dpkt.ethernet.Ethernet`` per packet, ECN/UDP-port checks
-  (the loop from perf-baselines.md), on a --baseline-packets prefix (it is ~50x slower);
+* dpkt 1.9.8 (when installed; ``pip install dpkt==1.9.8``): ``dpkt.pcap.Reader`` +
+  ``dpkt.ethernet.Ethernet`` per packet, ECN/UDP-port checks, on a --baseline-packets prefix (it is
+  ~100x slower);
 * tshark (when installed): ``tshark -r FILE -T fields`` with the CE/CNP/PFC display filter, on
   the same prefix.
 
@@ -25,6 +27,7 @@ are appended to BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import random
@@ -249,6 +252,7 @@ def main() -> int:
     load_start = os.getloadavg()
     rows: list[tuple[str, str, int, int, float, float]] = []  # tool, file, packets, bytes, wall s, CPU s
     tshark = shutil.which("tshark")
+    has_dpkt = importlib.util.find_spec("dpkt") is not None
     summary: dict[str, dict[str, float]] = {}
     for label, snap in (("1 KB frames", None), ("128-byte snapshots", 128)):
         f = DATA / f"roce_pfc_{args.packets}{'_snap128' if snap else ''}.pcap"
@@ -282,23 +286,24 @@ def main() -> int:
         pre = DATA / f"{f.stem}_prefix.pcap"
         prefix(f, pre, args.baseline_packets)
         psize = pre.stat().st_size
-        dp = median_time(lambda p=pre: run_dpkt(p), args.repeat, "dpkt")
-        rows.append(
-            (
-                "dpkt 1.9.8 loop",
-                label + f" ({args.baseline_packets:,} prefix)",
-                args.baseline_packets,
-                psize,
-                dp,
-                CPU["dpkt"],
-            )
-        )
         summary[label] = {
             "fab": args.packets / fab,
             "fab_cpu": args.packets / CPU["fab"],
             "par": args.packets * args.parallel / par,
-            "dpkt": args.baseline_packets / dp,
         }
+        if has_dpkt:
+            dp = median_time(lambda p=pre: run_dpkt(p), args.repeat, "dpkt")
+            rows.append(
+                (
+                    "dpkt 1.9.8 loop",
+                    label + f" ({args.baseline_packets:,} prefix)",
+                    args.baseline_packets,
+                    psize,
+                    dp,
+                    CPU["dpkt"],
+                )
+            )
+            summary[label]["dpkt"] = args.baseline_packets / dp
         if tshark:
             ts = median_time(lambda p=pre: run_tshark(p), args.repeat, "tshark")
             rows.append(
@@ -328,17 +333,18 @@ def main() -> int:
         lines.append(f"| {tool} | {label} | {n:,} | {s:.3f} | {cpu:.3f} | {rate} | {per_cpu} | {size / s / 1e6:,.0f} |")
     ratio_lines = []
     for label, v in summary.items():
-        parts = [f"{v['fab'] / v['dpkt']:.0f}x dpkt"]
+        parts = [f"{v['fab'] / v['dpkt']:.0f}x dpkt"] if "dpkt" in v else []
         if "tshark" in v:
             parts.append(f"{v['fab'] / v['tshark']:.0f}x tshark")
         together = f"{args.parallel} files at once = {v['par'] / 1e6:.2f} M packets/s in total"
         ratio_lines.append(
             f"- {label}: fabricscope 1 file = {v['fab'] / 1e6:.2f} M packets/s wall, {v['fab_cpu'] / 1e6:.2f} M per "
-            f"CPU-second ({', '.join(parts)}); {together}."
+            f"CPU-second ({', '.join(parts) or 'no baseline installed'}); {together}."
         )
     machine = (
         f"Machine: {platform.machine()}, {os.cpu_count()} vCPU, Python {platform.python_version()}, "
-        f"{platform.platform()}; tshark {'installed' if tshark else 'not installed (skipped)'}; extension built "
+        f"{platform.platform()}; dpkt {'installed' if has_dpkt else 'not installed (skipped)'}; "
+        f"tshark {'installed' if tshark else 'not installed (skipped)'}; extension built "
         f"with `{args.build}`. Load average (1/5/15 min) at start {load_start[0]:.2f} / {load_start[1]:.2f} / "
         f"{load_start[2]:.2f}, at end {load_end[0]:.2f} / {load_end[1]:.2f} / {load_end[2]:.2f}."
     )
