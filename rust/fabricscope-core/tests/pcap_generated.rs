@@ -40,7 +40,7 @@ impl Lcg {
 }
 
 #[derive(Clone, Copy)]
-struct Qp {
+struct QueuePair {
     v6: bool,
     tags: u8,
     pcp: u8,
@@ -54,11 +54,11 @@ fn eth(ethertype: u16, tags: u8, pcp: u8) -> Vec<u8> {
     let mut f = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2];
     if tags >= 2 {
         f.extend_from_slice(&0x88A8u16.to_be_bytes());
-        f.extend_from_slice(&((u16::from(pcp) << 13) | 100).to_be_bytes());
+        f.extend_from_slice(&((u16::from(pcp) << 13) | 0x64).to_be_bytes());
     }
     if tags >= 1 {
         f.extend_from_slice(&0x8100u16.to_be_bytes());
-        f.extend_from_slice(&((u16::from(pcp) << 13) | 10).to_be_bytes());
+        f.extend_from_slice(&((u16::from(pcp) << 13) | 0x0A).to_be_bytes());
     }
     f.extend_from_slice(&ethertype.to_be_bytes());
     f
@@ -66,7 +66,7 @@ fn eth(ethertype: u16, tags: u8, pcp: u8) -> Vec<u8> {
 
 /// A RoCEv2 packet: Ethernet (+ tags), IPv4/IPv6 with `tos`, UDP 4791, `transport` (BTH and
 /// extension headers), `payload` zero bytes, 4-byte ICRC.
-fn roce(q: &Qp, reverse: bool, tos: u8, transport: &[u8], payload: usize) -> Vec<u8> {
+fn roce(q: &QueuePair, reverse: bool, tos: u8, transport: &[u8], payload: usize) -> Vec<u8> {
     let (src, dst) = if reverse { (q.dst, q.src) } else { (q.src, q.dst) };
     let udp_len = 8 + transport.len() + payload + 4;
     let mut f = eth(if q.v6 { 0x86DD } else { 0x0800 }, q.tags, q.pcp);
@@ -134,7 +134,7 @@ fn pause(quanta: u16) -> Vec<u8> {
     f
 }
 
-fn qps(n: u32) -> Vec<Qp> {
+fn qps(n: u32) -> Vec<QueuePair> {
     (0..n)
         .map(|q| {
             let v6 = q % 8 == 7;
@@ -151,7 +151,7 @@ fn qps(n: u32) -> Vec<Qp> {
                 dst[..4].copy_from_slice(&(0x0A10_0001 + q).to_be_bytes());
             }
             let tags = if q % 16 == 5 { 2 } else { u8::from(q % 4 == 1) };
-            Qp { v6, tags, pcp: 3, src, dst, qp: 0x100 + q, psn: (q * 0x0003_1337) & 0x00FF_FFFF }
+            QueuePair { v6, tags, pcp: 3, src, dst, qp: 0x100 + q, psn: (q * 0x0003_1337) & 0x00FF_FFFF }
         })
         .collect()
 }
@@ -237,14 +237,14 @@ fn write_pcapng(frames: &[(i64, Vec<u8>)]) -> Vec<u8> {
 /// A capture in which every event kind and every counter occurs, over several 1 ms bins.
 fn every_event_frames() -> Vec<(i64, Vec<u8>)> {
     let mut rng = Lcg(4791);
-    let mut q = qps(12);
+    let mut pairs = qps(12);
     let mut frames = Vec::new();
-    let mut t: i64 = 1_700_000_000_000_000_000;
+    let mut time: i64 = 1_700_000_000_000_000_000;
     for i in 0..3000usize {
-        t += 1_000 + (rng.next() % 2_000) as i64;
-        let k = i % q.len();
-        let qp = &mut q[k];
-        let r = rng.unit();
+        time += 1_000 + (rng.next() % 2_000) as i64;
+        let count = pairs.len();
+        let qp = &mut pairs[i % count];
+        let pick = rng.unit();
         let frame = if i % 97 == 0 {
             let on = (i / 97) % 3 != 2;
             let quanta = if on { [0, 0, 0, 0xFFFF, 0, 0x40, 0, 0] } else { [0; 8] };
@@ -256,7 +256,7 @@ fn every_event_frames() -> Vec<(i64, Vec<u8>)> {
             let mut f = eth(0x0806, 0, 0);
             f.resize(60, 0);
             f
-        } else if r < 0.08 {
+        } else if pick < 0.08 {
             // ACK, RNR NAK, NAK sequence error, other NAK (invalid request).
             let syndrome = match rng.next() % 8 {
                 0 => 0x20 | (rng.next() % 32) as u8,
@@ -265,20 +265,20 @@ fn every_event_frames() -> Vec<(i64, Vec<u8>)> {
                 _ => 0x1F,
             };
             roce(qp, true, 0x6A, &with_aeth(bth(0x11, qp.qp + 0x1000, qp.psn), syndrome, i as u32), 0)
-        } else if r < 0.10 {
+        } else if pick < 0.10 {
             roce(qp, true, 0xC2, &[bth(0x81, qp.qp + 0x1000, 0), vec![0; 16]].concat(), 0)
-        } else if r < 0.12 {
+        } else if pick < 0.12 {
             // READ request: reserves ceil(len / PMTU) PSNs.
             let len = 256 + (rng.next() % 8192) as u32;
             let f = roce(qp, false, 0x6A, &with_reth(bth(0x0C, qp.qp, qp.psn), len), 0);
             qp.psn = (qp.psn + len.div_ceil(1024)) & 0x00FF_FFFF;
             f
-        } else if r < 0.14 {
+        } else if pick < 0.14 {
             // READ responses (first / middle / last / only) in the reverse direction.
             let op = 0x0D + (rng.next() % 4) as u8;
             let b = if op == 0x0E { bth(op, qp.qp + 0x1000, 0) } else { with_aeth(bth(op, qp.qp + 0x1000, 0), 0, 0) };
             roce(qp, true, 0x6A, &b, if op == 0x10 { 64 } else { 1024 })
-        } else if r < 0.15 {
+        } else if pick < 0.15 {
             // UD SEND ONLY: no per-flow sequence.
             roce(qp, false, 0x6A, &[bth(0x64, qp.qp, qp.psn), vec![0; 8]].concat(), 256)
         } else {
@@ -300,21 +300,21 @@ fn every_event_frames() -> Vec<(i64, Vec<u8>)> {
             qp.psn = (qp.psn + 1) & 0x00FF_FFFF;
             roce(qp, false, tos, &b, if op == 0x06 || op == 0x07 { 1024 } else { 512 })
         };
-        frames.push((t, frame));
+        frames.push((time, frame));
     }
     // A PSN wrap on one flow, and an IPv4 later fragment (no UDP header to read).
-    let mut w = q[0];
+    let mut w = pairs[0];
     w.psn = 0x00FF_FFFE;
     for _ in 0..4 {
-        t += 1_000;
-        frames.push((t, roce(&w, false, 0x6A, &bth(0x04, w.qp, w.psn), 64)));
+        time += 1_000;
+        frames.push((time, roce(&w, false, 0x6A, &bth(0x04, w.qp, w.psn), 64)));
         w.psn = (w.psn + 1) & 0x00FF_FFFF;
     }
-    let mut frag = roce(&q[1], false, 0x6B, &bth(0x04, q[1].qp, 0), 64);
-    let ip = 14 + 4 * usize::from(q[1].tags);
+    let mut frag = roce(&pairs[1], false, 0x6B, &bth(0x04, pairs[1].qp, 0), 64);
+    let ip = 14 + 4 * usize::from(pairs[1].tags);
     frag[ip + 6] = 0x00;
     frag[ip + 7] = 0x10;
-    frames.push((t + 1_000, frag));
+    frames.push((time + 1_000, frag));
     frames
 }
 
@@ -358,7 +358,7 @@ fn render_table(out: &Output, name: &str) -> String {
 fn render_samples(out: &Output) -> String {
     let mut s = String::new();
     for r in &out.rows {
-        writeln!(s, "{:?}", r).unwrap();
+        writeln!(s, "{r:?}").unwrap();
     }
     s
 }
@@ -479,7 +479,7 @@ fn corrupted_generated_captures_never_panic() {
     for original in [write_pcap(&frames, Some(128)), write_pcapng(&frames)] {
         for round in 0..200 {
             let mut bytes = original.clone();
-            for _ in 0..1 + round % 8 {
+            for _ in 0..=round % 8 {
                 let at = (rng.next() as usize) % bytes.len();
                 bytes[at] = match rng.next() % 4 {
                     0 => 0xFF,

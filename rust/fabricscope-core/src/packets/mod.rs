@@ -434,13 +434,10 @@ impl CodedDictionary {
 
     #[cold]
     fn append_new(&mut self, code: usize, value: &str) {
-        let k = match self.values.iter().position(|v| v == value) {
-            Some(k) => k as i32,
-            None => {
-                self.values.push(value.to_owned());
-                (self.values.len() - 1) as i32
-            }
-        };
+        let k = self.values.iter().position(|v| v == value).unwrap_or_else(|| {
+            self.values.push(value.to_owned());
+            self.values.len() - 1
+        }) as i32;
         if self.key_of.len() <= code {
             self.key_of.resize(code + 1, -1);
         }
@@ -728,15 +725,12 @@ impl Analyzer {
         ev.frame.append_value(pkt.frame);
         ev.kind.append(kind as usize, kind.as_str());
         let frame = pkt.f;
-        match frame.ip_version {
-            v @ (4 | 6) => {
-                append_ip(&mut ev.src, &mut ev.scratch, v, &frame.src);
-                append_ip(&mut ev.dst, &mut ev.scratch, v, &frame.dst);
-            }
-            _ => {
-                ev.src.append_null();
-                ev.dst.append_null();
-            }
+        if let v @ (4 | 6) = frame.ip_version {
+            append_ip(&mut ev.src, &mut ev.scratch, v, &frame.src);
+            append_ip(&mut ev.dst, &mut ev.scratch, v, &frame.dst);
+        } else {
+            ev.src.append_null();
+            ev.dst.append_null();
         }
         ev.vlan.append_option(frame.vlan);
         ev.length.append_value(pkt.length);
@@ -964,7 +958,7 @@ impl Analyzer {
         let slack = n_max - n_min;
         let mut gap = None;
         let mut retx = false;
-        let (i, created) = self.flows.get_or_insert(&key, || Flow {
+        let (index, created) = self.flows.get_or_insert(&key, || Flow {
             expected: end,
             slack,
             max_end: end,
@@ -977,7 +971,7 @@ impl Analyzer {
             gaps: 0,
             retx: 0,
         });
-        let Some(fl) = self.flows.flows.get_mut(i) else { return };
+        let Some(fl) = self.flows.flows.get_mut(index) else { return };
         if !created {
             let d = psn.wrapping_sub(fl.expected) & PSN_MASK;
             if d > fl.slack && d < PSN_HALF {
@@ -1002,7 +996,7 @@ impl Analyzer {
         fl.retx += u64::from(retx);
         if !fl.dirty {
             fl.dirty = true;
-            self.dirty.push(i);
+            self.dirty.push(index);
         }
         if let Some(exp) = gap {
             self.stats.psn_gap_events += 1;
@@ -1227,11 +1221,12 @@ fn read_pcap(s: &mut Stream<'_>, an: &mut Analyzer, out: &mut dyn Out) -> Result
         // cancellation check. Anything else (a record cut by the window edge, an oversized
         // length, the end of the input) goes through the checked path below, one record.
         let next_check = (frame | 0xFFFF) + 1;
-        let w = s.window();
+        let window = s.window();
         let mut used = 0usize;
         while frame < next_check {
-            let Some(h) = w.get(used..used + rec_hdr) else { break };
-            let (Some(sec), Some(frac), Some(incl), Some(orig)) = (e.u32(h, 0), e.u32(h, 4), e.u32(h, 8), e.u32(h, 12))
+            let Some(rec) = window.get(used..used + rec_hdr) else { break };
+            let (Some(sec), Some(frac), Some(incl), Some(orig)) =
+                (e.u32(rec, 0), e.u32(rec, 4), e.u32(rec, 8), e.u32(rec, 12))
             else {
                 break;
             };
@@ -1239,7 +1234,7 @@ fn read_pcap(s: &mut Stream<'_>, an: &mut Analyzer, out: &mut dyn Out) -> Result
             if incl > limit {
                 break;
             }
-            let Some(data) = w.get(used + rec_hdr..used + rec_hdr + incl) else { break };
+            let Some(data) = window.get(used + rec_hdr..used + rec_hdr + incl) else { break };
             let ns = if hdr.nanos { u64::from(frac) } else { u64::from(frac) * 1000 };
             let t = i64::from(sec) * 1_000_000_000 + ns as i64;
             an.packet(iface, Some(t), orig, incl, data, frame);
@@ -1317,18 +1312,18 @@ fn read_pcapng(s: &mut Stream<'_>, an: &mut Analyzer, out: &mut dyn Out) -> Resu
         // are already in the window, up to the next cancellation check. Every other block (and
         // every inconsistency, to be reported) goes through the checked path below.
         let next_check = (blocks | 0xFFFF) + 1;
-        let w = s.window();
+        let window = s.window();
         let mut used = 0usize;
         while blocks < next_check {
-            if endian.u32(w, used) != Some(6) {
+            if endian.u32(window, used) != Some(6) {
                 break;
             }
-            let Some(blen) = endian.u32(w, used + 4) else { break };
+            let Some(blen) = endian.u32(window, used + 4) else { break };
             let blen = blen as usize;
             if blen < 32 || !blen.is_multiple_of(4) || blen > MAX_RECORD {
                 break;
             }
-            let Some(block) = w.get(used..used + blen) else { break };
+            let Some(block) = window.get(used..used + blen) else { break };
             if endian.u32(block, blen - 4) != Some(blen as u32) {
                 break;
             }
