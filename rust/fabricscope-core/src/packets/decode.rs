@@ -148,7 +148,7 @@ pub fn decode_into(linktype: u16, data: &[u8], f: &mut Frame) -> bool {
     true
 }
 
-#[inline(always)]
+#[inline]
 fn decode_ipv4(data: &[u8], off: usize, f: &mut Frame) {
     let Some(ip) = data.get(off..) else { return };
     let (Some(&vihl), Some(&tos)) = (ip.first(), ip.get(1)) else { return };
@@ -216,7 +216,7 @@ fn decode_ipv6(data: &[u8], off: usize, f: &mut Frame) {
     }
 }
 
-#[inline(always)]
+#[inline]
 fn decode_udp(ip: &[u8], off: usize, f: &mut Frame) {
     if be16(ip, off + 2) != Some(ROCE_PORT) {
         return;
