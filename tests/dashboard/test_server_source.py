@@ -279,3 +279,35 @@ def test_credentials_in_the_configured_url_stay_out_of_the_page(
     text = every_text(at) + shown_state(at)
     assert SECRET_PASSWORD not in text and "ops:" not in text
     assert prometheus in text
+
+
+# --- an exporter endpoint: scraped, no time range -------------------------------------------------
+
+EXPORTER_TEXT = (SAMPLES.parent / "tests/fixtures/prometheus/e2e-output.infiniband.prom").read_bytes()
+
+
+def _exporter(h: http.server.BaseHTTPRequestHandler) -> None:
+    h.send_response(200 if h.path == "/metrics" else 404)
+    h.send_header("Content-Type", "text/plain; version=0.0.4")
+    h.send_header("Content-Length", str(len(EXPORTER_TEXT) if h.path == "/metrics" else 0))
+    h.end_headers()
+    if h.path == "/metrics":
+        h.wfile.write(EXPORTER_TEXT)
+
+
+def test_exporter_source_is_scraped(monkeypatch: pytest.MonkeyPatch) -> None:
+    with _endpoint(_exporter) as ep:
+        configure(monkeypatch, ep.url + "/metrics", options=RemoteOptions(repeat=2, interval_s=1))
+        at = run("overview", source=ep.url + "/metrics")
+        paths = [p for p, _ in ep.requests]
+    assert not at.error, [e.value for e in at.error]
+    # Recognised as no server (its buildinfo is a 404), then scraped twice; no time-range picker.
+    assert paths.count("/metrics") == 2
+    assert set(paths) == {"/metrics/api/v1/status/buildinfo", "/metrics"}
+    assert [w.label for w in at.sidebar.number_input] == ["Scrapes", "Seconds between scrapes"]
+    assert [w.value for w in at.sidebar.number_input] == [2, 1.0]
+    assert [s.label for s in at.sidebar.selectbox] == ["Data source"]
+    assert f"{ep.url}/metrics · 2 scrape(s) 1 s apart" in every_text(at)
+    inputs = frame(at, "rejected")
+    assert inputs["format"].to_list() == ["prometheus"]
+    assert inputs["records"][0] > 0
