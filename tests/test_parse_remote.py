@@ -56,7 +56,7 @@ def test_parse_a_server_writes_what_parsing_its_files_writes(server: str, tmp_pa
     assert canon(pulled, SAMPLE_KEY).equals(canon(files, SAMPLE_KEY))
     assert set(pulled["source"].unique()) == {"prometheus-api"}
     # The port attributes (exporters' *_info series) land in the side file, as for files.
-    attr_key = ["host", "device", "port", "key", "value"]
+    attr_key = ["time", "host", "device", "port", "key", "value"]
     files_attrs = pl.read_parquet(tmp_path / "files.attributes.parquet")
     pulled_attrs = pl.read_parquet(tmp_path / "server.attributes.parquet")
     assert pulled_attrs.height == files_attrs.height == 184  # each row once, however many chunks

@@ -311,3 +311,16 @@ def test_exporter_source_is_scraped(monkeypatch: pytest.MonkeyPatch) -> None:
     inputs = frame(at, "rejected")
     assert inputs["format"].to_list() == ["prometheus"]
     assert inputs["records"][0] > 0
+
+
+@pytest.mark.parametrize("page", ["port", "topology", "layers", "expected", "whatif"])
+def test_every_page_renders_from_the_server(page: str, prometheus: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    configure(monkeypatch, prometheus)
+    at = run(page, source=prometheus, since=SINCE, until=UNTIL, match=PFC_STORM)
+    assert not at.error, [e.value for e in at.error]
+    assert at.title[0].value
+    # The sidebar keeps the server, its range and matchers on every page.
+    assert at.sidebar.selectbox[0].value == prometheus
+    assert [t.value for t in at.sidebar.text_input] == [PFC_STORM, SINCE, UNTIL]
+    if page == "port":
+        assert at.selectbox[0].value == "pfcstorm-gpu03/eth0"  # the worst port first, as for the files

@@ -213,10 +213,12 @@ def _pull(url: str, args: argparse.Namespace, emit: Callable[[str, Any], None], 
             progress=bar,
         ):
             if kind == "attributes":
-                # Every chunk repeats the exporters' *_info series: write each attribute row once.
-                fresh = [r not in seen_attributes for r in frame.rows()]
-                seen_attributes.update(frame.rows())
-                frame = frame.filter(pl.Series(fresh, dtype=pl.Boolean))
+                # Every chunk repeats the exporters' *_info series: keep each attribute at its
+                # first time, as the file readers do.
+                frame = frame.unique(pl.exclude("time"), keep="first", maintain_order=True)
+                keys = frame.drop("time").rows()
+                frame = frame.filter(pl.Series([k not in seen_attributes for k in keys], dtype=pl.Boolean))
+                seen_attributes.update(keys)
             for rb in frame.to_arrow().cast(schemas[kind]).to_batches():
                 emit(kind, rb)
             if chunk is not None:
