@@ -43,16 +43,10 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     Fails, never skips, without the binaries (CI installs the ``prometheus`` package).
     """
-    from tests.prometheus_server import binaries, prometheus_text_to_openmetrics, serve
+    from tests.prometheus_server import serve_files
 
-    try:
-        binaries()
-    except FileNotFoundError as e:
-        pytest.fail(str(e))
-    work = tmp_path_factory.mktemp("prometheus")
     files = [f for s in SERVER_SCENARIOS for f in sorted((SAMPLES / "scenarios" / s / "prometheus").glob("*.prom"))]
-    prometheus_text_to_openmetrics(files, work / "scenarios.om")
-    with serve(work / "scenarios.om", work) as url:
+    with serve_files(files, tmp_path_factory.mktemp("prometheus")) as url:
         yield url
 
 

@@ -8,10 +8,7 @@ show the findings its files show.
 from __future__ import annotations
 
 import http.server
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import data
@@ -24,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import APP, SAMPLES, free_port
 from tests.dashboard.test_pages import frame, metrics
+from tests.prometheus_server import Endpoint
 
 # pfc-storm's Prometheus samples: 16:00:00.001 .. 16:04:00.053 UTC; link-flap's share that range,
 # so label matchers pick a scenario out.
@@ -168,7 +166,7 @@ def test_server_only_dashboard_offers_no_files(prometheus: str, monkeypatch: pyt
 
 def test_a_url_the_operator_did_not_configure_is_never_read(prometheus: str, monkeypatch: pytest.MonkeyPatch) -> None:
     configure(monkeypatch, prometheus)
-    with _endpoint(lambda h: h.send_response(200)) as ep:
+    with Endpoint(lambda h: h.send_error(500)) as ep:
         at = run("overview", source=ep.url)
         assert ep.requests == []
     assert at.error and at.error[0].value.startswith("Refused:")
@@ -190,38 +188,6 @@ def test_bad_matchers_and_ranges_are_errors_not_queries(prometheus: str, monkeyp
 
 
 # --- errors: the URL and the status, never a traceback or a credential ------------------------------
-
-
-class _Endpoint:
-    def __init__(self, handle: Callable[[http.server.BaseHTTPRequestHandler], None]) -> None:
-        self.requests: list[tuple[str, dict[str, str]]] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                outer.requests.append((self.path, dict(self.headers)))
-                handle(self)
-                self.end_headers()
-
-            do_POST = do_GET  # noqa: N815
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-
-@contextmanager
-def _endpoint(handle: Callable[[http.server.BaseHTTPRequestHandler], None]) -> Iterator[_Endpoint]:
-    ep = _Endpoint(handle)
-    thread = threading.Thread(target=ep.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield ep
-    finally:
-        ep.httpd.shutdown()
-        ep.httpd.server_close()
 
 
 def test_closed_port_is_an_error_naming_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,7 +214,7 @@ def test_unauthorised_is_an_error_with_the_status_and_no_credential(
         h.end_headers()
         h.wfile.write(b'{"status":"error","errorType":"unauthorized","error":"no access"}'.ljust(65))
 
-    with _endpoint(deny) as ep:
+    with Endpoint(deny) as ep:
         configured = ep.url.replace("http://", f"http://ops:{SECRET_PASSWORD}@")
         conn = Connection(bearer_token_file=str(token), headers=(("X-Scope-OrgID", SECRET_HEADER),), retries=0)
         configure(monkeypatch, configured, options=RemoteOptions(connection=conn))
@@ -296,7 +262,7 @@ def _exporter(h: http.server.BaseHTTPRequestHandler) -> None:
 
 
 def test_exporter_source_is_scraped(monkeypatch: pytest.MonkeyPatch) -> None:
-    with _endpoint(_exporter) as ep:
+    with Endpoint(_exporter) as ep:
         configure(monkeypatch, ep.url + "/metrics", options=RemoteOptions(repeat=2, interval_s=1))
         at = run("overview", source=ep.url + "/metrics")
         paths = [p for p, _ in ep.requests]
