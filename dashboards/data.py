@@ -58,8 +58,9 @@ class Dataset:
     """What every page reads (one analysed source).
 
     Attributes:
-        label: What was loaded (relative source name, ``history: ...`` or the uploaded names).
-        mode: ``analysis``, ``history`` or ``upload``.
+        label: What was loaded (relative source name, ``history: ...``, the uploaded names, or a
+            server URL without credentials with its range).
+        mode: ``analysis``, ``server``, ``history`` or ``upload``.
         findings: Findings frame (:data:`fabricscope.findings.FINDINGS_SCHEMA`), worst first.
         rates: The rated counter intervals.
         gauges: Latest value of every gauge series (link rate, width, state, ...).
