@@ -226,7 +226,11 @@ def _server_dataset(shown: str) -> Dataset | None:
 def current() -> Dataset | None:
     """Render the source picker and return the chosen dataset (None with an error shown)."""
     root = data_root()
-    servers, _ = remote_sources()
+    try:
+        servers, _ = remote_sources()
+    except ValueError as e:  # set by hand, not by `fabricscope dashboard` (which checks it)
+        st.error(f"Cannot use the configured servers: {e}")
+        return None
     where = [f"data directory `{root}`"] if files_configured() else []
     where += [f"{len(servers)} server(s)"] if servers else []
     st.sidebar.caption(f"fabricscope {fabricscope.__version__} · {' · '.join(where)}")

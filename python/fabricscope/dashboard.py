@@ -31,11 +31,12 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from fabricscope.remote import Connection, RemoteOptions
+from fabricscope.remote import Connection, RemoteOptions, is_url, redact
 
 __all__ = [
     "BUNDLED_APP_DIR",
@@ -118,6 +119,18 @@ def default_data_dir(app: Path) -> Path | None:
     return None
 
 
+def _check_url(url: str) -> None:
+    """Raise ValueError unless ``url`` is an http(s) URL with a host (the message omits credentials)."""
+    if not is_url(url):
+        raise ValueError("expected an http:// or https:// URL")
+    try:
+        redact(url)
+    except ValueError as e:  # a port that is no number or out of range
+        raise ValueError(f"not a valid URL: {e}") from None
+    if not urllib.parse.urlsplit(url).hostname:
+        raise ValueError("the URL names no host")
+
+
 def remote_environment(urls: Sequence[str], options: RemoteOptions | None = None) -> str:
     """The ``FABRICSCOPE_REMOTE`` value that lets the app read ``urls`` with ``options``.
 
@@ -131,6 +144,8 @@ def remote_environment(urls: Sequence[str], options: RemoteOptions | None = None
         (['http://prometheus:9090'], 30.0)
     """
     opts = options or RemoteOptions()
+    for url in urls:
+        _check_url(url)
     doc = {
         "urls": list(urls),
         "match": list(opts.match),
@@ -171,6 +186,11 @@ def remote_from_environment(text: str | None = None) -> tuple[list[str], RemoteO
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         # Never echo the value: it may hold header values.
         raise ValueError(f"{ENV_REMOTE} is not a fabricscope remote-source description ({type(e).__name__})") from None
+    for i, url in enumerate(urls):
+        try:
+            _check_url(url)
+        except ValueError as e:
+            raise ValueError(f"{ENV_REMOTE}: URL {i + 1}: {e}") from None
     return urls, opts
 
 

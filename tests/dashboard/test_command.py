@@ -142,6 +142,24 @@ def test_prometheus_sources_reach_the_app_without_their_secrets_on_the_command_l
         assert secret not in " ".join(seen["cmd"]) + err  # type: ignore[arg-type]
 
 
-def test_prometheus_must_be_a_url(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["dashboard", "--prometheus", "prometheus:9090"]) == 2
-    assert "--prometheus prometheus:9090: expected an http:// or https:// URL" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("prometheus:9090", "expected an http:// or https:// URL"),
+        ("http://ops:pw-secret@prom:99999", "not a valid URL: Port out of range 0-65535"),
+        ("http://:9090", "the URL names no host"),
+    ],
+)
+def test_prometheus_must_be_a_url(
+    url: str, message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fabricscope.cli.dashboard as cli_dashboard
+
+    def run_server(cmd: list[str], env: dict[str, str]) -> int:
+        raise AssertionError("a bad --prometheus must stop the command before the server starts")
+
+    monkeypatch.setattr(cli_dashboard, "run_server", run_server)
+    assert main(["dashboard", "--prometheus", url]) == 2
+    err = capsys.readouterr().err
+    assert f"fabricscope: --prometheus: {message}" in err
+    assert "pw-secret" not in err

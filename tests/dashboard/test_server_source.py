@@ -190,6 +190,20 @@ def test_bad_matchers_and_ranges_are_errors_not_queries(prometheus: str, monkeyp
 # --- errors: the URL and the status, never a traceback or a credential ------------------------------
 
 
+def test_a_broken_configuration_is_an_error_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Set by hand (the command checks its URLs): a port out of range, credentials in the URL.
+    monkeypatch.setenv("FABRICSCOPE_REMOTE", '{"urls": ["http://ops:pw-0c1e@prom:99999"]}')
+    at = run("overview")
+    assert [e.value for e in at.error] == [
+        "Cannot use the configured servers: FABRICSCOPE_REMOTE: URL 1: not a valid URL: Port out of range 0-65535"
+    ]
+    monkeypatch.setenv("FABRICSCOPE_REMOTE", "{not json")
+    assert run("overview").error[0].value == (
+        "Cannot use the configured servers: FABRICSCOPE_REMOTE is not a fabricscope remote-source description "
+        "(JSONDecodeError)"
+    )
+
+
 def test_closed_port_is_an_error_naming_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     configure(monkeypatch, url, options=RemoteOptions(connection=Connection(retries=0)))

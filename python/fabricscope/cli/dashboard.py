@@ -67,10 +67,11 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     if args.data and is_url(args.data):
         urls.insert(0, args.data)
         args.data = None
-    for url in urls:
-        if not is_url(url):
-            print(f"fabricscope: --prometheus {url}: expected an http:// or https:// URL", file=sys.stderr)
-            return 2
+    try:
+        remote = remote_environment(urls, remote_options(args)) if urls else None
+    except ValueError as e:
+        print(f"fabricscope: --prometheus: {e}", file=sys.stderr)
+        return 2
     data: Path | None = None
     if args.data:
         data = Path(args.data).expanduser().resolve()
@@ -99,8 +100,8 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     env = {**os.environ, ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
     if data is not None:
         env[ENV_DATA] = str(data)
-    if urls:
-        env[ENV_REMOTE] = remote_environment(urls, remote_options(args))
+    if remote is not None:
+        env[ENV_REMOTE] = remote
     cmd = streamlit_command(app, host=args.host, port=args.port, max_upload_mb=args.max_upload_mb)
     print(f"fabricscope dashboard: http://{args.host}:{args.port}  (data: {', '.join(shown)})", file=sys.stderr)
     return run_server(cmd, env)
