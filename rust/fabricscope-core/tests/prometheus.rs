@@ -827,11 +827,59 @@ proptest! {
     }
 }
 
-// --- throughput (run: cargo test --profile ci -p fabricscope-core --test prometheus -- --ignored --nocapture) ---
+// --- throughput (run: FABRICSCOPE_BENCH_ROUNDS=5 cargo test --profile profiling -p fabricscope-core --test prometheus throughput -- --ignored --nocapture) ---
+
+/// Go's `strconv.FormatFloat(v, 'g', -1, 64)`, as prometheus/common `expfmt` writes sample values:
+/// shortest round-trip digits (Rust's `{:e}` gives the same digits), exponent form when the
+/// decimal exponent is < -4 or >= 6, at least two exponent digits.
+fn go_format_g(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let e = format!("{:e}", v.abs());
+    let (mantissa, exp) = e.split_once('e').unwrap();
+    let exp: i32 = exp.parse().unwrap();
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if v < 0.0 { "-" } else { "" };
+    if !(-4..6).contains(&exp) {
+        let frac = if digits.len() > 1 { format!(".{}", &digits[1..]) } else { String::new() };
+        return format!("{sign}{}{frac}e{}{:02}", &digits[..1], if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    let dp = exp + 1;
+    if dp <= 0 {
+        return format!("{sign}0.{}{digits}", "0".repeat((-dp) as usize));
+    }
+    let dp = dp as usize;
+    if dp >= digits.len() {
+        return format!("{sign}{digits}{}", "0".repeat(dp - digits.len()));
+    }
+    format!("{sign}{}.{}", &digits[..dp], &digits[dp..])
+}
 
 #[test]
-#[ignore = "throughput measurement; run explicitly in an optimised profile"]
-fn throughput_federate_100mb() {
+fn go_g_formatting_matches_go() {
+    // Outputs of Go's strconv.FormatFloat(v, 'g', -1, 64).
+    let cases = [
+        (18_527_668.0, "1.8527668e+07"),
+        (5e10, "5e+10"),
+        (34_359_738_368.0, "3.4359738368e+10"),
+        (123_456.0, "123456"),
+        (1e6, "1e+06"),
+        (0.0001, "0.0001"),
+        (0.000_01, "1e-05"),
+        (-3.25, "-3.25"),
+        (1e21, "1e+21"),
+        (1.844_674_407_370_955_2e19, "1.8446744073709552e+19"),
+        (5e-324, "5e-324"),
+    ];
+    for (v, want) in cases {
+        assert_eq!(go_format_g(v), want, "{v}");
+    }
+}
+
+/// Write about 100 MB of node_exporter-style `/federate` text and read it `FABRICSCOPE_BENCH_ROUNDS`
+/// times; `go_g` spells values as exporters do (`1.8527668e+07`), else as plain integers.
+fn federate_throughput(go_g: bool) {
     use std::fmt::Write as _;
     use std::sync::atomic::{AtomicU64, Ordering};
     let mut text = String::with_capacity(105 << 20);
@@ -840,21 +888,30 @@ fn throughput_federate_100mb() {
         "node_infiniband_port_data_transmitted_bytes_total",
         "node_infiniband_port_packets_received_total",
         "node_infiniband_port_transmit_wait_total",
+        "node_infiniband_symbol_error_total",
     ];
     let mut i: u64 = 0;
     while text.len() < 100 << 20 {
         let host = i % 512;
-        let c = counters[(i / 512 % 4) as usize];
+        let which = (i / 512 % counters.len() as u64) as usize;
+        let c = counters[which];
+        let mix = i.wrapping_mul(2_654_435_761);
+        // Byte counters 1e7..1e14, packets and waits smaller, error counters mostly 0.
+        let v = match which {
+            0 | 1 => 4 * (mix % 10u64.pow(6 + (i % 8) as u32)) + 10_000_000,
+            2 | 3 => mix % 10u64.pow(5 + (i % 6) as u32),
+            _ => u64::from(mix % 10 == 0) * (mix % 97),
+        };
+        let value = if go_g { go_format_g(v as f64) } else { v.to_string() };
         let _ = writeln!(
             text,
-            "{c}{{device=\"mlx5_{}\",instance=\"gpu{host:03}:9100\",job=\"node\",port=\"1\"}} {} {}",
+            "{c}{{device=\"mlx5_{}\",instance=\"gpu{host:03}:9100\",job=\"node\",port=\"1\"}} {value} {}",
             i % 8,
-            i.wrapping_mul(2_654_435_761) % 1_000_000_000_000,
             1_764_686_822_000 + (i / 16_384) * 10_000
         );
         i += 1;
     }
-    let p = temp_file("federate-100mb.prom", text.as_bytes());
+    let p = temp_file(if go_g { "federate-g-100mb.prom" } else { "federate-int-100mb.prom" }, text.as_bytes());
     let rounds: usize = std::env::var("FABRICSCOPE_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     let mut best = f64::INFINITY;
     for _ in 0..rounds {
@@ -873,8 +930,21 @@ fn throughput_federate_100mb() {
     }
     let mb = text.len() as f64 / 1e6;
     println!(
-        "{mb:.0} MB, {i} lines, best of {rounds}: {best:.3} s = {:.0} MB/s, {:.1} M lines/s",
+        "{} values: {mb:.0} MB, {i} lines, best of {rounds}: {best:.3} s = {:.0} MB/s, {:.1} M lines/s",
+        if go_g { "Go %g" } else { "integer" },
         mb / best,
         i as f64 / best / 1e6
     );
+}
+
+#[test]
+#[ignore = "throughput measurement; run explicitly in an optimised profile"]
+fn throughput_federate_100mb() {
+    federate_throughput(false);
+}
+
+#[test]
+#[ignore = "throughput measurement; run explicitly in an optimised profile"]
+fn throughput_federate_go_g_100mb() {
+    federate_throughput(true);
 }

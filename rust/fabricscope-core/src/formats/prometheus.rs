@@ -40,6 +40,7 @@ use memchr::{memchr2, memchr3};
 
 use crate::error::{Error, Position, Result};
 use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
+use crate::number;
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::vocabulary::{self, Kind, Mapping, Namespace};
@@ -430,7 +431,7 @@ impl PrometheusReader {
     }
 
     fn parse_timestamp(&mut self, tok: &[u8], ctx: &mut ReadContext<'_>) -> Option<i64> {
-        let int = parse_i64(tok);
+        let int = number::parse_i64_token(tok);
         match (self.flavor, int) {
             (Flavor::Prometheus, Some(v)) if v.unsigned_abs() >= SECONDS_LIMIT => v.checked_mul(NS_PER_MS),
             (Flavor::OpenMetrics, Some(v)) if v.unsigned_abs() >= SECONDS_LIMIT => {
@@ -981,28 +982,11 @@ pub(crate) fn push_escaped(out: &mut String, v: &str) {
 
 /// A sample value, and whether it was written in float syntax.
 fn parse_value(tok: &[u8]) -> Option<(Value, bool)> {
-    if let Some(v) = parse_u64_exact(tok.strip_prefix(b"+").unwrap_or(tok)) {
+    if let Some(v) = number::parse_u64_digits(tok.strip_prefix(b"+").unwrap_or(tok)) {
         return Some((Value::U64(v), false));
     }
-    let s = std::str::from_utf8(tok).ok()?;
     // Rust also accepts `infinity`; Go (the exporters) writes `+Inf`, `-Inf`, `NaN`.
-    let f: f64 = s.parse().ok()?;
-    Some((Value::from_f64(f), true))
-}
-
-/// Decimal digits that fit a u64 (`None` for anything else, or on overflow).
-fn parse_u64_exact(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(v)
+    Some((number::float_value(tok)?, true))
 }
 
 fn is_dcgm_blank(v: Value, float_syntax: bool) -> bool {
@@ -1013,23 +997,6 @@ fn is_dcgm_blank(v: Value, float_syntax: bool) -> bool {
         Value::F64(f) => f >= DCGM_INT64_BLANK as f64,
         Value::Null => false,
     }
-}
-
-/// A plain integer token with an optional sign.
-fn parse_i64(tok: &[u8]) -> Option<i64> {
-    let (neg, digits) = match tok.split_first() {
-        Some((b'-', r)) => (true, r),
-        Some((b'+', r)) => (false, r),
-        _ => (false, tok),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
-    }
-    Some(if neg { -v } else { v })
 }
 
 /// Seconds (`1764686822`, `1764686822.123456789`, `1.7646868e9`) to ns; decimal forms exactly.
@@ -1163,8 +1130,8 @@ mod tests {
         assert_eq!(parse_seconds(b"1e30"), None);
         assert_eq!(parse_seconds(b"NaN"), None);
         assert_eq!(parse_seconds(b"."), None);
-        assert_eq!(parse_i64(b"-1700000000000"), Some(-1_700_000_000_000));
-        assert_eq!(parse_i64(b"99999999999999999999"), None);
+        assert_eq!(number::parse_i64_token(b"-1700000000000"), Some(-1_700_000_000_000));
+        assert_eq!(number::parse_i64_token(b"99999999999999999999"), None);
     }
 
     #[test]
