@@ -174,6 +174,27 @@ pub fn parse_u64_digits(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }
+    if digits.len() > 19 {
+        return parse_u64_digits_checked(digits);
+    }
+    // At most 19 digits: below 10^19 < 2^64, no overflow possible.
+    let mut v: u64 = 0;
+    let mut rest = digits;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        v = v * 100_000_000 + eight_digits(*chunk)?;
+        rest = tail;
+    }
+    for &c in rest {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + u64::from(d);
+    }
+    Some(v)
+}
+
+fn parse_u64_digits_checked(digits: &[u8]) -> Option<u64> {
     let mut v: u64 = 0;
     for &c in digits {
         let d = c.wrapping_sub(b'0');
@@ -182,6 +203,25 @@ pub fn parse_u64_digits(digits: &[u8]) -> Option<u64> {
         }
         v = v.checked_mul(10)?.checked_add(u64::from(d))?;
     }
+    Some(v)
+}
+
+/// Eight ASCII digits in one 64-bit word (the SWAR method of Lemire's fast_float
+/// `parse_eight_digits_unrolled`), or `None` when any byte is not a digit.
+fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
+    let v = u64::from_le_bytes(chunk);
+    // Every byte is 0x30..=0x39: its high nibble is 3, and still 3 after adding 6.
+    let all_digits = ((v & 0xf0f0_f0f0_f0f0_f0f0) | ((v.wrapping_add(0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0) >> 4))
+        == 0x3333_3333_3333_3333;
+    if !all_digits {
+        return None;
+    }
+    let v = v - 0x3030_3030_3030_3030;
+    // Pairs, then quadruples, then the eight digits (the first digit is the lowest byte).
+    let v = v.wrapping_mul(10) + (v >> 8);
+    let v = ((v & 0x0000_00ff_0000_00ff).wrapping_mul(100 + (1_000_000 << 32))
+        + ((v >> 16) & 0x0000_00ff_0000_00ff).wrapping_mul(1 + (10_000 << 32)))
+        >> 32;
     Some(v)
 }
 
@@ -321,6 +361,13 @@ mod tests {
         assert_eq!(parse_u64_digits(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(parse_u64_digits(b"18446744073709551616"), None);
         assert_eq!(parse_u64_digits(b"+1"), None);
+        assert_eq!(parse_u64_digits(b"1764686822000"), Some(1_764_686_822_000));
+        assert_eq!(parse_u64_digits(b"9999999999999999999"), Some(9_999_999_999_999_999_999));
+        assert_eq!(parse_u64_digits(b"00000000000000000000000042"), Some(42));
+        assert_eq!(parse_u64_digits(b"12345678"), Some(12_345_678));
+        for bad in [&b"1234567/"[..], b"1234567:", b"12345678901234\x00", b"1234\xff678", b"123 5678", b"9876543210abcdef"] {
+            assert_eq!(parse_u64_digits(bad), None, "{bad:?}");
+        }
         assert_eq!(parse_u64_digits(b""), None);
         assert_eq!(parse_i64_token(b"-9223372036854775807"), Some(-i64::MAX));
         assert_eq!(parse_i64_token(b"9223372036854775807"), Some(i64::MAX));
@@ -358,6 +405,11 @@ mod tests {
                 tok.push_str(&d);
             }
             check(&tok);
+        }
+
+        #[test]
+        fn digit_runs_read_like_the_standard_parser(tok in "[0-9]{1,25}|[0-9/:a ]{1,20}") {
+            prop_assert_eq!(parse_u64_digits(tok.as_bytes()), tok.parse::<u64>().ok());
         }
 
         #[test]

@@ -35,8 +35,10 @@
 //!
 //! An empty label value is the same as no label (Prometheus semantics) and is ignored.
 
+use std::sync::Arc;
+
 use ahash::{AHashMap, AHashSet};
-use memchr::{memchr2, memchr3};
+use memchr::{memchr2, memchr3, memrchr2};
 
 use crate::error::{Error, Position, Result};
 use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
@@ -199,7 +201,7 @@ type AttrKey = (i32, i32, Option<u16>, Box<str>, Box<str>);
 /// Streaming reader for Prometheus/OpenMetrics text.
 pub struct PrometheusReader {
     flavor: Flavor,
-    series: AHashMap<Box<[u8]>, Series>,
+    series: SeriesCache,
     types: AHashMap<Box<str>, MetricType>,
     seen_attrs: AHashSet<AttrKey>,
     /// Last timestamp directive: dates samples without their own timestamp.
@@ -229,7 +231,7 @@ impl PrometheusReader {
     pub fn new(flavor: Flavor) -> Self {
         PrometheusReader {
             flavor,
-            series: AHashMap::new(),
+            series: SeriesCache::default(),
             types: AHashMap::new(),
             seen_attrs: AHashSet::new(),
             directive_time: None,
@@ -255,7 +257,7 @@ impl PrometheusReader {
         if let Some(p) = split_tail(line)
             && let Some((value, float_syntax)) = parse_value(p.value)
             && let Ok(ts) = self.optional_timestamp(p.timestamp, ctx)
-            && let Some(s) = line.get(..p.key_end).and_then(|key| self.series.get_mut(key))
+            && let Some(s) = line.get(..p.key_end).and_then(|key| self.series.find(key))
         {
             let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
             return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
@@ -284,13 +286,13 @@ impl PrometheusReader {
         }
 
         // A series seen before, written with other spacing or an exemplar.
-        if let Some(s) = self.series.get_mut(key) {
+        if let Some(s) = self.series.find(key) {
             let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
             return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
         }
 
         let Some(series) = self.new_series(line, key, pos, ctx)? else { return Ok(()) };
-        let s = cache(&mut self.series, key, series);
+        let s = self.series.insert(key, series);
         let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
         emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx)
     }
@@ -311,11 +313,11 @@ impl PrometheusReader {
         let Some((value, _)) = parse_value(value) else {
             return ctx.bad_record(pos, "a sample value (a number, NaN, +Inf or -Inf)", value);
         };
-        if let Some(s) = self.series.get_mut(key) {
+        if let Some(s) = self.series.find(key) {
             return emit(s, value, true, time_ns, &mut self.seen_attrs, ctx);
         }
         let Some(series) = self.new_series(key, key, pos, ctx)? else { return Ok(()) };
-        let s = cache(&mut self.series, key, series);
+        let s = self.series.insert(key, series);
         emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)
     }
 
@@ -627,12 +629,75 @@ impl LineReader for PrometheusReader {
     }
 }
 
-/// Keep a resolved series (the cache is bounded: see [`MAX_CACHED_SERIES`]).
-fn cache<'m>(map: &'m mut AHashMap<Box<[u8]>, Series>, key: &[u8], series: Series) -> &'m mut Series {
-    if map.len() >= MAX_CACHED_SERIES {
-        map.clear();
+/// No slot.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A resolved series and the text it was resolved from.
+#[derive(Debug)]
+struct Slot {
+    key: Arc<[u8]>,
+    series: Series,
+    /// The slot whose sample followed this one's last time, or [`NO_SLOT`].
+    next: u32,
+}
+
+/// Resolved series by their text. Exporters write the series of a scrape in the same order every
+/// time (and `/federate` sorts them), so the series after the previous line's is predicted
+/// from the last scrape and confirmed with one comparison, without hashing the text.
+#[derive(Debug)]
+struct SeriesCache {
+    index: AHashMap<Arc<[u8]>, u32>,
+    slots: Vec<Slot>,
+    /// Slot of the previous sample, or [`NO_SLOT`].
+    last: u32,
+}
+
+impl Default for SeriesCache {
+    fn default() -> Self {
+        SeriesCache { index: AHashMap::new(), slots: Vec::new(), last: NO_SLOT }
     }
-    map.entry(key.into()).or_insert(series)
+}
+
+impl SeriesCache {
+    /// The series resolved from `key`, if any; remembers it as the previous sample's.
+    fn find(&mut self, key: &[u8]) -> Option<&mut Series> {
+        let predicted = self.slots.get(self.last as usize).map_or(NO_SLOT, |s| s.next);
+        let slot = match self.slots.get(predicted as usize) {
+            Some(s) if *s.key == *key => predicted,
+            _ => {
+                let found = *self.index.get(key)?;
+                if let Some(prev) = self.slots.get_mut(self.last as usize) {
+                    prev.next = found;
+                }
+                found
+            }
+        };
+        self.last = slot;
+        self.slots.get_mut(slot as usize).map(|s| &mut s.series)
+    }
+
+    /// Keep a resolved series (bounded: see [`MAX_CACHED_SERIES`]) as the previous sample's.
+    fn insert(&mut self, key: &[u8], series: Series) -> &mut Series {
+        if self.slots.len() >= MAX_CACHED_SERIES {
+            self.clear();
+        }
+        let slot = self.slots.len() as u32;
+        let key: Arc<[u8]> = key.into();
+        self.index.insert(Arc::clone(&key), slot);
+        if let Some(prev) = self.slots.get_mut(self.last as usize) {
+            prev.next = slot;
+        }
+        self.last = slot;
+        self.slots.push(Slot { key, series, next: NO_SLOT });
+        let Some(s) = self.slots.last_mut() else { unreachable!("a slot was just pushed") };
+        &mut s.series
+    }
+
+    fn clear(&mut self) {
+        self.index.clear();
+        self.slots.clear();
+        self.last = NO_SLOT;
+    }
 }
 
 /// Time of a sample: its own timestamp, else the last timestamp directive, else the input's
@@ -778,14 +843,15 @@ fn split_sample(line: &[u8]) -> Result<Parts<'_>, &'static str> {
 /// `<key> <value> <timestamp>`, where a key is either `...}` or a name without blanks. Only a
 /// candidate: callers must confirm the key (a cache hit) or fall back to [`split_sample`].
 fn split_tail(line: &[u8]) -> Option<Parts<'_>> {
-    let last_blank = line.iter().rposition(|b| is_blank(*b))?;
+    // memrchr2 looks at the last 32 bytes at once: the timestamp and value are in them.
+    let last_blank = memrchr2(b' ', b'\t', line)?;
     let last = line.get(last_blank + 1..)?;
     let rest_end = line.get(..last_blank)?.iter().rposition(|b| !is_blank(*b))? + 1;
     let rest = line.get(..rest_end)?;
     if rest.last() == Some(&b'}') {
         return Some(Parts { key_end: rest_end, value: last, timestamp: None });
     }
-    let Some(blank) = rest.iter().rposition(|b| is_blank(*b)) else {
+    let Some(blank) = memrchr2(b' ', b'\t', rest) else {
         return Some(Parts { key_end: rest_end, value: last, timestamp: None });
     };
     let value = rest.get(blank + 1..)?;
