@@ -827,6 +827,72 @@ proptest! {
     }
 }
 
+/// Values as Go's `strconv.FormatFloat(v, 'g', -1, 64)` writes them, and the edge cases of the
+/// exact fast path: every value is what `Value::from_f64(token.parse::<f64>())` gives (plain
+/// integers exactly as u64), as before the fast path existed.
+#[test]
+fn go_g_and_edge_values_read_exactly() {
+    let cases: &[(&str, V)] = &[
+        ("1.8527668e+07", V::U(18_527_668)),
+        ("5e+10", V::U(50_000_000_000)),
+        ("3.4359738368e+10", V::U(34_359_738_368)),
+        ("0", V::U(0)),
+        ("1", V::U(1)),
+        ("123456", V::U(123_456)),
+        ("1e+06", V::U(1_000_000)),
+        ("9.007199254740992e+15", V::U(9_007_199_254_740_992)),
+        // Not a double: rounds to 2^53 (ties to even), which is still an exact integer.
+        ("9.007199254740993e+15", V::U(9_007_199_254_740_992)),
+        ("9.007199254740994e+15", V::F(9_007_199_254_740_994.0)),
+        // Plain integers stay exact beyond 2^53.
+        ("9007199254740993", V::U(9_007_199_254_740_993)),
+        ("1e+21", V::F(1e21)),
+        ("1.8446744073709552e+19", V::F(18_446_744_073_709_552_000.0)),
+        ("-0", V::U(0)),
+        ("4.9e-324", V::F(5e-324)),
+        ("-3.5", V::F(-3.5)),
+        ("0.25", V::F(0.25)),
+        ("0.99999999999999999", V::U(1)),
+        ("1.2345678901234567890123e+10", V::F(12_345_678_901.234_568)),
+        ("+Inf", V::F(f64::INFINITY)),
+        ("-Inf", V::F(f64::NEG_INFINITY)),
+    ];
+    let mut text = String::new();
+    for (i, (tok, _)) in cases.iter().enumerate() {
+        text.push_str(&format!("edge_value{{case=\"{i}\"}} {tok} 1764686822000\n"));
+    }
+    text.push_str("edge_value{case=\"nan\"} NaN 1764686822000\n");
+    for bad in ["1.5e", "1e+", "12abc", "0x10", "1..5"] {
+        text.push_str(&format!("edge_value{{case=\"bad\"}} {bad} 1764686822000\n"));
+    }
+    let out = read_text("edge-values.prom", text.as_bytes(), &lenient());
+    let got: Vec<V> = out.rows.iter().map(|r| r.value.clone()).collect();
+    let want: Vec<V> = cases.iter().map(|(_, v)| v.clone()).collect();
+    assert_eq!(got[..cases.len()], want[..]);
+    assert!(matches!(got[cases.len()], V::F(v) if v.is_nan()));
+    assert_eq!(got.len(), cases.len() + 1);
+    assert_eq!(out.reports[0].bad_records, 5);
+}
+
+/// Series are found by their text whatever order scrapes write them in (the reader predicts the
+/// next series from the previous scrape's order, and must not trust a wrong prediction).
+#[test]
+fn series_in_changing_order_keep_their_identity() {
+    let scrapes: [&[&str]; 4] = [&["a", "b", "c"], &["c", "a", "b", "d"], &["a", "b", "c", "d"], &["d", "d", "b"]];
+    let mut text = String::new();
+    let mut want = Vec::new();
+    for (k, scrape) in scrapes.iter().enumerate() {
+        for (j, name) in scrape.iter().enumerate() {
+            let v = 100 * k + j;
+            text.push_str(&format!("order_test{{s=\"{name}\",instance=\"h{name}:9100\"}} {v} {}\n", 1_764_686_822_000 + k * 1000));
+            want.push((format!("order_test{{s=\"{name}\"}}"), format!("h{name}"), V::U(v as u64)));
+        }
+    }
+    let out = read_text("order.prom", text.as_bytes(), &opts());
+    let got: Vec<_> = out.rows.iter().map(|r| (r.counter.clone(), r.host.clone(), r.value.clone())).collect();
+    assert_eq!(got, want);
+}
+
 // --- throughput (run: FABRICSCOPE_BENCH_ROUNDS=5 cargo test --profile profiling -p fabricscope-core --test prometheus throughput -- --ignored --nocapture) ---
 
 /// Go's `strconv.FormatFloat(v, 'g', -1, 64)`, as prometheus/common `expfmt` writes sample values:
