@@ -144,9 +144,7 @@ def measure(spelling: str, args: argparse.Namespace) -> list[str]:
     import fabricscope
     from prometheus_client.parser import text_string_to_metric_families
 
-    label = {"g": "Go `%g` values (as exporters write)", "int": "integer values (not what exporters write)"}[
-        spelling
-    ]
+    label = {"g": "Go `%g` values (as exporters write)", "int": "integer values (not what exporters write)"}[spelling]
     path = DATA / f"federate-{spelling}-{args.mb}mb.prom"
     if not path.exists():
         print(f"generating {path} ...", file=sys.stderr)
