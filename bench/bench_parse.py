@@ -15,7 +15,8 @@ labels, ms timestamps), in two value spellings:
 * ``int``: the same families with plain integer values (``18527668``), which exporters do not
   write; kept as a second, labelled row because the reader takes a separate exact-integer path.
 
-Then it measures, medians of --repeat runs with the file warm in the page cache:
+Then it measures, medians of --repeat runs with the file warm in the page cache, in wall time and
+in CPU time of this process (all threads; less sensitive to other load on a shared machine):
 
 * fabricscope.read(path) end to end: Rust parse into Arrow batches + the Polars DataFrame;
 * the same, over the file split in two (two inputs are parsed on two threads);
@@ -130,13 +131,15 @@ def generate(path: Path, target_bytes: int, spelling: str) -> tuple[int, int]:
     return written, samples
 
 
-def median_time(fn, repeat: int) -> float:
-    times = []
+def median_time(fn, repeat: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (all threads of this process) of fn()."""
+    wall, cpu = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def measure(spelling: str, args: argparse.Namespace) -> list[str]:
@@ -159,8 +162,8 @@ def measure(spelling: str, args: argparse.Namespace) -> list[str]:
     del raw
 
     n_rows = fabricscope.read(path).height  # warm-up + row count
-    t_one = median_time(lambda: fabricscope.read(path), args.repeat)
-    t_two = median_time(lambda: fabricscope.read(parts), args.repeat)
+    t_one, c_one = median_time(lambda: fabricscope.read(path), args.repeat)
+    t_two, c_two = median_time(lambda: fabricscope.read(parts), args.repeat)
 
     def baseline() -> int:
         n = 0
@@ -169,19 +172,28 @@ def measure(spelling: str, args: argparse.Namespace) -> list[str]:
                 n += 1
         return n
 
-    t_base = median_time(baseline, max(1, args.repeat - 2))
-    base_mb_s = len(prefix) / 1e6 / t_base
-    one_mb_s = size / 1e6 / t_one
-    two_mb_s = size / 1e6 / t_two
-    per_mb = n_rows / (size / 1e6)
+    t_base, c_base = median_time(baseline, max(1, args.repeat - 2))
+    mb, base_mb = size / 1e6, len(prefix) / 1e6
+    per_mb = n_rows / mb
+
+    def num(x: float) -> str:
+        return f"{x:,.1f}" if x < 100 else f"{x:,.0f}"
+
+    def row(name: str, reader: str, mb_s: float, cpu_mb_s: float) -> str:
+        return (
+            f"| {name} | {reader} | {num(mb_s)} | {mb_s * per_mb:,.0f} | {num(mb_s / (base_mb / t_base))}x | "
+            f"{num(cpu_mb_s)} | {num(cpu_mb_s / (base_mb / c_base))}x |"
+        )
+
     return [
-        f"| {label}: {path.name}, {size / 1e6:.1f} MB, {n_rows:,} samples | "
-        f"prometheus_client text_string_to_metric_families ({len(prefix) / 1e6:.0f} MB prefix) | "
-        f"{base_mb_s:,.1f} | {base_mb_s * per_mb:,.0f} | 1.0x |",
-        f"| {label} | fabricscope.read, 1 file (1 core) into a Polars DataFrame | {one_mb_s:,.0f} | "
-        f"{n_rows / t_one:,.0f} | {one_mb_s / base_mb_s:,.0f}x |",
-        f"| {label} | fabricscope.read, same data as 2 files (2 cores) | {two_mb_s:,.0f} | "
-        f"{n_rows / t_two:,.0f} | {two_mb_s / base_mb_s:,.0f}x |",
+        row(
+            f"{label}: {path.name}, {mb:.1f} MB, {n_rows:,} samples",
+            f"prometheus_client text_string_to_metric_families ({base_mb:.0f} MB prefix)",
+            base_mb / t_base,
+            base_mb / c_base,
+        ),
+        row(label, "fabricscope.read, 1 file (1 core) into a Polars DataFrame", mb / t_one, mb / c_one),
+        row(label, "fabricscope.read, same data as 2 files (2 cores)", mb / t_two, mb / c_two),
     ]
 
 
@@ -207,8 +219,10 @@ def main() -> None:
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     print()
-    print("| input | reader | MB/s | samples/s | vs prometheus_client |")
-    print("|---|---|---|---|---|")
+    print(
+        "| input | reader | MB/s | samples/s | vs prometheus_client | MB per CPU-second | vs prometheus_client (CPU) |"
+    )  # noqa: E501
+    print("|---|---|---|---|---|---|---|")
     for row in rows:
         print(row)
 
