@@ -43,8 +43,8 @@ const POW10_U64: [u64; 20] = [
 
 /// Powers of ten a double holds exactly (5^22 < 2^53).
 const POW10_F64: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
-    1e20, 1e21, 1e22,
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+    1e21, 1e22,
 ];
 
 /// `±mantissa × 10^exp10`, as written.
@@ -136,7 +136,10 @@ fn fast_value(d: Decimal) -> Option<Value> {
         let integer = if d.exp10 >= 0 {
             POW10_U64.get(d.exp10 as usize).and_then(|p| d.mantissa.checked_mul(*p))
         } else {
-            POW10_U64.get(d.exp10.unsigned_abs() as usize).filter(|p| d.mantissa % **p == 0).map(|p| d.mantissa / p)
+            POW10_U64
+                .get(d.exp10.unsigned_abs() as usize)
+                .filter(|p| d.mantissa.is_multiple_of(**p))
+                .map(|p| d.mantissa / p)
         };
         if let Some(v) = integer.filter(|v| *v <= EXACT_INT_MAX) {
             return Some(Value::U64(v));
@@ -211,7 +214,8 @@ fn parse_u64_digits_checked(digits: &[u8]) -> Option<u64> {
 fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
     let v = u64::from_le_bytes(chunk);
     // Every byte is 0x30..=0x39: its high nibble is 3, and still 3 after adding 6.
-    let all_digits = ((v & 0xf0f0_f0f0_f0f0_f0f0) | ((v.wrapping_add(0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0) >> 4))
+    let all_digits = ((v & 0xf0f0_f0f0_f0f0_f0f0)
+        | ((v.wrapping_add(0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0) >> 4))
         == 0x3333_3333_3333_3333;
     if !all_digits {
         return None;
@@ -365,7 +369,9 @@ mod tests {
         assert_eq!(parse_u64_digits(b"9999999999999999999"), Some(9_999_999_999_999_999_999));
         assert_eq!(parse_u64_digits(b"00000000000000000000000042"), Some(42));
         assert_eq!(parse_u64_digits(b"12345678"), Some(12_345_678));
-        for bad in [&b"1234567/"[..], b"1234567:", b"12345678901234\x00", b"1234\xff678", b"123 5678", b"9876543210abcdef"] {
+        for bad in
+            [&b"1234567/"[..], b"1234567:", b"12345678901234\x00", b"1234\xff678", b"123 5678", b"9876543210abcdef"]
+        {
             assert_eq!(parse_u64_digits(bad), None, "{bad:?}");
         }
         assert_eq!(parse_u64_digits(b""), None);

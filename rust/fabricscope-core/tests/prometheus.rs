@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use common::{Attr, Output, Row, V, fixture, read_with, temp_file};
@@ -859,11 +860,11 @@ fn go_g_and_edge_values_read_exactly() {
     ];
     let mut text = String::new();
     for (i, (tok, _)) in cases.iter().enumerate() {
-        text.push_str(&format!("edge_value{{case=\"{i}\"}} {tok} 1764686822000\n"));
+        let _ = writeln!(text, "edge_value{{case=\"{i}\"}} {tok} 1764686822000");
     }
     text.push_str("edge_value{case=\"nan\"} NaN 1764686822000\n");
     for bad in ["1.5e", "1e+", "12abc", "0x10", "1..5"] {
-        text.push_str(&format!("edge_value{{case=\"bad\"}} {bad} 1764686822000\n"));
+        let _ = writeln!(text, "edge_value{{case=\"bad\"}} {bad} 1764686822000");
     }
     let out = read_text("edge-values.prom", text.as_bytes(), &lenient());
     let got: Vec<V> = out.rows.iter().map(|r| r.value.clone()).collect();
@@ -884,7 +885,11 @@ fn series_in_changing_order_keep_their_identity() {
     for (k, scrape) in scrapes.iter().enumerate() {
         for (j, name) in scrape.iter().enumerate() {
             let v = 100 * k + j;
-            text.push_str(&format!("order_test{{s=\"{name}\",instance=\"h{name}:9100\"}} {v} {}\n", 1_764_686_822_000 + k * 1000));
+            let _ = writeln!(
+                text,
+                "order_test{{s=\"{name}\",instance=\"h{name}:9100\"}} {v} {}",
+                1_764_686_822_000 + k * 1000
+            );
             want.push((format!("order_test{{s=\"{name}\"}}"), format!("h{name}"), V::U(v as u64)));
         }
     }
@@ -946,7 +951,6 @@ fn go_g_formatting_matches_go() {
 /// Write about 100 MB of node_exporter-style `/federate` text and read it `FABRICSCOPE_BENCH_ROUNDS`
 /// times; `go_g` spells values as exporters do (`1.8527668e+07`), else as plain integers.
 fn federate_throughput(go_g: bool) {
-    use std::fmt::Write as _;
     use std::sync::atomic::{AtomicU64, Ordering};
     let mut text = String::with_capacity(105 << 20);
     let counters = [
@@ -966,7 +970,7 @@ fn federate_throughput(go_g: bool) {
         let v = match which {
             0 | 1 => 4 * (mix % 10u64.pow(6 + (i % 8) as u32)) + 10_000_000,
             2 | 3 => mix % 10u64.pow(5 + (i % 6) as u32),
-            _ => u64::from(mix % 10 == 0) * (mix % 97),
+            _ => u64::from(mix.is_multiple_of(10)) * (mix % 97),
         };
         let value = if go_g { go_format_g(v as f64) } else { v.to_string() };
         let _ = writeln!(
