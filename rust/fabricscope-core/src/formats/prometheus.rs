@@ -13,8 +13,9 @@
 //!   and fields may be separated by any run of spaces and tabs.
 //!
 //! Values: a plain integer token (`123`, `+123`) is read exactly as a u64, never through a float;
-//! anything else (`1.493376e+07`, `-3`, `NaN`, `+Inf`, integers beyond u64) through f64 and
-//! [`Value::from_f64`]. Timestamps: milliseconds (Prometheus) or seconds (OpenMetrics), stored as
+//! anything else (`1.493376e+07`, `-3`, `NaN`, `+Inf`, integers beyond u64) as the f64 it denotes,
+//! normalised by [`Value::from_f64`] ([`crate::number::float_value`]: exact, and without a float
+//! for the integers <= 2^53 that exporters write as `1.8527668e+07`). Timestamps: milliseconds (Prometheus) or seconds (OpenMetrics), stored as
 //! ns; a Prometheus timestamp with a fraction or below 1e11 is read as seconds, an OpenMetrics
 //! integer timestamp of 1e11 or more as milliseconds (both warned once).
 //!
