@@ -60,6 +60,10 @@ pub enum Flavor {
 /// Cached series beyond this count are dropped and resolved again (bounded memory on inputs with
 /// millions of distinct series).
 const MAX_CACHED_SERIES: usize = 1 << 20;
+/// Chunks of at least this size come from inputs big enough to fill a samples batch.
+const LARGE_CHUNK_BYTES: usize = 1 << 20;
+/// At most this many rows are reserved ahead (about 45 MB of columns, address space until used).
+const MAX_RESERVED_ROWS: usize = 1 << 20;
 /// DCGM int64 blank / not-found / not-supported values start here (`DCGM_INT64_BLANK`).
 const DCGM_INT64_BLANK: u64 = 0x7fff_ffff_ffff_fff0;
 /// DCGM fp64 blank values are 2^47 plus 0..=5 (`DCGM_FP64_BLANK`), printed as floats.
@@ -619,6 +623,12 @@ impl PrometheusReader {
 
 impl LineReader for PrometheusReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
+        // A large chunk means a large input: room for a whole batch up front (bounded, whatever
+        // batch size the caller asked for).
+        let rows = ctx.options().batch_rows.min(MAX_RESERVED_ROWS);
+        if chunk.len() >= LARGE_CHUNK_BYTES && ctx.samples.capacity() < rows {
+            ctx.samples.reserve(rows.saturating_sub(ctx.samples.len()));
+        }
         feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
