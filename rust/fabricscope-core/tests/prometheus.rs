@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use common::{Attr, Output, Row, V, fixture, read_with, temp_file};
@@ -827,12 +828,129 @@ proptest! {
     }
 }
 
-// --- throughput (run: cargo test --profile ci -p fabricscope-core --test prometheus -- --ignored --nocapture) ---
+/// Values as Go's `strconv.FormatFloat(v, 'g', -1, 64)` writes them, and the edge cases of the
+/// exact fast path: every value is what `Value::from_f64(token.parse::<f64>())` gives (plain
+/// integers exactly as u64), as before the fast path existed.
+#[test]
+fn go_g_and_edge_values_read_exactly() {
+    let cases: &[(&str, V)] = &[
+        ("1.8527668e+07", V::U(18_527_668)),
+        ("5e+10", V::U(50_000_000_000)),
+        ("3.4359738368e+10", V::U(34_359_738_368)),
+        ("0", V::U(0)),
+        ("1", V::U(1)),
+        ("123456", V::U(123_456)),
+        ("1e+06", V::U(1_000_000)),
+        ("9.007199254740992e+15", V::U(9_007_199_254_740_992)),
+        // Not a double: rounds to 2^53 (ties to even), which is still an exact integer.
+        ("9.007199254740993e+15", V::U(9_007_199_254_740_992)),
+        ("9.007199254740994e+15", V::F(9_007_199_254_740_994.0)),
+        // Plain integers stay exact beyond 2^53.
+        ("9007199254740993", V::U(9_007_199_254_740_993)),
+        ("1e+21", V::F(1e21)),
+        ("1.8446744073709552e+19", V::F(18_446_744_073_709_552_000.0)),
+        ("-0", V::U(0)),
+        ("4.9e-324", V::F(5e-324)),
+        ("-3.5", V::F(-3.5)),
+        ("0.25", V::F(0.25)),
+        ("0.99999999999999999", V::U(1)),
+        ("1.2345678901234567890123e+10", V::F(12_345_678_901.234_568)),
+        ("+Inf", V::F(f64::INFINITY)),
+        ("-Inf", V::F(f64::NEG_INFINITY)),
+    ];
+    let mut text = String::new();
+    for (i, (tok, _)) in cases.iter().enumerate() {
+        let _ = writeln!(text, "edge_value{{case=\"{i}\"}} {tok} 1764686822000");
+    }
+    text.push_str("edge_value{case=\"nan\"} NaN 1764686822000\n");
+    for bad in ["1.5e", "1e+", "12abc", "0x10", "1..5"] {
+        let _ = writeln!(text, "edge_value{{case=\"bad\"}} {bad} 1764686822000");
+    }
+    let out = read_text("edge-values.prom", text.as_bytes(), &lenient());
+    let got: Vec<V> = out.rows.iter().map(|r| r.value.clone()).collect();
+    let want: Vec<V> = cases.iter().map(|(_, v)| v.clone()).collect();
+    assert_eq!(got[..cases.len()], want[..]);
+    assert!(matches!(got[cases.len()], V::F(v) if v.is_nan()));
+    assert_eq!(got.len(), cases.len() + 1);
+    assert_eq!(out.reports[0].bad_records, 5);
+}
+
+/// Series are found by their text whatever order scrapes write them in (the reader predicts the
+/// next series from the previous scrape's order, and must not trust a wrong prediction).
+#[test]
+fn series_in_changing_order_keep_their_identity() {
+    let scrapes: [&[&str]; 4] = [&["a", "b", "c"], &["c", "a", "b", "d"], &["a", "b", "c", "d"], &["d", "d", "b"]];
+    let mut text = String::new();
+    let mut want = Vec::new();
+    for (k, scrape) in scrapes.iter().enumerate() {
+        for (j, name) in scrape.iter().enumerate() {
+            let v = 100 * k + j;
+            let _ = writeln!(
+                text,
+                "order_test{{s=\"{name}\",instance=\"h{name}:9100\"}} {v} {}",
+                1_764_686_822_000 + k * 1000
+            );
+            want.push((format!("order_test{{s=\"{name}\"}}"), format!("h{name}"), V::U(v as u64)));
+        }
+    }
+    let out = read_text("order.prom", text.as_bytes(), &opts());
+    let got: Vec<_> = out.rows.iter().map(|r| (r.counter.clone(), r.host.clone(), r.value.clone())).collect();
+    assert_eq!(got, want);
+}
+
+// --- throughput (run: FABRICSCOPE_BENCH_ROUNDS=5 cargo test --profile profiling -p fabricscope-core --test prometheus throughput -- --ignored --nocapture) ---
+
+/// Go's `strconv.FormatFloat(v, 'g', -1, 64)`, as prometheus/common `expfmt` writes sample values:
+/// shortest round-trip digits (Rust's `{:e}` gives the same digits), exponent form when the
+/// decimal exponent is < -4 or >= 6, at least two exponent digits.
+fn go_format_g(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let e = format!("{:e}", v.abs());
+    let (mantissa, exp) = e.split_once('e').unwrap();
+    let exp: i32 = exp.parse().unwrap();
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if v < 0.0 { "-" } else { "" };
+    if !(-4..6).contains(&exp) {
+        let frac = if digits.len() > 1 { format!(".{}", &digits[1..]) } else { String::new() };
+        return format!("{sign}{}{frac}e{}{:02}", &digits[..1], if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    let dp = exp + 1;
+    if dp <= 0 {
+        return format!("{sign}0.{}{digits}", "0".repeat((-dp) as usize));
+    }
+    let dp = dp as usize;
+    if dp >= digits.len() {
+        return format!("{sign}{digits}{}", "0".repeat(dp - digits.len()));
+    }
+    format!("{sign}{}.{}", &digits[..dp], &digits[dp..])
+}
 
 #[test]
-#[ignore = "throughput measurement; run explicitly in an optimised profile"]
-fn throughput_federate_100mb() {
-    use std::fmt::Write as _;
+fn go_g_formatting_matches_go() {
+    // Outputs of Go's strconv.FormatFloat(v, 'g', -1, 64).
+    let cases = [
+        (18_527_668.0, "1.8527668e+07"),
+        (5e10, "5e+10"),
+        (34_359_738_368.0, "3.4359738368e+10"),
+        (123_456.0, "123456"),
+        (1e6, "1e+06"),
+        (0.0001, "0.0001"),
+        (0.000_01, "1e-05"),
+        (-3.25, "-3.25"),
+        (1e21, "1e+21"),
+        (1.844_674_407_370_955_2e19, "1.8446744073709552e+19"),
+        (5e-324, "5e-324"),
+    ];
+    for (v, want) in cases {
+        assert_eq!(go_format_g(v), want, "{v}");
+    }
+}
+
+/// Write about 100 MB of node_exporter-style `/federate` text and read it `FABRICSCOPE_BENCH_ROUNDS`
+/// times; `go_g` spells values as exporters do (`1.8527668e+07`), else as plain integers.
+fn federate_throughput(go_g: bool) {
     use std::sync::atomic::{AtomicU64, Ordering};
     let mut text = String::with_capacity(105 << 20);
     let counters = [
@@ -840,21 +958,30 @@ fn throughput_federate_100mb() {
         "node_infiniband_port_data_transmitted_bytes_total",
         "node_infiniband_port_packets_received_total",
         "node_infiniband_port_transmit_wait_total",
+        "node_infiniband_symbol_error_total",
     ];
     let mut i: u64 = 0;
     while text.len() < 100 << 20 {
         let host = i % 512;
-        let c = counters[(i / 512 % 4) as usize];
+        let which = (i / 512 % counters.len() as u64) as usize;
+        let c = counters[which];
+        let mix = i.wrapping_mul(2_654_435_761);
+        // Byte counters 1e7..1e14, packets and waits smaller, error counters mostly 0.
+        let v = match which {
+            0 | 1 => 4 * (mix % 10u64.pow(6 + (i % 8) as u32)) + 10_000_000,
+            2 | 3 => mix % 10u64.pow(5 + (i % 6) as u32),
+            _ => u64::from(mix.is_multiple_of(10)) * (mix % 97),
+        };
+        let value = if go_g { go_format_g(v as f64) } else { v.to_string() };
         let _ = writeln!(
             text,
-            "{c}{{device=\"mlx5_{}\",instance=\"gpu{host:03}:9100\",job=\"node\",port=\"1\"}} {} {}",
+            "{c}{{device=\"mlx5_{}\",instance=\"gpu{host:03}:9100\",job=\"node\",port=\"1\"}} {value} {}",
             i % 8,
-            i.wrapping_mul(2_654_435_761) % 1_000_000_000_000,
             1_764_686_822_000 + (i / 16_384) * 10_000
         );
         i += 1;
     }
-    let p = temp_file("federate-100mb.prom", text.as_bytes());
+    let p = temp_file(if go_g { "federate-g-100mb.prom" } else { "federate-int-100mb.prom" }, text.as_bytes());
     let rounds: usize = std::env::var("FABRICSCOPE_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     let mut best = f64::INFINITY;
     for _ in 0..rounds {
@@ -873,8 +1000,21 @@ fn throughput_federate_100mb() {
     }
     let mb = text.len() as f64 / 1e6;
     println!(
-        "{mb:.0} MB, {i} lines, best of {rounds}: {best:.3} s = {:.0} MB/s, {:.1} M lines/s",
+        "{} values: {mb:.0} MB, {i} lines, best of {rounds}: {best:.3} s = {:.0} MB/s, {:.1} M lines/s",
+        if go_g { "Go %g" } else { "integer" },
         mb / best,
         i as f64 / best / 1e6
     );
+}
+
+#[test]
+#[ignore = "throughput measurement; run explicitly in an optimised profile"]
+fn throughput_federate_100mb() {
+    federate_throughput(false);
+}
+
+#[test]
+#[ignore = "throughput measurement; run explicitly in an optimised profile"]
+fn throughput_federate_go_g_100mb() {
+    federate_throughput(true);
 }

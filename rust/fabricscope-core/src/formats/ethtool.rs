@@ -194,10 +194,7 @@ fn split_stat(line: &str) -> Option<(&str, &str)> {
 /// A u64 written in plain decimal digits. Signs are refused: ethtool prints `%llu`, so `-1` or
 /// `+1` means the text is not what we think it is.
 fn parse_u64(s: &str) -> Option<u64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
+    crate::number::parse_u64_digits(s.as_bytes())
 }
 
 /// The interface an input's path names, for dumps that do not echo the command.

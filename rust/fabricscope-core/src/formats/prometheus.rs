@@ -13,8 +13,9 @@
 //!   and fields may be separated by any run of spaces and tabs.
 //!
 //! Values: a plain integer token (`123`, `+123`) is read exactly as a u64, never through a float;
-//! anything else (`1.493376e+07`, `-3`, `NaN`, `+Inf`, integers beyond u64) through f64 and
-//! [`Value::from_f64`]. Timestamps: milliseconds (Prometheus) or seconds (OpenMetrics), stored as
+//! anything else (`1.493376e+07`, `-3`, `NaN`, `+Inf`, integers beyond u64) as the f64 it denotes,
+//! normalised by [`Value::from_f64`] ([`crate::number::float_value`]: exact, and without a float
+//! for the integers <= 2^53 that exporters write as `1.8527668e+07`). Timestamps: milliseconds (Prometheus) or seconds (OpenMetrics), stored as
 //! ns; a Prometheus timestamp with a fraction or below 1e11 is read as seconds, an OpenMetrics
 //! integer timestamp of 1e11 or more as milliseconds (both warned once).
 //!
@@ -35,11 +36,14 @@
 //!
 //! An empty label value is the same as no label (Prometheus semantics) and is ignored.
 
+use std::sync::Arc;
+
 use ahash::{AHashMap, AHashSet};
-use memchr::{memchr2, memchr3};
+use memchr::{memchr2, memchr3, memrchr2};
 
 use crate::error::{Error, Position, Result};
 use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
+use crate::number;
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::vocabulary::{self, Kind, Mapping, Namespace};
@@ -56,6 +60,10 @@ pub enum Flavor {
 /// Cached series beyond this count are dropped and resolved again (bounded memory on inputs with
 /// millions of distinct series).
 const MAX_CACHED_SERIES: usize = 1 << 20;
+/// Chunks of at least this size come from inputs big enough to fill a samples batch.
+const LARGE_CHUNK_BYTES: usize = 1 << 20;
+/// At most this many rows are reserved ahead (about 45 MB of columns, address space until used).
+const MAX_RESERVED_ROWS: usize = 1 << 20;
 /// DCGM int64 blank / not-found / not-supported values start here (`DCGM_INT64_BLANK`).
 const DCGM_INT64_BLANK: u64 = 0x7fff_ffff_ffff_fff0;
 /// DCGM fp64 blank values are 2^47 plus 0..=5 (`DCGM_FP64_BLANK`), printed as floats.
@@ -198,7 +206,7 @@ type AttrKey = (i32, i32, Option<u16>, Box<str>, Box<str>);
 /// Streaming reader for Prometheus/OpenMetrics text.
 pub struct PrometheusReader {
     flavor: Flavor,
-    series: AHashMap<Box<[u8]>, Series>,
+    series: SeriesCache,
     types: AHashMap<Box<str>, MetricType>,
     seen_attrs: AHashSet<AttrKey>,
     /// Last timestamp directive: dates samples without their own timestamp.
@@ -228,7 +236,7 @@ impl PrometheusReader {
     pub fn new(flavor: Flavor) -> Self {
         PrometheusReader {
             flavor,
-            series: AHashMap::new(),
+            series: SeriesCache::default(),
             types: AHashMap::new(),
             seen_attrs: AHashSet::new(),
             directive_time: None,
@@ -254,7 +262,7 @@ impl PrometheusReader {
         if let Some(p) = split_tail(line)
             && let Some((value, float_syntax)) = parse_value(p.value)
             && let Ok(ts) = self.optional_timestamp(p.timestamp, ctx)
-            && let Some(s) = line.get(..p.key_end).and_then(|key| self.series.get_mut(key))
+            && let Some(s) = line.get(..p.key_end).and_then(|key| self.series.find(key))
         {
             let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
             return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
@@ -283,13 +291,13 @@ impl PrometheusReader {
         }
 
         // A series seen before, written with other spacing or an exemplar.
-        if let Some(s) = self.series.get_mut(key) {
+        if let Some(s) = self.series.find(key) {
             let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
             return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
         }
 
         let Some(series) = self.new_series(line, key, pos, ctx)? else { return Ok(()) };
-        let s = cache(&mut self.series, key, series);
+        let s = self.series.insert(key, series);
         let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
         emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx)
     }
@@ -310,11 +318,11 @@ impl PrometheusReader {
         let Some((value, _)) = parse_value(value) else {
             return ctx.bad_record(pos, "a sample value (a number, NaN, +Inf or -Inf)", value);
         };
-        if let Some(s) = self.series.get_mut(key) {
+        if let Some(s) = self.series.find(key) {
             return emit(s, value, true, time_ns, &mut self.seen_attrs, ctx);
         }
         let Some(series) = self.new_series(key, key, pos, ctx)? else { return Ok(()) };
-        let s = cache(&mut self.series, key, series);
+        let s = self.series.insert(key, series);
         emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)
     }
 
@@ -430,7 +438,7 @@ impl PrometheusReader {
     }
 
     fn parse_timestamp(&mut self, tok: &[u8], ctx: &mut ReadContext<'_>) -> Option<i64> {
-        let int = parse_i64(tok);
+        let int = number::parse_i64_token(tok);
         match (self.flavor, int) {
             (Flavor::Prometheus, Some(v)) if v.unsigned_abs() >= SECONDS_LIMIT => v.checked_mul(NS_PER_MS),
             (Flavor::OpenMetrics, Some(v)) if v.unsigned_abs() >= SECONDS_LIMIT => {
@@ -615,6 +623,12 @@ impl PrometheusReader {
 
 impl LineReader for PrometheusReader {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
+        // A large chunk means a large input: room for a whole batch up front (bounded, whatever
+        // batch size the caller asked for).
+        let rows = ctx.options().batch_rows.min(MAX_RESERVED_ROWS);
+        if chunk.len() >= LARGE_CHUNK_BYTES && ctx.samples.capacity() < rows {
+            ctx.samples.reserve(rows.saturating_sub(ctx.samples.len()));
+        }
         feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
     }
 
@@ -626,12 +640,75 @@ impl LineReader for PrometheusReader {
     }
 }
 
-/// Keep a resolved series (the cache is bounded: see [`MAX_CACHED_SERIES`]).
-fn cache<'m>(map: &'m mut AHashMap<Box<[u8]>, Series>, key: &[u8], series: Series) -> &'m mut Series {
-    if map.len() >= MAX_CACHED_SERIES {
-        map.clear();
+/// No slot.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A resolved series and the text it was resolved from.
+#[derive(Debug)]
+struct Slot {
+    key: Arc<[u8]>,
+    series: Series,
+    /// The slot whose sample followed this one's last time, or [`NO_SLOT`].
+    next: u32,
+}
+
+/// Resolved series by their text. Exporters write the series of a scrape in the same order every
+/// time (and `/federate` sorts them), so the series after the previous line's is predicted
+/// from the last scrape and confirmed with one comparison, without hashing the text.
+#[derive(Debug)]
+struct SeriesCache {
+    index: AHashMap<Arc<[u8]>, u32>,
+    slots: Vec<Slot>,
+    /// Slot of the previous sample, or [`NO_SLOT`].
+    last: u32,
+}
+
+impl Default for SeriesCache {
+    fn default() -> Self {
+        SeriesCache { index: AHashMap::new(), slots: Vec::new(), last: NO_SLOT }
     }
-    map.entry(key.into()).or_insert(series)
+}
+
+impl SeriesCache {
+    /// The series resolved from `key`, if any; remembers it as the previous sample's.
+    fn find(&mut self, key: &[u8]) -> Option<&mut Series> {
+        let predicted = self.slots.get(self.last as usize).map_or(NO_SLOT, |s| s.next);
+        let slot = match self.slots.get(predicted as usize) {
+            Some(s) if *s.key == *key => predicted,
+            _ => {
+                let found = *self.index.get(key)?;
+                if let Some(prev) = self.slots.get_mut(self.last as usize) {
+                    prev.next = found;
+                }
+                found
+            }
+        };
+        self.last = slot;
+        self.slots.get_mut(slot as usize).map(|s| &mut s.series)
+    }
+
+    /// Keep a resolved series (bounded: see [`MAX_CACHED_SERIES`]) as the previous sample's.
+    fn insert(&mut self, key: &[u8], series: Series) -> &mut Series {
+        if self.slots.len() >= MAX_CACHED_SERIES {
+            self.clear();
+        }
+        let slot = self.slots.len() as u32;
+        let key: Arc<[u8]> = key.into();
+        self.index.insert(Arc::clone(&key), slot);
+        if let Some(prev) = self.slots.get_mut(self.last as usize) {
+            prev.next = slot;
+        }
+        self.last = slot;
+        self.slots.push(Slot { key, series, next: NO_SLOT });
+        let Some(s) = self.slots.last_mut() else { unreachable!("a slot was just pushed") };
+        &mut s.series
+    }
+
+    fn clear(&mut self) {
+        self.index.clear();
+        self.slots.clear();
+        self.last = NO_SLOT;
+    }
 }
 
 /// Time of a sample: its own timestamp, else the last timestamp directive, else the input's
@@ -777,14 +854,15 @@ fn split_sample(line: &[u8]) -> Result<Parts<'_>, &'static str> {
 /// `<key> <value> <timestamp>`, where a key is either `...}` or a name without blanks. Only a
 /// candidate: callers must confirm the key (a cache hit) or fall back to [`split_sample`].
 fn split_tail(line: &[u8]) -> Option<Parts<'_>> {
-    let last_blank = line.iter().rposition(|b| is_blank(*b))?;
+    // memrchr2 looks at the last 32 bytes at once: the timestamp and value are in them.
+    let last_blank = memrchr2(b' ', b'\t', line)?;
     let last = line.get(last_blank + 1..)?;
     let rest_end = line.get(..last_blank)?.iter().rposition(|b| !is_blank(*b))? + 1;
     let rest = line.get(..rest_end)?;
     if rest.last() == Some(&b'}') {
         return Some(Parts { key_end: rest_end, value: last, timestamp: None });
     }
-    let Some(blank) = rest.iter().rposition(|b| is_blank(*b)) else {
+    let Some(blank) = memrchr2(b' ', b'\t', rest) else {
         return Some(Parts { key_end: rest_end, value: last, timestamp: None });
     };
     let value = rest.get(blank + 1..)?;
@@ -979,30 +1057,16 @@ pub(crate) fn push_escaped(out: &mut String, v: &str) {
     }
 }
 
-/// A sample value, and whether it was written in float syntax.
+/// A sample value, and whether it was written in float syntax. Inlined: returned through the
+/// stack, the 24-byte result cost more than the parse (a store-forwarding stall per line).
+#[allow(clippy::inline_always, reason = "measured: a call returning the result through the stack stalls every line")]
+#[inline(always)]
 fn parse_value(tok: &[u8]) -> Option<(Value, bool)> {
-    if let Some(v) = parse_u64_exact(tok.strip_prefix(b"+").unwrap_or(tok)) {
+    if let Some(v) = number::parse_u64_digits(tok.strip_prefix(b"+").unwrap_or(tok)) {
         return Some((Value::U64(v), false));
     }
-    let s = std::str::from_utf8(tok).ok()?;
     // Rust also accepts `infinity`; Go (the exporters) writes `+Inf`, `-Inf`, `NaN`.
-    let f: f64 = s.parse().ok()?;
-    Some((Value::from_f64(f), true))
-}
-
-/// Decimal digits that fit a u64 (`None` for anything else, or on overflow).
-fn parse_u64_exact(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(v)
+    Some((number::float_value(tok)?, true))
 }
 
 fn is_dcgm_blank(v: Value, float_syntax: bool) -> bool {
@@ -1013,23 +1077,6 @@ fn is_dcgm_blank(v: Value, float_syntax: bool) -> bool {
         Value::F64(f) => f >= DCGM_INT64_BLANK as f64,
         Value::Null => false,
     }
-}
-
-/// A plain integer token with an optional sign.
-fn parse_i64(tok: &[u8]) -> Option<i64> {
-    let (neg, digits) = match tok.split_first() {
-        Some((b'-', r)) => (true, r),
-        Some((b'+', r)) => (false, r),
-        _ => (false, tok),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
-    }
-    Some(if neg { -v } else { v })
 }
 
 /// Seconds (`1764686822`, `1764686822.123456789`, `1.7646868e9`) to ns; decimal forms exactly.
@@ -1163,8 +1210,8 @@ mod tests {
         assert_eq!(parse_seconds(b"1e30"), None);
         assert_eq!(parse_seconds(b"NaN"), None);
         assert_eq!(parse_seconds(b"."), None);
-        assert_eq!(parse_i64(b"-1700000000000"), Some(-1_700_000_000_000));
-        assert_eq!(parse_i64(b"99999999999999999999"), None);
+        assert_eq!(number::parse_i64_token(b"-1700000000000"), Some(-1_700_000_000_000));
+        assert_eq!(number::parse_i64_token(b"99999999999999999999"), None);
     }
 
     #[test]

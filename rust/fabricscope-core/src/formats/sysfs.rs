@@ -235,10 +235,7 @@ fn emit_file(ctx: &mut ReadContext<'_>, t: &Target<'_>, rel: &str, content: &[u8
 }
 
 fn parse_u64(s: &str) -> Option<u64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
+    crate::number::parse_u64_digits(s.as_bytes())
 }
 
 /// `400 Gb/sec (4X NDR)` -> (`50_000_000_000` B/s, `Some(4)`). The kernel prints the effective data
