@@ -37,6 +37,21 @@ __all__ = ["SERIES_KEYS", "latest_gauges", "overflow_table", "rates", "rates_ref
 # The source is part of a series: two exporters reading one port sample at different moments and
 # may disagree in absolute value (resets at different times), so they are rated separately.
 SERIES_KEYS = ["host", "device", "port", "priority", "counter", "source"]
+# Columns of the rates table, in order (both engines).
+_RATES_COLUMNS = [
+    *SERIES_KEYS,
+    "start",
+    "end",
+    "interval_s",
+    "value",
+    "delta",
+    "rate_per_s",
+    "scale",
+    "wrapped",
+    "saturated",
+    "reset",
+    "gap",
+]
 
 _U64_MAX = (1 << 64) - 1
 # Overflow modes as small integers: comparing strings on every row costs more than the rules.
@@ -143,29 +158,34 @@ def rates(
         [20000.0, 600000.0, 970000.0]
     """
     df = samples.collect() if isinstance(samples, pl.LazyFrame) else samples
+    return _rates_native(df, gap_factor=gap_factor, min_gap_s=min_gap_s)
+
+
+# fabricscope default: the kernel's own (about 64k rows per parallel task); tests lower it to run
+# the parallel path on small tables.
+_MIN_ROWS_PER_TASK: int | None = None
+
+
+def _rates_native(df: pl.DataFrame, *, gap_factor: float, min_gap_s: float) -> pl.DataFrame:
     prepared = _kernel_input(df)
     if prepared is None:
         return rates_reference(df, gap_factor=gap_factor, min_gap_s=min_gap_s)
     table, rules = prepared
-    kernel = pl.DataFrame(_native.rates(table, rules, gap_factor=gap_factor, min_gap_s=min_gap_s))
+    intervals, series_rows = _native.rates(
+        table, rules, gap_factor=gap_factor, min_gap_s=min_gap_s, min_rows_per_task=_MIN_ROWS_PER_TASK
+    )
+    kernel = pl.DataFrame(intervals)
     time_dtype = df.schema["time"]
     assert isinstance(time_dtype, pl.Datetime)  # checked by _kernel_input
-    # The kernel returns the input row of each interval's end; keys, end time and scale are
-    # gathered from the input so their dtypes (categories included) stay exactly the input's.
-    taken = df.select(pl.col(*SERIES_KEYS, "time", "scale").gather(kernel["row"]))
-    return pl.concat([taken, kernel.drop("row")], how="horizontal").select(
-        *SERIES_KEYS,
-        pl.col("start").cast(pl.Datetime("ns", time_dtype.time_zone)).cast(time_dtype),
-        pl.col("time").alias("end"),
-        "interval_s",
-        "value",
-        "delta",
-        "rate_per_s",
-        "scale",
-        "wrapped",
-        "saturated",
-        "reset",
-        "gap",
+    # The kernel numbers series and returns the input row of each one's first reading: the keys
+    # are taken from the input there (so their dtypes, categories included, stay the input's),
+    # then repeated over the series' intervals (a gather by sorted indices from a small table).
+    keys = df.select(SERIES_KEYS)[pl.Series(series_rows)][kernel["series"]]
+    as_time = pl.Datetime("ns", time_dtype.time_zone)
+    return pl.concat([keys, kernel], how="horizontal").select(
+        pl.col(*SERIES_KEYS),
+        pl.col("start", "end").cast(as_time).cast(time_dtype),
+        pl.col(*_RATES_COLUMNS[len(SERIES_KEYS) + 2 :]),
     )
 
 
@@ -344,20 +364,8 @@ def rates_reference(
             .otherwise(pl.col("delta") / pl.col("interval_s"))
             .alias("rate_per_s")
         )
-        .select(
-            *SERIES_KEYS,
-            "start",
-            pl.col("time").alias("end"),
-            "interval_s",
-            "value",
-            "delta",
-            "rate_per_s",
-            "scale",
-            "wrapped",
-            "saturated",
-            "reset",
-            "gap",
-        )
+        .rename({"time": "end"})
+        .select(_RATES_COLUMNS)
     )
     # The in-memory engine sorts and windows faster than the streaming default here (bench/).
     return out.collect(engine="in-memory")
