@@ -560,7 +560,14 @@ impl<'a> OutPart<'a> {
 
 /// Emit the intervals of one series (readings in time order, duplicates already dropped) into
 /// `out`, which has exactly `readings.len() - 1` rows.
-fn emit_series(series: u32, readings: &[Packed], rule: SeriesRule, threshold: f64, min_gap_s: f64, out: OutPart<'_>) {
+fn emit_series(
+    series: u32,
+    readings: &[Packed],
+    rule: SeriesRule,
+    threshold: f64,
+    min_gap_s: f64,
+    out: &mut OutPart<'_>,
+) {
     let half = rule.max / 2 + 1;
     let wrapping = rule.mode == OverflowMode::Wrap && rule.bits < 64;
     let saturating = rule.mode == OverflowMode::Saturate;
@@ -606,13 +613,14 @@ fn emit_series(series: u32, readings: &[Packed], rule: SeriesRule, threshold: f6
         out.delta[j] = delta.unwrap_or(0.0);
         out.rate[j] = rate.unwrap_or(0.0);
         out.scale[j] = cur.scale;
-        out.flags[j] = u8::from(f.is_some()) * F_VALUE
-            | u8::from(delta.is_some()) * F_DELTA
-            | u8::from(rate.is_some()) * F_RATE
-            | u8::from(wrapped == Some(true)) * F_WRAPPED
-            | u8::from(pegged) * F_SATURATED
-            | u8::from(reset) * F_RESET
-            | u8::from(gap) * F_GAP;
+        let bit = |on: bool, flag: u8| if on { flag } else { 0 };
+        out.flags[j] = bit(f.is_some(), F_VALUE)
+            | bit(delta.is_some(), F_DELTA)
+            | bit(rate.is_some(), F_RATE)
+            | bit(wrapped == Some(true), F_WRAPPED)
+            | bit(pegged, F_SATURATED)
+            | bit(reset, F_RESET)
+            | bit(gap, F_GAP);
     }
 }
 
@@ -622,7 +630,7 @@ fn run_tasks<T: Send, R: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) -> R
 }
 
 /// Cut `slice` into consecutive pieces of the given lengths.
-fn split_lengths<'a, T>(mut slice: &'a mut [T], lengths: impl IntoIterator<Item = usize>) -> Vec<&'a mut [T]> {
+fn split_lengths<T>(mut slice: &mut [T], lengths: impl IntoIterator<Item = usize>) -> Vec<&mut [T]> {
     let mut parts = Vec::new();
     for len in lengths {
         let (head, tail) = slice.split_at_mut(len);
@@ -911,9 +919,9 @@ pub fn rates(
                     continue;
                 }
                 let readings = &part[offsets[s] - base..offsets[s] - base + n];
-                let (head, tail) = out.split(out_offsets[s + 1] - out_offsets[s]);
+                let (mut head, tail) = out.split(out_offsets[s + 1] - out_offsets[s]);
                 let (rule, threshold) = plans[s];
-                emit_series(s as u32, readings, rule, threshold, opts.min_gap_s, head);
+                emit_series(s as u32, readings, rule, threshold, opts.min_gap_s, &mut head);
                 out = tail;
             }
         });

@@ -149,16 +149,16 @@ fn many_series_over_batches_same_result_in_one_task_or_several() {
     // A fixed scramble (multiplicative stride, coprime with the length).
     let n = rows.len();
     let scrambled: Vec<_> = (0..n).map(|i| rows[(i * 7_919) % n]).collect();
-    let (a, rest) = scrambled.split_at(n / 3);
-    let (b, c) = rest.split_at(n / 3);
-    let out = run(&[batch(a), batch(b), batch(c)], &RateOptions::default()).expect("rates");
+    let (first, rest) = scrambled.split_at(n / 3);
+    let (second, third) = rest.split_at(n / 3);
+    let out = run(&[batch(first), batch(second), batch(third)], &RateOptions::default()).expect("rates");
     assert_eq!(out.series_rows.len(), 60);
     let wrapped = flags(&out.intervals, "wrapped").iter().filter(|w| **w).count();
     let reset = flags(&out.intervals, "reset").iter().filter(|r| **r).count();
     assert_eq!((wrapped, reset), (20, 20));
     // Series in order of first appearance; each series' intervals in time order.
-    let s = series(&out.intervals);
-    assert!(s.windows(2).all(|w| w[0] <= w[1]));
+    let ids = series(&out.intervals);
+    assert!(ids.windows(2).all(|w| w[0] <= w[1]));
     let end = ints(&out.intervals, "end");
-    assert!(s.windows(2).zip(end.windows(2)).all(|(s, e)| s[0] != s[1] || e[0] < e[1]));
+    assert!(ids.windows(2).zip(end.windows(2)).all(|(s, e)| s[0] != s[1] || e[0] < e[1]));
 }
