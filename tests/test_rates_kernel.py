@@ -174,6 +174,28 @@ def test_parallel_path_on_many_series_matches_reference() -> None:
     assert (r["wrapped"].sum(), r["reset"].sum(), r["gap"].sum()) == (34, 366, 80)
 
 
+def test_enum_keys_take_the_kernel_with_the_same_result() -> None:
+    # Enum codes number the enum's own categories: the overflow rules must follow them.
+    rows = [(0, c, None, t, 0, (2**32 - 300 + 100 * t) % 2**32, 1, False) for t in range(6) for c in COUNTERS]
+    enum = pl.Enum(list(reversed(COUNTERS)))
+    df = _frame(rows).with_columns(pl.col("counter").cast(pl.String).cast(enum))
+    _same(df)
+    r = rates(df)
+    assert r.schema["counter"] == enum
+    wrap32 = r.filter(pl.col("counter") == COUNTERS[0])
+    assert wrap32["wrapped"].to_list() == [False, False, True, False, False]
+
+
+@pytest.mark.parametrize("dtype", [pl.Datetime("us"), pl.Datetime("ms", "Europe/Berlin")])
+def test_other_time_units_and_zones_keep_the_input_dtype(dtype: pl.Datetime) -> None:
+    rows = [(s, COUNTERS[0], None, 15 * t, 0, 1_000 * t + s, 1, False) for t in range(5) for s in range(3)]
+    df = _frame(rows).with_columns(pl.col("time").cast(dtype))
+    _same(df)
+    r = rates(df)
+    assert r.schema["start"] == r.schema["end"] == dtype
+    assert r.filter(pl.col("host") == "h2")["end"].to_list() == df.filter(pl.col("host") == "h2")["time"][1:].to_list()
+
+
 def test_kernel_output_schema_on_empty_input() -> None:
     empty = _frame([])
     assert rates(empty).schema == rates_reference(empty).schema

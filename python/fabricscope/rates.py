@@ -219,10 +219,27 @@ def _kernel_input(df: pl.DataFrame) -> tuple[pl.DataFrame, list[tuple[int, int, 
         *codes,
         *expected,
     )
-    counters = df["counter"].cast(pl.Categorical) if schema["counter"] == pl.String else df["counter"]
-    _, modes, bits, _ = _overflow_by_code(counters)
-    rules = [(int(code), modes[code], bits[code]) for code in modes]  # type: ignore[call-overload]
-    return table, rules
+    counter_dtype = pl.Categorical() if schema["counter"] == pl.String else schema["counter"]
+    return table, _rules_by_code(counter_dtype)
+
+
+def _rules_by_code(counter_dtype: pl.DataType) -> list[tuple[int, int, int]]:
+    """``(dictionary code, mode, bits)`` of every vocabulary counter under ``counter_dtype``.
+
+    The codes come from casting the vocabulary's names to the column's dtype (a few hundred
+    strings), not from scanning the column for the codes present. Names an ``Enum`` lacks are
+    left out; integer counter columns have no names, hence no rules.
+    """
+    if not isinstance(counter_dtype, (pl.Categorical, pl.Enum)):
+        return []
+    rules = _overflow_rules()
+    names = pl.Series("counter", list(rules), dtype=pl.String)
+    codes = names.cast(counter_dtype, strict=False).to_physical()
+    return [
+        (code, *rules[name][:2])
+        for name, code in zip(names.to_list(), codes.to_list(), strict=True)
+        if code is not None
+    ]
 
 
 def rates_reference(
