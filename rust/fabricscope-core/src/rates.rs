@@ -282,28 +282,46 @@ struct Compaction {
 
 impl Compaction {
     fn build(columns: &[&KeyCodes<'_>], rows: usize) -> Self {
-        let mut max = 0u64;
-        for c in columns {
-            c.for_each(|_, raw| max = max.max(raw));
-        }
-        let mut out = Compaction { table: Vec::new(), map: AHashMap::new(), len: 0 };
-        let direct = max < (4 * rows as u64).max(1 << 16);
-        if direct {
-            out.table = vec![u32::MAX; max as usize + 1];
-        }
+        // One pass marks the codes present in a table that grows with the largest code seen;
+        // a code past the table's limit switches to a map (a second pass, rare).
+        let limit = (4 * rows as u64).max(1 << 16);
+        let mut present: Vec<bool> = Vec::new();
+        let mut too_large = false;
         for c in columns {
             c.for_each(|_, raw| {
-                if direct {
-                    let slot = &mut out.table[raw as usize];
-                    if *slot == u32::MAX {
-                        *slot = out.len;
-                        out.len += 1;
-                    }
-                } else if let std::collections::hash_map::Entry::Vacant(e) = out.map.entry(raw) {
-                    e.insert(out.len);
-                    out.len += 1;
+                if let Some(slot) = present.get_mut(raw as usize) {
+                    *slot = true;
+                } else if raw < limit {
+                    let len = (raw as usize + 1).max(2 * present.len()).min(limit as usize);
+                    present.resize(len, false);
+                    present[raw as usize] = true;
+                } else {
+                    too_large = true;
                 }
             });
+        }
+        let mut out = Compaction { table: Vec::new(), map: AHashMap::new(), len: 0 };
+        if too_large {
+            for c in columns {
+                c.for_each(|_, raw| {
+                    if let std::collections::hash_map::Entry::Vacant(e) = out.map.entry(raw) {
+                        e.insert(out.len);
+                        out.len += 1;
+                    }
+                });
+            }
+        } else {
+            out.table = present
+                .iter()
+                .map(|&p| {
+                    if p {
+                        out.len += 1;
+                        out.len - 1
+                    } else {
+                        u32::MAX
+                    }
+                })
+                .collect();
         }
         out
     }

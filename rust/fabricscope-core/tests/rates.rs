@@ -162,3 +162,40 @@ fn many_series_over_batches_same_result_in_one_task_or_several() {
     let end = ints(&out.intervals, "end");
     assert!(ids.windows(2).zip(end.windows(2)).all(|(s, e)| s[0] != s[1] || e[0] < e[1]));
 }
+
+#[test]
+fn six_wide_keys_with_huge_codes_still_separate_every_series() {
+    // 2,050 series x 2 readings; six key columns of 2,050 distinct codes each (their product
+    // overflows a u64, so the keys are renumbered between levels), one of them near u32::MAX
+    // (compacted through a map instead of a table).
+    const KEYS: [&str; 6] = ["k0", "k1", "k2", "k3", "k4", "k5"];
+    let cols = RateColumns { keys: &KEYS, counter: "k5", ..COLS };
+    let n_series = 2_050u32;
+    let rows: Vec<(u32, i64)> = (0..2).flat_map(|t| (0..n_series).map(move |s| (s, t))).collect();
+    let key = |k: usize, s: u32| if k == 0 { 4_000_000_000 - s } else { (s * [1, 7, 11, 13, 17, 19][k]) % 2_053 };
+    let mut columns: Vec<(&str, ArrayRef)> = KEYS
+        .iter()
+        .enumerate()
+        .map(|(k, name)| (*name, Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| key(k, r.0)))) as ArrayRef))
+        .collect();
+    let n = rows.len();
+    columns.extend([
+        ("time", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1 * 15_000_000_000))) as ArrayRef),
+        (
+            "value_u64",
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| 1_000 * r.1 as u64 + u64::from(r.0)))),
+        ),
+        ("value_f64", Arc::new(Float64Array::from(vec![None; n]))),
+        ("scale", Arc::new(UInt32Array::from(vec![1u32; n]))),
+        ("is_counter", Arc::new(BooleanArray::from(vec![true; n]))),
+    ]);
+    let input = RecordBatch::try_from_iter(columns).expect("valid batch");
+    for min_rows_per_task in [1, 1 << 16] {
+        let opts = RateOptions { min_rows_per_task, ..RateOptions::default() };
+        let out = rates(std::slice::from_ref(&input), &cols, &[], &opts).expect("rates");
+        assert_eq!(out.series_rows, (0..n_series).collect::<Vec<_>>());
+        assert_eq!(series(&out.intervals), (0..n_series).collect::<Vec<_>>());
+        assert!(floats(&out.intervals, "delta").iter().all(|d| *d == Some(1_000.0)));
+        assert!(floats(&out.intervals, "rate_per_s").iter().all(|r| (r.expect("rate") - 1_000.0 / 15.0).abs() < 1e-12));
+    }
+}
