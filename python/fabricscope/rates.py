@@ -2,8 +2,8 @@
 
 A *series* is one (host, device, port, priority, counter, source). :func:`rates` runs the native
 kernel (``fabricscope-core``'s ``rates`` module: a counting sort by series id, then one pass per
-series); :func:`rates_reference` computes the same result with vectorised Polars expressions and
-is what the kernel is tested against.
+series, on every core with the GIL released); :func:`rates_reference` computes the same result
+with vectorised Polars expressions and is what the kernel is tested against.
 
 Rules (each row of the result is one interval between two consecutive readings of a series):
 
@@ -135,7 +135,7 @@ def rates(
     """Turn the samples table into per-interval deltas and rates.
 
     Runs the native rate kernel (dense series ids from the dictionary codes, a counting sort by
-    series, one pass per series) with the rules above; :func:`rates_reference` is the same
+    series, one pass per series; ranges of series in parallel) with the rules above; :func:`rates_reference` is the same
     computation in Polars expressions and gives the same rows, values and flags (rows ordered by
     series, then time; the order of the series may differ).
 
@@ -167,6 +167,7 @@ _MIN_ROWS_PER_TASK: int | None = None
 
 
 def _rates_native(df: pl.DataFrame, *, gap_factor: float, min_gap_s: float) -> pl.DataFrame:
+    """:func:`rates` on a collected frame: the kernel, or the reference for frames it cannot take."""
     prepared = _kernel_input(df)
     if prepared is None:
         return rates_reference(df, gap_factor=gap_factor, min_gap_s=min_gap_s)
