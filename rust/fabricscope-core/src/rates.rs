@@ -154,9 +154,13 @@ const KIND_NULL: u64 = 0;
 const KIND_INT: u64 = 1;
 const KIND_FLOAT: u64 = 2;
 
-/// One reading as stored in series order: `[time, value bits, scale << 32 | kind]`. A plain array
-/// of integers, so the big buffer is allocated zeroed by the allocator (no initialising pass).
+/// One reading as stored in series order: `[time, value bits, scale << 32 | position << 2 | kind]`
+/// (position: within its series, set only to sort it). A plain array of integers, so the big
+/// buffer is allocated zeroed by the allocator (no initialising pass).
 type Packed = [u64; 3];
+
+/// Bits of a reading's position in its series ([`MAX_ROWS`] is 2^30, so 30 bits suffice).
+const POSITION_BITS: u64 = 0xFFFF_FFFC;
 
 /// One reading, unpacked.
 #[derive(Debug, Clone, Copy)]
@@ -642,6 +646,36 @@ fn emit_series(
     }
 }
 
+/// Sort one series' readings by time; readings of one time keep read order (the last one read
+/// stays last), as a stable sort would leave them.
+fn sort_by_time(series: &mut [Packed], keys: &mut Vec<u64>, scratch: &mut Vec<Packed>) {
+    let (min, max) = series.iter().fold((i64::MAX, i64::MIN), |(lo, hi), r| (lo.min(r[0] as i64), hi.max(r[0] as i64)));
+    let position_bits = usize::BITS - series.len().leading_zeros();
+    let span = (i128::from(max) - i128::from(min)) as u128;
+    if span >> (64 - position_bits) == 0 {
+        // Usual case: (time - earliest, read position) packed in one u64; integers sort fastest.
+        keys.clear();
+        keys.extend(
+            series
+                .iter()
+                .enumerate()
+                .map(|(pos, r)| ((r[0] as i64).wrapping_sub(min) as u64) << position_bits | pos as u64),
+        );
+        keys.sort_unstable();
+        let mask = (1u64 << position_bits) - 1;
+        scratch.clear();
+        scratch.extend(keys.iter().map(|k| series[(k & mask) as usize]));
+        series.copy_from_slice(scratch);
+    } else {
+        // Times too far apart to share a u64 with the position: the position goes into the
+        // reading's spare bits and an unstable sort by (time, position) gives the stable order.
+        for (pos, r) in series.iter_mut().enumerate() {
+            r[2] = (r[2] & !POSITION_BITS) | ((pos as u64) << 2);
+        }
+        series.sort_unstable_by_key(|r| (r[0] as i64, r[2] & POSITION_BITS));
+    }
+}
+
 /// Run `f` on every item, in parallel when `parallel`.
 fn run_tasks<T: Send, R: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
     if parallel { items.into_par_iter().map(f).collect() } else { items.into_iter().map(f).collect() }
@@ -855,6 +889,7 @@ pub fn rates(
         run_tasks(work, ranges.len() > 1, |((range, part), (kept, plans))| {
             let base = offsets[range.start];
             let mut scratch: Vec<f64> = Vec::new();
+            let (mut sort_keys, mut sort_scratch): (Vec<u64>, Vec<Packed>) = (Vec::new(), Vec::new());
             for (j, s) in range.enumerate() {
                 let series = &mut part[offsets[s] - base..offsets[s + 1] - base];
                 if series.len() < 2 {
@@ -862,8 +897,7 @@ pub fn rates(
                     continue;
                 }
                 if series.windows(2).any(|w| (w[1][0] as i64) < (w[0][0] as i64)) {
-                    // Stable: readings of one time keep read order, so the last one read stays last.
-                    series.sort_by_key(|r| r[0] as i64);
+                    sort_by_time(series, &mut sort_keys, &mut sort_scratch);
                 }
                 // Duplicate timestamps: keep the last reading of each time.
                 let mut n = 0usize;

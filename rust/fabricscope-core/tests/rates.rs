@@ -199,3 +199,14 @@ fn six_wide_keys_with_huge_codes_still_separate_every_series() {
         assert!(floats(&out.intervals, "rate_per_s").iter().all(|r| (r.expect("rate") - 1_000.0 / 15.0).abs() < 1e-12));
     }
 }
+
+#[test]
+fn shuffled_series_spanning_centuries_sorts_with_duplicates_in_read_order() {
+    // Times ~250 years apart (too far apart to pack with the read position into one u64),
+    // out of order, with t=0 read twice (700 read last).
+    let rows = [(0, 2, 4_000_000_000, 900), (0, 2, 0, 600), (0, 2, -4_000_000_000, 100), (0, 2, 0, 700)];
+    let out = run(&[batch(&rows)], &RateOptions::default()).expect("rates").intervals;
+    assert_eq!(ints(&out, "end"), [0, 4_000_000_000_000_000_000]);
+    assert_eq!(ints(&out, "start"), [-4_000_000_000_000_000_000, 0]);
+    assert_eq!(floats(&out, "delta"), [Some(600.0), Some(200.0)]);
+}
