@@ -692,6 +692,24 @@ fn split_lengths<T>(mut slice: &mut [T], lengths: impl IntoIterator<Item = usize
     parts
 }
 
+/// Cut the series (row offsets `offsets`, one more than series) into at most `tasks` consecutive
+/// ranges of about equal row counts.
+fn series_ranges(offsets: &[usize], tasks: usize) -> Vec<Range<usize>> {
+    let n_series = offsets.len() - 1;
+    let rated = offsets[n_series];
+    let mut cuts: Vec<usize> = vec![0];
+    for t in 1..tasks {
+        let target = rated * t / tasks;
+        let s = offsets.partition_point(|&o| o < target).min(n_series);
+        if s > *cuts.last().unwrap_or(&0) {
+            cuts.push(s);
+        }
+    }
+    cuts.push(n_series);
+    cuts.dedup();
+    cuts.windows(2).map(|w| w[0]..w[1]).collect()
+}
+
 /// A block of input rows: batch, rows inside it, and the position of its first row overall.
 #[derive(Clone)]
 struct Block {
@@ -824,7 +842,9 @@ pub fn rates(
     drop(dense);
     let n_series = counts.len();
 
-    // Ranges of series of about equal row counts, one task each.
+    // Ranges of series of about equal row counts, one task each: as many as threads for the
+    // scatter (each of its tasks scans every row), a few times more for the per-series passes
+    // (which cost nothing extra when cut finer, and balance better when a core is busy).
     let mut offsets: Vec<usize> = Vec::with_capacity(n_series + 1);
     let mut acc = 0usize;
     offsets.push(0);
@@ -833,27 +853,19 @@ pub fn rates(
         offsets.push(acc);
     }
     drop(counts);
-    let tasks = if parallel { (rated / min_rows).clamp(1, rayon::current_num_threads().max(2)) } else { 1 };
-    let mut cuts: Vec<usize> = vec![0];
-    for t in 1..tasks {
-        let target = rated * t / tasks;
-        let s = offsets.partition_point(|&o| o < target).min(n_series);
-        if s > *cuts.last().unwrap_or(&0) {
-            cuts.push(s);
-        }
-    }
-    cuts.push(n_series);
-    cuts.dedup();
-    let ranges: Vec<Range<usize>> = cuts.windows(2).map(|w| w[0]..w[1]).collect();
+    let threads = rayon::current_num_threads().max(2);
+    let tasks = |most: usize| if parallel { (rated / min_rows).clamp(1, most) } else { 1 };
+    let scatter_ranges = series_ranges(&offsets, tasks(threads));
+    let ranges = series_ranges(&offsets, tasks(4 * threads));
 
     // Stable counting sort by series: each task scans every row and gathers the readings of its
     // own series, next to each other, in read order.
     let mut sorted: Vec<Packed> = vec![[0; 3]; rated];
     {
-        let parts = split_lengths(&mut sorted, ranges.iter().map(|r| offsets[r.end] - offsets[r.start]));
-        let work: Vec<_> = ranges.iter().cloned().zip(parts).collect();
+        let parts = split_lengths(&mut sorted, scatter_ranges.iter().map(|r| offsets[r.end] - offsets[r.start]));
+        let work: Vec<_> = scatter_ranges.iter().cloned().zip(parts).collect();
         let (typed, series_of, offsets) = (&typed, &series_of, &offsets);
-        run_tasks(work, ranges.len() > 1, |(range, part)| {
+        run_tasks(work, scatter_ranges.len() > 1, |(range, part)| {
             let (lo, width) = (range.start as u32, range.len() as u32);
             let base = offsets[range.start];
             let mut fill: Vec<usize> = offsets[range].iter().map(|o| o - base).collect();
