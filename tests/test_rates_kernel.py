@@ -7,6 +7,7 @@ import datetime as dt
 
 import polars as pl
 import pytest
+from fabricscope import rates as rates_module
 from fabricscope.rates import SERIES_KEYS, overflow_table, rates, rates_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -103,10 +104,22 @@ def _canonical(r: pl.DataFrame) -> pl.DataFrame:
     return r.sort([*keys, pl.col("end")], nulls_last=True, maintain_order=True)
 
 
+def _split_in_tasks(df: pl.DataFrame, **kw: float) -> pl.DataFrame:
+    """The kernel with one row per parallel task: small tables take the parallel path too."""
+    saved = rates_module._MIN_ROWS_PER_TASK
+    rates_module._MIN_ROWS_PER_TASK = 1
+    try:
+        return rates(df, **kw)
+    finally:
+        rates_module._MIN_ROWS_PER_TASK = saved
+
+
 def _same(df: pl.DataFrame, **kw: float) -> None:
     kernel, reference = rates(df, **kw), rates_reference(df, **kw)
     assert kernel.schema == reference.schema
     assert_frame_equal(_canonical(kernel), _canonical(reference), check_exact=True)
+    # Split over tasks, the kernel gives the very same frame (rows in the same order).
+    assert_frame_equal(_split_in_tasks(df, **kw), kernel, check_exact=True)
 
 
 @settings(max_examples=300, deadline=None)
@@ -143,6 +156,44 @@ def test_kernel_on_read_samples_matches_reference(shuffle: bool) -> None:
         df = df.sample(fraction=1.0, shuffle=True, seed=4791)
     _same(df)
     assert rates(df).height == rates_reference(df).height > 100
+
+
+def test_parallel_path_on_many_series_matches_reference() -> None:
+    # 400 series x 30 scrapes, shuffled, with wraps, resets, gaps and duplicates: enough series
+    # that every task of the split gets many of them.
+    rows = []
+    for t in range(30):
+        for s in range(400):
+            sec = 15 * t + (15 if s % 11 == 0 and t % 7 == 0 else 0) + (200 if t >= 25 and s % 5 == 0 else 0)
+            value = (2**32 - 50_000 + 4_000 * t) % 2**32 if s % 2 else (5 if t == 20 else 10**6 + 700 * t)
+            rows.append((s, COUNTERS[(s // 2) % len(COUNTERS)], (s // 4) % 2 * 3 or None, sec, 0, value, 1, False))
+    df = _frame(rows).sample(fraction=1.0, shuffle=True, seed=7)
+    _same(df)
+    r = _split_in_tasks(df)
+    assert r.height == rates_reference(df).height > 10_000
+    assert (r["wrapped"].sum(), r["reset"].sum(), r["gap"].sum()) == (34, 366, 80)
+
+
+def test_enum_keys_take_the_kernel_with_the_same_result() -> None:
+    # Enum codes number the enum's own categories: the overflow rules must follow them.
+    rows = [(0, c, None, t, 0, (2**32 - 300 + 100 * t) % 2**32, 1, False) for t in range(6) for c in COUNTERS]
+    enum = pl.Enum(list(reversed(COUNTERS)))
+    df = _frame(rows).with_columns(pl.col("counter").cast(pl.String).cast(enum))
+    _same(df)
+    r = rates(df)
+    assert r.schema["counter"] == enum
+    wrap32 = r.filter(pl.col("counter") == COUNTERS[0])
+    assert wrap32["wrapped"].to_list() == [False, False, True, False, False]
+
+
+@pytest.mark.parametrize("dtype", [pl.Datetime("us"), pl.Datetime("ms", "Europe/Berlin")])
+def test_other_time_units_and_zones_keep_the_input_dtype(dtype: pl.Datetime) -> None:
+    rows = [(s, COUNTERS[0], None, 15 * t, 0, 1_000 * t + s, 1, False) for t in range(5) for s in range(3)]
+    df = _frame(rows).with_columns(pl.col("time").cast(dtype))
+    _same(df)
+    r = rates(df)
+    assert r.schema["start"] == r.schema["end"] == dtype
+    assert r.filter(pl.col("host") == "h2")["end"].to_list() == df.filter(pl.col("host") == "h2")["time"][1:].to_list()
 
 
 def test_kernel_output_schema_on_empty_input() -> None:

@@ -27,6 +27,11 @@ class _ArrowStream:
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
+class _ArrowArray:
+    """An Arrow array (Arrow PyCapsule interface)."""
+
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]: ...
+
 class _ArrowSchema:
     def __arrow_c_schema__(self) -> object: ...
 
@@ -106,13 +111,16 @@ def rates(
     *,
     gap_factor: float = 3.0,
     min_gap_s: float = 0.0,
-) -> _ArrowStream:
-    """Rate kernel over an Arrow table; releases the GIL.
+    min_rows_per_task: int | None = None,
+) -> tuple[_ArrowStream, _ArrowArray]:
+    """Rate kernel over an Arrow table; releases the GIL and runs on the rayon pool.
 
     ``table`` holds ``time`` (int64 ns), the six series key codes, ``value_u64``, ``value_f64``,
     ``scale`` and ``is_counter``; ``rules`` is ``(counter code, mode, bits)`` with mode 0 none,
-    1 saturate, 2 wrap, 3 saturate-or-wide. Returns ``row, start, interval_s, value, delta,
-    rate_per_s, wrapped, saturated, reset, gap``.
+    1 saturate, 2 wrap, 3 saturate-or-wide. Returns the intervals (``series, start, end,
+    interval_s, value, delta, rate_per_s, scale, wrapped, saturated, reset, gap``; ``start`` and
+    ``end`` in int64 ns) and, per series number, the input row of the series' first reading (uint32).
+    ``min_rows_per_task`` (default about 64k) only changes how the work is split over threads.
     """
 
 def links_schema_arrow() -> _ArrowSchema: ...

@@ -2,8 +2,8 @@
 
 A *series* is one (host, device, port, priority, counter, source). :func:`rates` runs the native
 kernel (``fabricscope-core``'s ``rates`` module: a counting sort by series id, then one pass per
-series); :func:`rates_reference` computes the same result with vectorised Polars expressions and
-is what the kernel is tested against.
+series, on every core with the GIL released); :func:`rates_reference` computes the same result
+with vectorised Polars expressions and is what the kernel is tested against.
 
 Rules (each row of the result is one interval between two consecutive readings of a series):
 
@@ -37,6 +37,21 @@ __all__ = ["SERIES_KEYS", "latest_gauges", "overflow_table", "rates", "rates_ref
 # The source is part of a series: two exporters reading one port sample at different moments and
 # may disagree in absolute value (resets at different times), so they are rated separately.
 SERIES_KEYS = ["host", "device", "port", "priority", "counter", "source"]
+# Columns of the rates table, in order (both engines).
+_RATES_COLUMNS = [
+    *SERIES_KEYS,
+    "start",
+    "end",
+    "interval_s",
+    "value",
+    "delta",
+    "rate_per_s",
+    "scale",
+    "wrapped",
+    "saturated",
+    "reset",
+    "gap",
+]
 
 _U64_MAX = (1 << 64) - 1
 # Overflow modes as small integers: comparing strings on every row costs more than the rules.
@@ -120,7 +135,7 @@ def rates(
     """Turn the samples table into per-interval deltas and rates.
 
     Runs the native rate kernel (dense series ids from the dictionary codes, a counting sort by
-    series, one pass per series) with the rules above; :func:`rates_reference` is the same
+    series, one pass per series; ranges of series in parallel) with the rules above; :func:`rates_reference` is the same
     computation in Polars expressions and gives the same rows, values and flags (rows ordered by
     series, then time; the order of the series may differ).
 
@@ -143,29 +158,35 @@ def rates(
         [20000.0, 600000.0, 970000.0]
     """
     df = samples.collect() if isinstance(samples, pl.LazyFrame) else samples
+    return _rates_native(df, gap_factor=gap_factor, min_gap_s=min_gap_s)
+
+
+# fabricscope default: the kernel's own (about 64k rows per parallel task); tests lower it to run
+# the parallel path on small tables.
+_MIN_ROWS_PER_TASK: int | None = None
+
+
+def _rates_native(df: pl.DataFrame, *, gap_factor: float, min_gap_s: float) -> pl.DataFrame:
+    """:func:`rates` on a collected frame: the kernel, or the reference for frames it cannot take."""
     prepared = _kernel_input(df)
     if prepared is None:
         return rates_reference(df, gap_factor=gap_factor, min_gap_s=min_gap_s)
     table, rules = prepared
-    kernel = pl.DataFrame(_native.rates(table, rules, gap_factor=gap_factor, min_gap_s=min_gap_s))
+    intervals, series_rows = _native.rates(
+        table, rules, gap_factor=gap_factor, min_gap_s=min_gap_s, min_rows_per_task=_MIN_ROWS_PER_TASK
+    )
+    kernel = pl.DataFrame(intervals)
     time_dtype = df.schema["time"]
     assert isinstance(time_dtype, pl.Datetime)  # checked by _kernel_input
-    # The kernel returns the input row of each interval's end; keys, end time and scale are
-    # gathered from the input so their dtypes (categories included) stay exactly the input's.
-    taken = df.select(pl.col(*SERIES_KEYS, "time", "scale").gather(kernel["row"]))
-    return pl.concat([taken, kernel.drop("row")], how="horizontal").select(
-        *SERIES_KEYS,
-        pl.col("start").cast(pl.Datetime("ns", time_dtype.time_zone)).cast(time_dtype),
-        pl.col("time").alias("end"),
-        "interval_s",
-        "value",
-        "delta",
-        "rate_per_s",
-        "scale",
-        "wrapped",
-        "saturated",
-        "reset",
-        "gap",
+    # The kernel numbers series and returns the input row of each one's first reading: the keys
+    # are taken from the input there (so their dtypes, categories included, stay the input's),
+    # then repeated over the series' intervals (a gather by sorted indices from a small table).
+    keys = df.select(SERIES_KEYS)[pl.Series(series_rows)][kernel["series"]]
+    as_time = pl.Datetime("ns", time_dtype.time_zone)
+    return pl.concat([keys, kernel], how="horizontal").select(
+        pl.col(*SERIES_KEYS),
+        pl.col("start", "end").cast(as_time).cast(time_dtype),
+        pl.col(*_RATES_COLUMNS[len(SERIES_KEYS) + 2 :]),
     )
 
 
@@ -199,10 +220,27 @@ def _kernel_input(df: pl.DataFrame) -> tuple[pl.DataFrame, list[tuple[int, int, 
         *codes,
         *expected,
     )
-    counters = df["counter"].cast(pl.Categorical) if schema["counter"] == pl.String else df["counter"]
-    _, modes, bits, _ = _overflow_by_code(counters)
-    rules = [(int(code), modes[code], bits[code]) for code in modes]  # type: ignore[call-overload]
-    return table, rules
+    counter_dtype = pl.Categorical() if schema["counter"] == pl.String else schema["counter"]
+    return table, _rules_by_code(counter_dtype)
+
+
+def _rules_by_code(counter_dtype: pl.DataType) -> list[tuple[int, int, int]]:
+    """``(dictionary code, mode, bits)`` of every vocabulary counter under ``counter_dtype``.
+
+    The codes come from casting the vocabulary's names to the column's dtype (a few hundred
+    strings), not from scanning the column for the codes present. Names an ``Enum`` lacks are
+    left out; integer counter columns have no names, hence no rules.
+    """
+    if not isinstance(counter_dtype, (pl.Categorical, pl.Enum)):
+        return []
+    rules = _overflow_rules()
+    names = pl.Series("counter", list(rules), dtype=pl.String)
+    codes = names.cast(counter_dtype, strict=False).to_physical()
+    return [
+        (code, *rules[name][:2])
+        for name, code in zip(names.to_list(), codes.to_list(), strict=True)
+        if code is not None
+    ]
 
 
 def rates_reference(
@@ -344,20 +382,8 @@ def rates_reference(
             .otherwise(pl.col("delta") / pl.col("interval_s"))
             .alias("rate_per_s")
         )
-        .select(
-            *SERIES_KEYS,
-            "start",
-            pl.col("time").alias("end"),
-            "interval_s",
-            "value",
-            "delta",
-            "rate_per_s",
-            "scale",
-            "wrapped",
-            "saturated",
-            "reset",
-            "gap",
-        )
+        .rename({"time": "end"})
+        .select(_RATES_COLUMNS)
     )
     # The in-memory engine sorts and windows faster than the streaming default here (bench/).
     return out.collect(engine="in-memory")

@@ -5,14 +5,19 @@
 //!
 //! * **Series ids** come from the key columns' integer codes (dictionary codes of the
 //!   categorical columns, port and priority numbers): each column's codes are compacted to the
-//!   values present, combined in mixed radix, and numbered densely in order of first appearance.
-//!   No string is compared and no hash of the six keys is sorted.
+//!   values present, combined in mixed radix (one pass over cache-sized row blocks, in parallel),
+//!   and numbered densely in order of first appearance. No string is compared and no hash of the
+//!   six keys is sorted.
 //! * **Ordering** is a stable counting sort by series id (one histogram, one scatter), which
 //!   keeps read order inside a series; a series that is not already in time order (shuffled
 //!   inputs) is then sorted by time on its own, stably, so duplicates keep read order.
 //! * **One pass per series** drops duplicate timestamps (the last reading wins), decides the
-//!   series' overflow width, takes the median interval, and emits every interval with its delta,
-//!   rate and flags (`wrapped`, `saturated`, `reset`, `gap`).
+//!   series' overflow width and takes the median interval; a second one emits every interval with
+//!   its delta, rate and flags (`wrapped`, `saturated`, `reset`, `gap`) straight into the output
+//!   arrays, at offsets known from the first pass.
+//! * **Both cores**: the series are cut into ranges of about equal row counts; the scatter, the
+//!   per-series passes and the output of each range run as independent tasks (rayon), each writing
+//!   its own disjoint part of the sorted readings and of the output arrays.
 //!
 //! Rules (each output row is one interval between two consecutive readings of a series):
 //! a decrease of a `wrap@N` counter (N < 64) whose earlier register reading was in the upper half
@@ -22,6 +27,7 @@
 //! exceeds the 32-bit register, else 32-bit saturating; an interval longer than `gap_factor`
 //! times the series' median interval (and longer than `min_gap_s`) is a gap (no rate).
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use ahash::AHashMap;
@@ -30,8 +36,9 @@ use arrow_array::types::{
     Float64Type, Int64Type, TimestampNanosecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, PrimitiveArray, RecordBatch, UInt32Array};
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 
@@ -74,11 +81,18 @@ pub struct RateOptions {
     pub gap_factor: f64,
     /// Intervals no longer than this (seconds) are never gaps.
     pub min_gap_s: f64,
+    /// Fewest rows worth a parallel task: inputs of fewer than twice this many rows run on one
+    /// thread. The result does not depend on it (tests set it to 1 to run the parallel path on
+    /// small inputs).
+    pub min_rows_per_task: usize,
 }
+
+/// fabricscope default: below ~64k rows a task costs more to schedule than it saves.
+pub const DEFAULT_MIN_ROWS_PER_TASK: usize = 1 << 16;
 
 impl Default for RateOptions {
     fn default() -> Self {
-        RateOptions { gap_factor: 3.0, min_gap_s: 0.0 }
+        RateOptions { gap_factor: 3.0, min_gap_s: 0.0, min_rows_per_task: DEFAULT_MIN_ROWS_PER_TASK }
     }
 }
 
@@ -102,18 +116,20 @@ pub struct RateColumns<'a> {
     pub is_counter: &'a str,
 }
 
-/// Schema of the [`rates`] result: `row` (the input row of the interval's end, counting rows
-/// across batches), `start` (nanoseconds), `interval_s`, `value`, `delta`, `rate_per_s`, and the
-/// flags `wrapped`, `saturated`, `reset`, `gap`. Rows are ordered by series (in order of first
-/// appearance), then time.
+/// Schema of [`Rates::intervals`]: `series` (index into [`Rates::series_rows`]), `start` and
+/// `end` (nanoseconds), `interval_s`, `value`, `delta`, `rate_per_s`, `scale` (of the reading at
+/// `end`), and the flags `wrapped`, `saturated`, `reset`, `gap`. Rows are ordered by series (in
+/// order of first appearance), then time.
 pub fn rates_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
-        Field::new("row", DataType::UInt32, false),
+        Field::new("series", DataType::UInt32, false),
         Field::new("start", DataType::Int64, false),
+        Field::new("end", DataType::Int64, false),
         Field::new("interval_s", DataType::Float64, false),
         Field::new("value", DataType::Float64, true),
         Field::new("delta", DataType::Float64, true),
         Field::new("rate_per_s", DataType::Float64, true),
+        Field::new("scale", DataType::UInt32, false),
         Field::new("wrapped", DataType::Boolean, false),
         Field::new("saturated", DataType::Boolean, false),
         Field::new("reset", DataType::Boolean, false),
@@ -121,39 +137,54 @@ pub fn rates_schema() -> SchemaRef {
     ]))
 }
 
-/// Most rows [`rates`] takes in one call: row numbers and two value-kind bits share a `u32`.
+/// Result of [`rates`].
+#[derive(Debug, Clone)]
+pub struct Rates {
+    /// One row per interval, in [`rates_schema`].
+    pub intervals: RecordBatch,
+    /// Per series id: the input row (counting across batches) of its first reading, from which
+    /// the caller takes the series' key values. Series are numbered in order of first appearance.
+    pub series_rows: Vec<u32>,
+}
+
+/// Most rows [`rates`] takes in one call: row numbers fit a `u32` with room for markers.
 pub const MAX_ROWS: usize = 1 << 30;
 
-const KIND_NULL: u32 = 0;
-const KIND_INT: u32 = 1;
-const KIND_FLOAT: u32 = 2;
-const KIND_SHIFT: u32 = 30;
-const ROW_MASK: u32 = (1 << KIND_SHIFT) - 1;
+const KIND_NULL: u64 = 0;
+const KIND_INT: u64 = 1;
+const KIND_FLOAT: u64 = 2;
 
-/// One reading, gathered into series order: 24 bytes, so the scatter writes one small record.
-#[derive(Debug, Clone, Copy, Default)]
+/// One reading as stored in series order: `[time, value bits, scale << 32 | position << 2 | kind]`
+/// (position: within its series, set only to sort it). A plain array of integers, so the big
+/// buffer is allocated zeroed by the allocator (no initialising pass).
+type Packed = [u64; 3];
+
+/// Bits of a reading's position in its series ([`MAX_ROWS`] is 2^30, so 30 bits suffice).
+const POSITION_BITS: u64 = 0xFFFF_FFFC;
+
+/// One reading, unpacked.
+#[derive(Debug, Clone, Copy)]
 struct Reading {
     time: i64,
-    /// `u64` value, or the bits of the `f64` value (see the kind bits of `row_kind`).
+    /// `u64` value, or the bits of the `f64` value (see `kind`).
     bits: u64,
-    /// Input row in the low 30 bits, value kind in the top two.
-    row_kind: u32,
+    kind: u64,
     scale: u32,
 }
 
 impl Reading {
-    fn row(self) -> u32 {
-        self.row_kind & ROW_MASK
+    #[inline]
+    fn unpack(p: &Packed) -> Self {
+        Reading { time: p[0] as i64, bits: p[1], kind: p[2] & 3, scale: (p[2] >> 32) as u32 }
     }
-    fn kind(self) -> u32 {
-        self.row_kind >> KIND_SHIFT
-    }
+    #[inline]
     fn as_u64(self) -> Option<u64> {
-        (self.kind() == KIND_INT).then_some(self.bits)
+        (self.kind == KIND_INT).then_some(self.bits)
     }
     /// The value as one float: the exact integer when there is one, else the float value.
+    #[inline]
     fn as_f64(self) -> Option<f64> {
-        match self.kind() {
+        match self.kind {
             KIND_INT => Some(self.bits as f64),
             KIND_FLOAT => Some(f64::from_bits(self.bits)),
             _ => None,
@@ -161,6 +192,7 @@ impl Reading {
     }
     /// The register reading (`value / scale`); none for floats and a zero scale, as in Polars
     /// (integer division by zero is null there).
+    #[inline]
     fn raw(self) -> Option<u64> {
         match (self.as_u64(), self.scale) {
             (Some(v), s) if s != 0 => Some(v / u64::from(s)),
@@ -191,19 +223,41 @@ impl<'a> KeyCodes<'a> {
         })
     }
 
-    /// Call `f(row, code + 1)` for every row (0 for null), with the type dispatch outside the loop.
-    fn for_each(&self, mut f: impl FnMut(usize, u64)) {
-        fn run<T: Copy + Into<u64>>(v: &[T], nulls: Option<&NullBuffer>, f: &mut impl FnMut(usize, u64)) {
+    fn len(&self) -> usize {
+        match self {
+            KeyCodes::U8(v, _) => v.len(),
+            KeyCodes::U16(v, _) => v.len(),
+            KeyCodes::U32(v, _) => v.len(),
+        }
+    }
+
+    /// Call `f(i - rows.start, code + 1)` for every row `i` of `rows` (0 for null), with the type
+    /// dispatch outside the loop.
+    fn for_each_in(&self, rows: Range<usize>, mut f: impl FnMut(usize, u64)) {
+        fn run<T: Copy + Into<u64>>(
+            v: &[T],
+            nulls: Option<&NullBuffer>,
+            rows: Range<usize>,
+            f: &mut impl FnMut(usize, u64),
+        ) {
+            let start = rows.start;
+            let part = &v[rows];
             match nulls {
-                None => v.iter().enumerate().for_each(|(i, &x)| f(i, x.into() + 1)),
-                Some(n) => v.iter().enumerate().for_each(|(i, &x)| f(i, if n.is_null(i) { 0 } else { x.into() + 1 })),
+                None => part.iter().enumerate().for_each(|(j, &x)| f(j, x.into() + 1)),
+                Some(n) => part.iter().enumerate().for_each(|(j, &x)| {
+                    f(j, if n.is_null(start + j) { 0 } else { x.into() + 1 });
+                }),
             }
         }
         match self {
-            KeyCodes::U8(v, n) => run(v, *n, &mut f),
-            KeyCodes::U16(v, n) => run(v, *n, &mut f),
-            KeyCodes::U32(v, n) => run(v, *n, &mut f),
+            KeyCodes::U8(v, n) => run(v, *n, rows, &mut f),
+            KeyCodes::U16(v, n) => run(v, *n, rows, &mut f),
+            KeyCodes::U32(v, n) => run(v, *n, rows, &mut f),
         }
+    }
+
+    fn for_each(&self, f: impl FnMut(usize, u64)) {
+        self.for_each_in(0..self.len(), f);
     }
 
     #[inline]
@@ -231,12 +285,62 @@ struct Compaction {
 }
 
 impl Compaction {
-    #[inline]
-    fn get(&self, raw: u64) -> u64 {
-        if self.table.is_empty() {
-            u64::from(self.map.get(&raw).copied().unwrap_or(0))
+    fn build(columns: &[&KeyCodes<'_>], rows: usize) -> Self {
+        // One pass marks the codes present in a table that grows with the largest code seen;
+        // a code past the table's limit switches to a map (a second pass, rare).
+        let limit = (4 * rows as u64).max(1 << 16);
+        let mut present: Vec<bool> = Vec::new();
+        let mut too_large = false;
+        for c in columns {
+            c.for_each(|_, raw| {
+                if let Some(slot) = present.get_mut(raw as usize) {
+                    *slot = true;
+                } else if raw < limit {
+                    let len = (raw as usize + 1).max(2 * present.len()).min(limit as usize);
+                    present.resize(len, false);
+                    present[raw as usize] = true;
+                } else {
+                    too_large = true;
+                }
+            });
+        }
+        let mut out = Compaction { table: Vec::new(), map: AHashMap::new(), len: 0 };
+        if too_large {
+            for c in columns {
+                c.for_each(|_, raw| {
+                    if let std::collections::hash_map::Entry::Vacant(e) = out.map.entry(raw) {
+                        e.insert(out.len);
+                        out.len += 1;
+                    }
+                });
+            }
         } else {
-            u64::from(self.table[raw as usize])
+            out.table = present
+                .iter()
+                .map(|&p| {
+                    if p {
+                        out.len += 1;
+                        out.len - 1
+                    } else {
+                        u32::MAX
+                    }
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// Fold this column into the keys of rows `rows`: `key = key * len + compact code`.
+    fn fold(&self, codes: &KeyCodes<'_>, rows: Range<usize>, keys: &mut [u64]) {
+        let card = u64::from(self.len.max(1));
+        if self.table.is_empty() {
+            let map = &self.map;
+            codes.for_each_in(rows, |j, raw| {
+                keys[j] = keys[j] * card + u64::from(map.get(&raw).copied().unwrap_or(0));
+            });
+        } else {
+            let table = self.table.as_slice();
+            codes.for_each_in(rows, |j, raw| keys[j] = keys[j] * card + u64::from(table[raw as usize]));
         }
     }
 }
@@ -257,22 +361,30 @@ impl Densify {
         }
     }
 
+    /// The id of `key`, and whether it is new.
     #[inline]
-    fn id(&mut self, key: u64, next: &mut u32) -> u32 {
+    fn id(&mut self, key: u64, next: &mut u32) -> (u32, bool) {
         match self {
             Densify::Table(t) => {
                 let slot = &mut t[key as usize];
                 if *slot == u32::MAX {
                     *slot = *next;
                     *next += 1;
+                    (*slot, true)
+                } else {
+                    (*slot, false)
                 }
-                *slot
             }
-            Densify::Map(m) => *m.entry(key).or_insert_with(|| {
-                let id = *next;
-                *next += 1;
-                id
-            }),
+            Densify::Map(m) => {
+                let mut new = false;
+                let id = *m.entry(key).or_insert_with(|| {
+                    new = true;
+                    let id = *next;
+                    *next += 1;
+                    id
+                });
+                (id, new)
+            }
         }
     }
 }
@@ -336,7 +448,7 @@ impl<'a> BatchColumns<'a> {
     }
 
     #[inline]
-    fn reading(&self, i: usize, row: u32) -> Reading {
+    fn reading(&self, i: usize) -> Packed {
         let (kind, bits) = if self.value_u64.is_valid(i) {
             (KIND_INT, self.value_u64.value(i))
         } else if self.value_f64.is_valid(i) {
@@ -346,7 +458,7 @@ impl<'a> BatchColumns<'a> {
         };
         // A null scale makes the register reading unknown, like a zero scale.
         let scale = if self.scale.is_valid(i) { self.scale.value(i) } else { 0 };
-        Reading { time: self.time[i], bits, row_kind: row | (kind << KIND_SHIFT), scale }
+        [self.time[i] as u64, bits, u64::from(scale) << 32 | kind]
     }
 }
 
@@ -357,7 +469,8 @@ fn float_lt(a: f64, b: f64) -> bool {
 }
 
 /// Kleene AND of three-valued booleans (None = null), as Polars evaluates `&`.
-fn and3(values: &[Option<bool>]) -> Option<bool> {
+#[inline]
+fn and3(values: [Option<bool>; 3]) -> Option<bool> {
     if values.contains(&Some(false)) {
         Some(false)
     } else if values.contains(&None) {
@@ -380,68 +493,6 @@ fn median(values: &mut [f64]) -> f64 {
     lower + (upper - lower) * 0.5
 }
 
-/// Output columns under construction.
-struct Out {
-    row: Vec<u32>,
-    start: Vec<i64>,
-    interval_s: Vec<f64>,
-    value: Vec<f64>,
-    value_valid: BooleanBufferBuilder,
-    delta: Vec<f64>,
-    delta_valid: BooleanBufferBuilder,
-    rate: Vec<f64>,
-    rate_valid: BooleanBufferBuilder,
-    wrapped: BooleanBufferBuilder,
-    saturated: BooleanBufferBuilder,
-    reset: BooleanBufferBuilder,
-    gap: BooleanBufferBuilder,
-}
-
-impl Out {
-    fn with_capacity(n: usize) -> Self {
-        Out {
-            row: Vec::with_capacity(n),
-            start: Vec::with_capacity(n),
-            interval_s: Vec::with_capacity(n),
-            value: Vec::with_capacity(n),
-            value_valid: BooleanBufferBuilder::new(n),
-            delta: Vec::with_capacity(n),
-            delta_valid: BooleanBufferBuilder::new(n),
-            rate: Vec::with_capacity(n),
-            rate_valid: BooleanBufferBuilder::new(n),
-            wrapped: BooleanBufferBuilder::new(n),
-            saturated: BooleanBufferBuilder::new(n),
-            reset: BooleanBufferBuilder::new(n),
-            gap: BooleanBufferBuilder::new(n),
-        }
-    }
-
-    fn finish(mut self) -> Result<RecordBatch> {
-        fn floats(values: Vec<f64>, valid: &mut BooleanBufferBuilder) -> ArrayRef {
-            let nulls = NullBuffer::new(valid.finish());
-            let nulls = (nulls.null_count() > 0).then_some(nulls);
-            Arc::new(Float64Array::new(ScalarBuffer::from(values), nulls))
-        }
-        fn flags(b: &mut BooleanBufferBuilder) -> ArrayRef {
-            Arc::new(BooleanArray::new(b.finish(), None))
-        }
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(UInt32Array::new(ScalarBuffer::from(self.row), None)),
-            Arc::new(Int64Array::new(ScalarBuffer::from(self.start), None)),
-            Arc::new(Float64Array::new(ScalarBuffer::from(self.interval_s), None)),
-            floats(self.value, &mut self.value_valid),
-            floats(self.delta, &mut self.delta_valid),
-            floats(self.rate, &mut self.rate_valid),
-            flags(&mut self.wrapped),
-            flags(&mut self.saturated),
-            flags(&mut self.reset),
-            flags(&mut self.gap),
-        ];
-        RecordBatch::try_new(rates_schema(), columns)
-            .map_err(|e| Error::InvalidArgument(format!("rates: cannot build the result: {e}")))
-    }
-}
-
 /// Effective rule of one series after looking at its readings (`Wide` resolved).
 #[derive(Clone, Copy)]
 struct SeriesRule {
@@ -450,11 +501,15 @@ struct SeriesRule {
     max: u64,
 }
 
-fn series_rule(rule: OverflowRule, readings: &[Reading]) -> SeriesRule {
+impl SeriesRule {
+    const PLACEHOLDER: SeriesRule = SeriesRule { mode: OverflowMode::None, bits: 64, max: u64::MAX };
+}
+
+fn series_rule(rule: OverflowRule, readings: &[Packed]) -> SeriesRule {
     let max = rule.register_max();
     match rule.mode {
         OverflowMode::Wide => {
-            if readings.iter().any(|r| r.raw().is_some_and(|raw| raw > max)) {
+            if readings.iter().any(|r| Reading::unpack(r).raw().is_some_and(|raw| raw > max)) {
                 SeriesRule { mode: OverflowMode::Wrap, bits: 64, max: u64::MAX }
             } else {
                 SeriesRule { mode: OverflowMode::Saturate, bits: rule.bits, max }
@@ -474,14 +529,73 @@ fn seconds(ns: i64) -> f64 {
     ns.div_euclid(NS) as f64 + ns.rem_euclid(NS) as f64 * PER_NS
 }
 
-/// Emit the intervals of one series (readings in time order, duplicates already dropped).
-fn emit_series(readings: &[Reading], rule: SeriesRule, opts: &RateOptions, scratch: &mut Vec<f64>, out: &mut Out) {
-    scratch.clear();
-    scratch.extend(readings.windows(2).map(|w| seconds(w[1].time.wrapping_sub(w[0].time))));
-    let threshold = opts.gap_factor * median(scratch);
+// Bits of the per-row flag byte, unpacked into the validity and flag bitmaps at the end.
+const F_VALUE: u8 = 1;
+const F_DELTA: u8 = 2;
+const F_RATE: u8 = 4;
+const F_WRAPPED: u8 = 8;
+const F_SATURATED: u8 = 16;
+const F_RESET: u8 = 32;
+const F_GAP: u8 = 64;
+
+/// A range of rows of the output arrays, written by one task.
+struct OutPart<'a> {
+    series: &'a mut [u32],
+    start: &'a mut [u64],
+    end: &'a mut [i64],
+    interval_s: &'a mut [f64],
+    value: &'a mut [f64],
+    delta: &'a mut [f64],
+    rate: &'a mut [f64],
+    scale: &'a mut [u32],
+    flags: &'a mut [u8],
+}
+
+impl<'a> OutPart<'a> {
+    /// The first `n` rows, and the rest.
+    fn split(self, n: usize) -> (OutPart<'a>, OutPart<'a>) {
+        let (series, series_rest) = self.series.split_at_mut(n);
+        let (start, start_rest) = self.start.split_at_mut(n);
+        let (end, end_rest) = self.end.split_at_mut(n);
+        let (interval_s, interval_rest) = self.interval_s.split_at_mut(n);
+        let (value, value_rest) = self.value.split_at_mut(n);
+        let (delta, delta_rest) = self.delta.split_at_mut(n);
+        let (rate, rate_rest) = self.rate.split_at_mut(n);
+        let (scale, scale_rest) = self.scale.split_at_mut(n);
+        let (flags, flags_rest) = self.flags.split_at_mut(n);
+        (
+            OutPart { series, start, end, interval_s, value, delta, rate, scale, flags },
+            OutPart {
+                series: series_rest,
+                start: start_rest,
+                end: end_rest,
+                interval_s: interval_rest,
+                value: value_rest,
+                delta: delta_rest,
+                rate: rate_rest,
+                scale: scale_rest,
+                flags: flags_rest,
+            },
+        )
+    }
+}
+
+/// Emit the intervals of one series (readings in time order, duplicates already dropped) into
+/// `out`, which has exactly `readings.len() - 1` rows.
+fn emit_series(
+    series: u32,
+    readings: &[Packed],
+    rule: SeriesRule,
+    threshold: f64,
+    min_gap_s: f64,
+    out: &mut OutPart<'_>,
+) {
     let half = rule.max / 2 + 1;
-    for w in readings.windows(2) {
-        let (prev, cur) = (w[0], w[1]);
+    let wrapping = rule.mode == OverflowMode::Wrap && rule.bits < 64;
+    let saturating = rule.mode == OverflowMode::Saturate;
+    out.series.fill(series);
+    for (j, w) in readings.windows(2).enumerate() {
+        let (prev, cur) = (Reading::unpack(&w[0]), Reading::unpack(&w[1]));
         let interval_s = seconds(cur.time.wrapping_sub(prev.time));
         let (u, pu) = (cur.as_u64(), prev.as_u64());
         let (f, pf) = (cur.as_f64(), prev.as_f64());
@@ -492,13 +606,9 @@ fn emit_series(readings: &[Reading], rule: SeriesRule, opts: &RateOptions, scrat
             _ => None,
         };
         let (raw, prev_raw) = (cur.raw(), prev.raw());
-        let pegged = rule.mode == OverflowMode::Saturate && raw == Some(rule.max);
-        let wrapped = and3(&[
-            Some(rule.mode == OverflowMode::Wrap && rule.bits < 64 && both_int),
-            decreased,
-            prev_raw.map(|p| p >= half),
-        ]);
-        let reset = and3(&[decreased, wrapped.map(|w| !w)]);
+        let pegged = saturating && raw == Some(rule.max);
+        let wrapped = and3([Some(wrapping && both_int), decreased, prev_raw.map(|p| p >= half)]);
+        let reset = and3([decreased, wrapped.map(|w| !w), Some(true)]);
         let delta = if both_int {
             match (wrapped, decreased, u, pu, raw, prev_raw) {
                 (Some(true), _, _, _, Some(raw), Some(prev_raw)) => Some(
@@ -516,22 +626,113 @@ fn emit_series(readings: &[Reading], rule: SeriesRule, opts: &RateOptions, scrat
         };
         let reset = reset == Some(true);
         let delta = if pegged || reset || f.is_none() { None } else { delta };
-        let gap = interval_s > threshold && interval_s > opts.min_gap_s;
+        let gap = interval_s > threshold && interval_s > min_gap_s;
         let rate = if gap || interval_s <= 0.0 { None } else { delta.map(|d| d / interval_s) };
-        out.row.push(cur.row());
-        out.start.push(prev.time);
-        out.interval_s.push(interval_s);
-        out.value.push(f.unwrap_or(0.0));
-        out.value_valid.append(f.is_some());
-        out.delta.push(delta.unwrap_or(0.0));
-        out.delta_valid.append(delta.is_some());
-        out.rate.push(rate.unwrap_or(0.0));
-        out.rate_valid.append(rate.is_some());
-        out.wrapped.append(wrapped == Some(true));
-        out.saturated.append(pegged);
-        out.reset.append(reset);
-        out.gap.append(gap);
+        out.start[j] = prev.time as u64;
+        out.end[j] = cur.time;
+        out.interval_s[j] = interval_s;
+        out.value[j] = f.unwrap_or(0.0);
+        out.delta[j] = delta.unwrap_or(0.0);
+        out.rate[j] = rate.unwrap_or(0.0);
+        out.scale[j] = cur.scale;
+        let bit = |on: bool, flag: u8| if on { flag } else { 0 };
+        out.flags[j] = bit(f.is_some(), F_VALUE)
+            | bit(delta.is_some(), F_DELTA)
+            | bit(rate.is_some(), F_RATE)
+            | bit(wrapped == Some(true), F_WRAPPED)
+            | bit(pegged, F_SATURATED)
+            | bit(reset, F_RESET)
+            | bit(gap, F_GAP);
     }
+}
+
+/// Sort one series' readings by time; readings of one time keep read order (the last one read
+/// stays last), as a stable sort would leave them.
+fn sort_by_time(series: &mut [Packed], keys: &mut Vec<u64>, scratch: &mut Vec<Packed>) {
+    let (min, max) = series.iter().fold((i64::MAX, i64::MIN), |(lo, hi), r| (lo.min(r[0] as i64), hi.max(r[0] as i64)));
+    let position_bits = usize::BITS - series.len().leading_zeros();
+    let span = (i128::from(max) - i128::from(min)) as u128;
+    if span >> (64 - position_bits) == 0 {
+        // Usual case: (time - earliest, read position) packed in one u64; integers sort fastest.
+        keys.clear();
+        keys.extend(
+            series
+                .iter()
+                .enumerate()
+                .map(|(pos, r)| ((r[0] as i64).wrapping_sub(min) as u64) << position_bits | pos as u64),
+        );
+        keys.sort_unstable();
+        let mask = (1u64 << position_bits) - 1;
+        scratch.clear();
+        scratch.extend(keys.iter().map(|k| series[(k & mask) as usize]));
+        series.copy_from_slice(scratch);
+    } else {
+        // Times too far apart to share a u64 with the position: the position goes into the
+        // reading's spare bits and an unstable sort by (time, position) gives the stable order.
+        for (pos, r) in series.iter_mut().enumerate() {
+            r[2] = (r[2] & !POSITION_BITS) | ((pos as u64) << 2);
+        }
+        series.sort_unstable_by_key(|r| (r[0] as i64, r[2] & POSITION_BITS));
+    }
+}
+
+/// Run `f` on every item, in parallel when `parallel`.
+fn run_tasks<T: Send, R: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
+    if parallel { items.into_par_iter().map(f).collect() } else { items.into_iter().map(f).collect() }
+}
+
+/// Cut `slice` into consecutive pieces of the given lengths.
+fn split_lengths<T>(mut slice: &mut [T], lengths: impl IntoIterator<Item = usize>) -> Vec<&mut [T]> {
+    let mut parts = Vec::new();
+    for len in lengths {
+        let (head, tail) = slice.split_at_mut(len);
+        parts.push(head);
+        slice = tail;
+    }
+    parts
+}
+
+/// Cut the series (row offsets `offsets`, one more than series) into at most `tasks` consecutive
+/// ranges of about equal row counts.
+fn series_ranges(offsets: &[usize], tasks: usize) -> Vec<Range<usize>> {
+    let n_series = offsets.len() - 1;
+    let rated = offsets[n_series];
+    let mut cuts: Vec<usize> = vec![0];
+    for t in 1..tasks {
+        let target = rated * t / tasks;
+        let s = offsets.partition_point(|&o| o < target).min(n_series);
+        if s > *cuts.last().unwrap_or(&0) {
+            cuts.push(s);
+        }
+    }
+    cuts.push(n_series);
+    cuts.dedup();
+    cuts.windows(2).map(|w| w[0]..w[1]).collect()
+}
+
+/// A block of input rows: batch, rows inside it, and the position of its first row overall.
+#[derive(Clone)]
+struct Block {
+    batch: usize,
+    rows: Range<usize>,
+    base: usize,
+}
+
+/// Cache-sized blocks of rows (the key pass keeps one block of keys in L1/L2 across columns).
+fn blocks(lens: &[usize]) -> Vec<Block> {
+    const BLOCK_ROWS: usize = 1 << 14;
+    let mut out = Vec::new();
+    let mut base = 0;
+    for (batch, &len) in lens.iter().enumerate() {
+        let mut at = 0;
+        while at < len {
+            let end = (at + BLOCK_ROWS).min(len);
+            out.push(Block { batch, rows: at..end, base: base + at });
+            at = end;
+        }
+        base += len;
+    }
+    out
 }
 
 /// Rate every counter row of `batches` (one table split in batches).
@@ -539,8 +740,8 @@ fn emit_series(readings: &[Reading], rule: SeriesRule, opts: &RateOptions, scrat
 /// Args: `rules` maps a counter code (the `counter` column's integer) to its overflow rule;
 /// codes without one get [`OverflowRule::UNKNOWN`].
 ///
-/// Returns one batch in [`rates_schema`]; its `row` column numbers input rows across batches, so
-/// the caller gathers the key columns (and the end time) from its own table.
+/// Returns the intervals in [`rates_schema`] and, per series, the input row of its first reading
+/// (rows counted across batches), so the caller takes the key columns from its own table.
 ///
 /// Errors: a missing column or one of an unexpected type, null times, or more than
 /// [`MAX_ROWS`] rows ([`Error::InvalidArgument`]).
@@ -549,7 +750,7 @@ pub fn rates(
     cols: &RateColumns<'_>,
     rules: &[(u32, OverflowRule)],
     opts: &RateOptions,
-) -> Result<RecordBatch> {
+) -> Result<Rates> {
     let typed = batches.iter().map(|b| BatchColumns::new(b, cols)).collect::<Result<Vec<_>>>()?;
     let lens: Vec<usize> = batches.iter().map(RecordBatch::num_rows).collect();
     let total: usize = lens.iter().sum();
@@ -558,77 +759,92 @@ pub fn rates(
             "rates: {total} rows exceed the {MAX_ROWS} one call takes; partition the input by host"
         )));
     }
+    let min_rows = opts.min_rows_per_task.max(1);
+    let parallel = total >= 2 * min_rows;
 
-    // Compact each key column, then combine them in mixed radix; a column that would overflow
-    // the u64 key starts a new level that is numbered densely first.
-    let compactions: Vec<Compaction> = (0..cols.keys.len())
-        .map(|k| {
-            let columns: Vec<&KeyCodes<'_>> = typed.iter().map(|t| &t.keys[k]).collect();
-            Compaction::build_refs(&columns, total)
-        })
-        .collect();
-    let mut keys: Vec<u64> = Vec::new();
-    let mut cardinality: u64 = 1;
+    // Series keys: compact each key column (columns in parallel), then fold the columns into one
+    // u64 per row in mixed radix, block by block. A column that would overflow the u64 starts a
+    // new level: the keys so far are first renumbered densely (at most `total` values).
+    let compactions: Vec<Compaction> = run_tasks((0..cols.keys.len()).collect(), parallel, |k| {
+        let columns: Vec<&KeyCodes<'_>> = typed.iter().map(|t| &t.keys[k]).collect();
+        Compaction::build(&columns, total)
+    });
+    let mut levels: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut level_card: u64 = 1;
     for (k, comp) in compactions.iter().enumerate() {
         let card = u64::from(comp.len.max(1));
-        if let Some(c) = cardinality.checked_mul(card) {
-            cardinality = c;
+        if card == 1 {
+            continue; // one value (or none): adds nothing to the key
+        }
+        if let Some(c) = level_card.checked_mul(card) {
+            level_card = c;
+            if let Some(l) = levels.last_mut() {
+                l.push(k);
+            }
         } else {
-            // Renumber what we have densely (at most `total` ids), then continue.
+            levels.push(vec![k]);
+            level_card = (total as u64).max(1) * card;
+        }
+    }
+    let row_blocks = blocks(&lens);
+    let mut keys: Vec<u64> = vec![0; total];
+    let mut cardinality: u64 = 1;
+    for (l, level) in levels.iter().enumerate() {
+        if l > 0 {
             let mut dense = Densify::new(cardinality, total);
             let mut next = 0u32;
             for key in &mut keys {
-                *key = u64::from(dense.id(*key, &mut next));
+                *key = u64::from(dense.id(*key, &mut next).0);
             }
-            cardinality = u64::from(next.max(1)) * card;
+            cardinality = u64::from(next.max(1));
         }
-        if k == 0 {
-            keys = vec![0; total];
-        }
-        let mut base = 0usize;
-        for (t, &len) in typed.iter().zip(&lens) {
-            let part = &mut keys[base..base + len];
-            if comp.table.is_empty() {
-                t.keys[k].for_each(|i, raw| part[i] = part[i] * card + comp.get(raw));
-            } else {
-                let table = comp.table.as_slice();
-                t.keys[k].for_each(|i, raw| part[i] = part[i] * card + u64::from(table[raw as usize]));
+        let parts = split_lengths(&mut keys, row_blocks.iter().map(|b| b.rows.len()));
+        let work: Vec<_> = row_blocks.iter().zip(parts).collect();
+        run_tasks(work, parallel, |(block, part)| {
+            for &k in level {
+                compactions[k].fold(&typed[block.batch].keys[k], block.rows.clone(), part);
             }
-            base += len;
+        });
+        for &k in level {
+            cardinality = cardinality.saturating_mul(u64::from(compactions[k].len.max(1)));
         }
     }
-    if keys.is_empty() {
-        keys = vec![0; total];
-    }
+    drop(compactions);
 
-    // Dense series ids of the counter rows (first appearance), and each series' row count.
+    // Dense series ids of the counter rows in order of first appearance (u32::MAX: not rated),
+    // each series' row count, first row and counter code.
     let mut dense = Densify::new(cardinality, total);
     let mut next = 0u32;
     let mut counts: Vec<u32> = Vec::new();
-    let mut series_of: Vec<u64> = keys; // reused in place: key -> series id (u32::MAX: not rated)
-    let mut at = 0usize;
+    let mut series_rows: Vec<u32> = Vec::new();
+    let mut counter_codes: Vec<u32> = Vec::new();
+    let mut series_of: Vec<u32> = vec![0; total];
     let mut rated = 0usize;
-    for (t, &len) in typed.iter().zip(&lens) {
-        for i in 0..len {
-            let key = series_of[at];
-            series_of[at] = if t.is_counter.is_valid(i) && t.is_counter.value(i) {
-                let id = dense.id(key, &mut next);
-                if id as usize == counts.len() {
+    for (t, block) in row_blocks.iter().map(|b| (&typed[b.batch], b)) {
+        let is_counter = t.is_counter;
+        for i in block.rows.clone() {
+            let at = block.base + i - block.rows.start;
+            series_of[at] = if is_counter.is_valid(i) && is_counter.value(i) {
+                let (id, new) = dense.id(keys[at], &mut next);
+                if new {
                     counts.push(0);
+                    series_rows.push(at as u32);
+                    counter_codes.push(t.counter.get(i).wrapping_sub(1) as u32);
                 }
                 counts[id as usize] += 1;
                 rated += 1;
-                u64::from(id)
+                id
             } else {
-                u64::from(u32::MAX)
+                u32::MAX
             };
-            at += 1;
         }
     }
     drop(dense);
     let n_series = counts.len();
 
-    // Stable counting sort by series: the scatter gathers each reading next to its series.
+    // Ranges of series of about equal row counts, one task each: as many as threads for the
+    // scatter (each of its tasks scans every row), a few times more for the per-series passes
+    // (which cost nothing extra when cut finer, and balance better when a core is busy).
     let mut offsets: Vec<usize> = Vec::with_capacity(n_series + 1);
     let mut acc = 0usize;
     offsets.push(0);
@@ -637,84 +853,171 @@ pub fn rates(
         offsets.push(acc);
     }
     drop(counts);
-    let mut fill: Vec<usize> = offsets[..n_series].to_vec();
-    let mut sorted = vec![Reading::default(); rated];
-    let mut counter_code: Vec<u32> = vec![0; n_series];
-    let mut at = 0usize;
-    for (t, &len) in typed.iter().zip(&lens) {
-        for i in 0..len {
-            let s = series_of[at];
-            if s != u64::from(u32::MAX) {
-                let s = s as usize;
-                let slot = fill[s];
-                if slot == offsets[s] {
-                    counter_code[s] = (t.counter.get(i).wrapping_sub(1)) as u32;
+    let threads = rayon::current_num_threads().max(2);
+    let tasks = |most: usize| if parallel { (rated / min_rows).clamp(1, most) } else { 1 };
+    let scatter_ranges = series_ranges(&offsets, tasks(threads));
+    let ranges = series_ranges(&offsets, tasks(4 * threads));
+
+    // Stable counting sort by series: each task scans every row and gathers the readings of its
+    // own series, next to each other, in read order.
+    let mut sorted: Vec<Packed> = vec![[0; 3]; rated];
+    {
+        let parts = split_lengths(&mut sorted, scatter_ranges.iter().map(|r| offsets[r.end] - offsets[r.start]));
+        let work: Vec<_> = scatter_ranges.iter().cloned().zip(parts).collect();
+        let (typed, series_of, offsets) = (&typed, &series_of, &offsets);
+        run_tasks(work, scatter_ranges.len() > 1, |(range, part)| {
+            let (lo, width) = (range.start as u32, range.len() as u32);
+            let base = offsets[range.start];
+            let mut fill: Vec<usize> = offsets[range].iter().map(|o| o - base).collect();
+            let mut at = 0usize;
+            for t in typed {
+                let n = t.time.len();
+                for (i, &s) in series_of[at..at + n].iter().enumerate() {
+                    let local = s.wrapping_sub(lo);
+                    if local < width {
+                        let slot = &mut fill[local as usize];
+                        part[*slot] = t.reading(i);
+                        *slot += 1;
+                    }
                 }
-                sorted[slot] = t.reading(i, at as u32);
-                fill[s] = slot + 1;
+                at += n;
             }
-            at += 1;
-        }
+        });
     }
-    drop(series_of);
-    drop(fill);
 
     let mut rule_by_code: AHashMap<u32, OverflowRule> = AHashMap::with_capacity(rules.len());
     rule_by_code.extend(rules.iter().copied());
 
-    let mut out = Out::with_capacity(rated.saturating_sub(n_series));
-    let mut kept: Vec<Reading> = Vec::new();
-    let mut scratch: Vec<f64> = Vec::new();
-    for s in 0..n_series {
-        let series = &mut sorted[offsets[s]..offsets[s + 1]];
-        if series.len() < 2 {
-            continue;
-        }
-        if series.windows(2).any(|w| w[1].time < w[0].time) {
-            // Stable: readings of one time keep read order, so the last one read stays last.
-            series.sort_by_key(|r| r.time);
-        }
-        // Duplicate timestamps: keep the last reading of each time.
-        kept.clear();
-        for (j, r) in series.iter().enumerate() {
-            if series.get(j + 1).is_none_or(|next| next.time != r.time) {
-                kept.push(*r);
-            }
-        }
-        if kept.len() < 2 {
-            continue;
-        }
-        let rule = rule_by_code.get(&counter_code[s]).copied().unwrap_or(OverflowRule::UNKNOWN);
-        emit_series(&kept, series_rule(rule, &kept), opts, &mut scratch, &mut out);
-    }
-    out.finish()
-}
-
-impl Compaction {
-    fn build_refs(columns: &[&KeyCodes<'_>], rows: usize) -> Self {
-        let mut max = 0u64;
-        for c in columns {
-            c.for_each(|_, raw| max = max.max(raw));
-        }
-        let mut out = Compaction { table: Vec::new(), map: AHashMap::new(), len: 0 };
-        let direct = max < (4 * rows as u64).max(1 << 16);
-        if direct {
-            out.table = vec![u32::MAX; max as usize + 1];
-        }
-        for c in columns {
-            c.for_each(|_, raw| {
-                if direct {
-                    let slot = &mut out.table[raw as usize];
-                    if *slot == u32::MAX {
-                        *slot = out.len;
-                        out.len += 1;
-                    }
-                } else if let std::collections::hash_map::Entry::Vacant(e) = out.map.entry(raw) {
-                    e.insert(out.len);
-                    out.len += 1;
+    // Per series: time order, duplicates dropped in place (`kept` readings at the start of its
+    // slice), effective rule and gap threshold.
+    let mut kept: Vec<u32> = vec![0; n_series];
+    let mut plans: Vec<(SeriesRule, f64)> = vec![(SeriesRule::PLACEHOLDER, 0.0); n_series];
+    {
+        let parts = split_lengths(&mut sorted, ranges.iter().map(|r| offsets[r.end] - offsets[r.start]));
+        let kept_parts = split_lengths(&mut kept, ranges.iter().map(Range::len));
+        let plan_parts = split_lengths(&mut plans, ranges.iter().map(Range::len));
+        let work: Vec<_> = ranges.iter().cloned().zip(parts).zip(kept_parts.into_iter().zip(plan_parts)).collect();
+        let (offsets, counter_codes, rule_by_code) = (&offsets, &counter_codes, &rule_by_code);
+        run_tasks(work, ranges.len() > 1, |((range, part), (kept, plans))| {
+            let base = offsets[range.start];
+            let mut scratch: Vec<f64> = Vec::new();
+            let (mut sort_keys, mut sort_scratch): (Vec<u64>, Vec<Packed>) = (Vec::new(), Vec::new());
+            for (j, s) in range.enumerate() {
+                let series = &mut part[offsets[s] - base..offsets[s + 1] - base];
+                if series.len() < 2 {
+                    kept[j] = series.len() as u32;
+                    continue;
                 }
-            });
-        }
-        out
+                if series.windows(2).any(|w| (w[1][0] as i64) < (w[0][0] as i64)) {
+                    sort_by_time(series, &mut sort_keys, &mut sort_scratch);
+                }
+                // Duplicate timestamps: keep the last reading of each time.
+                let mut n = 0usize;
+                for i in 0..series.len() {
+                    if i + 1 == series.len() || series[i + 1][0] != series[i][0] {
+                        series[n] = series[i];
+                        n += 1;
+                    }
+                }
+                kept[j] = n as u32;
+                if n < 2 {
+                    continue;
+                }
+                let readings = &series[..n];
+                let rule = rule_by_code.get(&counter_codes[s]).copied().unwrap_or(OverflowRule::UNKNOWN);
+                scratch.clear();
+                scratch.extend(readings.windows(2).map(|w| seconds((w[1][0] as i64).wrapping_sub(w[0][0] as i64))));
+                plans[j] = (series_rule(rule, readings), opts.gap_factor * median(&mut scratch));
+            }
+        });
     }
+
+    // Output offsets per series, then every interval written in place by its range's task.
+    let mut out_offsets: Vec<usize> = Vec::with_capacity(n_series + 1);
+    let mut acc = 0usize;
+    out_offsets.push(0);
+    for &k in &kept {
+        acc += (k as usize).saturating_sub(1);
+        out_offsets.push(acc);
+    }
+    let n_out = acc;
+    // The row keys and series ids are no longer needed: their memory (already mapped, at least as
+    // many rows as the output) holds the `start` and `series` columns, which saves page faults.
+    let mut series_col = series_of;
+    series_col.truncate(n_out);
+    let mut start = keys;
+    start.truncate(n_out);
+    let mut end: Vec<i64> = vec![0; n_out];
+    let mut interval_s: Vec<f64> = vec![0.0; n_out];
+    let mut value: Vec<f64> = vec![0.0; n_out];
+    let mut delta: Vec<f64> = vec![0.0; n_out];
+    let mut rate: Vec<f64> = vec![0.0; n_out];
+    let mut scale: Vec<u32> = vec![0; n_out];
+    let mut flags: Vec<u8> = vec![0; n_out];
+    {
+        let mut rest = OutPart {
+            series: &mut series_col,
+            start: &mut start,
+            end: &mut end,
+            interval_s: &mut interval_s,
+            value: &mut value,
+            delta: &mut delta,
+            rate: &mut rate,
+            scale: &mut scale,
+            flags: &mut flags,
+        };
+        let mut out_parts = Vec::with_capacity(ranges.len());
+        for r in &ranges {
+            let (head, tail) = rest.split(out_offsets[r.end] - out_offsets[r.start]);
+            out_parts.push(head);
+            rest = tail;
+        }
+        let parts = split_lengths(&mut sorted, ranges.iter().map(|r| offsets[r.end] - offsets[r.start]));
+        let work: Vec<_> = ranges.iter().cloned().zip(parts).zip(out_parts).collect();
+        let (offsets, out_offsets, kept, plans) = (&offsets, &out_offsets, &kept, &plans);
+        run_tasks(work, ranges.len() > 1, |((range, part), mut out)| {
+            let base = offsets[range.start];
+            for s in range {
+                let n = kept[s] as usize;
+                if n < 2 {
+                    continue;
+                }
+                let readings = &part[offsets[s] - base..offsets[s] - base + n];
+                let (mut head, tail) = out.split(out_offsets[s + 1] - out_offsets[s]);
+                let (rule, threshold) = plans[s];
+                emit_series(s as u32, readings, rule, threshold, opts.min_gap_s, &mut head);
+                out = tail;
+            }
+        });
+    }
+    drop(sorted);
+
+    // The flag bytes into the validity and flag bitmaps.
+    let bits = [F_VALUE, F_DELTA, F_RATE, F_WRAPPED, F_SATURATED, F_RESET, F_GAP];
+    let bitmaps: Vec<BooleanBuffer> =
+        run_tasks(bits.to_vec(), parallel, |bit| BooleanBuffer::collect_bool(n_out, |i| flags[i] & bit != 0));
+    drop(flags);
+    let floats = |values: Vec<f64>, valid: &BooleanBuffer| -> ArrayRef {
+        let nulls = NullBuffer::new(valid.clone());
+        let nulls = (nulls.null_count() > 0).then_some(nulls);
+        Arc::new(Float64Array::new(ScalarBuffer::from(values), nulls))
+    };
+    let flag = |b: &BooleanBuffer| -> ArrayRef { Arc::new(BooleanArray::new(b.clone(), None)) };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::new(ScalarBuffer::from(series_col), None)),
+        Arc::new(Int64Array::new(ScalarBuffer::new(Buffer::from_vec(start), 0, n_out), None)),
+        Arc::new(Int64Array::new(ScalarBuffer::from(end), None)),
+        Arc::new(Float64Array::new(ScalarBuffer::from(interval_s), None)),
+        floats(value, &bitmaps[0]),
+        floats(delta, &bitmaps[1]),
+        floats(rate, &bitmaps[2]),
+        Arc::new(UInt32Array::new(ScalarBuffer::from(scale), None)),
+        flag(&bitmaps[3]),
+        flag(&bitmaps[4]),
+        flag(&bitmaps[5]),
+        flag(&bitmaps[6]),
+    ];
+    let intervals = RecordBatch::try_new(rates_schema(), columns)
+        .map_err(|e| Error::InvalidArgument(format!("rates: cannot build the result: {e}")))?;
+    Ok(Rates { intervals, series_rows })
 }

@@ -1,25 +1,31 @@
 //! `rates`: the rate kernel over an Arrow table (argument conversion only).
 
+use std::sync::Arc;
+
+use arrow_array::UInt32Array;
 use fabricscope_core::rates::{OverflowMode, OverflowRule, RateColumns, RateOptions, rates_schema};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3_arrow::PyTable;
+use pyo3_arrow::{PyArray, PyTable};
 
 use crate::error::{guarded, to_py_err};
 
 /// Rate the counter rows of `table` (columns `time`, the six series key codes, `value_u64`,
 /// `value_f64`, `scale`, `is_counter`). `rules` holds `(counter code, mode, bits)` with mode 0
-/// none, 1 saturate, 2 wrap, 3 saturate-or-wide. Returns `row, start, interval_s, value, delta,
-/// rate_per_s, wrapped, saturated, reset, gap`; the GIL is released while it runs.
+/// none, 1 saturate, 2 wrap, 3 saturate-or-wide. Returns the intervals (`series, start, end,
+/// interval_s, value, delta, rate_per_s, scale, wrapped, saturated, reset, gap`) and, per series,
+/// the input row of its first reading. `min_rows_per_task` only changes how the work is split
+/// (1 forces the parallel path on small tables). The GIL is released while it runs.
 #[pyfunction]
-#[pyo3(signature = (table, rules, *, gap_factor=3.0, min_gap_s=0.0))]
+#[pyo3(signature = (table, rules, *, gap_factor=3.0, min_gap_s=0.0, min_rows_per_task=None))]
 pub fn rates(
     py: Python<'_>,
     table: PyTable,
     rules: Vec<(u32, u8, u8)>,
     gap_factor: f64,
     min_gap_s: f64,
-) -> PyResult<PyTable> {
+    min_rows_per_task: Option<usize>,
+) -> PyResult<(PyTable, PyArray)> {
     let rules = rules
         .into_iter()
         .map(|(code, mode, bits)| {
@@ -37,7 +43,11 @@ pub fn rates(
         })
         .collect::<PyResult<Vec<_>>>()?;
     let (batches, _) = table.into_inner();
-    let opts = RateOptions { gap_factor, min_gap_s };
+    let opts = RateOptions {
+        gap_factor,
+        min_gap_s,
+        min_rows_per_task: min_rows_per_task.unwrap_or(RateOptions::default().min_rows_per_task),
+    };
     // The batches are only read; a panic cannot leave them half-modified.
     let batches = std::panic::AssertUnwindSafe(batches);
     let result = guarded(py, move || {
@@ -53,6 +63,7 @@ pub fn rates(
         };
         fabricscope_core::rates::rates(&batches.0, &cols, &rules, &opts)
     })?;
-    let batch = result.map_err(|e| to_py_err(py, &e))?;
-    PyTable::try_new(vec![batch], rates_schema())
+    let out = result.map_err(|e| to_py_err(py, &e))?;
+    let series_rows = PyArray::from_array_ref(Arc::new(UInt32Array::from(out.series_rows)));
+    Ok((PyTable::try_new(vec![out.intervals], rates_schema())?, series_rows))
 }
