@@ -31,6 +31,7 @@ communicating.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -241,7 +242,12 @@ def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float)
     # port instead of one per interval before anything is cast to strings, ranked or joined.
     # Each group holds exactly the intervals (in the same order) that a port's window sums
     # over, so the values are those of summing the intervals themselves.
-    r = _only(inp.rates, [*TX_COUNTERS, *RX_COUNTERS, *STALL_COUNTERS]).filter(pl.col("delta").is_not_null())
+    # Lazy, so each sum reads only the columns it needs of the rows it needs.
+    r = (
+        inp.rates.lazy()
+        .select("host", "device", "port", "priority", "counter", "end", "interval_s", "delta", "rate_per_s")
+        .filter(pl.col("delta").is_not_null())
+    )
     bits_per_tick = inp.config["ib_congestion"]["bits_per_tick"]
 
     def window_sums(names: list[str], delta: pl.Expr, per_priority: bool) -> pl.DataFrame:
@@ -256,6 +262,8 @@ def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float)
                 # A counter is preferred for a port when any of its intervals has a rate.
                 pl.col("rate_per_s").is_not_null().any().alias("_rated"),
             )
+            # The in-memory engine, as eager frames use: the same sums in the same row order.
+            .collect(engine="in-memory")
             .pipe(keyed)
             .with_columns((pl.col("_delta") / pl.col("_interval")).alias("v"))
         )
@@ -403,19 +411,21 @@ def _cxl_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.D
     return _finish(df, "cxl", window_s)
 
 
-# The last input's frames: run_analysis asks for the layers, and the bottleneck and
-# underperformance detectors for the same components and ports, of one AnalysisInput.
-_LAST: dict[str, Any] = {}
+# The last input's frames, per thread (the local engine analyses partitions on several threads):
+# run_analysis asks for the layers, and the bottleneck and underperformance detectors for the
+# same components and ports, of one AnalysisInput.
+_LAST = threading.local()
 
 
 def _cached(inp: AnalysisInput, what: str, make: Any) -> pl.DataFrame:
-    ref = _LAST.get("inp")
-    if ref is None or ref() is not inp or _LAST.get("key") != (id(inp.rates), id(inp.gauges), id(inp.config)):
-        _LAST.clear()
-        _LAST.update(inp=weakref.ref(inp), key=(id(inp.rates), id(inp.gauges), id(inp.config)))
-    if what not in _LAST:
-        _LAST[what] = make()
-    return _LAST[what]
+    last: dict[str, Any] = getattr(_LAST, "frames", None) or {}
+    ref = last.get("inp")
+    if ref is None or ref() is not inp or last.get("key") != (id(inp.rates), id(inp.gauges), id(inp.config)):
+        last = {"inp": weakref.ref(inp), "key": (id(inp.rates), id(inp.gauges), id(inp.config))}
+        _LAST.frames = last
+    if what not in last:
+        last[what] = make()
+    return last[what]
 
 
 def _components(inp: AnalysisInput) -> pl.DataFrame:
@@ -589,23 +599,29 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         )
         .sort(["host", "u"], descending=[False, True])
     )
-    for host, grp in per_host.group_by("host", maintain_order=True):
-        b = grp.row(0, named=True)
+    # Plain rows grouped in Python: one small frame per host would cost more than the verdicts.
+    by_host: dict[str, list[dict[str, Any]]] = {}
+    for r in per_host.iter_rows(named=True):
+        by_host.setdefault(r["host"], []).append(r)
+    for host, grp in by_host.items():
+        b = grp[0]
         comm = b["u"] >= cfg["comm_bound_ratio"]
+        # Busiest first; sorted() is stable, so ties keep per_host's order.
+        layers = ", ".join(f"{r['layer']} {r['u']:.0%}" for r in sorted(grp, key=lambda r: r["u"], reverse=True))
         rows.append(
             {
                 "kind": KIND,
                 "severity": "info",
-                "host": host[0],
+                "host": host,
                 "layer": b["layer"],
-                "start": grp["start"].min(),
-                "end": grp["end"].max(),
+                "start": min(r["start"] for r in grp),
+                "end": max(r["end"] for r in grp),
                 "metric": "utilisation_ratio",
                 "observed": b["u"],
                 "expected": cfg["saturated_ratio"],
                 "message": (
                     f"no layer saturated; busiest {b['layer']} at {b['u']:.0%} on average (peak {b['peak']:.0%}) "
-                    f"[{_fmt_layers(grp)}]: " + ("communication-bound" if comm else "not communication-bound")
+                    f"[{layers}]: " + ("communication-bound" if comm else "not communication-bound")
                 ),
                 "evidence": {
                     "rule": "bottleneck.verdict",
@@ -616,7 +632,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     "utilisation_ratio": b["u"],
                     "expectation_source": b["capacity_source"],
                     "metric": b["metric"],
-                    "layers_ratio": {r["layer"]: r["u"] for r in grp.iter_rows(named=True)},
+                    "layers_ratio": {r["layer"]: r["u"] for r in grp},
                     "communication_bound": bool(comm),
                     "window_s": w,
                 },
