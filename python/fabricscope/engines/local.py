@@ -54,6 +54,14 @@ class _Read:
     attributes: list[pl.DataFrame]
 
 
+def _cores() -> int:
+    """Cores this process may run on (a ``taskset`` or a container's CPU set), else all of them."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _rows_per_host(batch: pl.DataFrame) -> dict[str | None, int]:
     """Rows of each host in a batch, hosts in name order (grouped on the dictionary codes)."""
     counts = batch.group_by("host").len().with_columns(pl.col("host").cast(pl.String)).sort("host", nulls_last=True)
@@ -80,8 +88,8 @@ class LocalEngine(Engine):
         target_rows: Rows per partition when adaptive. Small inputs are one partition; larger
             ones are split into a multiple of ``workers`` partitions of similar size.
         batch_rows: Rows per parsed batch.
-        workers: Partitions analysed at the same time (default: the number of cores). Each one
-            in flight holds its rows once more plus its rates and detector frames.
+        workers: Partitions analysed at the same time (default: the cores this process may run
+            on). Each one in flight holds its rows once more plus its rates and detector frames.
 
     Example:
         >>> from fabricscope.engines import Filters, ReadOptions
@@ -109,7 +117,7 @@ class LocalEngine(Engine):
         self.partitions = partitions
         self.target_rows = target_rows
         self.batch_rows = batch_rows
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or _cores()
 
     def run(
         self,
@@ -124,7 +132,7 @@ class LocalEngine(Engine):
         """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
         t0 = time.perf_counter()
         units = work_units(paths, read.format, filters)
-        threads = max(1, min(os.cpu_count() or 1, len(units)))
+        threads = max(1, min(_cores(), len(units)))
         unit_groups = group_units(units, 4 * threads)
         with ThreadPoolExecutor(threads, thread_name_prefix="fabricscope-read") as pool:
             parts = list(pool.map(lambda g: _read(g, read, filters, self.batch_rows), unit_groups))
