@@ -3,7 +3,9 @@
 Input: scale-mode ``/federate`` text (``fabricscope simulate --scale``), ``--files`` files. Each
 run is its own subprocess (no warm state carried over), pinned with ``taskset`` to the first N
 cores for each N in ``--cpus`` (Ray's raylet and workers inherit the pinning, and Ray is started
-with ``num_cpus=N``); the local engine reads and analyses on the cores it may run on. Ray's start-up is
+with ``num_cpus=N``); the local engine reads and analyses on the cores it may run on. ``driver CPU s``
+is the CPU time of the driver process: all the work for the local engine (CPU time divided by the
+analysis time is the share of the machine a run actually got), little for Ray. Ray's start-up is
 reported separately from the analysis. Findings of every run are compared after a stable sort.
 
     python bench/bench_ray.py --samples 1e7 --files 8 --cpus 1,2
@@ -106,15 +108,16 @@ def main() -> None:
     ]
     print()
     print(
-        "| engine | cores | Ray start s | analysis s | samples/s | speed-up vs 1 core | driver peak RSS MB | findings "
-        "| load |"
+        "| engine | cores | Ray start s | analysis s | samples/s | speed-up vs 1 core | driver CPU s "
+        "| driver peak RSS MB "
+        "| findings | load |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         one = next((x for x in rows if x["engine"] == r["engine"] and x["cpus"] == min(cpus)), r)
         print(
             f"| {r['engine']} | {r['cpus']} | {r['init_s']:.2f} | {r['run_s']:.2f} | "
-            f"{gen['samples'] / r['run_s'] / 1e6:.2f} M | {one['run_s'] / r['run_s']:.2f}x | "
+            f"{gen['samples'] / r['run_s'] / 1e6:.2f} M | {one['run_s'] / r['run_s']:.2f}x | {r['driver_cpu_s']:.2f} | "
             f"{r['maxrss_kb'] / 1024:,.0f} | {r['findings']} | {r['load']:.2f} |"
         )
     for k in cpus:
