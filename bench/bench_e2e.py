@@ -11,7 +11,13 @@ text parser feeding a pandas DataFrame, per-series ``diff`` over time for rates,
 rule (symbol errors) - far less than fabricscope does, so the ratio flatters the baseline.
 
     python bench/bench_e2e.py                       # 1e6, 1e7 (and the baseline at 1e6)
-    python bench/bench_e2e.py --sizes 1e6,1e7,1e8   # + 10^8 (about 13 GB of text on disk)
+    python bench/bench_e2e.py --sizes 1e6,1e7,1e8   # + 10^8 (about 15 GB of text on disk)
+
+``--before DIR`` also runs every size with the ``fabricscope`` package found in ``DIR/python``
+(a ``git worktree`` of an earlier commit, with the same ``_native`` extension copied in when
+the Rust side did not change), on the same input in the same run: a before/after pair measured
+under the same load. ``cpu s`` is the child's CPU time (all threads), less sensitive to other
+processes than wall time on a shared machine.
 """
 
 from __future__ import annotations
@@ -36,9 +42,12 @@ from fabricscope.config import load_config
 from fabricscope.engines import Filters, ReadOptions
 from fabricscope.engines.local import LocalEngine
 t_import = time.perf_counter() - t0
-res = LocalEngine().run([sys.argv[1]], read=ReadOptions(), filters=Filters(), config=load_config(None), profile=None)
+workers = int(sys.argv[2])
+engine = LocalEngine(workers=workers) if workers else LocalEngine()
+res = engine.run([sys.argv[1]], read=ReadOptions(), filters=Filters(), config=load_config(None), profile=None)
 print(json.dumps({
     "import_s": t_import,
+    "cpu_s": time.process_time(),
     "seconds": res.seconds,
     "rows": res.rows,
     "partitions": res.partitions,
@@ -88,9 +97,14 @@ def _generate(root: Path, samples: int, files: int) -> tuple[Path, int, float]:
     return d, int(res["bytes"]), res["seconds"]
 
 
-def _child(code: str, path: Path) -> tuple[dict, float]:
+def _child(code: str, path: Path, *args: str, python_path: str | None = None) -> tuple[dict, float]:
+    env = dict(os.environ)
+    if python_path:
+        env["PYTHONPATH"] = python_path
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path), *args], capture_output=True, text=True, check=False, env=env
+    )
     wall = time.perf_counter() - t
     if out.returncode != 0:
         raise SystemExit(f"child failed ({out.returncode}):\n{out.stderr[-4000:]}")
@@ -105,6 +119,12 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the generated inputs")
     ap.add_argument("--no-baseline", action="store_true", help="skip prometheus_client + pandas")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    ap.add_argument(
+        "--before", metavar="DIR", help="also run the fabricscope package in DIR/python (an earlier checkout)"
+    )
+    ap.add_argument(
+        "--workers", type=int, default=0, help="partitions analysed at once (default: the engine's, one per core)"
+    )
     args = ap.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     root = Path(args.workdir)
@@ -117,10 +137,15 @@ def main() -> None:
     for i, n in enumerate(sizes):
         d, nbytes, gen_s = _generate(root, n, args.files)
         print(f"generated {n:.0e} samples: {nbytes / 1e6:,.0f} MB in {gen_s:.1f} s; load {_load()}", flush=True)
-        r, wall = _child(CHILD, d)
-        r.update(size=n, wall_s=wall, input_mb=nbytes / 1e6, load=_load())
-        results.append(r)
-        print(json.dumps(r), flush=True)
+        runs = [("after", None)]
+        if args.before:
+            # before first: a warm page cache helps whichever runs second, so this favours "before"
+            runs.insert(0, ("before", str(Path(args.before).resolve() / "python")))
+        for label, python_path in runs:
+            r, wall = _child(CHILD, d, str(args.workers), python_path=python_path)
+            r.update(size=n, wall_s=wall, input_mb=nbytes / 1e6, load=_load(), label=label if args.before else "")
+            results.append(r)
+            print(json.dumps(r), flush=True)
         if i == 0 and not args.no_baseline:
             b, bwall = _child(BASELINE, d)
             b.update(size=n, wall_s=bwall, input_mb=nbytes / 1e6, load=_load(), baseline=True)
@@ -130,32 +155,44 @@ def main() -> None:
             shutil.rmtree(d)
     print()
     print(
-        "| input | samples | MB of text | seconds (wall) | samples/s | read s | rates+detectors s | fabric-wide s | "
-        "peak RSS MB | Arrow MB | RSS / Arrow | load |"
+        "| input | samples | MB of text | seconds (wall) | samples/s | imports s | read s | rates+detectors s | "
+        "fabric-wide s | cpu s | partitions | peak RSS MB | Arrow MB | RSS / Arrow | load |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         rss = r["maxrss_kb"] / 1024
         if r.get("baseline"):
             print(
                 f"| prometheus_client + pandas | {r['rows']:,} | {r['input_mb']:,.0f} | {r['wall_s']:.2f} | "
-                f"{r['rows'] / r['wall_s'] / 1e6:.2f} M | - | - | - | {rss:,.0f} | - | - | {r['load']} |"
+                f"{r['rows'] / r['wall_s'] / 1e6:.2f} M | - | - | - | - | - | - | {rss:,.0f} | - | - | {r['load']} |"
             )
             continue
         s = r["seconds"]
         arrow = r["sample_bytes"] / 2**20
+        name = "fabricscope analyze (local engine)" + (f", {r['label']}" if r.get("label") else "")
         print(
-            f"| fabricscope analyze (local engine) | {r['rows']:,} | {r['input_mb']:,.0f} | {r['wall_s']:.2f} | "
-            f"{r['rows'] / r['wall_s'] / 1e6:.2f} M | {s['read']:.2f} | {s['partitions']:.2f} | {s['fabric']:.2f} | "
-            f"{rss:,.0f} | {arrow:,.0f} | {rss / arrow:.2f} | {r['load']} |"
+            f"| {name} | {r['rows']:,} | {r['input_mb']:,.0f} | {r['wall_s']:.2f} | "
+            f"{r['rows'] / r['wall_s'] / 1e6:.2f} M | {r['import_s']:.2f} | {s['read']:.2f} | {s['partitions']:.2f} | "
+            f"{s['fabric']:.2f} | {r['cpu_s']:.2f} | {r['partitions']} | {rss:,.0f} | {arrow:,.0f} | "
+            f"{rss / arrow:.2f} | {r['load']} |"
         )
     base = next((r for r in results if r.get("baseline")), None)
-    ours = next((r for r in results if not r.get("baseline") and base and r["size"] == base["size"]), None)
+    ours = next(
+        (r for r in results if not r.get("baseline") and base and r["size"] == base["size"] and r["label"] != "before"),
+        None,
+    )
     if base and ours:
         print(
             f"\nat {base['size']:.0e} samples: fabricscope is {base['wall_s'] / ours['wall_s']:.1f}x faster than "
             f"prometheus_client + pandas, with {base['maxrss_kb'] / ours['maxrss_kb']:.1f}x less peak memory"
         )
+    for r in results:
+        if r.get("label") == "after":
+            b = next(x for x in results if x.get("label") == "before" and x["size"] == r["size"])
+            print(
+                f"at {r['size']:.0e} samples: after/before wall {b['wall_s'] / r['wall_s']:.2f}x faster, "
+                f"CPU {b['cpu_s'] / r['cpu_s']:.2f}x less"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
 

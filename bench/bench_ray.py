@@ -1,11 +1,14 @@
-"""Local engine versus Ray engine on the same input: seconds, speed-up (or its absence), same findings.
+"""Local engine versus Ray engine on the same input, on 1, 2, ... cores: seconds, speed-up per added core.
 
 Input: scale-mode ``/federate`` text (``fabricscope simulate --scale``), ``--files`` files. Each
-engine runs in its own subprocess so neither inherits the other's warm state; the Ray run starts a
-local Ray instance with ``--cpus`` CPUs (``ray.init(num_cpus=...)``), and its start-up is reported
-separately from the analysis. Findings of both are compared after a stable sort.
+run is its own subprocess (no warm state carried over), pinned with ``taskset`` to the first N
+cores for each N in ``--cpus`` (Ray's raylet and workers inherit the pinning, and Ray is started
+with ``num_cpus=N``); the local engine reads and analyses on the cores it may run on. ``driver CPU s``
+is the CPU time of the driver process: all the work for the local engine (CPU time divided by the
+analysis time is the share of the machine a run actually got), little for Ray. Ray's start-up is
+reported separately from the analysis. Findings of every run are compared after a stable sort.
 
-    python bench/bench_ray.py --samples 1e7 --files 8 --cpus 2
+    python bench/bench_ray.py --samples 1e7 --files 8 --cpus 1,2
 """
 
 from __future__ import annotations
@@ -30,67 +33,98 @@ if engine == "ray":
     init_s = time.perf_counter() - t
 from fabricscope.analyze import run_analysis
 t = time.perf_counter()
+c = time.process_time()
 a = run_analysis([path], engine=engine)
 run_s = time.perf_counter() - t
+cpu_s = time.process_time() - c
 f = a.findings
 f.sort(f.columns, nulls_last=True, maintain_order=True).write_parquet(out)
-print(json.dumps({"engine": engine, "init_s": init_s, "run_s": run_s, "findings": f.height,
-                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+print(json.dumps({"engine": engine, "cpus": cpus, "init_s": init_s, "run_s": run_s, "driver_cpu_s": cpu_s,
+                  "findings": f.height, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", default="1e7", help="sample count (default 1e7)")
     ap.add_argument("--files", type=int, default=8, help="input files")
-    ap.add_argument("--cpus", type=int, default=2, help="CPUs for the local Ray instance")
+    ap.add_argument("--cpus", default="1,2", help="comma-separated core counts to run on (default 1,2)")
+    ap.add_argument("--engines", default="local,ray", help="engines to run (default local,ray)")
     ap.add_argument("--workdir", default="bench/data", help="where the input is generated (deleted afterwards)")
     ap.add_argument("--keep", action="store_true", help="keep the generated input")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs per engine and core count, interleaved; the table shows the best"
+    )
     args = ap.parse_args()
     import polars as pl
     from fabricscope.simulate.scale import write_scale
 
+    cpus = [int(c) for c in args.cpus.split(",")]
+    engines = args.engines.split(",")
     n = int(float(args.samples))
     d = Path(args.workdir) / f"ray-{n:.0e}"
     if d.exists():
         shutil.rmtree(d)
     gen = write_scale(d, ports=8192, counters=12, readings=max(2, round(n / (8192 * 12))), files=args.files)
+    taskset = shutil.which("taskset")
     print(
         f"input: {gen['samples']:,} samples, {gen['bytes'] / 1e6:,.0f} MB in {args.files} files; "
-        f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}",
+        f"{os.cpu_count()} CPUs; load average {_load():.2f}; pinning with taskset: {bool(taskset)}",
         flush=True,
     )
-    rows = []
-    for engine in ("local", "ray"):
-        out = d / f"findings-{engine}.parquet"
+    runs = []
+    # Interleaved (engine and core count change every run), so a burst of load elsewhere does not
+    # land on one configuration only.
+    for i, engine, k in ((i, e, k) for i in range(args.repeat) for e in engines for k in cpus):
+        out = d / f"findings-{engine}-{k}-{i}.parquet"
+        pin = [taskset, "-c", f"0-{k - 1}"] if taskset and k <= (os.cpu_count() or 1) else []
         t = time.perf_counter()
         p = subprocess.run(
-            [sys.executable, "-c", CHILD, engine, str(d / "prometheus"), str(args.cpus), str(out)],
+            [*pin, sys.executable, "-c", CHILD, engine, str(d / "prometheus"), str(k), str(out)],
             capture_output=True,
             text=True,
             check=False,
         )
         wall = time.perf_counter() - t
         if p.returncode != 0:
-            raise SystemExit(f"{engine} failed:\n{p.stderr[-4000:]}")
+            raise SystemExit(f"{engine} on {k} CPUs failed:\n{p.stderr[-4000:]}")
         r = json.loads(p.stdout.strip().splitlines()[-1])
-        r.update(wall_s=wall, load=os.getloadavg()[0])
-        rows.append(r)
+        r.update(wall_s=wall, load=_load(), out=str(out))
+        runs.append(r)
         print(json.dumps(r), flush=True)
-    same = pl.read_parquet(d / "findings-local.parquet").equals(pl.read_parquet(d / "findings-ray.parquet"))
-    local, ray_ = rows
+    first = pl.read_parquet(runs[0]["out"])
+    same = all(pl.read_parquet(r["out"]).equals(first) for r in runs[1:])
+    if args.repeat > 1:
+        print("\nevery run (analysis s): " + "; ".join(f"{r['engine']}/{r['cpus']}: {r['run_s']:.2f}" for r in runs))
+    # Best of the repeats per engine and core count: other processes only ever slow a run down.
+    rows = [
+        min((r for r in runs if r["engine"] == e and r["cpus"] == k), key=lambda r: r["run_s"])
+        for e in engines
+        for k in cpus
+    ]
     print()
-    print("| engine | Ray start s | analysis s | samples/s | peak RSS of the driver MB | findings | load |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| engine | cores | Ray start s | analysis s | samples/s | speed-up vs 1 core | driver CPU s "
+        "| driver peak RSS MB "
+        "| findings | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        one = next((x for x in rows if x["engine"] == r["engine"] and x["cpus"] == min(cpus)), r)
         print(
-            f"| {r['engine']} | {r['init_s']:.2f} | {r['run_s']:.2f} | {gen['samples'] / r['run_s'] / 1e6:.2f} M | "
+            f"| {r['engine']} | {r['cpus']} | {r['init_s']:.2f} | {r['run_s']:.2f} | "
+            f"{gen['samples'] / r['run_s'] / 1e6:.2f} M | {one['run_s'] / r['run_s']:.2f}x | {r['driver_cpu_s']:.2f} | "
             f"{r['maxrss_kb'] / 1024:,.0f} | {r['findings']} | {r['load']:.2f} |"
         )
-    print(
-        f"\nspeed-up of ray over local (analysis only): {local['run_s'] / ray_['run_s']:.2f}x; "
-        f"identical findings: {same}"
-    )
+    for k in cpus:
+        pair = {r["engine"]: r for r in rows if r["cpus"] == k}
+        if {"local", "ray"} <= set(pair):
+            print(f"\non {k} core(s): ray / local analysis time {pair['ray']['run_s'] / pair['local']['run_s']:.2f}")
+    print(f"identical findings in every run: {same}")
     if not args.keep:
         shutil.rmtree(d)
 

@@ -12,8 +12,10 @@ import polars as pl
 import pytest
 from fabricscope.analyze import run_analysis
 from fabricscope.cli import main
+from fabricscope.config import load_config
 from fabricscope.detect import DETECTORS, SPECS
-from fabricscope.engines import FABRIC_WIDE, PER_PARTITION, Filters, partition_of, split_by_partition
+from fabricscope.engines import FABRIC_WIDE, PER_PARTITION, Filters, ReadOptions, partition_of, split_by_partition
+from fabricscope.engines.local import LocalEngine
 from fabricscope.engines.ray import work_units
 from fabricscope.exceptions import FormatError
 
@@ -79,6 +81,40 @@ def test_local_engine_gives_the_in_memory_findings(
     assert part.inputs == whole_inputs
     # Fabric-wide detectors saw only the rate rows they read, not the whole rates table.
     assert 0 < part.rates.height < whole.rates.height
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_adaptive_partitions_on_threads_give_the_in_memory_findings(whole: fabricscope.Analysis, workers: int) -> None:
+    # Small partitions (a few hosts each) analysed two at a time on threads: every host's rows
+    # gathered from the batches that hold them, every attribute reaching some partition.
+    engine = LocalEngine(target_rows=5_000, workers=workers)
+    res = engine.run(
+        [str(TRACES)], read=ReadOptions(strict=False), filters=Filters(), config=load_config(None), profile=None
+    )
+    assert res.partitions >= 4
+    assert res.partitions % workers == 0
+    one = LocalEngine().run(
+        [str(TRACES)], read=ReadOptions(strict=False), filters=Filters(), config=load_config(None), profile=None
+    )
+    assert one.partitions == 1
+    assert res.rows == one.rows  # every sample row in exactly one partition
+    assert _stable(res.findings).equals(_stable(whole.findings.select(res.findings.columns)))
+
+
+def test_local_engine_plan_keeps_hosts_whole_and_batches_shared() -> None:
+    engine = LocalEngine(target_rows=10, workers=2)
+    # Three batches: host a alone, then a and b, then c; plus attributes of a host without samples.
+    batches = [{"a": 6}, {"a": 2, "b": 5}, {"c": 7}]
+    attrs = pl.DataFrame({"host": pl.Series(["a", "z"], dtype=pl.Categorical)})
+    plan = engine._plan(batches, attrs)
+    hosts = [h for part, _ in plan for h in part]
+    assert sorted(hosts) == ["a", "b", "c", "z"]  # each host in exactly one partition
+    assert len(plan) == 2  # ceil(20 / 10) = 2 partitions, a multiple of the two workers
+    # Hosts in the order first read, cut where the rows reach half: a (8 rows) and b (5) first.
+    assert plan[0] == (["a", "b"], [0, 1])
+    assert plan[1] == (["c", "z"], [2])  # z (attributes only) joins the last partition
+    fixed = LocalEngine(partitions=3)._plan(batches, attrs)
+    assert all(partition_of(h, 3) == partition_of(part[0], 3) for part, _ in fixed for h in part)
 
 
 def test_fabric_wide_findings_need_the_reduction(whole: fabricscope.Analysis) -> None:

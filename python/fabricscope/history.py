@@ -47,12 +47,11 @@ _DICT_COLUMNS = ("host", "device", "counter", "source")
 
 def _stored_samples_schema() -> pl.Schema:
     """The canonical samples schema (owned by the Rust core) with dictionary columns as strings."""
-    import pyarrow as pa
+    # Through the Arrow C interface, not pyarrow: importing pyarrow (and the pandas it pulls in)
+    # would cost every command that imports fabricscope a quarter of a second.
+    from fabricscope.io import samples_schema
 
-    from fabricscope import _native
-
-    canonical = pl.DataFrame(pa.schema(_native.samples_schema_arrow()).empty_table()).schema
-    return pl.Schema({n: pl.String if n in _DICT_COLUMNS else t for n, t in canonical.items()})
+    return pl.Schema({n: pl.String if n in _DICT_COLUMNS else t for n, t in samples_schema().items()})
 
 
 STORED_SAMPLES_SCHEMA = _stored_samples_schema()

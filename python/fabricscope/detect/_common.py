@@ -81,8 +81,8 @@ def keyed(df: pl.DataFrame) -> pl.DataFrame:
 def series_of(inp: AnalysisInput, counters: Sequence[str]) -> pl.DataFrame:
     """Rated intervals of some counters, keyed, with a ``_rank`` of each counter's preference."""
     rank = {c: i for i, c in enumerate(counters)}
-    r = inp.rates.filter(pl.col("counter").cast(pl.String).is_in(list(counters)))
-    return keyed(r).with_columns(pl.col("counter").replace_strict(rank, return_dtype=pl.Int64).alias("_rank"))
+    r = keyed(rate_rows(inp.rates, counters))
+    return r.with_columns(pl.col("counter").replace_strict(rank, return_dtype=pl.Int64).alias("_rank"))
 
 
 def preferred(df: pl.DataFrame, by: Sequence[str] = NIC) -> pl.DataFrame:
@@ -170,11 +170,10 @@ def port_guid(inp: AnalysisInput, host: str | None, device: str | None) -> str |
 
 
 def rate_rows(r: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
-    """Rate rows of some counters; the names present are looked up once in the dictionary, not per row.
+    """Rate (or sample) rows of some counters, in their order.
 
-    Fabric-wide detectors declare with this what one partition must ship to them.
+    A categorical ``counter`` is compared by dictionary code (Polars looks the names up once):
+    casting every row to a string first costs ten times more on millions of rows. Fabric-wide
+    detectors declare with this what one partition must ship to them.
     """
-    present = set(r["counter"].unique().cast(pl.String).to_list()) & set(names)
-    if not present:
-        return r.clear()
-    return r.filter(pl.col("counter").is_in(pl.Series(sorted(present), dtype=r.schema["counter"])))
+    return r.filter(pl.col("counter").is_in(list(names)))

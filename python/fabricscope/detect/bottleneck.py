@@ -31,7 +31,7 @@ communicating.
 
 from __future__ import annotations
 
-import dataclasses
+import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -39,7 +39,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import port_facts, preferred, series_of
+from fabricscope.detect._common import keyed, port_facts
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu
 from fabricscope.sources import NCCL_ACHIEVABLE, NGC_PERF, default
@@ -238,52 +238,62 @@ def _network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> p
 
 def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
     keys = ["host", "device", "_port"]
-    # Narrow the rates to the few counters used before the helpers cast entity columns to strings.
-    inp = dataclasses.replace(inp, rates=_only(inp.rates, [*TX_COUNTERS, *RX_COUNTERS, *STALL_COUNTERS]))
+    # Sums per port, counter and window first, grouped on the dictionary codes: a few rows per
+    # port instead of one per interval before anything is cast to strings, ranked or joined.
+    # Each group holds exactly the intervals (in the same order) that a port's window sums
+    # over, so the values are those of summing the intervals themselves.
+    # Lazy, so each sum reads only the columns it needs of the rows it needs.
+    r = (
+        inp.rates.lazy()
+        .select("host", "device", "port", "priority", "counter", "end", "interval_s", "delta", "rate_per_s")
+        .filter(pl.col("delta").is_not_null())
+    )
+    bits_per_tick = inp.config["ib_congestion"]["bits_per_tick"]
+
+    def window_sums(names: list[str], delta: pl.Expr, per_priority: bool) -> pl.DataFrame:
+        by = ["host", "device", "port", *(["priority"] if per_priority else []), "counter", "window_start"]
+        return (
+            r.filter(pl.col("counter").is_in(names))
+            .with_columns(_window("end", window_s), delta.alias("delta"))
+            .group_by(by)
+            .agg(
+                pl.col("delta").sum().alias("_delta"),
+                pl.col("interval_s").sum().alias("_interval"),
+                # A counter is preferred for a port when any of its intervals has a rate.
+                pl.col("rate_per_s").is_not_null().any().alias("_rated"),
+            )
+            # The in-memory engine, as eager frames use: the same sums in the same row order.
+            .collect(engine="in-memory")
+            .pipe(keyed)
+            .with_columns((pl.col("_delta") / pl.col("_interval")).alias("v"))
+        )
+
     frames = []
     for q, names in (("tx", TX_COUNTERS), ("rx", RX_COUNTERS)):
-        s = series_of(inp, names)
+        s = window_sums(names, pl.col("delta"), per_priority=False)
         if s.is_empty():
             continue
-        s = preferred(s).filter(pl.col("delta").is_not_null())
-        frames.append(
-            s.select(
-                *keys, "end", "interval_s", "delta", pl.lit(None, pl.Int64).alias("_prio"), "counter"
-            ).with_columns(pl.lit(q).alias("q"))
-        )
+        # The most preferred counter that has any rate, per port (as :func:`preferred` does).
+        s = s.with_columns(pl.col("counter").replace_strict({c: i for i, c in enumerate(names)}).alias("_rank"))
+        best = s.filter(pl.col("_rated")).group_by(keys).agg(pl.col("_rank").min().alias("_best"))
+        s = s.join(best, on=keys, how="inner").filter(pl.col("_rank") == pl.col("_best"))
+        frames.append(s.select(*keys, "window_start", pl.lit(q).alias("q"), "v", "counter"))
     if not frames:
         return pl.DataFrame()
-    bits_per_tick = inp.config["ib_congestion"]["bits_per_tick"]
-    wait = series_of(inp, [STALL_COUNTERS[0]]).filter(pl.col("delta").is_not_null())
-    pause = series_of(inp, [STALL_COUNTERS[1]]).filter(pl.col("delta").is_not_null())
+    wait = window_sums([STALL_COUNTERS[0]], pl.col("delta") * bits_per_tick / 8, per_priority=False)
     if not wait.is_empty():
-        frames.append(
-            wait.select(
-                *keys,
-                "end",
-                "interval_s",
-                (pl.col("delta") * bits_per_tick / 8).alias("delta"),
-                pl.lit(None, pl.Int64).alias("_prio"),
-                "counter",
-            ).with_columns(pl.lit("stall_bytes").alias("q"))
-        )
+        frames.append(wait.select(*keys, "window_start", pl.lit("stall_bytes").alias("q"), "v", "counter"))
+    pause = window_sums([STALL_COUNTERS[1]], pl.col("delta") / 1e6, per_priority=True)
     if not pause.is_empty():
         frames.append(
-            pause.select(
-                *keys, "end", "interval_s", (pl.col("delta") / 1e6).alias("delta"), "_prio", "counter"
-            ).with_columns(pl.lit("pause_s").alias("q"))
+            pause.sort(["v", "_prio"], descending=[True, False], nulls_last=True)
+            # pause on several priorities at once is one stalled port: the worst priority counts
+            .group_by([*keys, "window_start"], maintain_order=True)
+            .agg(pl.col("v").first(), pl.col("counter").first())
+            .select(*keys, "window_start", pl.lit("pause_s").alias("q"), "v", "counter")
         )
-    long = pl.concat(frames, how="vertical_relaxed").with_columns(
-        pl.col("counter").cast(pl.String), _window("end", window_s)
-    )
-    agg = (
-        long.group_by([*keys, "window_start", "q", "_prio"])
-        .agg((pl.col("delta").sum() / pl.col("interval_s").sum()).alias("v"), pl.col("counter").min())
-        # pause on several priorities at once is one stalled port: the worst priority counts
-        .sort(["v", "_prio"], descending=[True, False], nulls_last=True)
-        .group_by([*keys, "window_start", "q"], maintain_order=True)
-        .agg(pl.col("v").first(), pl.col("counter").first())
-    )
+    # One row per port, window and quantity (the other quantities have no priority).
+    agg = pl.concat(frames, how="vertical_relaxed")
     wide = agg.pivot(on="q", index=[*keys, "window_start"], values=["v", "counter"])
     for q in ("tx", "rx", "stall_bytes", "pause_s"):
         if f"v_{q}" not in wide.columns:
@@ -401,19 +411,21 @@ def _cxl_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.D
     return _finish(df, "cxl", window_s)
 
 
-# The last input's frames: run_analysis asks for the layers, and the bottleneck and
-# underperformance detectors for the same components and ports, of one AnalysisInput.
-_LAST: dict[str, Any] = {}
+# The last input's frames, per thread (the local engine analyses partitions on several threads):
+# run_analysis asks for the layers, and the bottleneck and underperformance detectors for the
+# same components and ports, of one AnalysisInput.
+_LAST = threading.local()
 
 
 def _cached(inp: AnalysisInput, what: str, make: Any) -> pl.DataFrame:
-    ref = _LAST.get("inp")
-    if ref is None or ref() is not inp or _LAST.get("key") != (id(inp.rates), id(inp.gauges), id(inp.config)):
-        _LAST.clear()
-        _LAST.update(inp=weakref.ref(inp), key=(id(inp.rates), id(inp.gauges), id(inp.config)))
-    if what not in _LAST:
-        _LAST[what] = make()
-    return _LAST[what]
+    last: dict[str, Any] = getattr(_LAST, "frames", None) or {}
+    ref = last.get("inp")
+    if ref is None or ref() is not inp or last.get("key") != (id(inp.rates), id(inp.gauges), id(inp.config)):
+        last = {"inp": weakref.ref(inp), "key": (id(inp.rates), id(inp.gauges), id(inp.config))}
+        _LAST.frames = last
+    if what not in last:
+        last[what] = make()
+    return last[what]
 
 
 def _components(inp: AnalysisInput) -> pl.DataFrame:
@@ -434,11 +446,12 @@ def _make_components(inp: AnalysisInput) -> pl.DataFrame:
         return pl.DataFrame(schema=_COMPONENT)
     comp = pl.concat(frames)
     # A window ends where its host's data ends: the last bin must not claim time nobody measured.
+    # Latest per host on the dictionary codes first: casting every rate row's host costs more.
     ends = [
-        inp.rates.select(pl.col("host").cast(pl.String), pl.col("end").alias("_last")),
-        inp.gauges.select(pl.col("host").cast(pl.String), pl.col("time").alias("_last")),
+        df.group_by("host").agg(pl.col(col).max().alias("_last")).with_columns(pl.col("host").cast(pl.String))
+        for df, col in ((inp.rates, "end"), (inp.gauges, "time"))
+        if df.height
     ]
-    ends = [e for e in ends if e.height]
     if not ends:
         return comp.sort("host", "window_start", "layer")
     last = pl.concat(ends).group_by("host").agg(pl.col("_last").max())
@@ -586,23 +599,29 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         )
         .sort(["host", "u"], descending=[False, True])
     )
-    for host, grp in per_host.group_by("host", maintain_order=True):
-        b = grp.row(0, named=True)
+    # Plain rows grouped in Python: one small frame per host would cost more than the verdicts.
+    by_host: dict[str, list[dict[str, Any]]] = {}
+    for r in per_host.iter_rows(named=True):
+        by_host.setdefault(r["host"], []).append(r)
+    for host, grp in by_host.items():
+        b = grp[0]
         comm = b["u"] >= cfg["comm_bound_ratio"]
+        # Busiest first; sorted() is stable, so ties keep per_host's order.
+        layers = ", ".join(f"{r['layer']} {r['u']:.0%}" for r in sorted(grp, key=lambda r: r["u"], reverse=True))
         rows.append(
             {
                 "kind": KIND,
                 "severity": "info",
-                "host": host[0],
+                "host": host,
                 "layer": b["layer"],
-                "start": grp["start"].min(),
-                "end": grp["end"].max(),
+                "start": min(r["start"] for r in grp),
+                "end": max(r["end"] for r in grp),
                 "metric": "utilisation_ratio",
                 "observed": b["u"],
                 "expected": cfg["saturated_ratio"],
                 "message": (
                     f"no layer saturated; busiest {b['layer']} at {b['u']:.0%} on average (peak {b['peak']:.0%}) "
-                    f"[{_fmt_layers(grp)}]: " + ("communication-bound" if comm else "not communication-bound")
+                    f"[{layers}]: " + ("communication-bound" if comm else "not communication-bound")
                 ),
                 "evidence": {
                     "rule": "bottleneck.verdict",
@@ -613,7 +632,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     "utilisation_ratio": b["u"],
                     "expectation_source": b["capacity_source"],
                     "metric": b["metric"],
-                    "layers_ratio": {r["layer"]: r["u"] for r in grp.iter_rows(named=True)},
+                    "layers_ratio": {r["layer"]: r["u"] for r in grp},
                     "communication_bound": bool(comm),
                     "window_s": w,
                 },

@@ -14,6 +14,8 @@ stays.
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
@@ -38,16 +40,51 @@ def error_counters(config: dict) -> set[str]:
     return {*config["link_errors"], "link_downed_events"}
 
 
+@functools.cache
+def _register_maxima() -> dict[int, list[str]]:
+    """Saturating counters (``saturate`` and ``wide`` modes) by their register maximum."""
+    out: dict[int, list[str]] = {}
+    table = overflow_table().filter(pl.col("overflow_mode").is_in(["saturate", "wide"]))
+    for name, top in table.select(pl.col("counter").cast(pl.String), "overflow_max").iter_rows():
+        out.setdefault(top, []).append(name)
+    return out
+
+
+def _only_series_of(df: pl.DataFrame, rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The rows of ``df`` (in order) whose series (``keys``) has a row in the small frame ``rows``.
+
+    The hosts and counters named are compared first, as dictionary codes, so the hash join on
+    every key only sees rows that can match.
+    """
+    near = df.filter(
+        pl.col("host").is_in(rows["host"].unique().implode(), nulls_equal=True)
+        & pl.col("counter").is_in(rows["counter"].unique().implode(), nulls_equal=True)
+    )
+    return near.join(rows.select(keys).unique(), on=keys, how="semi", nulls_equal=True, maintain_order="left")
+
+
 def _pegged_readings(inp: AnalysisInput) -> pl.DataFrame:
     """Series with a reading pegged at the register maximum, even with a single snapshot.
 
     ``readings`` counts all readings of the series and ``pegged_at_start`` says whether its
     earliest reading was already pegged.
     """
-    s = inp.samples.filter(pl.col("is_counter") & pl.col("value_u64").is_not_null())
-    if s.is_empty():
-        return s
     keys = ["host", "device", "port", "priority", "counter", "source"]
+    maxima = _register_maxima()
+    raw = pl.col("value_u64") // pl.col("scale").cast(pl.UInt64)
+    s = inp.samples.filter(
+        pl.col("is_counter")
+        & pl.col("value_u64").is_not_null()
+        & pl.col("counter").is_in([n for names in maxima.values() for n in names])
+    )
+    # Pegged readings are rare: find them with one vectorised test per register width, then
+    # aggregate only the series that have one (all of their readings).
+    pegged = s.filter(
+        pl.any_horizontal(*[pl.col("counter").is_in(names) & (raw == top) for top, names in maxima.items()])
+    )
+    if pegged.is_empty():
+        return pegged
+    s = _only_series_of(s, pegged, keys)
     return (
         s.join(overflow_table(), on="counter", how="inner")
         .filter(pl.col("overflow_mode").is_in(["saturate", "wide"]))
@@ -145,7 +182,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     flagged = r.filter(pl.any_horizontal(*_ADVICE)).select(keys).unique()
     if flagged.is_empty():
         return make_findings(rows)
-    r = r.join(flagged, on=keys, how="semi", nulls_equal=True, maintain_order="left")
+    r = _only_series_of(r, flagged, keys)
     agg = (
         entity_strings(r)
         .group_by(keys, maintain_order=True)

@@ -54,7 +54,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Judge ECN marking and the DCQCN loop per NIC."""
     cfg = inp.config[KIND]
     factor = inp.config["merge"]["max_gap_factor"]
-    r = keyed(inp.rates.filter(pl.col("counter").cast(pl.String).is_in(list(LOOP))))
+    r = keyed(inp.rates.filter(pl.col("counter").is_in(list(LOOP))))
     if r.is_empty():
         return make_findings([])
     r = r.with_columns(

@@ -54,9 +54,9 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             pl.col("profile").first(),
         ],
     )
-    sent = entity_strings(
-        inp.rates.filter(pl.col("counter").cast(pl.String).is_in(SENT) & pl.col("rate_per_s").is_not_null())
-    ).select("host", "device", "port", "start", "end", "interval_s", "rate_per_s")
+    sent = entity_strings(inp.rates.filter(pl.col("counter").is_in(SENT) & pl.col("rate_per_s").is_not_null())).select(
+        "host", "device", "port", "start", "end", "interval_s", "rate_per_s"
+    )
     rows = []
     for x in windows.iter_rows(named=True):
         critical = x["peak_ratio"] >= cfg["critical_wait_ratio"]

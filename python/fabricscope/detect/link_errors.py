@@ -23,7 +23,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Find ports whose error counters rise above their thresholds."""
     cfg = inp.config["link_errors"]
     factor = inp.config["merge"]["max_gap_factor"]
-    r = inp.rates.filter(pl.col("counter").cast(pl.String).is_in(list(cfg)) & (pl.col("delta") > 0))
+    r = inp.rates.filter(pl.col("counter").is_in(list(cfg)) & (pl.col("delta") > 0))
     if r.is_empty():
         return empty_findings()
     spans = entity_strings(

@@ -34,9 +34,7 @@ PRIO_DROPS = ["prio_rx_discards", "prio_rx_buf_discards", "prio_rx_cong_discards
 def _device_facts(inp: AnalysisInput) -> pl.DataFrame:
     """Per device: whether pause/ECN is known, total pause and marks, and PFC-enabled priorities."""
     names = [*PAUSE, *ECN, *PRIO_TRAFFIC]
-    r = keyed(inp.rates.filter(pl.col("counter").cast(pl.String).is_in(names))).with_columns(
-        pl.col("counter").cast(pl.String)
-    )
+    r = keyed(inp.rates.filter(pl.col("counter").is_in(names))).with_columns(pl.col("counter").cast(pl.String))
     if r.is_empty():
         return pl.DataFrame(schema={"host": pl.String, "device": pl.String})
     return r.group_by("host", "device").agg(
@@ -122,7 +120,7 @@ def _no_protection(inp: AnalysisInput, cfg: dict, facts: pl.DataFrame) -> list[d
 
 
 def _priority_not_lossless(inp: AnalysisInput, cfg: dict, facts: pl.DataFrame) -> list[dict]:
-    d = keyed(inp.rates.filter(pl.col("counter").cast(pl.String).is_in(PRIO_DROPS))).filter(
+    d = keyed(inp.rates.filter(pl.col("counter").is_in(PRIO_DROPS))).filter(
         pl.col("priority").is_not_null() & (pl.col("delta") > 0)
     )
     if d.is_empty():

@@ -45,7 +45,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     windows = windows.join(facts, on=["host", "device", "_port"], how="left")
     storms = entity_strings(
         inp.rates.filter(
-            pl.col("counter").cast(pl.String).is_in(["tx_pause_storm_warning_events", "tx_pause_storm_error_events"])
+            pl.col("counter").is_in(["tx_pause_storm_warning_events", "tx_pause_storm_error_events"])
             & (pl.col("delta") > 0)
         )
     ).select("host", pl.col("start").alias("_s"), pl.col("end").alias("_e"))

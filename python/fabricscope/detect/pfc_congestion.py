@@ -31,7 +31,7 @@ MEANING = {
 
 def pause_intervals(inp: AnalysisInput) -> pl.DataFrame:
     """Pause-duration intervals with ``direction`` and ``ratio`` (null on gaps, resets, zero-length)."""
-    r = inp.rates.filter(pl.col("counter").cast(pl.String).is_in(list(PAUSE)))
+    r = inp.rates.filter(pl.col("counter").is_in(list(PAUSE)))
     return keyed(r).with_columns(
         pl.col("counter").replace_strict(PAUSE, return_dtype=pl.String).alias("direction"),
         (pl.col("rate_per_s") / 1e6).alias("ratio"),

@@ -98,7 +98,7 @@ def _ratio_rule(p: pl.DataFrame, cfg: dict) -> list[dict]:
 
 
 def _watchdog_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]:
-    r = keyed(inp.rates.filter(pl.col("counter").cast(pl.String).is_in(WATCHDOG))).filter(pl.col("delta") > 0)
+    r = keyed(inp.rates.filter(pl.col("counter").is_in(WATCHDOG))).filter(pl.col("delta") > 0)
     if r.is_empty():
         return []
     r = r.with_columns(pl.col("counter").cast(pl.String))
@@ -175,7 +175,7 @@ def _unbroken_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]
     cand = p.filter(pl.col("ratio") >= cfg["unbroken_ratio"])
     if cand.is_empty():
         return []
-    trans = keyed(inp.rates.filter(pl.col("counter").cast(pl.String) == "rx_pause_transitions"))
+    trans = keyed(inp.rates.filter(pl.col("counter") == "rx_pause_transitions"))
     cand = attach_rate(cand, trans, "_trans_rate", by=PRIO_KEYS)
     # Received pause has a transition counter; without one (sent pause, older drivers) the ratio decides.
     cand = cand.filter(
@@ -188,10 +188,8 @@ def _unbroken_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]
         c = cand.filter(pl.col("direction") == direction)
         if c.is_empty():
             continue
-        per_prio = keyed(inp.rates.filter(pl.col("counter").cast(pl.String) == prio_bytes))
-        glob = keyed(inp.rates.filter(pl.col("counter").cast(pl.String) == phy_bytes)).with_columns(
-            pl.lit(-1, pl.Int64).alias("_prio")
-        )
+        per_prio = keyed(inp.rates.filter(pl.col("counter") == prio_bytes))
+        glob = keyed(inp.rates.filter(pl.col("counter") == phy_bytes)).with_columns(pl.lit(-1, pl.Int64).alias("_prio"))
         traffic = pl.concat([per_prio, glob], how="diagonal_relaxed")
         if traffic.is_empty():
             continue

@@ -3,9 +3,11 @@
 The analysis is split into three steps that every engine runs the same way:
 
 1. **read** - file paths (never tables) go to workers; each parses its files with the Rust readers,
-   applies the host/time filters to every batch as it arrives, and routes rows to one of
-   ``partitions`` buckets by a stable hash of the host (:func:`partition_of`), so all series of
-   one host (and so of each of its devices and ports) land in one partition.
+   applies the host/time filters to every batch as it arrives, and assigns rows to partitions by
+   host, so all series of one host (and so of each of its devices and ports) land in one
+   partition: by a stable hash of the host (:func:`partition_of`) when the number of partitions
+   is fixed (and in Ray), else (local engine) by cutting the hosts, in the order first read, into
+   partitions of similar row counts.
 2. **per partition** - rates and the *per-partition* detectors (:data:`PER_PARTITION`) on one
    partition's samples, which never needs the whole table. The partition also returns the small
    *reduced* inputs the fabric-wide detectors need: its gauges, its port attributes, and only the

@@ -1,20 +1,26 @@
 """The local engine: read -> per partition -> fabric-wide in this process.
 
 Threads (as many as cores) read groups of work units, each unit streamed by the Rust scanner in
-bounded batches with the GIL released; each batch is filtered and split by host into
-:data:`BUCKETS` buckets as it arrives, so the whole samples table is never concatenated, and
-buckets keep the units' order, so every run sees the rows in the same order. Buckets are then
-analysed in groups of about ``target_rows`` rows, one group at a time, and each group's samples
-are dropped as soon as it is done: peak memory is the samples once plus the working set of one
-group's rates and detectors.
+bounded batches with the GIL released; each batch is filtered as it arrives and kept whole, with
+the count of rows per host it holds. Hosts are then grouped into partitions of about
+``target_rows`` rows (hosts in the order they were first read, so a layout with one file per
+group of hosts gives partitions that are whole batches), and the partitions are analysed on as
+many threads as there are cores: the rate kernel releases the GIL and runs on one core, so two
+partitions at once keep two cores busy. A partition's rows are gathered into one contiguous frame
+just before its analysis (the kernel and the detectors run several times faster on it than on
+hundreds of small chunks), and a batch is dropped as soon as every partition that needs it has
+taken its rows: peak memory is the samples once plus the working set of the partitions in flight.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -27,26 +33,63 @@ from fabricscope.engines.base import (
     ReadOptions,
     analyze_partition,
     merge_tables,
+    partition_of,
     reduce_results,
 )
-from fabricscope.engines.units import group_units, read_units, work_units
-from fabricscope.io import empty_attributes
+from fabricscope.engines.units import Unit, group_units, read_units, work_units
+from fabricscope.io import InputReport, empty_attributes
 from fabricscope.profiles import Profile
 
-__all__ = ["BUCKETS", "LocalEngine"]
+__all__ = ["LocalEngine"]
 
-BUCKETS = 256
-"""Host buckets when the partition count is adaptive: fine enough to balance, coarse enough to be cheap."""
+
+@dataclass
+class _Read:
+    """What one reading thread returns: its units' reports, tables, batches and rows per host."""
+
+    reports: list[InputReport]
+    tables: dict[str, pl.DataFrame]
+    batches: list[pl.DataFrame]
+    hosts: list[dict[str | None, int]]
+    attributes: list[pl.DataFrame]
+
+
+def _cores() -> int:
+    """Cores this process may run on (a ``taskset`` or a container's CPU set), else all of them."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _rows_per_host(batch: pl.DataFrame) -> dict[str | None, int]:
+    """Rows of each host in a batch, hosts in name order (grouped on the dictionary codes)."""
+    counts = batch.group_by("host").len().with_columns(pl.col("host").cast(pl.String)).sort("host", nulls_last=True)
+    return dict(zip(counts["host"].to_list(), counts["len"].to_list(), strict=True))
+
+
+def _read(units: Sequence[Unit], read: ReadOptions, filters: Filters, batch_rows: int) -> _Read:
+    reports, tables, samples, attrs = read_units(units, read, filters, 1, batch_rows)
+    return _Read(reports, tables, samples[0], [_rows_per_host(b) for b in samples[0]], attrs[0])
+
+
+def _rows_of(frame: pl.DataFrame, hosts: list[str | None]) -> pl.DataFrame:
+    # The categorical is compared by dictionary code: the host names are looked up once.
+    return frame.filter(pl.col("host").is_in(hosts, nulls_equal=True))
 
 
 class LocalEngine(Engine):
     """Partitioned analysis in this process.
 
     Args:
-        partitions: Exactly this many host partitions (hash of the host); None groups hosts
-            adaptively into partitions of about ``target_rows`` sample rows.
-        target_rows: Rows per partition when adaptive. Small inputs are one partition.
+        partitions: Exactly this many host partitions (hash of the host,
+            :func:`fabricscope.engines.partition_of`); None groups hosts adaptively into partitions
+            of about ``target_rows`` sample rows.
+        target_rows: Rows per partition when adaptive. Small inputs are one partition; larger
+            ones are split into a multiple of ``workers`` partitions of similar size.
         batch_rows: Rows per parsed batch.
+        workers: Partitions analysed at the same time (default: the cores this process may run
+            on). Each one in flight holds its rows once more plus its rates and detector frames.
 
     Example:
         >>> from fabricscope.engines import Filters, ReadOptions
@@ -65,12 +108,16 @@ class LocalEngine(Engine):
         partitions: int | None = None,
         target_rows: int = 4_000_000,
         batch_rows: int = 1 << 20,
+        workers: int | None = None,
     ) -> None:
         if partitions is not None and partitions < 1:
             raise ValueError("partitions must be at least 1")
+        if workers is not None and workers < 1:
+            raise ValueError("workers must be at least 1")
         self.partitions = partitions
         self.target_rows = target_rows
         self.batch_rows = batch_rows
+        self.workers = workers or _cores()
 
     def run(
         self,
@@ -84,37 +131,59 @@ class LocalEngine(Engine):
     ) -> EngineResult:
         """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
         t0 = time.perf_counter()
-        n_buckets = self.partitions or BUCKETS
         units = work_units(paths, read.format, filters)
-        threads = max(1, min(os.cpu_count() or 1, len(units)))
-        groups = group_units(units, 4 * threads)
+        threads = max(1, min(_cores(), len(units)))
+        unit_groups = group_units(units, 4 * threads)
         with ThreadPoolExecutor(threads, thread_name_prefix="fabricscope-read") as pool:
-            parts = list(pool.map(lambda g: read_units(g, read, filters, n_buckets, self.batch_rows), groups))
-        reports = [r for p in parts for r in p[0]]
-        whole_tables = merge_tables([p[1] for p in parts])
-        samples = {i: [f for p in parts for f in p[2][i]] for i in range(n_buckets)}
-        samples = {i: v for i, v in samples.items() if v}
-        attrs = {i: [f for p in parts for f in p[3][i]] for i in range(n_buckets)}
+            parts = list(pool.map(lambda g: _read(g, read, filters, self.batch_rows), unit_groups))
+        reports = [r for p in parts for r in p.reports]
+        whole_tables = merge_tables([p.tables for p in parts])
+        batches: list[pl.DataFrame | None] = [b for p in parts for b in p.batches]
+        batch_hosts = [h for p in parts for h in p.hosts]
+        attr_frames = [a for p in parts for a in p.attributes if a.height]
+        all_attrs = pl.concat(attr_frames, how="vertical_relaxed") if attr_frames else empty_attributes()
         del parts
-        sample_bytes = sum(f.estimated_size() for v in samples.values() for f in v)
+        sample_bytes = sum(b.estimated_size() for b in batches if b is not None)
         t1 = time.perf_counter()
-        empty_attrs = empty_attributes()
 
-        def one(group: list[int]) -> PartitionResult:
-            frames = [f for b in group for f in samples.pop(b)]
-            part_attrs = [f for b in group for f in attrs.get(b, [])]
+        plan = self._plan(batch_hosts, all_attrs)
+        # How many partitions still need each batch; a batch is released when none does.
+        pending = [0] * len(batches)
+        for _, used in plan:
+            for i in used:
+                pending[i] += 1
+        lock = threading.Lock()
+
+        def one(part: tuple[list[str | None], list[int]]) -> PartitionResult:
+            hosts, used = part
+            wanted = set(hosts)
+            pieces = []
+            for i in used:
+                b = batches[i]
+                assert b is not None  # released only after its last partition took its rows
+                pieces.append(b if wanted.issuperset(batch_hosts[i]) else _rows_of(b, hosts))
+            samples = pl.concat(pieces, how="vertical", rechunk=True) if len(pieces) > 1 else pieces[0].rechunk()
+            del pieces
+            with lock:
+                for i in used:
+                    pending[i] -= 1
+                    if not pending[i]:
+                        batches[i] = None
             return analyze_partition(
-                pl.concat(frames, how="vertical", rechunk=False),
-                pl.concat(part_attrs, how="vertical_relaxed") if part_attrs else empty_attrs,
+                samples,
+                _rows_of(all_attrs, hosts) if len(plan) > 1 else all_attrs,
                 whole_tables,
                 config,
                 profile,
                 keep_detail=keep_detail,
             )
 
-        # One group after another: Polars already uses every core inside each, and detectors are
-        # not written to share a process between threads (BENCHMARKS.md).
-        results = [one(group) for group in self._groups(samples)]
+        workers = min(self.workers, len(plan))
+        if workers > 1:
+            with ThreadPoolExecutor(workers, thread_name_prefix="fabricscope-partition") as pool:
+                results = list(pool.map(one, plan))
+        else:
+            results = [one(p) for p in plan]
         return reduce_results(
             results,
             tables=whole_tables,
@@ -126,18 +195,43 @@ class LocalEngine(Engine):
             keep_detail=keep_detail,
         )
 
-    def _groups(self, samples: dict[int, list[pl.DataFrame]]) -> list[list[int]]:
-        """Buckets analysed together: each alone when the count is fixed, else about ``target_rows``."""
-        order = sorted(samples)
+    def _plan(
+        self, batch_hosts: list[dict[str | None, int]], attributes: pl.DataFrame
+    ) -> list[tuple[list[str | None], list[int]]]:
+        """Partitions: their hosts and the batches holding their rows, in a stable order.
+
+        Hosts with attributes but no samples join the last partition (or the one their hash names
+        when the count is fixed), so that every attribute read reaches the detectors.
+        """
+        rows: dict[str | None, int] = {}
+        for counts in batch_hosts:
+            for h, n in counts.items():
+                rows[h] = rows.get(h, 0) + n
+        if not rows:
+            return []
         if self.partitions is not None:
-            return [[b] for b in order]
-        groups: list[list[int]] = []
-        rows = 0
-        for b in order:
-            n = sum(f.height for f in samples[b])
-            if not groups or rows + n > self.target_rows:
-                groups.append([])
-                rows = 0
-            groups[-1].append(b)
-            rows += n
-        return groups
+            group_of = {h: partition_of(h, self.partitions) for h in rows}
+        else:
+            total = sum(rows.values())
+            n = math.ceil(total / self.target_rows)
+            # A multiple of the workers, so that the last round of partitions keeps every core busy.
+            n = n if n <= 1 else math.ceil(n / self.workers) * self.workers
+            per = total / n
+            group_of, before = {}, 0
+            for h, k in rows.items():
+                group_of[h] = min(n - 1, int(before // per))
+                before += k
+        keys = sorted(set(group_of.values()))
+        last = keys[-1]
+        extra = attributes["host"].unique().cast(pl.String).to_list() if attributes.height else []
+        for h in sorted((h for h in extra if h not in group_of), key=lambda h: (h is None, h or "")):
+            g = partition_of(h, self.partitions) if self.partitions is not None else last
+            group_of[h] = g if g in keys else last
+        hosts: dict[int, list[str | None]] = {g: [] for g in keys}
+        for h, g in group_of.items():
+            hosts[g].append(h)
+        used: dict[int, list[int]] = {g: [] for g in keys}
+        for i, counts in enumerate(batch_hosts):
+            for g in dict.fromkeys(group_of[h] for h in counts):
+                used[g].append(i)
+        return [(hosts[g], used[g]) for g in keys]
