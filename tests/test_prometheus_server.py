@@ -72,8 +72,13 @@ def test_the_server_is_recognised_by_its_api(server: str) -> None:
     assert probe(server + "/-/healthy") == "exporter"
 
 
+#: Each server API and the reader that decodes it (the rows' ``source``).
+API_READERS = {"read": "prometheus-remote-read", "query": "prometheus-api"}
+
+
+@pytest.mark.parametrize("api", sorted(API_READERS))
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_server_gives_the_findings_of_the_files(server: str, scenario: str) -> None:
+def test_server_gives_the_findings_of_the_files(server: str, scenario: str, api: str) -> None:
     files = SCENARIOS_DIR / scenario / "prometheus"
     truth = json.loads((SCENARIOS_DIR / scenario / "truth.json").read_text())
     since, until = _range(files)
@@ -82,12 +87,13 @@ def test_server_gives_the_findings_of_the_files(server: str, scenario: str) -> N
     hosts = truth["hosts"]
     from_files = run_analysis(files, hosts=hosts)
     assert _key(from_files.findings) == _key(run_analysis(files).findings)
-    from_server = run_analysis(server, since=since, until=until, hosts=hosts)
+    remote = RemoteOptions(api=api)
+    from_server = run_analysis(server, since=since, until=until, hosts=hosts, remote=remote)
     assert _key(from_server.findings) == _key(from_files.findings)
     assert check_truth(from_server.findings, truth) == check_truth(from_files.findings, truth)
     # The samples themselves: the same rows, exact values and timestamps.
     rows_files = fabricscope.read(files).filter(pl.col("host").cast(pl.String).is_in(hosts))
-    got = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until))).samples
+    got = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until), api=api)).samples
     got = got.filter(pl.col("host").cast(pl.String).is_in(hosts))
     cols = ["time", "host", "device", "port", "priority", "counter", "value_u64", "value_f64", "scale", "is_counter"]
     order = ["host", "device", "port", "priority", "counter", "time"]
@@ -96,7 +102,7 @@ def test_server_gives_the_findings_of_the_files(server: str, scenario: str) -> N
         return df.select(cols).with_columns(pl.col(pl.Categorical).cast(pl.String)).sort(order, nulls_last=True)
 
     assert canon(got).equals(canon(rows_files))
-    assert set(got["source"].cast(pl.String).unique()) == {"prometheus-api"}
+    assert set(got["source"].cast(pl.String).unique()) == {API_READERS[api]}
 
 
 def test_pulls_in_chunks_and_through_query_range(server: str) -> None:
@@ -136,20 +142,30 @@ def test_cli_analyses_a_server_like_files(server: str, tmp_path: Path) -> None:
         return out.returncode, json.loads(out.stdout)
 
     rc_files, doc_files = run(str(files))
-    rc_server, doc_server = run(server, "--since", iso[0], "--until", iso[1])
-    assert rc_server == rc_files == 2  # CRITICAL: symbol errors
+    # User info in the URL is sent as basic auth (the server ignores it) and never shown.
+    with_user = server.replace("http://", "http://ops:hunter2@")
+    rc_server, doc_server = run(with_user, "--since", iso[0], "--until", iso[1])
+    rc_query, doc_query = run(server, "--since", iso[0], "--until", iso[1], "--prometheus-api", "query")
+    assert rc_server == rc_query == rc_files == 2  # CRITICAL: symbol errors
 
-    def comparable(doc: dict[str, object]) -> list[dict[str, object]]:
-        # Everything equal but the evidence's reader name (prometheus-api versus prometheus).
+    def comparable(doc: dict[str, object], reader: str) -> list[dict[str, object]]:
+        # Everything equal but the evidence's reader name: it says which API (or file format)
+        # the samples came from; the input list says from where.
         out = []
         for f in doc["findings"]:  # type: ignore[attr-defined]
             ev = dict(f["evidence"])
-            assert ev.pop("source", "prometheus") in ("prometheus", "prometheus-api")
+            assert ev.pop("source", reader) == reader
             out.append({**f, "evidence": ev})
         return out
 
-    assert comparable(doc_server) == comparable(doc_files)
+    assert comparable(doc_server, "prometheus-remote-read") == comparable(doc_files, "prometheus")
+    assert comparable(doc_query, "prometheus-api") == comparable(doc_files, "prometheus")
     assert len(doc_server["findings"]) > 0  # type: ignore[arg-type]
+    assert [(i["path"], i["format"]) for i in doc_server["inputs"]] == [  # type: ignore[attr-defined]
+        (server, "prometheus-remote-read")
+    ]
+    assert [(i["path"], i["format"]) for i in doc_query["inputs"]] == [(server, "prometheus-api")]  # type: ignore[attr-defined]
+    assert "hunter2" not in json.dumps(doc_server) and "ops" not in json.dumps(doc_server["inputs"])
 
 
 # --- live exporter endpoints -------------------------------------------------------------------

@@ -310,6 +310,19 @@ impl PrometheusReader {
         let Some((value, _)) = parse_value(value) else {
             return ctx.bad_record(pos, "a sample value (a number, NaN, +Inf or -Inf)", value);
         };
+        self.push_series_value(key, value, time_ns, pos, ctx)
+    }
+
+    /// [`Self::push_series_sample`] with the value already decoded (remote read's float64,
+    /// normalised as the HTTP API's text of it would be).
+    pub fn push_series_value(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        time_ns: i64,
+        pos: Position,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
         if let Some(s) = self.series.get_mut(key) {
             return emit(s, value, true, time_ns, &mut self.seen_attrs, ctx);
         }
