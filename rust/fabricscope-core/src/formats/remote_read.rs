@@ -211,6 +211,13 @@ fn decompress(buf: &[u8], ctx: &mut ReadContext<'_>) -> Result<Option<Vec<u8>>> 
             return Ok(None);
         }
     };
+    // A snappy element expands at most 64 output bytes from a 3-byte copy: a declared size
+    // beyond that ratio is a corrupt header, refused before allocating it.
+    if declared > (buf.len() as u64).saturating_mul(22) + 64 {
+        let found = format!("a declared size of {declared} bytes from {} compressed bytes", buf.len());
+        ctx.bad_record(Position::default(), EXPECTED, found.as_bytes())?;
+        return Ok(None);
+    }
     let limit = ctx.options().limits.max_decompressed_bytes;
     if declared > limit {
         return ctx
