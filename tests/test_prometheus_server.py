@@ -15,7 +15,9 @@ import os
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import fabricscope
@@ -109,12 +111,14 @@ def test_pulls_in_chunks_and_through_query_range(server: str) -> None:
     files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
     since, until = _range(files)
     whole = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until))).samples
-    # 7-second chunks: many requests, no sample lost or doubled at their edges.
-    chunked = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until), chunk_s=7)).samples
-    assert chunked.height == whole.height > 0
-    assert chunked.sort(["host", "device", "counter", "port", "priority", "time"]).equals(
-        whole.sort(["host", "device", "counter", "port", "priority", "time"])
-    )
+    order = ["host", "device", "counter", "port", "priority", "time"]
+    for api in API_READERS:
+        # 7-second chunks: many requests, no sample lost or doubled at their edges, either API.
+        chunked = fabricscope.load(
+            server, remote=RemoteOptions(since=_ns(since), until=_ns(until), chunk_s=7, api=api)
+        ).samples
+        assert chunked.height == whole.height > 0
+        assert chunked.drop("source").sort(order).equals(whole.drop("source").sort(order))
     # query_range resamples onto a step grid anchored at ``since``, across chunks too.
     ranged = fabricscope.load(
         server, remote=RemoteOptions(since=_ns(since), until=_ns(until), step_s=10, chunk_s=35)
@@ -245,6 +249,75 @@ def test_cli_scrapes_an_exporter() -> None:
     doc = json.loads(out.stdout)
     assert doc["inputs"][0]["path"] == ep.url + "/metrics"
     assert [p for p, _ in ep.requests].count("/metrics") == 2
+
+
+def _forward_without_remote_read(server: str) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
+    """A front for the real server that has no remote read (as Thanos Query, VictoriaMetrics and
+    some proxies have none): ``/api/v1/read`` answers 404, everything else is the server's."""
+
+    def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        if h.path.startswith("/api/v1/read"):
+            h.send_response(404)
+            h.end_headers()
+            h.wfile.write(b"404 page not found\n")
+            return
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length) if length else None
+        headers = {k: v for k, v in h.headers.items() if k.lower() in ("content-type", "accept-encoding")}
+        req = urllib.request.Request(server + h.path, data=body, headers=headers, method=h.command)
+        with urllib.request.urlopen(req, timeout=60) as r:
+            data = r.read()
+            h.send_response(r.status)
+            for k in ("Content-Type", "Content-Encoding"):
+                if r.headers.get(k):
+                    h.send_header(k, r.headers[k])
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+
+    return handle
+
+
+def test_a_server_without_remote_read_is_pulled_through_the_query_api(server: str) -> None:
+    files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
+    since, until = _range(files)
+    opts = RemoteOptions(since=_ns(since), until=_ns(until))
+    direct = fabricscope.load(server, remote=opts).samples
+    with _Endpoint(_forward_without_remote_read(server)) as front:
+        fallen = fabricscope.load(front.url, remote=opts).samples
+        with pytest.raises(RemoteError) as err:
+            load_url(front.url, replace(opts, api="read", connection=Connection(retries=0)))
+    order = ["host", "device", "counter", "port", "priority", "time"]
+    assert set(direct["source"].cast(pl.String).unique()) == {"prometheus-remote-read"}
+    assert set(fallen["source"].cast(pl.String).unique()) == {"prometheus-api"}
+    assert fallen.drop("source").sort(order).equals(direct.drop("source").sort(order))
+    paths = [p.split("?")[0] for p, _ in front.requests]
+    # The default tries remote read once (one request per name group, 4 with the default
+    # concurrency), then goes on through the query API; the explicit read tries once more.
+    first_query = paths.index("/api/v1/query")
+    assert paths[2:first_query] == ["/api/v1/read"] * 4
+    assert paths.count("/api/v1/read") == 8
+    # A server pull never asks for gzip (the server's CPU, not the network, is what it costs).
+    assert not any("gzip" in h.get("Accept-Encoding", "") for p, h in front.requests if p.startswith("/api/v1/q"))
+    # Asked for remote read explicitly, the 404 is the error, naming the URL and status.
+    assert err.value.status == 404 and str(err.value).startswith(front.url + "/api/v1/read: HTTP 404")
+
+
+def test_api_choice_is_checked() -> None:
+    with pytest.raises(ValueError, match="needs a step"):
+        RemoteOptions(api="query_range").server_api()
+    with pytest.raises(ValueError, match="cannot be used with api='read'"):
+        RemoteOptions(api="read", step_s=15).server_api()
+    with pytest.raises(ValueError, match="unknown Prometheus API"):
+        RemoteOptions(api="graphite").server_api()
+    assert [RemoteOptions().server_api(), RemoteOptions(step_s=15).server_api()] == ["read", "query_range"]
+    run = subprocess.run(
+        [str(FABRICSCOPE), "analyze", "http://127.0.0.1:1", "--prometheus-api", "query_range"],
+        capture_output=True,
+        text=True,
+    )
+    # The URL is not reachable; the option is read first, as the argument parser accepts it.
+    assert run.returncode == 3, run.stderr
 
 
 # --- failures, credentials ---------------------------------------------------------------------

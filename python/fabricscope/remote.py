@@ -435,6 +435,10 @@ def _pull(
 ) -> Iterator[tuple[str, pl.DataFrame, dict[str, object] | None]]:
     """Yield ``(kind, frame, report)`` for a server pull, chunk by chunk, in time order."""
     http = _Http(url, opts.connection)
+    # No gzip from a server: compressing tens of MB of JSON costs the server more CPU than the
+    # transfer saves on a data-centre network (measured in BENCHMARKS.md: a 10^6-sample pull took
+    # 3x longer with gzip); remote read bodies are snappy-compressed already.
+    http.headers.pop("Accept-Encoding", None)
     since, until = opts.window()
     api = opts.server_api()
     extra = _selector(opts.match)
@@ -453,8 +457,6 @@ def _pull(
         "Content-Type": "application/x-protobuf",
         "Content-Encoding": "snappy",
         "X-Prometheus-Remote-Read-Version": "0.1.0",
-        # The body is snappy already: gzip on top would only cost the server CPU.
-        "Accept-Encoding": None,
     }
 
     def query(group: list[str], a_ms: int, b_ms: int) -> bytes:
@@ -504,7 +506,7 @@ def _pull(
                 # releases the GIL), so decoding overlaps the server's work on the other groups.
                 results = list(pool.map(lambda g, a=a, b=b: decode(query(g, a, b), a, b), groups))
             except RemoteError as e:
-                if api == "read" and a == start_ms and e.status in _NO_REMOTE_READ:
+                if api == "read" and opts.api is None and a == start_ms and e.status in _NO_REMOTE_READ:
                     _log.info("%s: no remote read (HTTP %s); pulling through /api/v1/query", http.shown, e.status)
                     api = "query"
                     continue
