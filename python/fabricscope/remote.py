@@ -268,8 +268,10 @@ class _Http:
         body: bytes | None = None,
         headers: Mapping[str, str | None] | None = None,
     ) -> tuple[int, bytes]:
-        """GET ``path`` (or POST ``form``, or POST ``body``); returns ``(status, body)`` of a 2xx
-        response. ``headers`` add to (or, with a None value, remove) the connection's headers."""
+        """GET ``path`` (or POST ``form`` or ``body``); returns ``(status, body)`` of a 2xx response.
+
+        ``headers`` add to (or, with a None value, remove) the connection's headers.
+        """
         path, _, query = path.partition("?")
         query = "&".join(q for q in (self.query, query) if q)
         url = self.prefix + path + (f"?{query}" if query else "")
@@ -462,7 +464,8 @@ def _pull(
     def query(group: list[str], a_ms: int, b_ms: int) -> bytes:
         if api == "read":
             # Remote read includes both ends: [a, b - 1 ms] is [a, b) at Prometheus's resolution.
-            request = _native.remote_read_request(a_ms, b_ms - 1, [("__name__", "=~", _name_regex(group)), *user_matchers])
+            matchers = [("__name__", "=~", _name_regex(group)), *user_matchers]
+            request = _native.remote_read_request(a_ms, b_ms - 1, matchers)
             _, body = http.request("/api/v1/read", body=request, headers=read_headers)
             return body
         selector = f'{{__name__=~"{_name_regex(group)}"{"," + extra if extra else ""}}}'
