@@ -331,6 +331,34 @@ impl PrometheusReader {
         emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)
     }
 
+    /// Many samples of one series (remote read's `TimeSeries`): resolved once, then emitted as
+    /// [`Self::push_series_value`] would emit each.
+    pub fn push_series_values(
+        &mut self,
+        key: &[u8],
+        values: impl IntoIterator<Item = (Value, i64)>,
+        pos: Position,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
+        let mut values = values.into_iter();
+        if !self.series.contains_key(key) {
+            let Some((value, time_ns)) = values.next() else { return Ok(()) };
+            // The first sample resolves (and caches) the series, or reports why it cannot.
+            self.push_series_value(key, value, time_ns, pos, ctx)?;
+        }
+        let Some(s) = self.series.get_mut(key) else {
+            // Unresolvable: each sample is reported, as one by one.
+            for (value, time_ns) in values {
+                self.push_series_value(key, value, time_ns, pos, ctx)?;
+            }
+            return Ok(());
+        };
+        for (value, time_ns) in values {
+            emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)?;
+        }
+        Ok(())
+    }
+
     /// Resolve a series text seen for the first time; `None` when the line was a directive or a
     /// bad record already reported (lenient mode).
     fn new_series(

@@ -274,16 +274,15 @@ pub fn read_response(buf: &[u8], ctx: &mut ReadContext<'_>) -> Result<()> {
         // No byte offsets survive the decode: the series' index in the response locates it.
         let pos = Position { line: None, byte_offset: index };
         index += 1;
-        for s in &series.samples {
-            if s.value.to_bits() == STALE_NAN_BITS {
-                continue;
-            }
-            let Some(time_ns) = s.timestamp.checked_mul(NS_PER_MS) else {
-                ctx.bad_record(pos, "a timestamp in ms since the epoch", s.timestamp.to_string().as_bytes())?;
-                continue;
-            };
-            reader.push_series_value(key.as_bytes(), api_value(s.value), time_ns, pos, ctx)?;
+        // Timestamps beyond the ns range (year 2262) are bad records, reported before the rows.
+        for s in series.samples.iter().filter(|s| s.timestamp.checked_mul(NS_PER_MS).is_none()) {
+            ctx.bad_record(pos, "a timestamp in ms since the epoch", s.timestamp.to_string().as_bytes())?;
         }
+        let values = series.samples.iter().filter(|s| s.value.to_bits() != STALE_NAN_BITS).filter_map(|s| {
+            let time_ns = s.timestamp.checked_mul(NS_PER_MS)?;
+            Some((api_value(s.value), time_ns))
+        });
+        reader.push_series_values(key.as_bytes(), values, pos, ctx)?;
     }
     if histograms {
         ctx.warn("native histogram samples carry no counters: skipped");
