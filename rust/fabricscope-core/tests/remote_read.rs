@@ -67,8 +67,18 @@ fn staleness_markers_are_not_samples_and_labels_sort() {
         results: vec![QueryResult {
             timeseries: vec![series(
                 // Unsorted on purpose: the key must not depend on the sender's order.
-                &[("port", "1"), ("__name__", "node_infiniband_port_data_received_bytes_total"), ("device", "mlx5_1"), ("instance", "gpu07:9100")],
-                &[(10.0, 1_796_400_000_000), (stale, 1_796_400_015_000), (f64::NAN, 1_796_400_030_000), (20.0, 1_796_400_045_000)],
+                &[
+                    ("port", "1"),
+                    ("__name__", "node_infiniband_port_data_received_bytes_total"),
+                    ("device", "mlx5_1"),
+                    ("instance", "gpu07:9100"),
+                ],
+                &[
+                    (10.0, 1_796_400_000_000),
+                    (stale, 1_796_400_015_000),
+                    (f64::NAN, 1_796_400_030_000),
+                    (20.0, 1_796_400_045_000),
+                ],
             )],
         }],
     };
@@ -115,10 +125,7 @@ fn hostile_bodies_are_typed_errors() {
 #[test]
 fn decompressed_size_limit_is_an_option() {
     let real = std::fs::read(fixture("prometheus-api/read-response.bin")).unwrap();
-    let tight = ReadOptions {
-        limits: Limits { max_decompressed_bytes: 100, ..Limits::default() },
-        ..opts(true)
-    };
+    let tight = ReadOptions { limits: Limits { max_decompressed_bytes: 100, ..Limits::default() }, ..opts(true) };
     let err = read_body(&real, &tight).err().unwrap();
     assert!(matches!(err, Error::LimitExceeded { option: "max_decompressed_bytes", .. }), "{err}");
 }

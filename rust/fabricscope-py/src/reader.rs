@@ -217,12 +217,12 @@ pub fn known_prometheus_metrics(names: Vec<String>) -> Vec<String> {
 /// `[start_ms, end_ms]` (both inclusive) of the series every `(name, op, value)` matcher selects
 /// (`op` one of `=`, `!=`, `=~`, `!~`): a snappy-compressed protobuf `ReadRequest`.
 #[pyfunction]
-pub fn remote_read_request<'py>(
-    py: Python<'py>,
+pub fn remote_read_request(
+    py: Python<'_>,
     start_ms: i64,
     end_ms: i64,
     matchers: Vec<(String, String, String)>,
-) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+) -> PyResult<Bound<'_, pyo3::types::PyBytes>> {
     let mut parsed = Vec::with_capacity(matchers.len());
     for (name, op, value) in matchers {
         let Some(op) = remote_read::MatchOp::parse(&op) else {

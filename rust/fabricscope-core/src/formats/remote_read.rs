@@ -258,8 +258,7 @@ pub fn read_response(buf: &[u8], ctx: &mut ReadContext<'_>) -> Result<()> {
     let mut key = String::new();
     let mut labels: Vec<(&str, &str)> = Vec::new();
     let mut histograms = false;
-    let mut index = 0u64;
-    for series in response.results.iter().flat_map(|r| r.timeseries.iter()) {
+    for (index, series) in response.results.iter().flat_map(|r| r.timeseries.iter()).enumerate() {
         if ctx.cancelled() {
             break;
         }
@@ -272,8 +271,7 @@ pub fn read_response(buf: &[u8], ctx: &mut ReadContext<'_>) -> Result<()> {
         }
         series_key(labels.iter().copied(), &mut key);
         // No byte offsets survive the decode: the series' index in the response locates it.
-        let pos = Position { line: None, byte_offset: index };
-        index += 1;
+        let pos = Position { line: None, byte_offset: index as u64 };
         // Timestamps beyond the ns range (year 2262) are bad records, reported before the rows.
         for s in series.samples.iter().filter(|s| s.timestamp.checked_mul(NS_PER_MS).is_none()) {
             ctx.bad_record(pos, "a timestamp in ms since the epoch", s.timestamp.to_string().as_bytes())?;
@@ -301,8 +299,8 @@ mod tests {
             1_796_400_899_999,
             &[("__name__".into(), MatchOp::Regex, "a|b".into()), ("job".into(), MatchOp::Equal, "node".into())],
         );
-        let raw = snap::raw::Decoder::new().decompress_vec(&body).unwrap();
-        let req = ReadRequest::decode(raw.as_slice()).unwrap();
+        let raw = snap::raw::Decoder::new().decompress_vec(&body).expect("the request is valid snappy");
+        let req = ReadRequest::decode(raw.as_slice()).expect("the request is a ReadRequest");
         assert_eq!(req.accepted_response_types, vec![0]);
         let q = &req.queries[0];
         assert_eq!((q.start_timestamp_ms, q.end_timestamp_ms), (1_796_400_000_000, 1_796_400_899_999));
