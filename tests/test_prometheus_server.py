@@ -304,7 +304,7 @@ def test_a_server_without_remote_read_is_pulled_through_the_query_api(server: st
     assert err.value.status == 404 and str(err.value).startswith(front.url + "/api/v1/read: HTTP 404")
 
 
-def test_api_choice_is_checked() -> None:
+def test_api_choice_is_checked(server: str) -> None:
     with pytest.raises(ValueError, match="needs a step"):
         RemoteOptions(api="query_range").server_api()
     with pytest.raises(ValueError, match="cannot be used with api='read'"):
@@ -312,13 +312,15 @@ def test_api_choice_is_checked() -> None:
     with pytest.raises(ValueError, match="unknown Prometheus API"):
         RemoteOptions(api="graphite").server_api()
     assert [RemoteOptions().server_api(), RemoteOptions(step_s=15).server_api()] == ["read", "query_range"]
+    # From the CLI: a contradiction is an input error (exit 3) that says what to do.
     run = subprocess.run(
-        [str(FABRICSCOPE), "analyze", "http://127.0.0.1:1", "--prometheus-api", "query_range"],
-        capture_output=True,
-        text=True,
+        [str(FABRICSCOPE), "analyze", server, "--prometheus-api", "query_range"], capture_output=True, text=True
     )
-    # The URL is not reachable; the option is read first, as the argument parser accepts it.
-    assert run.returncode == 3, run.stderr
+    assert run.returncode == 3 and "api='query_range' needs a step (step_s, --step)" in run.stderr, run.stderr
+    run = subprocess.run(
+        [str(FABRICSCOPE), "analyze", server, "--prometheus-api", "soap"], capture_output=True, text=True
+    )
+    assert run.returncode == 2 and "invalid choice: 'soap'" in run.stderr, run.stderr
 
 
 # --- failures, credentials ---------------------------------------------------------------------
