@@ -125,11 +125,20 @@ def test_pulls_in_chunks_and_through_query_range(server: str) -> None:
     ).samples
     assert ranged.height > 0
     assert ((ranged["time"].dt.epoch("ns") - _ns(since)) % 10_000_000_000 == 0).all()
-    # Label matchers narrow the pull on the server.
-    one = fabricscope.load(
-        server, remote=RemoteOptions(since=_ns(since), until=_ns(until), match=('instance=~"pfcstorm-gpu01:.*"',))
-    ).samples
-    assert set(one["host"].cast(pl.String).unique()) == {"pfcstorm-gpu01"}
+    # Label matchers narrow the pull on the server, read by remote read as PromQL reads them
+    # (double, single or back quotes, escapes, every operator).
+    for match in [
+        ('instance=~"pfcstorm-gpu01:.*"',),
+        ('{instance=~\'pfcstorm-gpu0[1]:.*\', job!="no\\"pe"}', "device!~`x|y`"),
+    ]:
+        for api in API_READERS:
+            one = fabricscope.load(
+                server, remote=RemoteOptions(since=_ns(since), until=_ns(until), match=match, api=api)
+            ).samples
+            assert set(one["host"].cast(pl.String).unique()) == {"pfcstorm-gpu01"}, (match, api)
+            assert one.height == whole.filter(pl.col("host") == "pfcstorm-gpu01").height
+    with pytest.raises(ValueError, match="cannot read the label matcher"):
+        load_url(server, RemoteOptions(since=_ns(since), until=_ns(until), match=("instance=gpu01",), api="read"))
 
 
 def test_cli_analyses_a_server_like_files(server: str, tmp_path: Path) -> None:

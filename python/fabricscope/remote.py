@@ -445,7 +445,16 @@ def _pull(
     api = opts.server_api()
     extra = _selector(opts.match)
     # Read before any request: a malformed matcher is the caller's error, not the server's.
-    user_matchers = _matchers(opts.match) if api == "read" else []
+    user_matchers: list[tuple[str, str, str]] = []
+    if api == "read":
+        try:
+            user_matchers = _matchers(opts.match)
+        except ValueError:
+            if opts.api is not None:
+                raise
+            # A matcher only PromQL reads (quoted UTF-8 label names, ...): the query API takes it.
+            _log.info("%s: label matchers %s go through /api/v1/query", http.shown, list(opts.match))
+            api = "query"
     names = _known_names(http, opts, since, until)
     if not names:
         _log.warning("%s: no series the counter vocabulary knows in %s..%s", http.shown, _iso(since), _iso(until))
