@@ -265,13 +265,16 @@ def _forward_without_remote_read(server: str) -> Callable[[http.server.BaseHTTPR
     some proxies have none): ``/api/v1/read`` answers 404, everything else is the server's."""
 
     def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        # The request body is read first, as a server does: answering with it unread can reset
+        # the connection before the client sees the status.
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length) if length else None
         if h.path.startswith("/api/v1/read"):
             h.send_response(404)
+            h.send_header("Content-Length", "19")
             h.end_headers()
             h.wfile.write(b"404 page not found\n")
             return
-        length = int(h.headers.get("Content-Length") or 0)
-        body = h.rfile.read(length) if length else None
         headers = {k: v for k, v in h.headers.items() if k.lower() in ("content-type", "accept-encoding")}
         req = urllib.request.Request(server + h.path, data=body, headers=headers, method=h.command)
         with urllib.request.urlopen(req, timeout=60) as r:
