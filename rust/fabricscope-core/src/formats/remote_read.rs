@@ -266,8 +266,8 @@ pub fn read_response(buf: &[u8], ctx: &mut ReadContext<'_>) -> Result<()> {
         labels.clear();
         labels.extend(series.labels.iter().map(|l| (l.name.as_str(), l.value.as_str())));
         // Servers send labels sorted by name; sort anyway so the key never depends on the sender.
-        if !labels.is_sorted_by(|a, b| a.0 <= b.0) {
-            labels.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if !labels.is_sorted_by_key(|&(name, _)| name) {
+            labels.sort_unstable_by_key(|&(name, _)| name);
         }
         series_key(labels.iter().copied(), &mut key);
         // No byte offsets survive the decode: the series' index in the response locates it.
