@@ -17,7 +17,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-unset FABRICSCOPE_DASHBOARD_APP FABRICSCOPE_DATA FABRICSCOPE_MAX_UPLOAD_MB
+unset FABRICSCOPE_DASHBOARD_APP FABRICSCOPE_DATA FABRICSCOPE_MAX_UPLOAD_MB FABRICSCOPE_REMOTE
 PIP_FLAGS=(-q --disable-pip-version-check)
 
 echo "== wheel: build the wheel and the sdist (maturin, profile ci)"

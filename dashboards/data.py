@@ -1,9 +1,11 @@
 """The dashboard's data layer: loading and caching what the pages show.
 
-Everything the pages show comes through here, from fabricscope's public API only. Two modes:
+Everything the pages show comes through here, from fabricscope's public API only. Three modes:
 
 * **analysis**: files under the configured data directory (``FABRICSCOPE_DATA``, default the
   repository's ``sample_traces/``) are read leniently and analysed (``fabricscope.run_analysis``);
+* **server**: a configured Prometheus server pulled over a time range (or an exporter endpoint
+  scraped), read by the same ``fabricscope.load`` and analysed by the same ``run_analysis``;
 * **history**: when the chosen directory is a ``fabricscope cron`` history
   (``fabricscope.history.is_history``), its stored samples and findings are shown.
 
@@ -12,7 +14,9 @@ plot-ready aggregates in :mod:`aggregates`.
 
 Caching: the expensive analysis is a ``st.cache_resource`` keyed by the resolved path and a
 fingerprint of its files (latest mtime, total size, file count), so an appended or rotated file
-invalidates it.
+invalidates it. A server pull is keyed by the URL as shown (never its credentials: those stay in
+the server-side configuration, looked up inside the loader), the range, the matchers and a
+refresh count (the sidebar's refresh button).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from fabricscope.detect.bottleneck import empty_layers
 from fabricscope.findings import FINDINGS_SCHEMA, overall_status
 from fabricscope.history import History, is_history
 from fabricscope.rates import latest_gauges
+from fabricscope.remote import RemoteOptions, probe
+from sources import remote_sources
 
 TOPOLOGY_FORMATS = {"ibnetdiscover", "iblinkinfo", "ibdiagnet-db-csv"}
 
@@ -52,8 +58,9 @@ class Dataset:
     """What every page reads (one analysed source).
 
     Attributes:
-        label: What was loaded (relative source name, ``history: ...`` or the uploaded names).
-        mode: ``analysis``, ``history`` or ``upload``.
+        label: What was loaded (relative source name, ``history: ...``, the uploaded names, or a
+            server URL without credentials with its range).
+        mode: ``analysis``, ``server``, ``history`` or ``upload``.
         findings: Findings frame (:data:`fabricscope.findings.FINDINGS_SCHEMA`), worst first.
         rates: The rated counter intervals.
         gauges: Latest value of every gauge series (link rate, width, state, ...).
@@ -117,8 +124,8 @@ class Dataset:
         return self.rates["end"].max() if self.rates.height else None
 
 
-def _analyse(paths: list[str], label: str, mode: str) -> Dataset:
-    res = fabricscope.load(paths, strict=False)
+def _analyse(paths: list[str], label: str, mode: str, remote: RemoteOptions | None = None) -> Dataset:
+    res = fabricscope.load(paths, strict=False, remote=remote)
     analysis = fabricscope.run_analysis(res.samples, attributes=res.attributes, tables=res.tables)
     inputs = [
         {"path": r.path, "format": r.format or "-", "records": r.rows + r.attribute_rows, "rejected": r.bad_records}
@@ -190,3 +197,58 @@ def load_upload(directory: str, digest: str, label: str) -> Dataset:
     """Analyse uploaded files (lenient); cached per content digest."""
     del digest
     return _analyse([directory], label, "upload")
+
+
+@st.cache_resource(max_entries=8, show_spinner="Pulling from the server and analysing ...")
+def load_remote(
+    shown: str,
+    since_ns: int | None,
+    until_ns: int | None,
+    match: tuple[str, ...],
+    scrapes: int,
+    interval_s: float,
+    refresh: int,
+    label: str,
+) -> Dataset:
+    """Pull a configured server over ``[since, until)`` (or scrape an exporter) and analyse it.
+
+    Args:
+        shown: The source as the browser names it (the URL without credentials); the URL and
+            its credentials are looked up here, so they never enter the cache key.
+        since_ns: Start of the range (ns since the epoch); None for an exporter endpoint.
+        until_ns: End of the range, exclusive (ns); None for an exporter endpoint.
+        match: Label matchers from the page, ANDed with the configured ones.
+        scrapes: Exporter endpoints: scrapes to take.
+        interval_s: Exporter endpoints: seconds between scrapes.
+        refresh: Part of the cache key only: the refresh button bumps it.
+        label: What the pages call this dataset.
+
+    Raises:
+        KeyError: ``shown`` is not a configured source.
+        fabricscope.exceptions.RemoteError: the server cannot be read (names the URL and status).
+    """
+    del refresh
+    urls, base = remote_sources()
+    opts = RemoteOptions(
+        since=since_ns,
+        until=until_ns,
+        match=(*base.match, *match),
+        step_s=base.step_s,
+        api=base.api,
+        chunk_s=base.chunk_s,
+        repeat=scrapes,
+        interval_s=interval_s,
+        connection=base.connection,
+    )
+    return _analyse([urls[shown]], label, "server", remote=opts)
+
+
+@st.cache_data(ttl=300, show_spinner="Asking the server what it is ...")
+def source_kind(shown: str) -> str:
+    """``prometheus`` or ``exporter`` for a configured source (cached five minutes).
+
+    Raises:
+        fabricscope.exceptions.RemoteError: the URL does not answer at all.
+    """
+    urls, base = remote_sources()
+    return probe(urls[shown], base.connection)

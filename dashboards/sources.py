@@ -1,20 +1,29 @@
-"""What the dashboard may read: the data directory, sources inside it, and uploads.
+"""What the dashboard may read: the data directory, sources inside it, servers, and uploads.
 
-The browser never names a file. A source is a path *relative to the data directory* (query
-parameter ``?source=`` or the sidebar), resolved and checked to stay inside it; a source
-containing a symlink that leads outside is refused. Uploads are size-limited and written with
-their base name only into a fresh temporary directory (and parsed with ``strict=False``).
+The browser never names a file or a URL. A source is a path *relative to the data directory*
+(query parameter ``?source=`` or the sidebar), resolved and checked to stay inside it; a source
+containing a symlink that leads outside is refused. A server source is one of the Prometheus
+servers or exporter endpoints the operator configured (``fabricscope dashboard --prometheus``,
+passed as ``FABRICSCOPE_REMOTE``), named by its URL without credentials; the browser picks one of
+them, a time range and label matchers (validated: no PromQL of its own), so it can neither send
+the configured credentials elsewhere nor query anything but the counters. Uploads are
+size-limited and written with their base name only into a fresh temporary directory (and parsed
+with ``strict=False``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from fabricscope.dashboard import remote_from_environment
 from fabricscope.history import is_history
+from fabricscope.remote import RemoteOptions, redact
 
 ENV_DATA = "FABRICSCOPE_DATA"
 
@@ -35,6 +44,86 @@ def data_root() -> Path:
     if configured:
         return Path(configured).expanduser().resolve()
     return (Path(__file__).resolve().parent.parent / "sample_traces").resolve()
+
+
+#: Longest time range the browser may ask a server for (fabricscope default: a week of 15 s
+#: scrapes of a few thousand ports is the most one dashboard process should hold in memory).
+MAX_RANGE_S = 7 * 86_400
+#: Most scrapes of an exporter endpoint per load, and the longest interval between them
+#: (fabricscope default: a "what is this node doing now" look stays under ten minutes).
+MAX_SCRAPES, MAX_SCRAPE_INTERVAL_S = 60, 60.0
+
+# One label matcher: name, operator, double-quoted value (Prometheus's selector syntax).
+_MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\\n]|\\.)*")\s*')
+
+
+def remote_sources() -> tuple[dict[str, str], RemoteOptions]:
+    """The configured servers by the name the browser sees (the URL without credentials).
+
+    Returns:
+        (``{shown URL: configured URL}`` in configured order, the options to read them with).
+    """
+    urls, opts = remote_from_environment()
+    named: dict[str, str] = {}
+    for url in urls:
+        named.setdefault(redact(url), url)
+    return named, opts
+
+
+def files_configured() -> bool:
+    """Whether files are a source: a data directory is set, or no server is (the sample traces)."""
+    return bool(os.environ.get(ENV_DATA)) or not remote_sources()[0]
+
+
+def parse_matchers(text: str) -> tuple[str, ...]:
+    """Label matchers typed in the browser: ``job="node", instance=~"gpu0.*"`` (braces optional).
+
+    Raises:
+        ValueError: anything but comma-separated ``name OP "value"`` matchers.
+
+    Example:
+        >>> parse_matchers('{job="node", instance=~"gpu0.*"}')
+        ('job="node"', 'instance=~"gpu0.*"')
+        >>> parse_matchers("")
+        ()
+    """
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    out: list[str] = []
+    pos = 0
+    while body[pos:].strip():
+        m = _MATCHER.match(body, pos)
+        if m is None:
+            raise ValueError(f'expected name="value" (or !=, =~, !~) at {body[pos:].strip()[:40]!r}')
+        out.append(f"{m.group(1)}{m.group(2)}{m.group(3)}")
+        pos = m.end()
+        if pos < len(body):
+            if body[pos] != ",":
+                raise ValueError(f"expected a comma between matchers at {body[pos:][:40]!r}")
+            pos += 1
+    return tuple(out)
+
+
+def parse_time(text: str) -> int:
+    """A time typed in the browser (ISO 8601, UTC unless it says otherwise, or epoch seconds) in ns.
+
+    Example:
+        >>> parse_time("2026-12-04T16:00:00Z"), parse_time("1796400000")
+        (1796400000000000000, 1796400000000000000)
+    """
+    text = text.strip()
+    try:
+        return round(float(text) * 1e9)
+    except ValueError:
+        pass
+    try:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError:
+        raise ValueError(f"{text!r} is not an ISO 8601 time (2026-12-04T16:00:00Z) or epoch seconds") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return (t - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1) * 1000
 
 
 def max_upload_bytes() -> int:
@@ -95,12 +184,17 @@ def resolve_source(rel: str, root: Path | None = None) -> Path:
 
 
 def list_sources(root: Path | None = None) -> list[str]:
-    """Selectable sources: the root, its sub-directories and theirs (two levels), sorted.
+    """Selectable sources: the configured servers, then the root, its sub-directories and theirs
+    (two levels), sorted.
 
-    Hidden directories and directories that are symlinks are not offered.
+    Hidden directories and directories that are symlinks are not offered. With servers
+    configured and no data directory, only the servers are offered.
     """
+    servers = list(remote_sources()[0])
+    if not files_configured():
+        return servers
     root = (root or data_root()).resolve()
-    out = ["."]
+    out = [*servers, "."]
     if not root.is_dir():
         return out
     for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")):

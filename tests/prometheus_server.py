@@ -8,13 +8,15 @@ on 127.0.0.1 on a free port. Nothing here imitates the server: it is Debian's ``
 
 from __future__ import annotations
 
+import http.server
 import json
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -113,6 +115,47 @@ def serve(openmetrics: Path, workdir: Path, *, ready_timeout_s: float = 60.0, re
             proc.kill()
             proc.wait()
         log.close()
+
+
+@contextmanager
+def serve_files(files: Iterable[Path], workdir: Path) -> Iterator[str]:
+    """Serve Prometheus text files (see :func:`prometheus_text_to_openmetrics`); yields the base URL."""
+    prometheus_text_to_openmetrics(files, workdir / "traces.om")
+    with serve(workdir / "traces.om", workdir) as url:
+        yield url
+
+
+class Endpoint:
+    """A local HTTP server whose handler the test chooses; records the requests it saw.
+
+    For what is not a Prometheus server: an exporter's ``/metrics``, a proxy that refuses.
+    """
+
+    def __init__(self, handle: Callable[[http.server.BaseHTTPRequestHandler], None]) -> None:
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.requests.append((self.path, dict(self.headers)))
+                handle(self)
+
+            do_POST = do_GET  # noqa: N815
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> Endpoint:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def build_info(url: str) -> dict[str, object]:

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -28,6 +27,7 @@ from fabricscope.exceptions import InputError
 from fabricscope.remote import Connection, RemoteError, RemoteOptions, load_url, probe, redact
 from fabricscope.simulate import check_truth
 
+from tests.prometheus_server import Endpoint as _Endpoint
 from tests.prometheus_server import binaries, prometheus_text_to_openmetrics, serve
 
 REPO = Path(__file__).resolve().parent.parent
@@ -184,36 +184,6 @@ def test_cli_analyses_a_server_like_files(server: str, tmp_path: Path) -> None:
 # --- live exporter endpoints -------------------------------------------------------------------
 
 EXPORTER_TEXT = (REPO / "tests/fixtures/prometheus/e2e-output.infiniband.prom").read_bytes()
-
-
-class _Endpoint:
-    """A local HTTP server whose handler the test chooses; records the requests it saw."""
-
-    def __init__(self, handle: Callable[[http.server.BaseHTTPRequestHandler], None]) -> None:
-        self.requests: list[tuple[str, dict[str, str]]] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                outer.requests.append((self.path, dict(self.headers)))
-                handle(self)
-
-            do_POST = do_GET  # noqa: N815
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> _Endpoint:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _exporter(h: http.server.BaseHTTPRequestHandler) -> None:

@@ -19,7 +19,7 @@ last = ds.last_data
 # The label names a history or an upload itself; only a directory analysed now needs saying so.
 st.markdown(
     f"**Status: :{'red' if status == 'critical' else 'orange' if status == 'warning' else 'green'}"
-    f"[{status.upper()}]** — {ds.label}" + (" (analysed now)" if ds.mode == "analysis" else "")
+    f"[{status.upper()}]** — {ds.label}" + {"analysis": " (analysed now)", "server": " (pulled now)"}.get(ds.mode, "")
 )
 c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
 c1.metric("Critical", counts["critical"])

@@ -11,7 +11,10 @@ The app's source is ``dashboards/`` at the top of the source tree; the wheel car
 
 What the server is allowed to do is decided here, not in the browser: it binds to 127.0.0.1
 unless ``--host`` says otherwise, reads only under ``--data`` (passed to the app as
-``FABRICSCOPE_DATA``; the app refuses paths outside it), caps uploads at ``--max-upload-mb``
+``FABRICSCOPE_DATA``; the app refuses paths outside it) and from the Prometheus servers and
+exporter endpoints named with ``--prometheus`` (passed with their authentication options as
+``FABRICSCOPE_REMOTE``, see :func:`remote_environment`; the browser picks one of them and a time
+range, never a URL of its own), caps uploads at ``--max-upload-mb``
 (Streamlit's ``server.maxUploadSize`` and the app's own check), never opens a browser, and does
 not watch or re-run its own source.
 
@@ -22,20 +25,29 @@ The Streamlit server runs as a child process. SIGINT, SIGTERM and SIGHUP sent to
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import signal
 import subprocess
 import sys
+import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+
+from fabricscope.remote import Connection, RemoteOptions, is_url, redact
 
 __all__ = [
     "BUNDLED_APP_DIR",
     "ENV_APP",
     "ENV_DATA",
     "ENV_MAX_UPLOAD_MB",
+    "ENV_REMOTE",
     "default_data_dir",
     "find_app",
+    "remote_environment",
+    "remote_from_environment",
     "run_server",
     "streamlit_command",
 ]
@@ -43,6 +55,10 @@ __all__ = [
 ENV_APP = "FABRICSCOPE_DASHBOARD_APP"
 ENV_DATA = "FABRICSCOPE_DATA"
 ENV_MAX_UPLOAD_MB = "FABRICSCOPE_MAX_UPLOAD_MB"
+# The servers and exporter endpoints the app may read, with how to read them (JSON). An
+# environment variable rather than arguments: another user's `ps` shows a command line, never
+# the environment (/proc/PID/environ is readable by the owner only).
+ENV_REMOTE = "FABRICSCOPE_REMOTE"
 # Where the wheel carries the app, inside the package (rust/fabricscope-py/build.rs, pyproject.toml).
 BUNDLED_APP_DIR = "_dashboard_app"
 # Signals that stop the server: passed on to Streamlit (it shuts down cleanly on SIGINT and SIGTERM;
@@ -101,6 +117,83 @@ def default_data_dir(app: Path) -> Path | None:
         if p.is_dir():
             return p.resolve()
     return None
+
+
+def _check_url(url: str) -> None:
+    """Raise ValueError unless ``url`` is an http(s) URL with a host (the message omits credentials)."""
+    if not is_url(url):
+        raise ValueError("expected an http:// or https:// URL")
+    try:
+        redact(url)
+    except ValueError as e:  # a port that is no number or out of range
+        raise ValueError(f"not a valid URL: {e}") from None
+    if not urllib.parse.urlsplit(url).hostname:
+        raise ValueError("the URL names no host")
+
+
+def remote_environment(urls: Sequence[str], options: RemoteOptions | None = None) -> str:
+    """The ``FABRICSCOPE_REMOTE`` value that lets the app read ``urls`` with ``options``.
+
+    Only the options travel (matchers, step, chunking, scrapes, and the connection: headers,
+    token and auth *file paths*, CA bundle, timeouts); the time range is the app's to pick.
+
+    Example:
+        >>> from fabricscope.dashboard import remote_environment, remote_from_environment
+        >>> urls, opts = remote_from_environment(remote_environment(["http://prometheus:9090"]))
+        >>> urls, opts.connection.timeout_s
+        (['http://prometheus:9090'], 30.0)
+    """
+    opts = options or RemoteOptions()
+    for url in urls:
+        _check_url(url)
+    doc = {
+        "urls": list(urls),
+        "match": list(opts.match),
+        "step_s": opts.step_s,
+        "api": opts.api,
+        "chunk_s": opts.chunk_s,
+        "repeat": opts.repeat,
+        "interval_s": opts.interval_s,
+        "connection": dataclasses.asdict(opts.connection),
+    }
+    return json.dumps(doc)
+
+
+def remote_from_environment(text: str | None = None) -> tuple[list[str], RemoteOptions]:
+    """The URLs and options a ``FABRICSCOPE_REMOTE`` value holds (default: this process's).
+
+    Returns:
+        ``([], RemoteOptions())`` when the variable is unset or empty.
+
+    Raises:
+        ValueError: the value is not what :func:`remote_environment` writes.
+    """
+    text = os.environ.get(ENV_REMOTE, "") if text is None else text
+    if not text.strip():
+        return [], RemoteOptions()
+    try:
+        doc = json.loads(text)
+        conn = dict(doc.get("connection") or {})
+        conn["headers"] = tuple((str(n), str(v)) for n, v in conn.get("headers", ()))
+        opts = RemoteOptions(
+            match=tuple(doc.get("match", ())),
+            step_s=doc.get("step_s"),
+            api=doc.get("api"),
+            chunk_s=doc.get("chunk_s"),
+            repeat=int(doc.get("repeat", 1)),
+            interval_s=float(doc.get("interval_s", 10.0)),
+            connection=Connection(**conn),
+        )
+        urls = [str(u) for u in doc["urls"]]
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        # Never echo the value: it may hold header values.
+        raise ValueError(f"{ENV_REMOTE} is not a fabricscope remote-source description ({type(e).__name__})") from None
+    for i, url in enumerate(urls):
+        try:
+            _check_url(url)
+        except ValueError as e:
+            raise ValueError(f"{ENV_REMOTE}: URL {i + 1}: {e}") from None
+    return urls, opts
 
 
 def streamlit_command(app: Path, *, host: str = "127.0.0.1", port: int = 8501, max_upload_mb: int = 200) -> list[str]:

@@ -30,6 +30,24 @@ if str(APP.parent) not in sys.path:
 @pytest.fixture(autouse=True)
 def _data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FABRICSCOPE_DATA", str(SAMPLES))
+    monkeypatch.delenv("FABRICSCOPE_REMOTE", raising=False)
+
+
+#: Scenarios the test Prometheus holds: two, so that label matchers have something to pick out.
+SERVER_SCENARIOS = ("pfc-storm", "link-flap")
+
+
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus (Debian's) serving the scenarios above; yields its base URL.
+
+    Fails, never skips, without the binaries (CI installs the ``prometheus`` package).
+    """
+    from tests.prometheus_server import serve_files
+
+    files = [f for s in SERVER_SCENARIOS for f in sorted((SAMPLES / "scenarios" / s / "prometheus").glob("*.prom"))]
+    with serve_files(files, tmp_path_factory.mktemp("prometheus")) as url:
+        yield url
 
 
 def free_port() -> int:
@@ -40,9 +58,11 @@ def free_port() -> int:
 
 @contextmanager
 def running_dashboard(
-    log: Path, *extra: str, command: Sequence[str] | None = None
+    log: Path, *extra: str, command: Sequence[str] | None = None, data: Sequence[str] | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`fabricscope dashboard --data sample_traces/` on a free port; yields (url, process) once healthy.
+
+    ``data`` replaces ``--data sample_traces/`` (``["--prometheus", URL]`` for a server only).
 
     The server runs in its own session so that the test can signal it alone; it is killed (with
     its whole process group) when the block ends, whatever happened.
@@ -51,8 +71,7 @@ def running_dashboard(
     cmd = [
         *(command or [sys.executable, "-m", "fabricscope"]),
         "dashboard",
-        "--data",
-        str(SAMPLES),
+        *(["--data", str(SAMPLES)] if data is None else data),
         "--port",
         str(port),
         *extra,

@@ -175,3 +175,51 @@ def test_upload_is_analysed_leniently(server: str) -> None:
             page.screenshot(path=str(SHOTS / "overview-upload.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_overview_from_a_prometheus_server_in_chromium(
+    prometheus: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fabricscope dashboard --prometheus URL`, nothing else: the Overview of pfc-storm, pulled."""
+    from urllib.parse import urlencode
+
+    monkeypatch.delenv("FABRICSCOPE_DATA")  # no directory: the server is the only source
+
+    query = urlencode(
+        {
+            "source": prometheus,
+            "since": "2026-12-04T16:00:00Z",
+            "until": "2026-12-04T16:05:00Z",
+            "match": 'instance=~"pfcstorm-.*"',
+        }
+    )
+    with (
+        running_dashboard(tmp_path / "server.log", data=["--prometheus", prometheus]) as (url, _proc),
+        sync_api.sync_playwright() as pw,
+    ):
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"{url}/?{query}", wait_until="domcontentloaded")
+            page.get_by_text("Fabric health", exact=False).first.wait_for(state="visible", timeout=90_000)
+            for text in (
+                "CRITICAL",
+                f"{prometheus} · 2026-12-04 16:00:00 .. 2026-12-04 16:05:00 UTC",
+                "Worst ports",
+                "pfcstorm-gpu03/eth0",
+                "Time range (UTC)",
+                "Refresh from the server",
+            ):
+                page.get_by_text(text, exact=False).first.wait_for(state="attached", timeout=90_000)
+            _settle(page)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+            assert page.get_by_text("data directory", exact=False).count() == 0
+            assert page.get_by_text("1 server(s)", exact=False).count() == 1
+            assert not errors, errors
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            _full_screenshot(page, SHOTS / "overview-prometheus-1400.png")
+        finally:
+            browser.close()

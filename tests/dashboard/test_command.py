@@ -91,3 +91,75 @@ def test_docstring_examples() -> None:
 
     result = doctest.testmod(fabricscope.dashboard, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_prometheus_sources_reach_the_app_without_their_secrets_on_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import fabricscope.cli.dashboard as cli_dashboard
+    from fabricscope.dashboard import remote_from_environment
+
+    seen: dict[str, object] = {}
+
+    def run_server(cmd: list[str], env: dict[str, str]) -> int:
+        seen.update(cmd=cmd, env=env)
+        return 0
+
+    monkeypatch.setattr(cli_dashboard, "run_server", run_server)
+    monkeypatch.delenv("FABRICSCOPE_DATA", raising=False)
+    argv = [
+        "dashboard",
+        "--data",
+        "http://ops:pw-secret@prom.example:9090",
+        "--prometheus",
+        "http://gpu017:9100/metrics",
+        "--match",
+        'job="node"',
+        "--prometheus-header",
+        "X-Scope-OrgID=hdr-secret",
+        "--bearer-token-file",
+        "/etc/fabricscope/token",
+        "--repeat",
+        "3",
+        "--timeout",
+        "5",
+    ]
+    assert main(argv) == 0
+    env = seen["env"]
+    assert isinstance(env, dict)
+    assert "FABRICSCOPE_DATA" not in env  # a URL as --data: no directory is offered
+    urls, opts = remote_from_environment(env["FABRICSCOPE_REMOTE"])
+    assert urls == ["http://ops:pw-secret@prom.example:9090", "http://gpu017:9100/metrics"]
+    assert opts.match == ('job="node"',)
+    assert opts.repeat == 3
+    assert opts.connection.headers == (("X-Scope-OrgID", "hdr-secret"),)
+    assert opts.connection.bearer_token_file == "/etc/fabricscope/token"
+    assert opts.connection.timeout_s == 5.0
+    # The secrets travel in the child's environment, never on its command line or in our output.
+    err = capsys.readouterr().err
+    assert "data: http://prom.example:9090, http://gpu017:9100/metrics" in err
+    for secret in ("pw-secret", "hdr-secret"):
+        assert secret not in " ".join(seen["cmd"]) + err  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("prometheus:9090", "expected an http:// or https:// URL"),
+        ("http://ops:pw-secret@prom:99999", "not a valid URL: Port out of range 0-65535"),
+        ("http://:9090", "the URL names no host"),
+    ],
+)
+def test_prometheus_must_be_a_url(
+    url: str, message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fabricscope.cli.dashboard as cli_dashboard
+
+    def run_server(cmd: list[str], env: dict[str, str]) -> int:
+        raise AssertionError("a bad --prometheus must stop the command before the server starts")
+
+    monkeypatch.setattr(cli_dashboard, "run_server", run_server)
+    assert main(["dashboard", "--prometheus", url]) == 2
+    err = capsys.readouterr().err
+    assert f"fabricscope: --prometheus: {message}" in err
+    assert "pw-secret" not in err

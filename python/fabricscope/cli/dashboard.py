@@ -9,26 +9,37 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.dashboard import (
     ENV_APP,
     ENV_DATA,
     ENV_MAX_UPLOAD_MB,
+    ENV_REMOTE,
     default_data_dir,
     find_app,
+    remote_environment,
     run_server,
     streamlit_command,
 )
+from fabricscope.remote import is_url, redact
 
 _EPILOG = """\
 examples:
   fabricscope dashboard                                  sample_traces/ on http://127.0.0.1:8501
   fabricscope dashboard --data /var/lib/fabricscope/history --port 8600
+  fabricscope dashboard --prometheus http://prometheus:9090              a live server, last hour
+  fabricscope dashboard --prometheus https://prom.example --bearer-token-file /etc/fabricscope/token
+  fabricscope dashboard --prometheus http://gpu017:9100/metrics --repeat 6 --interval 10
+  fabricscope dashboard --data /var/lib/fabricscope/history --port 8600
   fabricscope dashboard --data dumps/ --host 0.0.0.0     reachable from other machines (no auth!)
 
-The dashboard only reads files under --data (a directory of counter files, or a
-`fabricscope cron` history). Without --data it shows the sample traces of a checkout
-(./sample_traces when run from one). Stopping this command (Ctrl-C, SIGTERM, SIGHUP) stops
-the server with it.
+The dashboard reads files under --data (a directory of counter files, or a `fabricscope cron`
+history) and the servers and exporter endpoints named with --prometheus (a URL given as --data
+counts as --prometheus); the browser picks among them and, for a server, a time range, but never
+names a path or URL of its own. Credentials (headers, token and auth files) stay on this machine:
+they are sent to the server, never shown in the page. Without --data and --prometheus it shows
+the sample traces of a checkout (./sample_traces when run from one). Stopping this command
+(Ctrl-C, SIGTERM, SIGHUP) stops the server with it.
 """
 
 
@@ -52,14 +63,24 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     except FileNotFoundError as e:
         print(f"fabricscope: {e}", file=sys.stderr)
         return 2
+    urls = list(args.prometheus)
+    if args.data and is_url(args.data):
+        urls.insert(0, args.data)
+        args.data = None
+    try:
+        remote = remote_environment(urls, remote_options(args)) if urls else None
+    except ValueError as e:
+        print(f"fabricscope: --prometheus: {e}", file=sys.stderr)
+        return 2
+    data: Path | None = None
     if args.data:
-        data: Path | None = Path(args.data).expanduser().resolve()
-    else:
+        data = Path(args.data).expanduser().resolve()
+    elif not urls:
         data = default_data_dir(app)
         if data is None:
-            print("fabricscope: no sample_traces/ here to show: pass --data DIR", file=sys.stderr)
+            print("fabricscope: no sample_traces/ here to show: pass --data DIR or --prometheus URL", file=sys.stderr)
             return 2
-    if not data.is_dir():
+    if data is not None and not data.is_dir():
         print(f"fabricscope: --data {data} is not a directory", file=sys.stderr)
         return 3
     if not 0 < args.port < 65536:
@@ -68,15 +89,21 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     if args.max_upload_mb < 1:
         print("fabricscope: --max-upload-mb must be at least 1", file=sys.stderr)
         return 2
+    shown = [str(data)] if data is not None else []
+    shown += [redact(u) for u in urls]
     if not _is_loopback(args.host):
         print(
             f"fabricscope: warning: listening on {args.host}: anyone who can reach this port can read the "
-            f"telemetry under {data} (the dashboard has no authentication)",
+            f"telemetry of {', '.join(shown)} (the dashboard has no authentication)",
             file=sys.stderr,
         )
-    env = {**os.environ, ENV_DATA: str(data), ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
+    env = {**os.environ, ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
+    if data is not None:
+        env[ENV_DATA] = str(data)
+    if remote is not None:
+        env[ENV_REMOTE] = remote
     cmd = streamlit_command(app, host=args.host, port=args.port, max_upload_mb=args.max_upload_mb)
-    print(f"fabricscope dashboard: http://{args.host}:{args.port}  (data: {data})", file=sys.stderr)
+    print(f"fabricscope dashboard: http://{args.host}:{args.port}  (data: {', '.join(shown)})", file=sys.stderr)
     return run_server(cmd, env)
 
 
@@ -92,12 +119,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "dashboard",
         help="start the fabric-health dashboard (Streamlit) on this machine",
-        description="Start the Streamlit fabric-health dashboard over a data directory or cron history.",
+        description="Start the fabric-health dashboard over a data directory, a cron history or a Prometheus server.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--data", metavar="DIR", help="directory of counter files or a cron history (default: the sample traces)"
+        "--data",
+        metavar="DIR|URL",
+        help="directory of counter files or a cron history (default: the sample traces); a URL is a --prometheus",
+    )
+    p.add_argument(
+        "--prometheus",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a Prometheus server or exporter endpoint the dashboard may read (repeatable; the first is shown first)",
     )
     p.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
@@ -107,5 +143,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="PATH",
         help=f"the dashboards/ directory or app.py (default: ${ENV_APP}, else the checkout's, else the installed copy)",
     )
+    add_remote_arguments(p)
     p.set_defaults(func=_cmd_dashboard)
     return p

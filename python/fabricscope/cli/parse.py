@@ -7,6 +7,8 @@ import json
 import sys
 import tempfile
 import time as _time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +16,15 @@ import polars as pl
 
 from fabricscope import __version__, _native
 from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, add_limit_argument
+from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.exceptions import FabricscopeError, InternalError
 from fabricscope.io import LIMITS, InputReport, _limits, _paths, _reports, _time_ns
+from fabricscope.remote import is_url, redact, scan_url
 
 _EPILOG_PARSE = """\
 examples:
+  fabricscope parse http://prometheus:9090 --since 2026-12-02T14:00:00Z -o fabric.parquet
+  fabricscope parse http://gpu017:9100/metrics --repeat 6 --interval 10 -o gpu017.parquet
   fabricscope parse sample_traces/ -o out/samples.parquet
   fabricscope parse /sys/class/infiniband -o now.parquet           live sysfs on this host
   fabricscope parse federate-*.prom.zst --lenient -o fabric.parquet
@@ -61,6 +67,7 @@ class _Progress:
         if self.enabled:
             sys.stderr.write("\n")
             sys.stderr.flush()
+            self.enabled = False  # closed: later calls draw nothing
 
 
 def _fmt_time(t: object) -> str:
@@ -178,6 +185,61 @@ def _known_counters() -> list[str]:
     return [c["name"] for c in _native.counters()]
 
 
+def _pull(url: str, args: argparse.Namespace, emit: Callable[[str, Any], None], show_progress: bool) -> InputReport:
+    """Stream one server or exporter URL into ``emit(kind, record_batch)``; its report for the summary.
+
+    The batches are cast to the tables' canonical Arrow schemas, so a URL's rows land in the same
+    Parquet files as the files' rows.
+    """
+    import pyarrow as pa
+
+    schemas = {
+        "samples": pa.schema(_native.samples_schema_arrow()),
+        "attributes": pa.schema(_native.attributes_schema_arrow()),
+    }
+    opts = replace(remote_options(args), since=_time_ns(args.since), until=_time_ns(args.until))
+    chunks: list[dict[str, Any]] = []
+    rows = 0
+    seen_attributes: set[tuple[Any, ...]] = set()
+    bar = progress_bar(enabled=show_progress)
+    try:
+        for kind, frame, chunk in scan_url(
+            url,
+            opts,
+            format=args.format,
+            host=args.host,
+            strict=not args.lenient,
+            limits=_limits(dict(args.limit), args.max_line_bytes),
+            progress=bar,
+        ):
+            if kind == "attributes":
+                # Every chunk repeats the exporters' *_info series: keep each attribute at its
+                # first time, as the file readers do.
+                frame = frame.unique(pl.exclude("time"), keep="first", maintain_order=True)
+                keys = frame.drop("time").rows()
+                frame = frame.filter(pl.Series([k not in seen_attributes for k in keys], dtype=pl.Boolean))
+                seen_attributes.update(keys)
+            for rb in frame.to_arrow().cast(schemas[kind]).to_batches():
+                emit(kind, rb)
+            if chunk is not None:
+                chunks.append(chunk)
+                rows += frame.height
+    finally:
+        bar.close()
+    # One report for the URL over all its chunks (or scrapes).
+    return InputReport(
+        path=redact(url),
+        format=str(chunks[-1]["format"]) if chunks else None,
+        bytes=sum(int(c["bytes"]) for c in chunks),
+        rows=rows,
+        attribute_rows=sum(int(c["attribute_rows"]) for c in chunks),
+        bad_records=sum(int(c["bad_records"]) for c in chunks),
+        errors=list(dict.fromkeys(e for c in chunks for e in c["errors"])),
+        warnings=list(dict.fromkeys(w for c in chunks for w in c["warnings"])),
+        time_source=next((str(c["time_source"]) for c in chunks if c["time_source"] != "in-file"), "in-file"),
+    )
+
+
 def _cmd_parse(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="fabricscope-") as scratch:
         return _parse_into(args, Path(scratch))
@@ -192,18 +254,29 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
     except (TypeError, ValueError) as e:
         print(f"fabricscope: --time: {e}", file=sys.stderr)
         return EXIT_USAGE
-    paths = _paths(args.inputs)
-    scanner = _native.Scanner(
-        paths,
-        format=args.format,
-        host=args.host,
-        time_ns=time_ns,
-        strict=not args.lenient,
-        batch_rows=args.batch_rows,
-        **_limits(dict(args.limit), args.max_line_bytes),
+    try:
+        _time_ns(args.since), _time_ns(args.until)
+    except (TypeError, ValueError) as e:
+        print(f"fabricscope: --since/--until: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    urls = [i for i in args.inputs if is_url(i)]
+    files = [i for i in args.inputs if not is_url(i)]
+    paths = _paths(files) if files else []
+    scanner = (
+        _native.Scanner(
+            paths,
+            format=args.format,
+            host=args.host,
+            time_ns=time_ns,
+            strict=not args.lenient,
+            batch_rows=args.batch_rows,
+            **_limits(dict(args.limit), args.max_line_bytes),
+        )
+        if paths
+        else None
     )
     show = not args.quiet and (args.progress or sys.stderr.isatty())
-    progress = _Progress(show, scanner.bytes_total)
+    progress = _Progress(show, scanner.bytes_total if scanner is not None else 0)
     out: Path | None = Path(args.output) if args.output else None
     if out is None:
         target = scratch / "samples.parquet"
@@ -219,29 +292,38 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
     samples_schema = pa.schema(_native.samples_schema_arrow())
     side: dict[str, pq.ParquetWriter] = {}
     rows = 0
+    url_reports: list[InputReport] = []
     started = _time.monotonic()
     try:
         with pq.ParquetWriter(target, samples_schema, compression="zstd") as writer:
+
+            def emit(kind: str, rb: pa.RecordBatch) -> None:
+                nonlocal rows
+                if kind == "samples":
+                    writer.write_batch(rb)
+                    rows += rb.num_rows
+                else:
+                    if kind not in side:
+                        side[kind] = pq.ParquetWriter(side_path(target, kind), rb.schema, compression="zstd")
+                    side[kind].write_batch(rb)
+
             try:
-                for kind, batch in scanner:
-                    rb = pa.record_batch(batch)
-                    if kind == "samples":
-                        writer.write_batch(rb)
-                        rows += rb.num_rows
-                    else:
-                        if kind not in side:
-                            side[kind] = pq.ParquetWriter(side_path(target, kind), rb.schema, compression="zstd")
-                        side[kind].write_batch(rb)
-                    progress.update(scanner.bytes_read, rows)
+                if scanner is not None:
+                    for kind, batch in scanner:
+                        emit(kind, pa.record_batch(batch))
+                        progress.update(scanner.bytes_read, rows)
+                    progress.update(scanner.bytes_read, rows, force=True)
+                    progress.close()
+                for url in urls:
+                    url_reports.append(_pull(url, args, emit, show))
             finally:
                 for w in side.values():
                     w.close()
-        progress.update(scanner.bytes_read, rows, force=True)
     except InternalError as e:
         progress.close()
         print(f"fabricscope: {e}", file=sys.stderr)
         return EXIT_INTERNAL
-    except FabricscopeError as e:
+    except (FabricscopeError, ValueError) as e:
         progress.close()
         print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
         target.unlink(missing_ok=True)
@@ -250,7 +332,7 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
         return EXIT_INPUT
     progress.close()
     elapsed = _time.monotonic() - started
-    reports = _reports(scanner.reports())
+    reports = (_reports(scanner.reports()) if scanner is not None else []) + url_reports
     side_outputs: dict[str, str] = {}
     if out is not None:
         # Publish atomically: readers of OUT never see a half-written file.
@@ -286,7 +368,9 @@ def add_parser(sub: Any) -> None:
         epilog=_EPILOG_PARSE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parse.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok)")
+    parse.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok), or a Prometheus/exporter URL"
+    )
     parse.add_argument("-o", "--output", metavar="OUT.parquet", help="write samples here (atomically)")
     parse.add_argument("--format", default="auto", help="input format (default: detect); see `formats`")
     parse.add_argument("--host", help="host for inputs that name none")
@@ -305,5 +389,8 @@ def add_parser(sub: Any) -> None:
         default=LIMITS["max_line_bytes"],
         help=f"longest accepted line (default {LIMITS['max_line_bytes']:,} bytes)",
     )
+    parse.add_argument("--since", help="server URLs: pull from this time (default: an hour before --until)")
+    parse.add_argument("--until", help="server URLs: pull up to this time, exclusive (default: now)")
     add_limit_argument(parse)
+    add_remote_arguments(parse)
     parse.set_defaults(func=_cmd_parse)
