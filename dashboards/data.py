@@ -234,6 +234,7 @@ def load_remote(
         until=until_ns,
         match=(*base.match, *match),
         step_s=base.step_s,
+        api=base.api,
         chunk_s=base.chunk_s,
         repeat=scrapes,
         interval_s=interval_s,

@@ -59,15 +59,19 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve(openmetrics: Path, workdir: Path, *, ready_timeout_s: float = 60.0) -> Iterator[str]:
-    """Build a TSDB from ``openmetrics`` and serve it; yields the server's base URL."""
+def serve(openmetrics: Path, workdir: Path, *, ready_timeout_s: float = 60.0, reuse: bool = False) -> Iterator[str]:
+    """Build a TSDB from ``openmetrics`` and serve it; yields the server's base URL.
+
+    ``reuse``: serve the TSDB already in ``workdir/data`` when there is one (benchmarks).
+    """
     prometheus, promtool = binaries()
     data = workdir / "data"
-    subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(data)],
-        check=True,
-        capture_output=True,
-    )
+    if not (reuse and data.is_dir() and any(data.iterdir())):
+        subprocess.run(
+            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(data)],
+            check=True,
+            capture_output=True,
+        )
     config = workdir / "prometheus.yml"
     config.write_text("global: {}\nscrape_configs: []\n")
     port = _free_port()

@@ -49,7 +49,7 @@ def test_parse_a_server_writes_what_parsing_its_files_writes(server: str, tmp_pa
     pulled = pl.read_parquet(tmp_path / "server.parquet")
     assert pulled.height == files.height == 10_836
     assert canon(pulled, SAMPLE_KEY).equals(canon(files, SAMPLE_KEY))
-    assert set(pulled["source"].unique()) == {"prometheus-api"}
+    assert set(pulled["source"].unique()) == {"prometheus-remote-read"}
     # The port attributes (exporters' *_info series) land in the side file, as for files.
     attr_key = ["time", "host", "device", "port", "key", "value"]
     files_attrs = pl.read_parquet(tmp_path / "files.attributes.parquet")
@@ -59,7 +59,7 @@ def test_parse_a_server_writes_what_parsing_its_files_writes(server: str, tmp_pa
     # The same summary: one line for the format, the samples, the hosts, the time range, the outputs.
     out = from_server.stdout
     assert "read 1 input(s)" in out and "10,836 samples from 4 host(s) (40 devices)" in out
-    assert "prometheus-api      1   10,836            0  2026-12-04 16:00:00 .. 16:04:00" in out
+    assert "prometheus-remote-read      1   10,836            0  2026-12-04 16:00:00 .." in out
     assert f"wrote {tmp_path / 'server.parquet'}, {tmp_path / 'server.attributes.parquet'}" in out
 
 
@@ -71,7 +71,7 @@ def test_parse_a_server_and_files_together_as_json(server: str, tmp_path: Path) 
     inputs = {i["path"]: i for i in doc["inputs"]}
     # The URL is shown without its credentials.
     assert "pw-5e1d" not in run.stdout + run.stderr
-    assert inputs[server]["format"] == "prometheus-api"
+    assert inputs[server]["format"] == "prometheus-remote-read"
     assert inputs[server]["rows"] == 10_836
     ethtool_rows = sum(i["rows"] for p, i in inputs.items() if p != server)
     assert ethtool_rows > 0

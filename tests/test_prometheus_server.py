@@ -14,7 +14,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import fabricscope
@@ -72,8 +74,13 @@ def test_the_server_is_recognised_by_its_api(server: str) -> None:
     assert probe(server + "/-/healthy") == "exporter"
 
 
+#: Each server API and the reader that decodes it (the rows' ``source``).
+API_READERS = {"read": "prometheus-remote-read", "query": "prometheus-api"}
+
+
+@pytest.mark.parametrize("api", sorted(API_READERS))
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_server_gives_the_findings_of_the_files(server: str, scenario: str) -> None:
+def test_server_gives_the_findings_of_the_files(server: str, scenario: str, api: str) -> None:
     files = SCENARIOS_DIR / scenario / "prometheus"
     truth = json.loads((SCENARIOS_DIR / scenario / "truth.json").read_text())
     since, until = _range(files)
@@ -82,12 +89,13 @@ def test_server_gives_the_findings_of_the_files(server: str, scenario: str) -> N
     hosts = truth["hosts"]
     from_files = run_analysis(files, hosts=hosts)
     assert _key(from_files.findings) == _key(run_analysis(files).findings)
-    from_server = run_analysis(server, since=since, until=until, hosts=hosts)
+    remote = RemoteOptions(api=api)
+    from_server = run_analysis(server, since=since, until=until, hosts=hosts, remote=remote)
     assert _key(from_server.findings) == _key(from_files.findings)
     assert check_truth(from_server.findings, truth) == check_truth(from_files.findings, truth)
     # The samples themselves: the same rows, exact values and timestamps.
     rows_files = fabricscope.read(files).filter(pl.col("host").cast(pl.String).is_in(hosts))
-    got = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until))).samples
+    got = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until), api=api)).samples
     got = got.filter(pl.col("host").cast(pl.String).is_in(hosts))
     cols = ["time", "host", "device", "port", "priority", "counter", "value_u64", "value_f64", "scale", "is_counter"]
     order = ["host", "device", "port", "priority", "counter", "time"]
@@ -96,30 +104,41 @@ def test_server_gives_the_findings_of_the_files(server: str, scenario: str) -> N
         return df.select(cols).with_columns(pl.col(pl.Categorical).cast(pl.String)).sort(order, nulls_last=True)
 
     assert canon(got).equals(canon(rows_files))
-    assert set(got["source"].cast(pl.String).unique()) == {"prometheus-api"}
+    assert set(got["source"].cast(pl.String).unique()) == {API_READERS[api]}
 
 
 def test_pulls_in_chunks_and_through_query_range(server: str) -> None:
     files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
     since, until = _range(files)
     whole = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until))).samples
-    # 7-second chunks: many requests, no sample lost or doubled at their edges.
-    chunked = fabricscope.load(server, remote=RemoteOptions(since=_ns(since), until=_ns(until), chunk_s=7)).samples
-    assert chunked.height == whole.height > 0
-    assert chunked.sort(["host", "device", "counter", "port", "priority", "time"]).equals(
-        whole.sort(["host", "device", "counter", "port", "priority", "time"])
-    )
+    order = ["host", "device", "counter", "port", "priority", "time"]
+    for api in API_READERS:
+        # 7-second chunks: many requests, no sample lost or doubled at their edges, either API.
+        chunked = fabricscope.load(
+            server, remote=RemoteOptions(since=_ns(since), until=_ns(until), chunk_s=7, api=api)
+        ).samples
+        assert chunked.height == whole.height > 0
+        assert chunked.drop("source").sort(order).equals(whole.drop("source").sort(order))
     # query_range resamples onto a step grid anchored at ``since``, across chunks too.
     ranged = fabricscope.load(
         server, remote=RemoteOptions(since=_ns(since), until=_ns(until), step_s=10, chunk_s=35)
     ).samples
     assert ranged.height > 0
     assert ((ranged["time"].dt.epoch("ns") - _ns(since)) % 10_000_000_000 == 0).all()
-    # Label matchers narrow the pull on the server.
-    one = fabricscope.load(
-        server, remote=RemoteOptions(since=_ns(since), until=_ns(until), match=('instance=~"pfcstorm-gpu01:.*"',))
-    ).samples
-    assert set(one["host"].cast(pl.String).unique()) == {"pfcstorm-gpu01"}
+    # Label matchers narrow the pull on the server, read by remote read as PromQL reads them
+    # (double, single or back quotes, escapes, every operator).
+    for match in [
+        ('instance=~"pfcstorm-gpu01:.*"',),
+        ('{instance=~\'pfcstorm-gpu0[1]:.*\', job!="no\\"pe"}', "device!~`x|y`"),
+    ]:
+        for api in API_READERS:
+            one = fabricscope.load(
+                server, remote=RemoteOptions(since=_ns(since), until=_ns(until), match=match, api=api)
+            ).samples
+            assert set(one["host"].cast(pl.String).unique()) == {"pfcstorm-gpu01"}, (match, api)
+            assert one.height == whole.filter(pl.col("host") == "pfcstorm-gpu01").height
+    with pytest.raises(ValueError, match="cannot read the label matcher"):
+        load_url(server, RemoteOptions(since=_ns(since), until=_ns(until), match=("instance=gpu01",), api="read"))
 
 
 def test_cli_analyses_a_server_like_files(server: str, tmp_path: Path) -> None:
@@ -136,20 +155,30 @@ def test_cli_analyses_a_server_like_files(server: str, tmp_path: Path) -> None:
         return out.returncode, json.loads(out.stdout)
 
     rc_files, doc_files = run(str(files))
-    rc_server, doc_server = run(server, "--since", iso[0], "--until", iso[1])
-    assert rc_server == rc_files == 2  # CRITICAL: symbol errors
+    # User info in the URL is sent as basic auth (the server ignores it) and never shown.
+    with_user = server.replace("http://", "http://ops:hunter2@")
+    rc_server, doc_server = run(with_user, "--since", iso[0], "--until", iso[1])
+    rc_query, doc_query = run(server, "--since", iso[0], "--until", iso[1], "--prometheus-api", "query")
+    assert rc_server == rc_query == rc_files == 2  # CRITICAL: symbol errors
 
-    def comparable(doc: dict[str, object]) -> list[dict[str, object]]:
-        # Everything equal but the evidence's reader name (prometheus-api versus prometheus).
+    def comparable(doc: dict[str, object], reader: str) -> list[dict[str, object]]:
+        # Everything equal but the evidence's reader name: it says which API (or file format)
+        # the samples came from; the input list says from where.
         out = []
         for f in doc["findings"]:  # type: ignore[attr-defined]
             ev = dict(f["evidence"])
-            assert ev.pop("source", "prometheus") in ("prometheus", "prometheus-api")
+            assert ev.pop("source", reader) == reader
             out.append({**f, "evidence": ev})
         return out
 
-    assert comparable(doc_server) == comparable(doc_files)
+    assert comparable(doc_server, "prometheus-remote-read") == comparable(doc_files, "prometheus")
+    assert comparable(doc_query, "prometheus-api") == comparable(doc_files, "prometheus")
     assert len(doc_server["findings"]) > 0  # type: ignore[arg-type]
+    assert [(i["path"], i["format"]) for i in doc_server["inputs"]] == [  # type: ignore[attr-defined]
+        (server, "prometheus-remote-read")
+    ]
+    assert [(i["path"], i["format"]) for i in doc_query["inputs"]] == [(server, "prometheus-api")]  # type: ignore[attr-defined]
+    assert "hunter2" not in json.dumps(doc_server) and "ops" not in json.dumps(doc_server["inputs"])
 
 
 # --- live exporter endpoints -------------------------------------------------------------------
@@ -199,6 +228,81 @@ def test_cli_scrapes_an_exporter() -> None:
     doc = json.loads(out.stdout)
     assert doc["inputs"][0]["path"] == ep.url + "/metrics"
     assert [p for p, _ in ep.requests].count("/metrics") == 2
+
+
+def _forward_without_remote_read(server: str) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
+    """A front for the real server that has no remote read (as Thanos Query, VictoriaMetrics and
+    some proxies have none): ``/api/v1/read`` answers 404, everything else is the server's."""
+
+    def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        # The request body is read first, as a server does: answering with it unread can reset
+        # the connection before the client sees the status.
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length) if length else None
+        if h.path.startswith("/api/v1/read"):
+            h.send_response(404)
+            h.send_header("Content-Length", "19")
+            h.end_headers()
+            h.wfile.write(b"404 page not found\n")
+            return
+        headers = {k: v for k, v in h.headers.items() if k.lower() in ("content-type", "accept-encoding")}
+        req = urllib.request.Request(server + h.path, data=body, headers=headers, method=h.command)
+        with urllib.request.urlopen(req, timeout=60) as r:
+            data = r.read()
+            h.send_response(r.status)
+            for k in ("Content-Type", "Content-Encoding"):
+                if r.headers.get(k):
+                    h.send_header(k, r.headers[k])
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+
+    return handle
+
+
+def test_a_server_without_remote_read_is_pulled_through_the_query_api(server: str) -> None:
+    files = SCENARIOS_DIR / "pfc-storm" / "prometheus"
+    since, until = _range(files)
+    opts = RemoteOptions(since=_ns(since), until=_ns(until))
+    direct = fabricscope.load(server, remote=opts).samples
+    with _Endpoint(_forward_without_remote_read(server)) as front:
+        fallen = fabricscope.load(front.url, remote=opts).samples
+        with pytest.raises(RemoteError) as err:
+            load_url(front.url, replace(opts, api="read", connection=Connection(retries=0)))
+    order = ["host", "device", "counter", "port", "priority", "time"]
+    assert set(direct["source"].cast(pl.String).unique()) == {"prometheus-remote-read"}
+    assert set(fallen["source"].cast(pl.String).unique()) == {"prometheus-api"}
+    assert fallen.drop("source").sort(order).equals(direct.drop("source").sort(order))
+    paths = [p.split("?")[0] for p, _ in front.requests]
+    # The default tries remote read first (one request per name group; the first 404 cancels the
+    # group's requests not yet sent), then goes on through the query API; the explicit read
+    # tries again and stops there.
+    first_query = paths.index("/api/v1/query")
+    assert first_query > 2 and set(paths[2:first_query]) == {"/api/v1/read"}
+    assert paths[-1] == "/api/v1/read" and "/api/v1/query" not in paths[paths.index("/api/v1/read", first_query) :]
+    # A server pull never asks for gzip (the server's CPU, not the network, is what it costs).
+    assert not any("gzip" in h.get("Accept-Encoding", "") for p, h in front.requests if p.startswith("/api/v1/q"))
+    # Asked for remote read explicitly, the 404 is the error, naming the URL and status.
+    assert err.value.status == 404 and str(err.value).startswith(front.url + "/api/v1/read: HTTP 404")
+
+
+def test_api_choice_is_checked(server: str) -> None:
+    with pytest.raises(ValueError, match="needs a step"):
+        RemoteOptions(api="query_range").server_api()
+    with pytest.raises(ValueError, match="cannot be used with api='read'"):
+        RemoteOptions(api="read", step_s=15).server_api()
+    with pytest.raises(ValueError, match="unknown Prometheus API"):
+        RemoteOptions(api="graphite").server_api()
+    assert [RemoteOptions().server_api(), RemoteOptions(step_s=15).server_api()] == ["read", "query_range"]
+    # From the CLI: a contradiction is an input error (exit 3) that says what to do.
+    run = subprocess.run(
+        [str(FABRICSCOPE), "analyze", server, "--prometheus-api", "query_range"], capture_output=True, text=True
+    )
+    assert run.returncode == 3 and "api='query_range' needs a step (step_s, --step)" in run.stderr, run.stderr
+    run = subprocess.run(
+        [str(FABRICSCOPE), "analyze", server, "--prometheus-api", "soap"], capture_output=True, text=True
+    )
+    assert run.returncode == 2 and "invalid choice: 'soap'" in run.stderr, run.stderr
 
 
 # --- failures, credentials ---------------------------------------------------------------------

@@ -73,6 +73,12 @@ def read_buffer(
 def known_prometheus_metrics(names: list[str]) -> list[str]:
     """The metric names among ``names`` that the counter vocabulary knows."""
 
+def remote_read_request(start_ms: int, end_ms: int, matchers: list[tuple[str, str, str]]) -> bytes:
+    """A snappy-compressed remote read ``ReadRequest`` for ``[start_ms, end_ms]`` (inclusive).
+
+    ``matchers`` are ``(label, op, value)`` with ``op`` one of ``=``, ``!=``, ``=~``, ``!~``.
+    """
+
 class Scanner(Iterator[tuple[str, Any]]):
     """Background parser yielding ``("samples" | "attributes", RecordBatch)``."""
 

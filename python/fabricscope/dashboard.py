@@ -150,6 +150,7 @@ def remote_environment(urls: Sequence[str], options: RemoteOptions | None = None
         "urls": list(urls),
         "match": list(opts.match),
         "step_s": opts.step_s,
+        "api": opts.api,
         "chunk_s": opts.chunk_s,
         "repeat": opts.repeat,
         "interval_s": opts.interval_s,
@@ -177,6 +178,7 @@ def remote_from_environment(text: str | None = None) -> tuple[list[str], RemoteO
         opts = RemoteOptions(
             match=tuple(doc.get("match", ())),
             step_s=doc.get("step_s"),
+            api=doc.get("api"),
             chunk_s=doc.get("chunk_s"),
             repeat=int(doc.get("repeat", 1)),
             interval_s=float(doc.get("interval_s", 10.0)),

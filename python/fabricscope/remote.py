@@ -6,15 +6,19 @@ A URL is read like a path (:func:`fabricscope.load`, ``fabricscope analyze URL``
   exactly the series the counter vocabulary knows (``node_infiniband_*``, ``node_ethtool_*``
   including per-priority pause and RoCE hardware counters, ``DCGM_FI_*``, infiniband_exporter's
   names, and their exporters' ``*_info`` series), over ``[since, until)`` in time chunks. By
-  default each chunk is a range selector (``{__name__=~"..."}[15m]`` through ``/api/v1/query``),
-  which returns every stored sample with its own timestamp and raw value: no resampling and no
-  ``rate()``, so resets, wraps and saturation are judged from what the exporter reported. With a
-  ``step`` the pull uses ``/api/v1/query_range`` instead (values resampled onto the step grid);
+  default each chunk is one remote read request (``POST /api/v1/read``, snappy-compressed
+  protobuf), which returns every stored sample with its own timestamp and raw value: no
+  resampling and no ``rate()``, so resets, wraps and saturation are judged from what the
+  exporter reported. A server without remote read (404, 405, 501) is asked through range
+  selectors (``{__name__=~"..."}[15m]`` on ``/api/v1/query``: the same samples as JSON, about
+  4x slower); ``api="query"`` asks for that directly. With a ``step`` the pull uses
+  ``/api/v1/query_range`` (values resampled onto the step grid);
 * any other URL is an **exporter endpoint** (``http://node:9100/metrics``), scraped ``repeat``
   times ``interval_s`` apart.
 
-The JSON and exposition text are decoded in Rust (the ``prometheus-api``, ``prometheus`` and
-``openmetrics`` readers) into the canonical samples table, so every detector works unchanged.
+The protobuf, JSON and exposition text are decoded in Rust (the ``prometheus-remote-read``,
+``prometheus-api``, ``prometheus`` and ``openmetrics`` readers) into the canonical samples
+table, so every detector works unchanged. The rows' ``source`` names that reader.
 
 Credentials (bearer token, basic auth, header values) are sent, never logged: messages and
 reports name the URL without its user info or query string.
@@ -45,6 +49,7 @@ from fabricscope import _native
 from fabricscope.exceptions import RemoteError
 
 __all__ = [
+    "APIS",
     "Connection",
     "RemoteError",
     "RemoteOptions",
@@ -67,6 +72,12 @@ TARGET_SAMPLES_PER_RESPONSE = 500_000
 FIRST_CHUNK_S = 900
 #: Chunk bounds (fabricscope default: at least one scrape, at most one day per request).
 MIN_CHUNK_S, MAX_CHUNK_S = 1, 86_400
+#: How a server is asked: ``read`` (remote read, raw samples as protobuf), ``query`` (range
+#: selectors on ``/api/v1/query``, raw samples as JSON), ``query_range`` (resampled to a step).
+APIS = ("read", "query", "query_range")
+#: Statuses that say a server has no remote read endpoint (Thanos Query, VictoriaMetrics, some
+#: proxies): the pull goes on through ``/api/v1/query``.
+_NO_REMOTE_READ = (404, 405, 501)
 
 
 def is_url(source: object) -> bool:
@@ -176,6 +187,9 @@ class RemoteOptions:
         match: Label matchers every pulled series must satisfy, ANDed (``job="node"``,
             ``{instance=~"gpu0.*"}``).
         step_s: Pull through ``query_range`` with this step (seconds) instead of raw samples.
+        api: ``read``, ``query`` or ``query_range`` (see :data:`APIS`); None: ``query_range``
+            with a ``step_s``, else ``read``, falling back to ``query`` on a server without
+            remote read.
         chunk_s: Fixed chunk length (seconds); None adapts it to hold about
             :data:`TARGET_SAMPLES_PER_RESPONSE` samples per response.
         repeat: Exporter endpoints: scrapes to take.
@@ -194,6 +208,7 @@ class RemoteOptions:
     connection: Connection = field(default_factory=Connection)
     #: Called as ``progress(done, total, samples)`` while pulling (a progress bar).
     progress: Callable[[int, int, int], None] | None = field(default=None, compare=False)
+    api: str | None = None
 
     def with_range(self, since: int | None, until: int | None) -> RemoteOptions:
         """These options with ``since``/``until`` filled in where they are unset."""
@@ -206,6 +221,18 @@ class RemoteOptions:
         if since >= until:
             raise ValueError(f"empty time range: since {_iso(since)} is not before until {_iso(until)}")
         return since, until
+
+    def server_api(self) -> str:
+        """The API a server pull uses first (``read``, ``query`` or ``query_range``)."""
+        if self.api is not None and self.api not in APIS:
+            raise ValueError(f"unknown Prometheus API {self.api!r}: expected one of {', '.join(APIS)}")
+        if self.step_s is not None:
+            if self.api not in (None, "query_range"):
+                raise ValueError(f"a step resamples through query_range: it cannot be used with api={self.api!r}")
+            return "query_range"
+        if self.api == "query_range":
+            raise ValueError("api='query_range' needs a step (step_s, --step)")
+        return self.api or "read"
 
 
 def _iso(ns: int) -> str:
@@ -233,18 +260,34 @@ class _Http:
             text = text.replace(s, "<redacted>")
         return text
 
-    def request(self, path: str, form: Mapping[str, str | Sequence[str]] | None = None) -> tuple[int, bytes]:
-        """GET ``path`` (or POST ``form``); returns ``(status, body)`` of a 2xx response."""
+    def request(
+        self,
+        path: str,
+        form: Mapping[str, str | Sequence[str]] | None = None,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str | None] | None = None,
+    ) -> tuple[int, bytes]:
+        """GET ``path`` (or POST ``form`` or ``body``); returns ``(status, body)`` of a 2xx response.
+
+        ``headers`` add to (or, with a None value, remove) the connection's headers.
+        """
         path, _, query = path.partition("?")
         query = "&".join(q for q in (self.query, query) if q)
         url = self.prefix + path + (f"?{query}" if query else "")
         shown = self.shown + path
-        data = urllib.parse.urlencode(form, doseq=True).encode() if form is not None else None
+        data = urllib.parse.urlencode(form, doseq=True).encode() if form is not None else body
+        sent = dict(self.headers)
+        if form is not None:
+            sent["Content-Type"] = "application/x-www-form-urlencoded"
+        for name, value in (headers or {}).items():
+            if value is None:
+                sent.pop(name, None)
+            else:
+                sent[name] = value
         attempt = 0
         while True:
-            req = urllib.request.Request(url, data=data, headers=dict(self.headers), method="POST" if data else "GET")
-            if data is not None:
-                req.add_header("Content-Type", "application/x-www-form-urlencoded")
+            req = urllib.request.Request(url, data=data, headers=sent, method="POST" if data else "GET")
             status: int | None = None
             try:
                 with urllib.request.urlopen(req, timeout=self.conn.timeout_s, context=self.ssl) as resp:
@@ -348,6 +391,43 @@ def _name_regex(names: Sequence[str]) -> str:
     return "|".join(re.escape(n) for n in names)
 
 
+# One PromQL label matcher: a label name, an operator and a quoted string ("...", '...' or `...`).
+_MATCHER = re.compile(
+    r"""\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*(?:,|$)"""
+)
+
+
+def _unquote(literal: str) -> str:
+    """A PromQL string literal's value (Go escapes in double and single quotes, none in backticks)."""
+    if literal[0] == "`":
+        return literal[1:-1]
+    inner = literal[1:-1]
+    if literal[0] == "'":
+        inner = inner.replace("\\'", "'").replace('"', '\\"')
+    try:
+        return str(json.loads(f'"{inner}"'))
+    except ValueError:
+        raise ValueError(f"cannot read the label matcher value {literal}") from None
+
+
+def _matchers(match: Sequence[str]) -> list[tuple[str, str, str]]:
+    """User matchers (``job="node"``, ``{a="b", c=~"d"}``) as ``(label, op, value)`` triples.
+
+    Raises:
+        ValueError: a matcher is not ``label<op>"value"`` (the message names it).
+    """
+    out = []
+    text = _selector(match)
+    pos = 0
+    while pos < len(text):
+        m = _MATCHER.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f'cannot read the label matcher {text[pos:]!r}: expected label="value" (or !=, =~, !~)')
+        out.append((m.group(1), m.group(2), _unquote(m.group(3))))
+        pos = m.end()
+    return out
+
+
 Progress = Callable[[int, int, int], None]
 """``progress(done_ns, total_ns, samples)``: how much of the range has been pulled."""
 
@@ -357,19 +437,46 @@ def _pull(
 ) -> Iterator[tuple[str, pl.DataFrame, dict[str, object] | None]]:
     """Yield ``(kind, frame, report)`` for a server pull, chunk by chunk, in time order."""
     http = _Http(url, opts.connection)
+    # No gzip from a server: compressing tens of MB of JSON costs the server more CPU than the
+    # transfer saves on a data-centre network (measured in BENCHMARKS.md: a 10^6-sample pull took
+    # 3x longer with gzip); remote read bodies are snappy-compressed already.
+    http.headers.pop("Accept-Encoding", None)
     since, until = opts.window()
+    api = opts.server_api()
+    extra = _selector(opts.match)
+    # Read before any request: a malformed matcher is the caller's error, not the server's.
+    user_matchers: list[tuple[str, str, str]] = []
+    if api == "read":
+        try:
+            user_matchers = _matchers(opts.match)
+        except ValueError:
+            if opts.api is not None:
+                raise
+            # A matcher only PromQL reads (quoted UTF-8 label names, ...): the query API takes it.
+            _log.info("%s: label matchers %s go through /api/v1/query", http.shown, list(opts.match))
+            api = "query"
     names = _known_names(http, opts, since, until)
     if not names:
         _log.warning("%s: no series the counter vocabulary knows in %s..%s", http.shown, _iso(since), _iso(until))
         return
-    extra = _selector(opts.match)
     groups = _groups(names, opts.connection.concurrency)
     step_ms = None if opts.step_s is None else max(1, round(opts.step_s * 1000))
     chunk_ms = round((opts.chunk_s or FIRST_CHUNK_S) * 1000)
     start_ms, end_ms = -(-since // 1_000_000), -(-until // 1_000_000)
     total_samples = 0
+    read_headers = {
+        "Content-Type": "application/x-protobuf",
+        "Content-Encoding": "snappy",
+        "X-Prometheus-Remote-Read-Version": "0.1.0",
+    }
 
     def query(group: list[str], a_ms: int, b_ms: int) -> bytes:
+        if api == "read":
+            # Remote read includes both ends: [a, b - 1 ms] is [a, b) at Prometheus's resolution.
+            matchers = [("__name__", "=~", _name_regex(group)), *user_matchers]
+            request = _native.remote_read_request(a_ms, b_ms - 1, matchers)
+            _, body = http.request("/api/v1/read", body=request, headers=read_headers)
+            return body
         selector = f'{{__name__=~"{_name_regex(group)}"{"," + extra if extra else ""}}}'
         if step_ms is None:
             # [a, b): the selector at b-1 ms covers [a-1 ms, b-1 ms] (both ends on 2.x, left-open
@@ -386,6 +493,19 @@ def _pull(
             _, body = http.request("/api/v1/query_range", form)
         return body
 
+    def decode(body: bytes, a_ms: int, b_ms: int) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, object] | None]:
+        fmt = "prometheus-remote-read" if api == "read" else "prometheus-api"
+        samples, attributes, _tables, reports = _native.read_buffer(body, http.shown, format=fmt, **read_kwargs)
+        frame = pl.DataFrame(samples)
+        if frame.height:
+            # Range selectors reach 1 ms before ``a``: cut to [a, b) (a no-op for remote read).
+            t = frame["time"].dt.epoch("ms")
+            lo, hi = t.min(), t.max()
+            assert isinstance(lo, int) and isinstance(hi, int)
+            if lo < a_ms or hi >= b_ms:
+                frame = frame.filter(t.is_between(a_ms, b_ms, closed="left"))
+        return frame, pl.DataFrame(attributes), reports[0] if reports else None
+
     with _futures.ThreadPoolExecutor(max_workers=max(1, opts.connection.concurrency)) as pool:
         a = start_ms
         while a < end_ms:
@@ -394,25 +514,26 @@ def _pull(
                 chunk_ms = max(step_ms, chunk_ms // step_ms * step_ms)
             b = min(end_ms, a + chunk_ms)
             try:
-                bodies = list(pool.map(lambda g, a=a, b=b: query(g, a, b), groups))
+                # Each request is decoded on its worker thread as soon as it arrives (the decoder
+                # releases the GIL), so decoding overlaps the server's work on the other groups.
+                results = list(pool.map(lambda g, a=a, b=b: decode(query(g, a, b), a, b), groups))
             except RemoteError as e:
+                if api == "read" and opts.api is None and a == start_ms and e.status in _NO_REMOTE_READ:
+                    _log.info("%s: no remote read (HTTP %s); pulling through /api/v1/query", http.shown, e.status)
+                    api = "query"
+                    continue
                 # Too many samples for the server in one query: the same range in halves.
-                if e.status == 422 and "too many samples" in str(e) and b - a > MIN_CHUNK_S * 1000:
+                too_many = (e.status == 422 and "too many samples" in str(e)) or (
+                    e.status == 400 and "sample limit" in str(e)
+                )
+                if too_many and b - a > MIN_CHUNK_S * 1000:
                     chunk_ms = max(MIN_CHUNK_S * 1000, (b - a) // 2)
                     continue
                 raise
             chunk_samples = 0
-            for body in bodies:
-                samples, attributes, _tables, reports = _native.read_buffer(
-                    body, http.shown, format="prometheus-api", **read_kwargs
-                )
-                frame = pl.DataFrame(samples)
-                lo = pl.lit(a * 1_000_000).cast(pl.Datetime("ns", "UTC"))
-                hi = pl.lit(b * 1_000_000).cast(pl.Datetime("ns", "UTC"))
-                frame = frame.filter((pl.col("time") >= lo) & (pl.col("time") < hi))
+            for frame, attrs, report in results:
                 chunk_samples += frame.height
-                yield "samples", frame, reports[0] if reports else None
-                attrs = pl.DataFrame(attributes)
+                yield "samples", frame, report
                 if attrs.height:
                     yield "attributes", attrs, None
             total_samples += chunk_samples

@@ -97,7 +97,7 @@ def test_server_source_shows_the_findings_of_the_scenario_files(
     files = data.load_source(str(SAMPLES / FILES), data.fingerprint(SAMPLES / FILES), FILES)
     assert comparable(ds.findings) == comparable(files.findings)
     assert ds.mode == "server"
-    assert [i["format"] for i in ds.inputs] == ["prometheus-api"]
+    assert [i["format"] for i in ds.inputs] == ["prometheus-remote-read"]
     text = every_text(at)
     assert f"{prometheus} · 2026-12-04 16:00:00 .. 2026-12-04 16:05:00 UTC" in text
     assert "(pulled now)" in text

@@ -9,7 +9,7 @@ import argparse
 import sys
 import time
 
-from fabricscope.remote import Connection, RemoteOptions
+from fabricscope.remote import APIS, Connection, RemoteOptions
 
 __all__ = ["add_remote_arguments", "progress_bar", "remote_options"]
 
@@ -36,6 +36,13 @@ def add_remote_arguments(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="MATCHER",
         help='pull only series matching this label matcher (repeatable, ANDed): job="node", {cluster=~"a|b"}',
+    )
+    g.add_argument(
+        "--prometheus-api",
+        choices=APIS,
+        metavar="{" + ",".join(APIS) + "}",
+        help="how to ask the server: read (remote read, raw samples as protobuf; the default, with a fallback to "
+        "query on a server without it), query (range selectors, raw samples as JSON), query_range (needs --step)",
     )
     g.add_argument(
         "--step", type=float, metavar="SECONDS", help="pull through query_range with this step (default: raw samples)"
@@ -68,6 +75,7 @@ def remote_options(args: argparse.Namespace) -> RemoteOptions:
         match=tuple(args.match),
         step_s=args.step,
         chunk_s=args.chunk,
+        api=args.prometheus_api,
         repeat=args.repeat,
         interval_s=args.interval,
         connection=Connection(

@@ -7,7 +7,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
-use fabricscope_core::formats::prometheus_api;
+use fabricscope_core::formats::{prometheus_api, remote_read};
 use fabricscope_core::vocabulary::{COUNTERS, SPELLINGS};
 use fabricscope_core::{
     Error, Event, FORMATS, Format, InputReport, Limits, ReadOptions, attributes_schema, read_bytes, read_paths,
@@ -211,6 +211,28 @@ pub fn read_buffer<'py>(
 #[pyfunction]
 pub fn known_prometheus_metrics(names: Vec<String>) -> Vec<String> {
     names.into_iter().filter(|n| prometheus_api::is_known_metric(n)).collect()
+}
+
+/// The body of a Prometheus remote read request (`POST /api/v1/read`) for the raw samples of
+/// `[start_ms, end_ms]` (both inclusive) of the series every `(name, op, value)` matcher selects
+/// (`op` one of `=`, `!=`, `=~`, `!~`): a snappy-compressed protobuf `ReadRequest`.
+#[pyfunction]
+pub fn remote_read_request(
+    py: Python<'_>,
+    start_ms: i64,
+    end_ms: i64,
+    matchers: Vec<(String, String, String)>,
+) -> PyResult<Bound<'_, pyo3::types::PyBytes>> {
+    let mut parsed = Vec::with_capacity(matchers.len());
+    for (name, op, value) in matchers {
+        let Some(op) = remote_read::MatchOp::parse(&op) else {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "label matcher operator {op:?} for {name:?}: expected one of =, !=, =~, !~"
+            )));
+        };
+        parsed.push((name, op, value));
+    }
+    Ok(pyo3::types::PyBytes::new(py, &remote_read::encode_request(start_ms, end_ms, &parsed)))
 }
 
 enum Msg {

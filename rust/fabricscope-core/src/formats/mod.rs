@@ -7,6 +7,7 @@
 pub mod ethtool;
 pub mod prometheus;
 pub mod prometheus_api;
+pub mod remote_read;
 pub mod sysfs;
 // InfiniBand diagnostic sources.
 pub mod ib;
@@ -40,6 +41,8 @@ pub enum Format {
     OpenMetrics,
     /// A Prometheus HTTP API query response (`/api/v1/query`, `/api/v1/query_range` JSON).
     PrometheusApi,
+    /// A Prometheus remote read response (`/api/v1/read`: snappy-compressed protobuf).
+    PrometheusRemoteRead,
     /// `ethtool -S <iface>` output, one or more snapshots.
     Ethtool,
     /// A copied `/sys/class/{infiniband,net}` tree (a directory).
@@ -123,6 +126,13 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "a Prometheus server's HTTP API (`/api/v1/query` with a range selector, `/api/v1/query_range`): what `fabricscope analyze http://prometheus:9090` pulls, or a saved response",
         detection: "a JSON object with `\"status\"` and `\"resultType\"`",
         timestamps: "per-sample (s with ms precision)",
+    },
+    FormatInfo {
+        format: Format::PrometheusRemoteRead,
+        name: "prometheus-remote-read",
+        produced_by: "a Prometheus server's remote read API (`POST /api/v1/read`, snappy-compressed protobuf `ReadResponse`): what `fabricscope analyze http://prometheus:9090` pulls by default",
+        detection: "none (binary without a magic number): name it with format=prometheus-remote-read",
+        timestamps: "per-sample (ms)",
     },
     FormatInfo {
         format: Format::Ethtool,
@@ -283,6 +293,7 @@ impl Format {
             Format::Prometheus => "prometheus",
             Format::OpenMetrics => "openmetrics",
             Format::PrometheusApi => "prometheus-api",
+            Format::PrometheusRemoteRead => "prometheus-remote-read",
             Format::Ethtool => "ethtool",
             Format::SysfsTree => "sysfs",
             Format::SysfsGrep => "sysfs-grep",
@@ -314,6 +325,7 @@ impl Format {
             "prom" | "node_exporter" | "federate" => Some(Format::Prometheus),
             "om" => Some(Format::OpenMetrics),
             "prometheus-http" | "prometheus-json" => Some(Format::PrometheusApi),
+            "remote-read" | "prometheus-read" => Some(Format::PrometheusRemoteRead),
             "ethtool-s" => Some(Format::Ethtool),
             "sysfs-tree" => Some(Format::SysfsTree),
             "db_csv" | "db-csv" | "ibdiagnet" | "ibdiagnet2" => Some(Format::IbdiagnetDbCsv),
@@ -333,6 +345,7 @@ impl Format {
             // JSON is not line oriented: the UFM reader takes the whole stream (bounded).
             Format::UfmJson => Some(Box::new(ufm::UfmJsonReader::new())),
             Format::PrometheusApi => Some(Box::new(prometheus_api::PrometheusApiReader)),
+            Format::PrometheusRemoteRead => Some(Box::new(remote_read::RemoteReadReader)),
             Format::Pcap | Format::Pcapng => Some(Box::new(crate::packets::CaptureReader)),
             Format::NcclTestsJson => Some(Box::new(nccl_tests::NcclJsonReader)),
             Format::CxlList => Some(Box::new(cxl_list::CxlListReader::new())),
@@ -363,6 +376,7 @@ impl Format {
             Format::SysfsTree
             | Format::UfmJson
             | Format::PrometheusApi
+            | Format::PrometheusRemoteRead
             | Format::Pcap
             | Format::Pcapng
             | Format::NcclTestsJson

@@ -318,12 +318,53 @@ impl PrometheusReader {
         let Some((value, _)) = parse_value(value) else {
             return ctx.bad_record(pos, "a sample value (a number, NaN, +Inf or -Inf)", value);
         };
+        self.push_series_value(key, value, time_ns, pos, ctx)
+    }
+
+    /// [`Self::push_series_sample`] with the value already decoded (remote read's float64,
+    /// normalised as the HTTP API's text of it would be).
+    pub fn push_series_value(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        time_ns: i64,
+        pos: Position,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
         if let Some(s) = self.series.find(key) {
             return emit(s, value, true, time_ns, &mut self.seen_attrs, ctx);
         }
         let Some(series) = self.new_series(key, key, pos, ctx)? else { return Ok(()) };
         let s = self.series.insert(key, series);
         emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)
+    }
+
+    /// Many samples of one series (remote read's `TimeSeries`): resolved once, then emitted as
+    /// [`Self::push_series_value`] would emit each.
+    pub fn push_series_values(
+        &mut self,
+        key: &[u8],
+        values: impl IntoIterator<Item = (Value, i64)>,
+        pos: Position,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
+        let mut values = values.into_iter();
+        if self.series.find(key).is_none() {
+            let Some((value, time_ns)) = values.next() else { return Ok(()) };
+            // The first sample resolves (and caches) the series, or reports why it cannot.
+            self.push_series_value(key, value, time_ns, pos, ctx)?;
+        }
+        let Some(s) = self.series.find(key) else {
+            // Unresolvable: each sample is reported, as one by one.
+            for (value, time_ns) in values {
+                self.push_series_value(key, value, time_ns, pos, ctx)?;
+            }
+            return Ok(());
+        };
+        for (value, time_ns) in values {
+            emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)?;
+        }
+        Ok(())
     }
 
     /// Resolve a series text seen for the first time; `None` when the line was a directive or a

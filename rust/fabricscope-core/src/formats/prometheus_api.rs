@@ -31,6 +31,7 @@ use crate::error::{Position, Result};
 use crate::formats::BinaryReader;
 use crate::formats::prometheus::{Flavor, PrometheusReader, push_escaped};
 use crate::read::ReadContext;
+use crate::schema::Value;
 
 const NS_PER_MS: i64 = 1_000_000;
 
@@ -128,7 +129,7 @@ fn read_document(buf: &[u8], ctx: &mut ReadContext<'_>) -> Result<()> {
             break;
         }
         histograms |= series.histograms.is_some() || series.histogram.is_some();
-        series_key(&series.metric, &mut key);
+        series_key(series.metric.iter().map(|(k, v)| (k.as_ref(), v.as_ref())), &mut key);
         // No byte offsets survive the typed decode: the series' index in `result` locates it.
         let pos = Position { line: None, byte_offset: index as u64 };
         for (t, v) in series.values.iter().chain(series.value.iter()) {
@@ -188,13 +189,15 @@ fn explain(buf: &[u8], expected: &str, ctx: &mut ReadContext<'_>) -> Result<()> 
     }
 }
 
-/// `name{a="x",b="y"}` from the API's label map (`__name__` is the name), escaped as text.
-fn series_key(metric: &BTreeMap<Cow<'_, str>, Cow<'_, str>>, out: &mut String) {
+/// `name{a="x",b="y"}` from a series' labels in name order (`__name__` is the name), escaped as
+/// an exposition writes them: the key under which the text reader resolves a series. Shared by
+/// the JSON API and remote read, so both name a series exactly as the files do.
+pub(crate) fn series_key<'a>(labels: impl Iterator<Item = (&'a str, &'a str)> + Clone, out: &mut String) {
     out.clear();
-    out.push_str(metric.get("__name__").map_or("", |n| n.as_ref()));
+    out.push_str(labels.clone().find(|(k, _)| *k == "__name__").map_or("", |(_, n)| n));
     out.push('{');
     let mut first = true;
-    for (k, v) in metric {
+    for (k, v) in labels {
         if k == "__name__" {
             continue;
         }
@@ -208,6 +211,22 @@ fn series_key(metric: &BTreeMap<Cow<'_, str>, Cow<'_, str>>, out: &mut String) {
         out.push('"');
     }
     out.push('}');
+}
+
+/// A stored float64 as the JSON API's text of it reads: Go writes it with the shortest digits
+/// that round-trip (`strconv.FormatFloat(v, 'f', -1, 64)`: 2^63 as `9223372036854776000`), which
+/// the text reader keeps as that exact integer when it fits a u64. Remote read's floats go
+/// through here so both APIs give the same values.
+pub(crate) fn api_value(v: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: from_f64 keeps these exactly
+    const U64_END: f64 = 18_446_744_073_709_551_616.0; // 2^64
+    if v > EXACT && v < U64_END && v.fract() == 0.0 {
+        // Rust's Display also prints the shortest round-trip digits, padded with zeros.
+        if let Ok(u) = format!("{v}").parse::<u64>() {
+            return Value::U64(u);
+        }
+    }
+    Value::from_f64(v)
 }
 
 /// Seconds (as the API writes them: milliseconds with a fraction) to ns, exactly.
@@ -245,8 +264,20 @@ mod tests {
         m.insert(Cow::Borrowed("b"), Cow::Borrowed("x\"y\\z\nw"));
         m.insert(Cow::Borrowed("a"), Cow::Borrowed("1"));
         let mut s = String::new();
-        series_key(&m, &mut s);
+        series_key(m.iter().map(|(k, v)| (k.as_ref(), v.as_ref())), &mut s);
         assert_eq!(s, r#"m{a="1",b="x\"y\\z\nw"}"#);
+    }
+
+    #[test]
+    fn floats_read_as_the_api_writes_them() {
+        assert_eq!(api_value(18_527_668.0), Value::U64(18_527_668));
+        assert_eq!(api_value(9_007_199_254_740_992.0), Value::U64(9_007_199_254_740_992));
+        // 2^63, DCGM's int64 blank as a float: Go writes 9223372036854776000.
+        assert_eq!(api_value(9_223_372_036_854_775_808.0), Value::U64(9_223_372_036_854_776_000));
+        assert_eq!(api_value(18_446_744_073_709_551_616.0), Value::F64(18_446_744_073_709_551_616.0));
+        assert_eq!(api_value(-5.0), Value::F64(-5.0));
+        assert_eq!(api_value(0.5), Value::F64(0.5));
+        assert!(matches!(api_value(f64::NAN), Value::F64(v) if v.is_nan()));
     }
 
     #[test]
