@@ -221,7 +221,7 @@ def main() -> None:
     print()
     print(
         "| input | reader | MB/s | samples/s | vs prometheus_client | MB per CPU-second | vs prometheus_client (CPU) |"
-    )  # noqa: E501
+    )
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         print(row)

@@ -347,7 +347,7 @@ def test_credentials_are_sent_and_never_shown(tmp_path: Path) -> None:
         with pytest.raises(RemoteError) as err:
             load_url(ep.url, RemoteOptions(connection=Connection(basic_auth_file=str(basic), retries=0)))
     assert run.returncode == 3
-    assert f"{ep.url}/metrics: HTTP 401: unauthorized: bad credentials" in run.stderr, run.stderr
+    assert f"{ep.url}/api/v1/status/buildinfo: HTTP 401: unauthorized: bad credentials" in run.stderr, run.stderr
     assert "HTTP 401" in run.stderr
     shown = run.stdout + run.stderr + (out_json.read_text() if out_json.exists() else "") + str(err.value)
     for secret in (SECRET_TOKEN, SECRET_PASSWORD, SECRET_HEADER):

@@ -32,7 +32,6 @@ import datetime as _dt
 import gzip
 import json
 import logging
-import os
 import re
 import ssl
 import time as _time
@@ -326,6 +325,10 @@ def _error_text(e: urllib.error.HTTPError) -> str:
     return text[0][:200] if text else (e.reason or "")
 
 
+# Authentication refused: the answer says nothing about what the URL serves.
+_REFUSED = frozenset({401, 403, 407})
+
+
 def probe(url: str, connection: Connection | None = None) -> str:
     """What a URL is: ``"prometheus"`` when it answers the Prometheus API, else ``"exporter"``.
 
@@ -333,13 +336,15 @@ def probe(url: str, connection: Connection | None = None) -> str:
     document, never by its host name or port.
 
     Raises:
-        RemoteError: the URL does not answer at all (refused, timeout, TLS failure).
+        RemoteError: the URL does not answer at all (refused, timeout, TLS failure), or refuses
+            the credentials (HTTP 401, 403, 407): a server behind authentication is not an
+            exporter, and the user must see the refusal, not a scrape of the wrong path.
     """
     http = _Http(url, replace(connection or Connection(), retries=0))
     try:
         _, body = http.request("/api/v1/status/buildinfo")
     except RemoteError as e:
-        if e.status is None:
+        if e.status is None or e.status in _REFUSED:
             raise
         return "exporter"
     try:
@@ -672,14 +677,3 @@ def _empty(schema: object) -> pl.DataFrame:
     import pyarrow as pa
 
     return pl.DataFrame(pa.schema(schema).empty_table())
-
-
-def environment_connection(env: Mapping[str, str] | None = None) -> Connection:
-    """A :class:`Connection` from ``FABRICSCOPE_PROMETHEUS_*`` variables (for the dashboard)."""
-    env = os.environ if env is None else env
-    return Connection(
-        bearer_token_file=env.get("FABRICSCOPE_PROMETHEUS_BEARER_TOKEN_FILE") or None,
-        basic_auth_file=env.get("FABRICSCOPE_PROMETHEUS_BASIC_AUTH_FILE") or None,
-        ca_file=env.get("FABRICSCOPE_PROMETHEUS_CA_FILE") or None,
-        insecure=env.get("FABRICSCOPE_PROMETHEUS_INSECURE", "") in ("1", "true", "yes"),
-    )
