@@ -217,6 +217,36 @@ def test_live_scrape_of_an_exporter(tmp_path: Path) -> None:
     assert report["path"] == ep.url + "/metrics" and report["format"] == "prometheus"
 
 
+def _forbid_api(h: http.server.BaseHTTPRequestHandler) -> None:
+    if "/api/" in h.path:
+        h.send_response(403)
+        h.send_header("Content-Type", "text/plain")
+        h.end_headers()
+        h.wfile.write(b"forbidden: missing tenant header\n")
+    else:
+        _exporter(h)
+
+
+def test_a_refused_credential_is_not_taken_for_an_exporter() -> None:
+    # A server behind an authenticating proxy answers 401/403 on its API: that says nothing about
+    # what it serves, so the refusal is reported instead of scraping /metrics of the wrong thing.
+    with _Endpoint(_forbid_api) as ep:
+        with pytest.raises(RemoteError) as err:
+            probe(ep.url)
+        assert err.value.status == 403
+        assert f"{ep.url}/api/v1/status/buildinfo: HTTP 403" in str(err.value)
+        with pytest.raises(RemoteError):
+            load_url(ep.url, RemoteOptions(connection=Connection(retries=0)))
+        # Only the probe was asked, once per call: nothing was scraped.
+        assert [p for p, _ in ep.requests] == ["/api/v1/status/buildinfo"] * 2
+
+
+def test_an_exporter_without_the_api_is_an_exporter() -> None:
+    # An exporter answers every path with its text (not the API's JSON): scraped, not refused.
+    with _Endpoint(_exporter) as ep:
+        assert probe(ep.url + "/metrics") == "exporter"
+
+
 def test_cli_scrapes_an_exporter() -> None:
     with _Endpoint(_exporter) as ep:
         out = subprocess.run(
