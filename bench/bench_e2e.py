@@ -86,15 +86,30 @@ def _load() -> str:
         return "?"
 
 
-def _generate(root: Path, samples: int, files: int) -> tuple[Path, int, float]:
-    from fabricscope.simulate.scale import write_scale
+GENERATE = r"""
+import json, sys
+from pathlib import Path
+from fabricscope.simulate.scale import write_scale
+res = write_scale(Path(sys.argv[1]), ports=int(sys.argv[2]), counters=int(sys.argv[3]),
+                  readings=int(sys.argv[4]), files=int(sys.argv[5]))
+print(json.dumps({"bytes": int(res["bytes"]), "seconds": res["seconds"]}))
+"""
 
+
+def _generate(root: Path, samples: int, files: int) -> tuple[Path, int, float]:
+    # In a child process: the generator's Polars frames and allocator arenas (0.9 GB at 10^7
+    # samples) would otherwise stay in this process's RSS and take memory from the page cache that
+    # the measured runs read their input from.
     readings = max(2, round(samples / (PORTS * COUNTERS)))
     d = root / f"e2e-{samples:.0e}"
     if d.exists():
         shutil.rmtree(d)
-    res = write_scale(d, ports=PORTS, counters=COUNTERS, readings=readings, files=files)
-    return d, int(res["bytes"]), res["seconds"]
+    args = [str(d), str(PORTS), str(COUNTERS), str(readings), str(files)]
+    out = subprocess.run([sys.executable, "-c", GENERATE, *args], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"generator failed ({out.returncode}):\n{out.stderr[-4000:]}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    return d, int(res["bytes"]), float(res["seconds"])
 
 
 def _child(code: str, path: Path, *args: str, python_path: str | None = None) -> tuple[dict, float]:
