@@ -349,19 +349,25 @@ impl PrometheusReader {
         ctx: &mut ReadContext<'_>,
     ) -> Result<()> {
         let mut values = values.into_iter();
-        if self.series.find(key).is_none() {
-            let Some((value, time_ns)) = values.next() else { return Ok(()) };
-            // The first sample resolves (and caches) the series, or reports why it cannot.
-            self.push_series_value(key, value, time_ns, pos, ctx)?;
+        // One lookup per series: a second one would find the series where the cache predicts its
+        // successor, and link the series to itself.
+        if let Some(s) = self.series.find(key) {
+            for (value, time_ns) in values {
+                emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)?;
+            }
+            return Ok(());
         }
-        let Some(s) = self.series.find(key) else {
+        let Some((value, time_ns)) = values.next() else { return Ok(()) };
+        // The first sample resolves (and caches) the series, or reports why it cannot.
+        let Some(series) = self.new_series(key, key, pos, ctx)? else {
             // Unresolvable: each sample is reported, as one by one.
             for (value, time_ns) in values {
                 self.push_series_value(key, value, time_ns, pos, ctx)?;
             }
             return Ok(());
         };
-        for (value, time_ns) in values {
+        let s = self.series.insert(key, series);
+        for (value, time_ns) in std::iter::once((value, time_ns)).chain(values) {
             emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)?;
         }
         Ok(())
