@@ -674,6 +674,6 @@ def load_url(
 
 
 def _empty(schema: object) -> pl.DataFrame:
-    import pyarrow as pa
-
-    return pl.DataFrame(pa.schema(schema).empty_table())
+    # As fabricscope.io.empty_samples builds it (that module imports this one): the core's schema
+    # through the Arrow C interface, without importing pyarrow.
+    return pl.DataFrame(schema=pl.Schema(schema))  # type: ignore[arg-type]
