@@ -8,6 +8,7 @@ import datetime as dt
 import polars as pl
 import pytest
 from fabricscope import rates as rates_module
+from fabricscope.io import samples_schema
 from fabricscope.rates import SERIES_KEYS, overflow_table, rates, rates_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,19 +16,8 @@ from polars.testing import assert_frame_equal
 
 T0 = dt.datetime(2026, 12, 2, 8, 0, tzinfo=dt.timezone.utc)
 
-SCHEMA = {
-    "time": pl.Datetime("ns", "UTC"),
-    "host": pl.Categorical(),
-    "device": pl.Categorical(),
-    "port": pl.UInt16,
-    "priority": pl.UInt8,
-    "counter": pl.Categorical(),
-    "value_u64": pl.UInt64,
-    "value_f64": pl.Float64,
-    "scale": pl.UInt32,
-    "is_counter": pl.Boolean,
-    "source": pl.Categorical(),
-}
+# The canonical samples table, as the core defines it.
+SCHEMA = samples_schema()
 
 
 def _one_counter_per_mode() -> list[str]:
