@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import polars as pl
 
 from fabricscope import _native
-from fabricscope.cli._common import EXIT_OK, add_output_arguments, print_table
+from fabricscope.cli._common import EXIT_OK, EXIT_USAGE, add_output_arguments, print_table
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
@@ -16,13 +17,53 @@ def _cmd_formats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# Vendor names `--vendor` accepts besides the kernel driver names the vocabulary records.
+VENDOR_DRIVERS = {
+    "broadcom": ["bnxt_en", "bnxt_re"],
+    "intel": ["ice", "irdma"],
+    "amd": ["ionic"],
+    "pensando": ["ionic"],
+    "marvell": ["qede"],
+    "qlogic": ["qede"],
+}
+
+
+def _drivers_of(spelling: str) -> list[str]:
+    """``ethtool:rx_pfc_frames [bnxt_en, qede]`` → ``["bnxt_en", "qede"]``; untagged spellings have none."""
+    if not spelling.endswith("]") or " [" not in spelling:
+        return []
+    return spelling[spelling.rindex(" [") + 2 : -1].split(", ")df: pl.DataFrame, vendor: str) -> pl.DataFrame:
+    """The counters ``vendor`` (a driver or vendor name) provides, with that vendor's spellings only."""
+    drivers = VENDOR_DRIVERS.get(vendor.lower(), [vendor])
+    keep = [[s for s in spellings if set(drivers) & set(_drivers_of(s))] for spellings in df["spellings"]]
+    df = df.with_columns(pl.Series("spellings", keep, dtype=pl.List(pl.String)))
+    return df.filter(pl.col("spellings").list.len() > 0)
+
+
+def _native_drivers() -> list[list[str]]:
+    return [c["drivers"] for c in _native.counters()]
+
+
 def _cmd_counters(args: argparse.Namespace) -> int:
     df = pl.DataFrame(_native.counters())
     if args.layer:
         df = df.filter(pl.col("layer") == args.layer)
+    if args.vendor:
+        df = _vendor_spellings(df, args.vendor)
+        if df.is_empty():
+            known = sorted({d for ds in _native_drivers() for d in ds} | set(VENDOR_DRIVERS))
+            print(
+                f"fabricscope counters: no counter spelled by vendor {args.vendor!r}; known: {', '.join(known)}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
     if args.output_format == "table":
         # Each counter's source spellings run to a dozen names: too wide for a table a person reads.
-        df = df.select("name", "unit", "kind", "layer", pl.col("per_priority").alias("per priority"), "description")
+        cols = ["name", "unit", "kind", "layer", pl.col("per_priority").alias("per priority"), "description"]
+        if args.vendor:
+            # With one vendor the spellings are few, and they are what was asked for.
+            cols = ["name", "unit", "kind", pl.col("per_priority").alias("per priority"), pl.col("spellings").list.join(" ")]
+        df = df.select(cols)
     note = f"{df.height} counter(s); the source spellings of each: --json, --csv or docs/counters.md"
     print_table(df, args.output_format, note=note)
     return EXIT_OK
@@ -36,5 +77,11 @@ def add_parser(sub: Any) -> None:
 
     ctrs = sub.add_parser("counters", help="print the counter vocabulary")
     ctrs.add_argument("--layer", choices=["network", "nvlink", "pcie", "cxl", "device"])
+    ctrs.add_argument(
+        "--vendor",
+        metavar="NAME",
+        help="only the counters a NIC vendor's driver provides, with its spellings: a driver (bnxt_en, bnxt_re, "
+        "ice, irdma, ionic, qede) or a vendor (broadcom, intel, amd, marvell)",
+    )
     add_output_arguments(ctrs, "the counters")
     ctrs.set_defaults(func=_cmd_counters)

@@ -478,6 +478,14 @@ pub static COUNTERS: &[CounterDef] = &[
     c("capture_pfc_xoff_frames", Packets, CTR, WRAP(64), NET, true, "Captured PFC frames pausing a priority (enable bit set, quanta > 0)"),
     c("capture_pfc_xon_frames", Packets, CTR, WRAP(64), NET, true, "Captured PFC frames resuming a priority (enable bit set, quanta 0)"),
     c("capture_paused_time_us", Microseconds, CTR, WRAP(64), NET, true, "Time a priority was paused per captured PFC/PAUSE frames (quanta x 512 bit times at the link speed; XON ends it; refreshes extend it), microseconds"),
+    // --- non-mlx5 RoCE NICs (bnxt_en, ice, ionic, qede): counters mlx5 has no spelling for -----
+    c("rx_pfc_frames", Packets, CTR, WRAP(64), NET, false, "PFC frames received, all priorities summed (bnxt_en/qede rx_pfc_frames, ionic frames_rx_pripause)"),
+    c("tx_pfc_frames", Packets, CTR, WRAP(64), NET, false, "PFC frames sent, all priorities summed (bnxt_en/qede tx_pfc_frames, ionic frames_tx_pripause)"),
+    c("rx_xoff_frames", Packets, CTR, WRAP(64), NET, true, "XOFF (pause) frames received: PFC per priority, 802.3x with priority null (ice rx_priority_<p>_xoff.nic, link_xoff_rx.nic)"),
+    c("rx_xon_frames", Packets, CTR, WRAP(64), NET, true, "XON (resume) frames received: PFC per priority, 802.3x with priority null (ice rx_priority_<p>_xon.nic, link_xon_rx.nic)"),
+    c("tx_xoff_frames", Packets, CTR, WRAP(64), NET, true, "XOFF (pause) frames sent: PFC per priority, 802.3x with priority null (ice tx_priority_<p>_xoff.nic, link_xoff_tx.nic)"),
+    c("tx_xon_frames", Packets, CTR, WRAP(64), NET, true, "XON (resume) frames sent: PFC per priority, 802.3x with priority null (ice tx_priority_<p>_xon.nic, link_xon_tx.nic)"),
+    c("tx_pause_transitions", Events, CTR, WRAP(64), NET, true, "Xoff to Xon transitions of sent pause (bnxt_en pfc_pri<p>_tx_transitions)"),
 ];
 
 const fn s(namespace: Namespace, raw: &'static str, counter: &'static str) -> Spelling {
@@ -969,6 +977,121 @@ pub static SPELLINGS: &[Spelling] = &[
     s(TG, "port_xmit_wait", "port_xmit_wait_ticks"),
 ];
 
+/// A spelling one or more vendor drivers print, with the drivers that print it: what
+/// `fabricscope counters --vendor NAME` lists. Names are the drivers' own string tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VendorSpelling {
+    /// Kernel drivers printing this name (`bnxt_en`, `bnxt_re`, `ice`, `irdma`, `ionic`, `qede`).
+    pub drivers: &'static [&'static str],
+    /// The spelling itself.
+    pub spelling: Spelling,
+}
+
+/// Broadcom NetXtreme-C/E Ethernet (Thor): `drivers/net/ethernet/broadcom/bnxt/bnxt_ethtool.c`.
+pub const BNXT_EN: &[&str] = &["bnxt_en"];
+/// Broadcom RoCE: `drivers/infiniband/hw/bnxt_re/hw_counters.c`.
+pub const BNXT_RE: &[&str] = &["bnxt_re"];
+/// Intel E810 Ethernet: `drivers/net/ethernet/intel/ice/ice_ethtool.c`.
+pub const ICE: &[&str] = &["ice"];
+/// Intel RDMA (E810, X722): `drivers/infiniband/hw/irdma/verbs.c` `irdma_hw_stat_names`.
+pub const IRDMA: &[&str] = &["irdma"];
+/// AMD Pensando (Pollara, DSC): `drivers/net/ethernet/pensando/ionic/ionic_stats.c`.
+pub const IONIC: &[&str] = &["ionic"];
+/// Marvell/QLogic FastLinQ: `drivers/net/ethernet/qlogic/qede/qede_ethtool.c`.
+pub const QEDE: &[&str] = &["qede"];
+/// Names bnxt_en and qede both print, with the same meaning.
+pub const BNXT_EN_QEDE: &[&str] = &["bnxt_en", "qede"];
+
+const fn v(drivers: &'static [&'static str], spelling: Spelling) -> VendorSpelling {
+    VendorSpelling { drivers, spelling }
+}
+
+/// Every vendor-driver spelling. A name already in [`SPELLINGS`] with the same meaning may be
+/// repeated here to record which drivers print it (`spellings_agree_with_vendor_tables` checks).
+#[rustfmt::skip]
+pub static VENDOR_SPELLINGS: &[VendorSpelling] = &[
+    // --- bnxt_en ethtool -S: port stats, port stats ext (PFC duration/transitions per priority,
+    // kernel 5.1+), per-priority bytes/packets (pri2cos), FEC. 802.3x pause has priority null.
+    v(BNXT_EN, s(ETH, "rx_pfc_ena_frames_pri{p}", "rx_pause_frames")),
+    v(BNXT_EN, s(ETH, "tx_pfc_ena_frames_pri{p}", "tx_pause_frames")),
+    v(BNXT_EN, s(ETH, "pfc_pri{p}_rx_duration_us", "rx_pause_duration_us")),
+    v(BNXT_EN, s(ETH, "pfc_pri{p}_tx_duration_us", "tx_pause_duration_us")),
+    v(BNXT_EN, s(ETH, "pfc_pri{p}_rx_transitions", "rx_pause_transitions")),
+    v(BNXT_EN, s(ETH, "pfc_pri{p}_tx_transitions", "tx_pause_transitions")),
+    v(BNXT_EN, s(ETH, "rx_bytes_pri{p}", "prio_rx_bytes")),
+    v(BNXT_EN, s(ETH, "tx_bytes_pri{p}", "prio_tx_bytes")),
+    v(BNXT_EN, s(ETH, "rx_packets_pri{p}", "prio_rx_packets")),
+    v(BNXT_EN, s(ETH, "tx_packets_pri{p}", "prio_tx_packets")),
+    v(BNXT_EN_QEDE, s(ETH, "rx_pause_frames", "rx_pause_frames")),
+    v(BNXT_EN_QEDE, s(ETH, "tx_pause_frames", "tx_pause_frames")),
+    v(BNXT_EN_QEDE, s(ETH, "rx_pfc_frames", "rx_pfc_frames")),
+    v(BNXT_EN_QEDE, s(ETH, "tx_pfc_frames", "tx_pfc_frames")),
+    v(BNXT_EN, s(ETH, "rx_fcs_err_frames", "phy_rx_crc_errors")),
+    v(BNXT_EN, s(ETH, "rx_stat_discard", "phy_rx_discards")),
+    v(BNXT_EN, s(ETH, "tx_stat_discard", "phy_tx_discards")),
+    v(BNXT_EN, s(ETH, "link_down_events", "phy_link_down_events")),
+    v(BNXT_EN, s(ETH, "rx_bits", "phy_rx_bits")),
+    v(BNXT_EN, s(ETH, "rx_corrected_bits", "phy_rx_corrected_bits")),
+    v(BNXT_EN, s(ETH, "rx_pcs_symbol_err", "phy_rx_pcs_symbol_errors")),
+    v(BNXT_EN, s(ETH, "rx_buffer_passed_threshold", "rx_buffer_passed_thres_events")),
+    v(BNXT_EN, s(ETH, "rx_fec_corrected_blocks", "fec_correctable_blocks")),
+    v(BNXT_EN, s(ETH, "rx_fec_uncorrectable_blocks", "fec_uncorrectable_blocks")),
+    // --- bnxt_re hw_counters: kernels < 6.5 spell CNP/ECN their own way, later ones as mlx5 does.
+    v(BNXT_RE, s(SYS, "hw_counters/tx_cnp_pkts", "np_cnp_sent_packets")),
+    v(BNXT_RE, s(SYS, "hw_counters/np_cnp_pkts", "np_cnp_sent_packets")),
+    v(BNXT_RE, s(SYS, "hw_counters/rx_cnp_pkts", "rp_cnp_handled_packets")),
+    v(BNXT_RE, s(SYS, "hw_counters/rx_ecn_marked_pkts", "np_ecn_marked_roce_packets")),
+    v(BNXT_RE, s(SYS, "hw_counters/np_cnp_sent", "np_cnp_sent_packets")),
+    v(BNXT_RE, s(SYS, "hw_counters/rp_cnp_handled", "rp_cnp_handled_packets")),
+    v(BNXT_RE, s(SYS, "hw_counters/rp_cnp_ignored", "rp_cnp_ignored_packets")),
+    v(BNXT_RE, s(SYS, "hw_counters/np_ecn_marked_roce_packets", "np_ecn_marked_roce_packets")),
+    v(BNXT_RE, ovf(SYS, "hw_counters/rx_out_of_buffer", "rx_out_of_buffer_packets", WRAP(64))),
+    v(BNXT_RE, s(SYS, "hw_counters/out_of_sequence", "out_of_sequence_packets")),
+    v(BNXT_RE, s(SYS, "hw_counters/seq_err_naks_rcvd", "packet_seq_errors")),
+    v(BNXT_RE, s(SYS, "hw_counters/to_retransmits", "local_ack_timeout_errors")),
+    v(BNXT_RE, s(SYS, "hw_counters/dup_req", "duplicate_requests")),
+    v(BNXT_RE, s(SYS, "hw_counters/roce_adp_retrans", "roce_adp_retrans_events")),
+    v(BNXT_RE, s(SYS, "hw_counters/roce_adp_retrans_to", "roce_adp_retrans_to_events")),
+    // --- ice ethtool -S: PF port stats carry a `.nic` suffix; XON and XOFF counted apart.
+    v(ICE, s(ETH, "rx_priority_{p}_xoff.nic", "rx_xoff_frames")),
+    v(ICE, s(ETH, "rx_priority_{p}_xon.nic", "rx_xon_frames")),
+    v(ICE, s(ETH, "tx_priority_{p}_xoff.nic", "tx_xoff_frames")),
+    v(ICE, s(ETH, "tx_priority_{p}_xon.nic", "tx_xon_frames")),
+    v(ICE, s(ETH, "link_xoff_rx.nic", "rx_xoff_frames")),
+    v(ICE, s(ETH, "link_xon_rx.nic", "rx_xon_frames")),
+    v(ICE, s(ETH, "link_xoff_tx.nic", "tx_xoff_frames")),
+    v(ICE, s(ETH, "link_xon_tx.nic", "tx_xon_frames")),
+    v(ICE, s(ETH, "rx_bytes.nic", "phy_rx_bytes")),
+    v(ICE, s(ETH, "tx_bytes.nic", "phy_tx_bytes")),
+    v(ICE, s(ETH, "rx_dropped.nic", "phy_rx_discards")),
+    v(ICE, s(ETH, "tx_dropped_link_down.nic", "phy_tx_discards")),
+    v(ICE, s(ETH, "rx_crc_errors.nic", "phy_rx_crc_errors")),
+    // --- irdma hw_counters (RoCEv2 gen 2+): DCQCN counters.
+    v(IRDMA, s(SYS, "hw_counters/cnpHandled", "rp_cnp_handled_packets")),
+    v(IRDMA, s(SYS, "hw_counters/cnpIgnored", "rp_cnp_ignored_packets")),
+    v(IRDMA, s(SYS, "hw_counters/cnpSent", "np_cnp_sent_packets")),
+    v(IRDMA, s(SYS, "hw_counters/RxECNMrkd", "np_ecn_marked_roce_packets")),
+    // --- ionic ethtool -S port stats: pause durations count 1 us ticks.
+    v(IONIC, s(ETH, "rx_pripause_{p}_1us_count", "rx_pause_duration_us")),
+    v(IONIC, s(ETH, "tx_pripause_{p}_1us_count", "tx_pause_duration_us")),
+    v(IONIC, s(ETH, "rx_pause_1us_count", "rx_pause_duration_us")),
+    v(IONIC, s(ETH, "frames_rx_pri_{p}", "prio_rx_packets")),
+    v(IONIC, s(ETH, "frames_tx_pri_{p}", "prio_tx_packets")),
+    v(IONIC, s(ETH, "frames_rx_pause", "rx_pause_frames")),
+    v(IONIC, s(ETH, "frames_tx_pause", "tx_pause_frames")),
+    v(IONIC, s(ETH, "frames_rx_pripause", "rx_pfc_frames")),
+    v(IONIC, s(ETH, "frames_tx_pripause", "tx_pfc_frames")),
+    v(IONIC, s(ETH, "frames_rx_bad_fcs", "phy_rx_crc_errors")),
+    v(IONIC, s(ETH, "frames_rx_dropped", "phy_rx_discards")),
+    v(IONIC, s(ETH, "octets_rx_all", "phy_rx_bytes")),
+    v(IONIC, s(ETH, "octets_tx_total", "phy_tx_bytes")),
+    // --- qede ethtool -S: no per-priority counters; BRB (receive buffer) discards are the
+    // adapter-congestion drop, `no_buff_discards` the receive-queue one.
+    v(QEDE, s(ETH, "rx_crc_errors", "phy_rx_crc_errors")),
+    v(QEDE, s(ETH, "brb_discards", "phy_rx_discards")),
+    v(QEDE, ovf(ETH, "no_buff_discards", "rx_out_of_buffer_packets", WRAP(64))),
+];
+
 struct Registry {
     by_name: HashMap<&'static str, &'static CounterDef>,
     by_spelling: HashMap<(Namespace, &'static str), Mapping>,
@@ -987,6 +1110,19 @@ static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
             );
         }
     }
+    for vs in VENDOR_SPELLINGS {
+        let sp = vs.spelling;
+        if let Some(def) = by_name.get(sp.counter) {
+            // A name shared with the generic table keeps the generic meaning (the unit test
+            // `spellings_agree_with_vendor_tables` checks that the two agree).
+            by_spelling.entry((sp.namespace, sp.raw)).or_insert(Mapping {
+                def,
+                multiply: sp.multiply,
+                scale: sp.scale,
+                overflow: sp.overflow.unwrap_or(def.overflow),
+            });
+        }
+    }
     Registry { by_name, by_spelling }
 });
 
@@ -1002,24 +1138,35 @@ pub fn counter(name: &str) -> Option<&'static CounterDef> {
 }
 
 /// Split a per-priority ethtool name into its template and priority: `rx_prio3_pause` gives
-/// (`rx_prio{p}_pause`, 3) and the old `prio3_rx_pause` gives (`prio{p}_rx_pause`, 3). Returns
-/// `None` for names without a priority 0-7.
+/// (`rx_prio{p}_pause`, 3) and the old `prio3_rx_pause` gives (`prio{p}_rx_pause`, 3). The other
+/// vendors' spellings split the same way: bnxt_en `rx_pfc_ena_frames_pri3` and
+/// `pfc_pri3_rx_duration_us`, ice `rx_priority_3_xoff.nic`, ionic `rx_pripause_3_1us_count` and
+/// `frames_rx_pri_3`. The priority marker (`prio`, `pri`, `priority_`, `pripause_`, `pri_`) starts
+/// the name or follows `_`; the single digit 0-7 ends the name or is followed by `_` or `.`.
+/// Returns `None` for names without such a priority.
 pub fn split_priority(name: &str) -> Option<(String, u8)> {
+    const MARKERS: [&str; 5] = ["priority_", "pripause_", "prio", "pri_", "pri"];
     let bytes = name.as_bytes();
     let mut i = 0;
-    while let Some(pos) = name[i..].find("prio") {
+    while let Some(pos) = name[i..].find("pri") {
         let at = i + pos;
-        let digit_at = at + 4;
         let boundary_before = at == 0 || bytes[at - 1] == b'_';
-        if boundary_before
-            && digit_at < bytes.len()
-            && (b'0'..=b'7').contains(&bytes[digit_at])
-            && (digit_at + 1 == bytes.len() || bytes[digit_at + 1] == b'_')
-        {
-            let template = format!("{}prio{{p}}{}", &name[..at], &name[digit_at + 1..]);
-            return Some((template, bytes[digit_at] - b'0'));
+        if boundary_before {
+            for marker in MARKERS {
+                if !name[at..].starts_with(marker) {
+                    continue;
+                }
+                let digit_at = at + marker.len();
+                if digit_at < bytes.len()
+                    && (b'0'..=b'7').contains(&bytes[digit_at])
+                    && (digit_at + 1 == bytes.len() || matches!(bytes[digit_at + 1], b'_' | b'.'))
+                {
+                    let template = format!("{}{{p}}{}", &name[..digit_at], &name[digit_at + 1..]);
+                    return Some((template, bytes[digit_at] - b'0'));
+                }
+            }
         }
-        i = at + 4;
+        i = at + 3;
     }
     None
 }
@@ -1069,5 +1216,37 @@ mod tests {
         assert_eq!(split_priority("rx_prio31_bytes"), None);
         assert_eq!(split_priority("rx_global_pause"), None);
         assert_eq!(lookup(Namespace::Ethtool, "prio{p}_rx_octets").map(|m| m.def.name), Some("prio_rx_bytes"));
+    }
+
+    #[test]
+    fn priority_split_handles_other_vendors() {
+        assert_eq!(split_priority("rx_pfc_ena_frames_pri3"), Some(("rx_pfc_ena_frames_pri{p}".into(), 3)));
+        assert_eq!(split_priority("pfc_pri5_tx_duration_us"), Some(("pfc_pri{p}_tx_duration_us".into(), 5)));
+        assert_eq!(split_priority("rx_priority_3_xoff.nic"), Some(("rx_priority_{p}_xoff.nic".into(), 3)));
+        assert_eq!(split_priority("rx_pripause_7_1us_count"), Some(("rx_pripause_{p}_1us_count".into(), 7)));
+        assert_eq!(split_priority("frames_tx_pri_0"), Some(("frames_tx_pri_{p}".into(), 0)));
+        assert_eq!(split_priority("rx_bytes_cos3"), None);
+        assert_eq!(split_priority("rx_priority_8_xoff.nic"), None);
+        assert_eq!(split_priority("sprio3_x"), None);
+        assert_eq!(split_priority("rx_pri33"), None);
+        let m = lookup(Namespace::Ethtool, "pfc_pri{p}_rx_duration_us").expect("bnxt_en duration");
+        assert_eq!(m.def.name, "rx_pause_duration_us");
+        let m = lookup(Namespace::Ethtool, "rx_priority_{p}_xoff.nic").expect("ice xoff");
+        assert_eq!(m.def.name, "rx_xoff_frames");
+    }
+
+    #[test]
+    fn spellings_agree_with_vendor_tables() {
+        for vs in VENDOR_SPELLINGS {
+            let sp = vs.spelling;
+            assert!(counter(sp.counter).is_some(), "vendor spelling {:?} names unknown counter {}", sp.raw, sp.counter);
+            assert!(!vs.drivers.is_empty(), "vendor spelling {:?} names no driver", sp.raw);
+            if let Some(generic) = SPELLINGS.iter().find(|g| g.namespace == sp.namespace && g.raw == sp.raw) {
+                assert_eq!(generic.counter, sp.counter, "{:?} means two things", sp.raw);
+                assert_eq!(generic.multiply, sp.multiply, "{:?} is multiplied two ways", sp.raw);
+            }
+            let twice = VENDOR_SPELLINGS.iter().filter(|o| o.spelling.namespace == sp.namespace && o.spelling.raw == sp.raw);
+            assert_eq!(twice.count(), 1, "vendor spelling {:?} listed twice: list its drivers together", sp.raw);
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use fabricscope_core::formats::{prometheus_api, remote_read};
-use fabricscope_core::vocabulary::{COUNTERS, SPELLINGS};
+use fabricscope_core::vocabulary::{COUNTERS, SPELLINGS, Spelling, VENDOR_SPELLINGS};
 use fabricscope_core::{
     Error, Event, FORMATS, Format, InputReport, Limits, ReadOptions, attributes_schema, read_bytes, read_paths,
     samples_schema, total_input_bytes,
@@ -398,18 +398,25 @@ pub fn counters(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             d.set_item("layer", c.layer.as_str())?;
             d.set_item("per_priority", c.per_priority)?;
             d.set_item("description", c.description)?;
-            let spellings: Vec<String> = SPELLINGS
-                .iter()
-                .filter(|s| s.counter == c.name)
-                .map(|s| {
-                    if s.multiply == 1 {
-                        format!("{}:{}", s.namespace.as_str(), s.raw)
-                    } else {
-                        format!("{}:{} (x{})", s.namespace.as_str(), s.raw, s.multiply)
-                    }
-                })
-                .collect();
+            let spelled = |s: &Spelling| {
+                if s.multiply == 1 {
+                    format!("{}:{}", s.namespace.as_str(), s.raw)
+                } else {
+                    format!("{}:{} (x{})", s.namespace.as_str(), s.raw, s.multiply)
+                }
+            };
+            let mut spellings: Vec<String> = SPELLINGS.iter().filter(|s| s.counter == c.name).map(spelled).collect();
+            // Vendor spellings carry the drivers that print them: `ethtool:rx_pfc_frames [bnxt_en, qede]`.
+            let mut drivers: Vec<&str> = Vec::new();
+            for vs in VENDOR_SPELLINGS.iter().filter(|v| v.spelling.counter == c.name) {
+                // Listed even when the generic table has the same name: it says who prints it.
+                spellings.push(format!("{} [{}]", spelled(&vs.spelling), vs.drivers.join(", ")));
+                drivers.extend(vs.drivers.iter().copied());
+            }
+            drivers.sort_unstable();
+            drivers.dedup();
             d.set_item("spellings", spellings)?;
+            d.set_item("drivers", drivers)?;
             Ok(d)
         })
         .collect()

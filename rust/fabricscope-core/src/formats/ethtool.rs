@@ -12,6 +12,13 @@
 //! brackets and, in one mlx5 kernel, a trailing blank (`tx_pause_storm_warning_events `).
 //! Per-priority names (`rx_prio3_pause`, the old `prio3_rx_pause`) map to one canonical counter
 //! with the priority in its own column; unknown names are kept as they are.
+//!
+//! Per-queue and per-ring lines are indexed, not named: bnxt_en/bnx2x `[3]: rx_discards`, qede
+//! `3: rcv_pkts`, `3_1: xmit_pkts` (queue 3, traffic class 1) and `3 [XDP]: xmit_pkts`, ice
+//! `rx_queue_3_bytes`, ionic `tx_3_pkts` and `rxq_3_cq_compl_count` become the driver's stat name
+//! (`rx_discards`, `rx_bytes`, `tx_pkts`, ...) on the sub-device `<if>/queue3` (`<if>/queue3/tc1`,
+//! `<if>/queue3/xdp`), the way switch fans are `<switch>/fan<n>`. They keep the driver's name:
+//! a queue's `rx_bytes` is not the netdev total.
 
 use std::path::Path;
 
@@ -32,6 +39,33 @@ struct Resolved {
     multiply: u32,
     scale: u32,
     is_counter: bool,
+    /// The queue or ring a per-queue stat belongs to.
+    queue: Option<QueueId>,
+}
+
+/// Which queue a per-queue stat line names: index, qede's traffic class, qede's XDP queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct QueueId {
+    index: u32,
+    tc: Option<u32>,
+    xdp: bool,
+}
+
+impl QueueId {
+    fn plain(index: u32) -> QueueId {
+        QueueId { index, tc: None, xdp: false }
+    }
+
+    fn device(self, parent: &str) -> String {
+        let mut d = format!("{parent}/queue{}", self.index);
+        if let Some(tc) = self.tc {
+            d.push_str(&format!("/tc{tc}"));
+        }
+        if self.xdp {
+            d.push_str("/xdp");
+        }
+        d
+    }
 }
 
 /// Time, host and device of the snapshot being read, as interned keys.
@@ -53,6 +87,10 @@ pub struct EthtoolReader {
     path_device: Option<String>,
     snapshot: Option<Snapshot>,
     names: AHashMap<Box<str>, Resolved>,
+    /// Name of the snapshot's device, the parent of its queues.
+    current_device: String,
+    /// Interned sub-device keys of queues, by (parent device key, queue).
+    queue_devices: AHashMap<(i32, QueueId), i32>,
 }
 
 impl EthtoolReader {
@@ -80,6 +118,7 @@ impl EthtoolReader {
         };
         let snap = Snapshot { time_ns, host: ctx.samples.host(&host), device: ctx.samples.device(&device) };
         self.snapshot = Some(snap);
+        self.current_device = device;
         Ok(snap)
     }
 
@@ -132,10 +171,21 @@ impl EthtoolReader {
             None => self.start_snapshot(ctx)?,
         };
         let r = self.resolve(name, ctx);
+        let device = match r.queue {
+            None => snap.device,
+            Some(q) => match self.queue_devices.get(&(snap.device, q)) {
+                Some(d) => *d,
+                None => {
+                    let d = ctx.samples.device(&q.device(&self.current_device));
+                    self.queue_devices.insert((snap.device, q), d);
+                    d
+                }
+            },
+        };
         ctx.push(&Sample {
             time_ns: snap.time_ns,
             host: snap.host,
-            device: snap.device,
+            device,
             port: None,
             priority: r.priority,
             counter: r.counter,
@@ -167,6 +217,16 @@ impl LineReader for EthtoolReader {
 }
 
 fn resolve_name(name: &str, ctx: &mut ReadContext<'_>) -> Resolved {
+    if let Some((queue, stat)) = split_queue(name) {
+        return Resolved {
+            counter: ctx.samples.counter(&stat),
+            priority: None,
+            multiply: 1,
+            scale: 1,
+            is_counter: true,
+            queue: Some(queue),
+        };
+    }
     let known = vocabulary::split_priority(name)
         .and_then(|(template, p)| vocabulary::lookup(Namespace::Ethtool, &template).map(|m| (m, Some(p))))
         .or_else(|| vocabulary::lookup(Namespace::Ethtool, name).map(|m| (m, None)));
@@ -177,11 +237,88 @@ fn resolve_name(name: &str, ctx: &mut ReadContext<'_>) -> Resolved {
             multiply: m.multiply,
             scale: m.scale,
             is_counter: m.def.kind == Kind::Counter,
+            queue: None,
         },
         None => {
-            Resolved { counter: ctx.samples.counter(name), priority: None, multiply: 1, scale: 1, is_counter: true }
+            Resolved {
+                counter: ctx.samples.counter(name),
+                priority: None,
+                multiply: 1,
+                scale: 1,
+                is_counter: true,
+                queue: None,
+            }
         }
     }
+}
+
+/// ionic's per-queue stat names (`ionic_stats.c` `ionic_tx_stats_desc`, `ionic_rx_stats_desc`):
+/// `tx_<q>_<name>` is only a queue stat for these names, so that `rx_64_byte_packets` stays a
+/// port counter.
+const IONIC_QUEUE_STATS: &[&str] = &[
+    "pkts",
+    "bytes",
+    "clean",
+    "dma_map_err",
+    "linearize",
+    "frags",
+    "tso",
+    "tso_bytes",
+    "hwstamp_valid",
+    "hwstamp_invalid",
+    "csum_none",
+    "csum",
+    "csum_complete",
+    "csum_error",
+    "vlan_inserted",
+    "alloc_err",
+    "dropped",
+    "vlan_stripped",
+];
+
+fn decimal(s: &str) -> Option<u32> {
+    (!s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+}
+
+/// A per-queue stat name split into its queue and the driver's stat name (see the module doc).
+fn split_queue(name: &str) -> Option<(QueueId, String)> {
+    // `[3]: rx_discards` (bnxt_en, bnx2x)
+    if let Some(rest) = name.strip_prefix('[')
+        && let Some((index, stat)) = rest.split_once("]: ")
+    {
+        return Some((QueueId::plain(decimal(index)?), stat.trim().to_owned()));
+    }
+    // `3: rcv_pkts`, `3_1: xmit_pkts`, `3 [XDP]: xmit_pkts` (qede)
+    if let Some((head, stat)) = name.split_once(": ") {
+        let stat = stat.trim().to_owned();
+        if let Some(index) = head.strip_suffix(" [XDP]").and_then(decimal) {
+            return Some((QueueId { index, tc: None, xdp: true }, stat));
+        }
+        if let Some((index, tc)) = head.split_once('_') {
+            return Some((QueueId { index: decimal(index)?, tc: Some(decimal(tc)?), xdp: false }, stat));
+        }
+        return Some((QueueId::plain(decimal(head)?), stat));
+    }
+    // `rx_queue_3_bytes` (ice, virtio_net)
+    for dir in ["rx", "tx"] {
+        if let Some(rest) = name.strip_prefix(dir).and_then(|r| r.strip_prefix("_queue_"))
+            && let Some((index, stat)) = rest.split_once('_')
+            && let Some(index) = decimal(index)
+        {
+            return Some((QueueId::plain(index), format!("{dir}_{stat}")));
+        }
+    }
+    // `txq_3_stop`, `rxq_3_cq_compl_count` (ionic debug stats), `tx_3_pkts` (ionic)
+    for prefix in ["txq", "rxq", "tx", "rx"] {
+        if let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix('_'))
+            && let Some((index, stat)) = rest.split_once('_')
+            && let Some(index) = decimal(index)
+            && (prefix.ends_with('q') || IONIC_QUEUE_STATS.contains(&stat))
+        {
+            return Some((QueueId::plain(index), format!("{prefix}_{stat}")));
+        }
+    }
+    None
 }
 
 /// Split `<name>: <value>` on the last `": "`; the name is trimmed and must not be empty.
@@ -262,6 +399,26 @@ mod tests {
         assert_eq!(split_stat("     Queue[0] AllocFails: 0"), Some(("Queue[0] AllocFails", "0")));
         assert_eq!(split_stat("NIC statistics:"), None);
         assert_eq!(split_stat("   : 5"), None);
+    }
+
+    #[test]
+    fn queue_lines_are_indexed() {
+        let q = |n: &str| split_queue(n).map(|(q, s)| (q.device("eth0"), s));
+        assert_eq!(q("[11]: rx_discards"), Some(("eth0/queue11".into(), "rx_discards".into())));
+        assert_eq!(q("3: rcv_pkts"), Some(("eth0/queue3".into(), "rcv_pkts".into())));
+        assert_eq!(q("3_1: xmit_pkts"), Some(("eth0/queue3/tc1".into(), "xmit_pkts".into())));
+        assert_eq!(q("2 [XDP]: xmit_pkts"), Some(("eth0/queue2/xdp".into(), "xmit_pkts".into())));
+        assert_eq!(q("rx_queue_0_bytes"), Some(("eth0/queue0".into(), "rx_bytes".into())));
+        assert_eq!(q("tx_queue_12_packets"), Some(("eth0/queue12".into(), "tx_packets".into())));
+        assert_eq!(q("tx_5_pkts"), Some(("eth0/queue5".into(), "tx_pkts".into())));
+        assert_eq!(q("rxq_1_napi_poll_count"), Some(("eth0/queue1".into(), "rxq_napi_poll_count".into())));
+        // port counters that look like queue lines stay counters
+        assert_eq!(q("rx_64_byte_packets"), None);
+        assert_eq!(q("rx_1519_to_2047_byte_packets"), None);
+        assert_eq!(q("Queue[0] AllocFails"), None);
+        assert_eq!(q("[x]: rx_discards"), None);
+        assert_eq!(q("rx_prio3_pause"), None);
+        assert_eq!(q("[99999999999]: rx_discards"), None);
     }
 
     #[test]
