@@ -13,6 +13,7 @@ __all__ = [
     "IBQUERYERRORS",
     "MLX5_PAUSE",
     "MLX5_STORM",
+    "XOFF_QUANTA",
     "NCCL_ACHIEVABLE",
     "NCCL_EXPECTED",
     "NGC_PERF",
@@ -40,6 +41,12 @@ PFCWD = (
 MLX5_STORM = (
     "Linux kernel Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst: "
     "tx_pause_storm_warning_events/tx_pause_storm_error_events (device stalled, pause storm prevention)"
+)
+XOFF_QUANTA = (
+    "IEEE 802.1Qbb / 802.3 Annex 31D: a PFC XOFF pauses a priority for its quanta x 512 bit times, at most "
+    "65535 quanta; a sender keeps a priority paused by refreshing XOFF before the quanta expire and ends "
+    "the pause with an XON (quanta 0). Intel E810 (ice) counts XOFF and XON frames per priority "
+    "(ice_ethtool.c rx/tx_priority_<p>_xoff.nic) and no pause time; 100 Gb/s is the E810's fastest link"
 )
 MLX5_PAUSE = (
     "Linux kernel Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst: rx pause = the "

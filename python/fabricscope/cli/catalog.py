@@ -32,7 +32,10 @@ def _drivers_of(spelling: str) -> list[str]:
     """``ethtool:rx_pfc_frames [bnxt_en, qede]`` → ``["bnxt_en", "qede"]``; untagged spellings have none."""
     if not spelling.endswith("]") or " [" not in spelling:
         return []
-    return spelling[spelling.rindex(" [") + 2 : -1].split(", ")df: pl.DataFrame, vendor: str) -> pl.DataFrame:
+    return spelling[spelling.rindex(" [") + 2 : -1].split(", ")
+
+
+def _vendor_spellings(df: pl.DataFrame, vendor: str) -> pl.DataFrame:
     """The counters ``vendor`` (a driver or vendor name) provides, with that vendor's spellings only."""
     drivers = VENDOR_DRIVERS.get(vendor.lower(), [vendor])
     keep = [[s for s in spellings if set(drivers) & set(_drivers_of(s))] for spellings in df["spellings"]]

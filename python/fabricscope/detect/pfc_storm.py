@@ -15,6 +15,13 @@ Three rules, all critical:
   paused direction (our transmit for received pause, our receive for sent pause) fall to
   ``collapse_ratio`` of their 90th percentile over the observation.
 
+* ``pfc_storm.xoff_refresh``: for NICs that count XOFF and XON frames but not pause time (Intel
+  E810 ``ice``: ``tx_priority_3_xoff.nic``): the pause a priority's XOFF frames can hold is
+  ``xoff_rate x max quanta time`` (65535 x 512 bit times at ``xoff_link_bps``, the NIC's fastest
+  link, so the estimate never exceeds the truth for refresh-spaced XOFFs). An interval with that
+  estimate at or above ``storm_ratio`` and no XON on the priority in the same direction (the pause
+  never ended) is paused throughout; such intervals spanning ``window_s`` are a storm.
+
 * ``pfc_storm.capture``: from a packet capture's PFC/PAUSE frames (the ``packet_events``
   table), judged on packet timing, not on time bins: each XOFF pauses its priority for its
   quanta (``pause_ns``) from its timestamp, a refresh replaces the deadline and an XON ends the
@@ -37,7 +44,7 @@ from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import attach_rate, keyed
 from fabricscope.detect.pfc_congestion import MEANING, SERIES, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
-from fabricscope.sources import MLX5_STORM, PFCWD
+from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
 
 KIND = "pfc_storm"
 
@@ -437,6 +444,90 @@ def _capture_rule(inp: AnalysisInput, cfg: dict) -> list[dict[str, Any]]:
     return rows
 
 
+XOFF = {"rx_xoff_frames": "rx", "tx_xoff_frames": "tx"}
+XON = {"rx_xon_frames": "rx", "tx_xon_frames": "tx"}
+# One XOFF pauses its priority for at most 65535 quanta of 512 bit times (IEEE 802.1Qbb).
+MAX_QUANTA_BITS = 65535 * 512
+
+
+def _xoff_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:
+    r = keyed(inp.rates.filter(pl.col("counter").is_in([*XOFF, *XON])))
+    r = r.filter(pl.col("interval_s") > 0).with_columns(pl.col("counter").cast(pl.String))
+    xoff = r.filter(pl.col("counter").is_in(list(XOFF)) & pl.col("rate_per_s").is_not_null())
+    if xoff.is_empty():
+        return []
+    quanta_s = MAX_QUANTA_BITS / cfg["xoff_link_bps"]
+    xoff = xoff.with_columns(
+        pl.col("counter").replace_strict(XOFF, return_dtype=pl.String).alias("direction"),
+        (pl.col("rate_per_s") * quanta_s).alias("ratio"),
+    )
+    xon = r.filter(pl.col("counter").is_in(list(XON))).select(
+        "host",
+        "device",
+        "_port",
+        "_prio",
+        "start",
+        "end",
+        pl.col("counter").replace_strict(XON, return_dtype=pl.String).alias("direction"),
+        pl.col("delta").alias("xon_delta"),
+    )
+    j = xoff.join(xon, on=["host", "device", "_port", "_prio", "direction", "start", "end"], how="left")
+    # A missing XON reading (no counter, a reset) cannot show the pause ended: it does not block.
+    flagged = j.filter((pl.col("ratio") >= cfg["storm_ratio"]) & (pl.col("xon_delta").fill_null(0) == 0))
+    if flagged.is_empty():
+        return []
+    windows = merge_windows(
+        flagged,
+        keys=SERIES,
+        max_gap_s=0.0,
+        aggs=[
+            pl.col("port", "priority").first(),
+            pl.col("delta").sum().alias("xoff_frames"),
+            pl.col("interval_s").sum().alias("covered_s"),
+            pl.col("interval_s").max().alias("max_interval_s"),
+            pl.col("xon_delta").is_null().any().alias("xon_unknown"),
+        ],
+    ).filter(pl.col("covered_s") >= cfg["window_s"] * 0.999)
+    rows = []
+    for w in windows.iter_rows(named=True):
+        rate = w["xoff_frames"] / w["covered_s"]
+        est = rate * quanta_s
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "critical",
+                "host": w["host"],
+                "device": w["device"],
+                "port": w["port"],
+                "priority": w["priority"],
+                "layer": "network",
+                "start": w["start"],
+                "end": w["end"],
+                "metric": f"{w['direction']}_xoff_frames_per_s",
+                "observed": rate,
+                "expected": cfg["storm_ratio"] / quanta_s,
+                "message": (
+                    f"PFC storm: {w['direction']} XOFF on {prio_name(w['priority'])} refreshed {rate:,.0f}/s "
+                    f"for {w['covered_s']:,.3g} s with no XON: one XOFF holds at most {quanta_s * 1e6:,.0f} us at "
+                    f"{cfg['xoff_link_bps'] / 1e9:g} Gb/s, so the priority was paused "
+                    f"{'all' if est >= 1 else f'{est:.0%}'} of the time: {MEANING[w['direction']]}"
+                ),
+                "evidence": {
+                    "rule": "pfc_storm.xoff_refresh",
+                    "threshold_source": f"{PFCWD}; {XOFF_QUANTA}",
+                    "direction": w["direction"],
+                    "xoff_frames": w["xoff_frames"],
+                    "max_quanta_time_us": quanta_s * 1e6,
+                    "estimated_pause_ratio": min(est, 1.0),
+                    "xon_counter_missing": w["xon_unknown"],
+                    "detection_window_s": max(cfg["window_s"], w["max_interval_s"]),
+                    "intervals": w["intervals"],
+                },
+            }
+        )
+    return rows
+
+
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Find PFC storms per priority and NIC pause-storm watchdog events."""
     cfg = inp.config[KIND]
@@ -445,6 +536,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     rows = _capture_rule(inp, cfg)
     rows += _ratio_rule(p, cfg) if not p.is_empty() else []
     rows += _watchdog_rule(inp, p, cfg)
+    rows += _xoff_rule(inp, cfg)
     if not p.is_empty():
         rows += _unbroken_rule(inp, p, cfg)
     return make_findings(merge_same_fault(rows))
@@ -464,6 +556,9 @@ SPEC = DetectorSpec(
         "window_s": 0.2,
         "unbroken_ratio": 0.95,
         "collapse_ratio": 0.10,
+        # NICs counting XOFF frames but no pause time (ice): the fastest link the NIC runs, which
+        # gives the shortest quanta time and so the lowest estimate of the pause one XOFF holds.
+        "xoff_link_bps": 100e9,
         "source": f"{PFCWD}; {MLX5_STORM}; unbroken pause with collapse: the NIC pause watchdog of Guo et al., "
         "'RDMA over Commodity Ethernet at Scale', SIGCOMM 2016, section 4.3",
     },

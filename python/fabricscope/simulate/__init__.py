@@ -223,7 +223,7 @@ def simulate(
         if f == "prometheus":
             expected[f] = write_prometheus(sim, out / "prometheus" / "federate.prom", seed=seed)
         elif f == "ethtool":
-            expected[f] = write_ethtool(sim, out / "ethtool")
+            expected[f] = write_ethtool(sim, out / "ethtool", driver=sc.nic_driver)
         elif f == "sysfs":
             expected[f] = write_sysfs(sim, out / "sysfs", snapshots=sysfs_snapshots)
         elif f == "sysfs-grep":

@@ -45,6 +45,8 @@ class Scenario:
             leaf port at the cable's far end when the topology is written), ``members`` (findings the
             incident must hold: ``kind``, ``host``), ``optional`` (findings it may hold).
         separate: Builder of host-index groups that no incident may join (unrelated faults).
+        nic_driver: The Ethernet driver whose ``ethtool -S`` dialect the ethtool logs are written in:
+            ``mlx5`` (default), ``bnxt_en`` (Broadcom) or ``ice`` (Intel E810).
     """
 
     name: str
@@ -68,6 +70,7 @@ class Scenario:
     jobs: Callable[[int, float], list[dict[str, Any]]] = lambda h, d: []
     incidents: Callable[[int, float], list[dict[str, Any]]] = lambda h, d: []
     separate: Callable[[int, float], list[list[int]]] = lambda h, d: []
+    nic_driver: str = "mlx5"
 
 
 def _all(h: int, reason: str) -> list[tuple[int, int | None, str]]:
@@ -108,6 +111,53 @@ SCENARIOS: dict[str, Scenario] = {
             formats=("ethtool", "prometheus"),
             prefix="pfcstorm",
         ),
+        *[
+            Scenario(
+                f"pfc-storm-{vendor}",
+                f"pfc-storm on {nic}: the storming NIC's ethtool -S in the {driver} dialect ({counters})",
+                "roce400",
+                4,
+                1,
+                _TRAIN,
+                lambda h, d: [Fault("pfc_storm", 2 % h, 0, 0.3 * d, 0.4 * d)],
+                expected=lambda h, d, note=note: [
+                    {
+                        "kind": "pfc_storm",
+                        "severity": "critical",
+                        "host": 2 % h,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.7 * d,
+                        "note": note,
+                    }
+                ],
+                allowed=lambda h, d: (
+                    [{"kind": k, "host": (2 - 1) % h, "nic": 0} for k in ("pfc_storm", "pfc_congestion")]
+                    + [{"kind": k, "host": 2 % h, "nic": 0} for k in ("pfc_congestion", "packet_loss")]
+                    + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                ),
+                formats=("ethtool",),
+                prefix=f"pfcstorm{vendor}",
+                nic_driver=driver,
+            )
+            for vendor, nic, driver, counters, note in [
+                (
+                    "bnxt",
+                    "Broadcom Thor (bnxt_en)",
+                    "bnxt_en",
+                    "pfc_pri3_tx_duration_us, tx_pfc_ena_frames_pri3; no storm watchdog counters",
+                    "pfc_pri3_tx_duration_us ~97% of each interval",
+                ),
+                (
+                    "ice",
+                    "Intel E810 (ice)",
+                    "ice",
+                    "tx_priority_3_xoff.nic / _xon.nic frame counts only, no pause duration",
+                    "tx_priority_3_xoff.nic refreshed every half quanta with no XON for 40% of the run",
+                ),
+            ]
+        ],
         Scenario(
             "lossy-link",
             "RoCE 400G; the cable into one NIC drops 0.05% of packets: go-back-N retransmissions, ~94% goodput",

@@ -60,6 +60,8 @@ def spellings() -> dict[str, dict[str, tuple[str, int]]]:
             if raw.endswith(")") and " (x" in raw:
                 raw, m = raw[:-1].split(" (x")
                 mult = int(m)
+            if raw.endswith("]") and " [" in raw:
+                continue  # a vendor driver's spelling: see vendor_spellings()
             if ns == "prometheus" and not (raw.startswith(("node_infiniband_", "DCGM_FI_"))):
                 continue
             if ns == "ethtool" and raw.startswith("prio{p}"):
@@ -72,6 +74,45 @@ def spellings() -> dict[str, dict[str, tuple[str, int]]]:
             per.setdefault(ns, (raw, mult))
         out[row["name"]] = per
     return out
+
+
+@functools.cache
+def vendor_spellings(driver: str) -> dict[tuple[str, bool], str]:
+    """(canonical counter, per priority) -> the ``ethtool -S`` name ``driver`` prints for it.
+
+    From the vocabulary's vendor spellings (``ethtool:rx_pfc_ena_frames_pri{p} [bnxt_en]``): the
+    templated name for per-priority rows, the plain one for rows with priority null.
+    """
+    from fabricscope.vocabulary import counters
+
+    out: dict[tuple[str, bool], str] = {}
+    for row in counters().iter_rows(named=True):
+        for sp in row["spellings"]:
+            if not (sp.startswith("ethtool:") and sp.endswith("]") and " [" in sp):
+                continue
+            raw, drivers = sp[len("ethtool:") : -1].split(" [")
+            if driver in drivers.split(", "):
+                out.setdefault((row["name"], "{p}" in raw), raw)
+    return out
+
+
+# What a driver counts differently from the model's mlx5-shaped counters. ice counts XOFF and XON
+# frames apart and has no pause duration: while a priority is paused every pause frame sent is an
+# XOFF refresh, and each pause episode ends with one XON.
+DIALECT_COUNTERS: dict[str, dict[str, str]] = {
+    "ice": {
+        "tx_pause_frames": "tx_xoff_frames",
+        "rx_pause_frames": "rx_xoff_frames",
+        "rx_pause_transitions": "rx_xon_frames",
+    },
+}
+
+
+def _vendor_stat(counter: str, prio: int | None, driver: str) -> str | None:
+    raw = vendor_spellings(driver).get((counter, prio is not None))
+    if raw is None:
+        return None
+    return raw.replace("{p}", str(prio)) if prio is not None else raw
 
 
 def go_float_expr(col: str) -> pl.Expr:
@@ -270,10 +311,12 @@ def _stamp(ms: int) -> str:
     return f"{ms // 1000}.{(ms % 1000) * 1_000_000:09d}"  # `date +%s.%N`
 
 
-def write_ethtool(sim: Simulation, outdir: Path) -> pl.DataFrame:
+def write_ethtool(sim: Simulation, outdir: Path, *, driver: str = "mlx5") -> pl.DataFrame:
     """``while sleep N; do date +%s; ethtool -S ethX; done >> host-ethX.log`` logs, one per netdev.
 
     Per-priority pause counters appear only for priorities with PFC enabled, as mlx5 prints them.
+    With another ``driver`` (``bnxt_en``, ``ice``) only the counters that driver prints are written,
+    under its names (:func:`vendor_spellings`, :data:`DIALECT_COUNTERS`).
 
     Returns:
         The samples a reader must produce.
@@ -281,7 +324,13 @@ def write_ethtool(sim: Simulation, outdir: Path) -> pl.DataFrame:
     df = _present(sim).filter(pl.col("family") == "eth")
     if df.is_empty():
         return pl.DataFrame(schema=_EXPECTED_SCHEMA)
-    names = {(c, p): _ethtool_name(c, p) for c, p in df.select("counter", "priority").unique().iter_rows()}
+    if driver != "mlx5":
+        renames = DIALECT_COUNTERS.get(driver, {})
+        df = df.with_columns(pl.col("counter").replace(renames))
+        pairs = df.select("counter", "priority").unique().iter_rows()
+        names = {(c, p): _vendor_stat(c, p, driver) for c, p in pairs}
+    else:
+        names = {(c, p): _ethtool_name(c, p) for c, p in df.select("counter", "priority").unique().iter_rows()}
     nm = pl.DataFrame(
         [(c, p, n) for (c, p), n in names.items()],
         schema={"counter": pl.String, "priority": pl.UInt8, "stat": pl.String},

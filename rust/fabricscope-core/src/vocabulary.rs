@@ -844,6 +844,23 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PQ, "PortNeighborMTUDiscards", "port_neighbor_mtu_discards"),
     s(PQ, "PortSwLifetimeLimitDiscards", "port_sw_lifetime_limit_discards"),
     s(PQ, "PortSwHOQLifetimeLimitDiscards", "port_sw_hoq_lifetime_limit_discards"),
+    // OFED 1.x libibmad `fields.c` (before the IBA names were adopted, ~2009): the same PortCounters
+    // under short names. XmtData/RcvData are the 32-bit 4-octet-word fields.
+    s(PQ, "SymbolErrors", "symbol_errors"),
+    s(PQ, "LinkRecovers", "link_error_recovery_events"),
+    s(PQ, "LinkDowned", "link_downed_events"),
+    s(PQ, "RcvErrors", "port_rcv_errors"),
+    s(PQ, "RcvRemotePhysErrors", "port_rcv_remote_physical_errors"),
+    s(PQ, "RcvSwRelayErrors", "port_rcv_switch_relay_errors"),
+    s(PQ, "XmtDiscards", "port_xmit_discards"),
+    s(PQ, "XmtConstraintErrors", "port_xmit_constraint_errors"),
+    s(PQ, "RcvConstraintErrors", "port_rcv_constraint_errors"),
+    s(PQ, "LinkIntegrityErrors", "local_link_integrity_errors"),
+    s(PQ, "ExcBufOverrunErrors", "excessive_buffer_overrun_errors"),
+    words(PQ, "XmtData", "port_xmit_data_bytes", Some(SAT(32))),
+    words(PQ, "RcvData", "port_rcv_data_bytes", Some(SAT(32))),
+    ovf(PQ, "XmtPkts", "port_xmit_packets", SAT(32)),
+    ovf(PQ, "RcvPkts", "port_rcv_packets", SAT(32)),
     // ibdiagnet2.db_csv PM_INFO: basic names as perfquery plus `...Ext`/`...Extended` 64-bit copies
     // (readers prefer the extended column when both hold a value). Data still in words.
     words(IBD, "PortXmitData", "port_xmit_data_bytes", None),

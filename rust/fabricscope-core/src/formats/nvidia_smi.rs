@@ -20,6 +20,11 @@
 //!   `Link N: <inactive>` → `link_state` = `inactive`. A row with a second label is a counter.
 //! * `Replay Errors`, `Recovery Errors`, `CRC Errors`, `CRC FLIT Errors`, `CRC Data Errors` → the
 //!   NVLink error counters; other `... Errors` labels keep a snake-cased raw name.
+//! * Drivers before the `-gt` option print the deprecated counter sets two to a line in KBytes:
+//!   `Link 0: Rx0: 123 KBytes, Tx0: 456 KBytes` (each pair one counter, KBytes read as KiB).
+//! * `Unable to retrieve NVLink information as all links are inActive` under a GPU (a GPU with no
+//!   NVLink bridge or fabric) becomes attribute `nvlink_state` = `all links inactive` (null port)
+//!   and a warning in the input's report, so the GPU is not silently missing.
 //! * Counters reset on driver reload or reboot (the rate engine flags it). Host and time:
 //!   `# host:`/timestamp lines, else the driver's fallbacks.
 
@@ -73,6 +78,7 @@ fn known_link_row(rest: &str) -> bool {
     rest == "<inactive>"
         || rest.ends_with(" GB/s")
         || rest.ends_with(" KiB")
+        || rest.ends_with(" KBytes")
         || rest.split_once(':').is_some_and(|(label, _)| label.trim().ends_with("Errors"))
 }
 
@@ -144,6 +150,12 @@ impl NvidiaSmiReader {
             return Ok(());
         }
         let Some((link, rest)) = parse_link(t) else {
+            if t.to_ascii_lowercase().contains("all links are inactive") {
+                if let Some(gpu) = self.gpu {
+                    ctx.warn(&format!("gpu{gpu}: nvidia-smi reports all NVLink links inactive (`{t}`)"));
+                }
+                return self.attribute(None, "nvlink_state", "all links inactive", ctx);
+            }
             self.directives.apply_line(t);
             // Other nvidia-smi chatter (`NVML: Unable to ...`, `-c` capability lines) is skipped.
             return Ok(());
@@ -165,6 +177,20 @@ impl NvidiaSmiReader {
                 }
                 self.attribute(Some(link), "nvlink_speed_gb_per_s", speed, ctx)?;
                 self.attribute(Some(link), "link_state", "active", ctx)
+            }
+            // `Link 0: Rx0: 123 KBytes, Tx0: 456 KBytes`: two counters of the old `-g` layout.
+            Some(_) if rest.ends_with(" KBytes") => {
+                for pair in rest.split(", ") {
+                    let parsed = pair.split_once(':').and_then(|(label, value)| {
+                        let n = value.trim().strip_suffix("KBytes")?.trim().parse::<u64>().ok()?;
+                        Some((label.trim(), n))
+                    });
+                    let Some((label, n)) = parsed else {
+                        return ctx.bad_record(pos, "`<counter>: <n> KBytes` pairs separated by `, `", raw);
+                    };
+                    self.counter(link, label, Value::U64(n), ctx)?;
+                }
+                Ok(())
             }
             // `Link 0: Data Tx: 5863784 KiB`, `Link 0: Replay Errors: 0`: a counter row.
             Some((label, value)) => {
@@ -218,5 +244,6 @@ mod tests {
         assert!(looks_like("GPU 0: NVIDIA GB300\n\t Link 0: Replay Errors: 0\n"));
         assert!(!looks_like("GPU 0: A (UUID: GPU-1)\n"));
         assert!(!looks_like("GPU 0: A\nLink 0: up\n"));
+        assert!(looks_like("GPU 0: Tesla P100-SXM2-16GB (UUID: GPU-1)\n         Link 0: Rx0: 123 KBytes, Tx0: 456 KBytes\n"));
     }
 }

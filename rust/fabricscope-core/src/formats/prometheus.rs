@@ -22,14 +22,15 @@
 //! Each series is resolved once per distinct `name{labels}` text and cached:
 //! * host: label `exported_instance` or `instance` (port stripped), else `hostname`, `Hostname`,
 //!   `host`, `node`, else a `# host:` directive, else the host argument / `unknown`;
-//! * device: `gpu<gpu>` for DCGM metrics, the infiniband_exporter `guid` (`0x` + 16 lowercase hex
+//! * device: `gpu<gpu>` for DCGM metrics (`gpu<gpu>/mig<GPU_I_ID>` for a MIG instance), the infiniband_exporter `guid` (`0x` + 16 lowercase hex
 //!   digits), else label `device`, else empty; port: label `port` (u16); priority: label
 //!   `priority`/`prio` 0-7, or the priority in a `node_ethtool_*` name;
 //! * counter: the vocabulary's canonical name (`node_ethtool_*` names are mapped back to their
 //!   `ethtool -S` spelling first), else the raw metric name. Labels that are neither identity nor
 //!   metadata are appended in sorted canonical form (`name{duplex="full",mode="1000baseT"}`) so
 //!   distinct series never collapse into one;
-//! * metadata labels (`UUID`, `modelName`, `job`, `pod`, ...) become port attributes, once per
+//! * metadata labels (`UUID`, `modelName`, `pci_bus_id`, `DCGM_FI_PROCESS_NAME`, `GPU_I_PROFILE`, `job`,
+//!   `pod`, ...) become port attributes, once per
 //!   (host, device, port, key, value) and input; `*_info` series with value 1 become attributes
 //!   only (every label except host/device/port identity), with no sample row;
 //! * DCGM blank sentinels (int64 >= 0x7ffffffffffffff0, fp64 2^47..2^47+5) become null values.
@@ -84,6 +85,10 @@ const METADATA_LABELS: &[&str] = &[
     "modelName",
     "pci_bus_id",
     "DCGM_FI_DRIVER_VERSION",
+    // dcgm-exporter: the process using the GPU and the MIG profile describe the series.
+    "DCGM_FI_PROCESS_NAME",
+    "DCGM_FI_CUDA_DRIVER_VERSION",
+    "GPU_I_PROFILE",
     "job",
     "exported_job",
     "container",
@@ -270,7 +275,15 @@ impl PrometheusReader {
 
         let parts = match split_sample(line) {
             Ok(p) => p,
-            Err(expected) => return self.not_a_sample(line, pos, expected, ctx),
+            Err(expected) => {
+                // DCGM exporter writes `ERROR - FAILED TO CONVERT TO STRING` where a field has no
+                // value: name that text rather than complain about what follows it.
+                if let Some(text) = non_numeric_value(line) {
+                    let expected = format!("a sample value (a number, NaN, +Inf or -Inf), not the text `{text}`");
+                    return self.not_a_sample(line, pos, &expected, ctx);
+                }
+                return self.not_a_sample(line, pos, expected, ctx);
+            }
         };
         let Some((value, float_syntax)) = parse_value(parts.value) else {
             return self.not_a_sample(line, pos, "a sample value (a number, NaN, +Inf or -Inf)", ctx);
@@ -566,6 +579,10 @@ impl PrometheusReader {
         let gpu = if dcgm { take_label(&mut labels, "gpu", Role::Identity) } else { None };
         if let Some(g) = gpu {
             device = format!("gpu{g}");
+            // A MIG instance is its own device: `gpu0/mig3` (dcgm-exporter `GPU_I_ID`).
+            if let Some(mig) = take_label(&mut labels, "GPU_I_ID", Role::Identity) {
+                device = format!("gpu{g}/mig{mig}");
+            }
             take_label(&mut labels, "device", Role::Metadata);
         } else if let Some(g) = take_label(&mut labels, "guid", Role::Identity) {
             // A label that is not a GUID is kept as the device name, lowercased.
@@ -862,6 +879,27 @@ fn find_close(line: &[u8], open: usize) -> Option<usize> {
             }
         }
     }
+}
+
+/// The text after the series when it does not start with a number: `ERROR - FAILED TO CONVERT TO
+/// STRING` in `DCGM_FI_DEV_X{gpu="0"} ERROR - FAILED TO CONVERT TO STRING`. `None` when the value
+/// token parses or the series itself is malformed.
+fn non_numeric_value(line: &[u8]) -> Option<String> {
+    let name_end = memchr3(b'{', b' ', b'\t', line)?;
+    let mut i = name_end;
+    if line.get(i) != Some(&b'{') {
+        i = skip_blanks(line, i);
+    }
+    if line.get(i) == Some(&b'{') {
+        i = find_close(line, i)? + 1;
+    }
+    let v_start = skip_blanks(line, i);
+    let value = line.get(v_start..find_blank(line, v_start))?;
+    if value.is_empty() || parse_value(value).is_some() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(line.get(v_start..)?);
+    Some(text.chars().take(80).collect())
 }
 
 /// Split a sample line (leading blanks already trimmed) into series text, value and timestamp.
