@@ -14,7 +14,9 @@ modelled go-back-N efficiency is below ``min_efficiency`` or the observed drop r
 
 Drops on a host whose NIC pause-storm watchdog fired in the same window are the storm's
 consequence (the NIC stopped honouring PFC), not a lossy link: ``pfc_storm`` reports them, and no
-collapse finding is raised there.
+collapse finding is raised there. NICs without a watchdog counter (bnxt_en, ice) are judged the
+same way when they sent pause for ``pfc_storm``'s ``unbroken_ratio`` of an interval
+(:func:`fabricscope.detect.pfc_storm.stalled_intervals`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import polars as pl
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts
 from fabricscope.detect.packet_loss import LOSS_COUNTERS, loss_intervals, loss_windows, with_traffic
+from fabricscope.detect.pfc_storm import stalled_intervals
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
 from fabricscope.sources import GBN, default
@@ -49,6 +52,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             & (pl.col("delta") > 0)
         )
     ).select("host", pl.col("start").alias("_s"), pl.col("end").alias("_e"))
+    storms = pl.concat([storms, stalled_intervals(inp)])
     default = inp.profile or get_profile("roce400")
     clean = loss.filter(
         pl.col("bytes_per_s").is_not_null() & (pl.col("p").is_null() | (pl.col("p") < cfg["collapse_p"]))
@@ -156,7 +160,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
-_STORM = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events"]
+_STORM = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events", "tx_pause_duration_us", "tx_xoff_frames"]
 
 
 def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:

@@ -15,6 +15,13 @@ Three rules, all critical:
   paused direction (our transmit for received pause, our receive for sent pause) fall to
   ``collapse_ratio`` of their 90th percentile over the observation.
 
+* ``pfc_storm.no_transition``: pause of at least ``unbroken_ratio`` of an interval while the
+  same direction's Xoff→Xon transition counter (mlx5 ``rx_prio<p>_pause_transition``, bnxt_en
+  ``pfc_pri<p>_{rx,tx}_transitions``) did not move. Without a transition the priority cannot have
+  resumed inside the interval, so its pause is one unbroken stretch of ``ratio x interval``; when
+  that stretch is at least ``window_s`` the watchdog's window was paused throughout. This judges
+  NICs without a storm watchdog counter (bnxt_en) as the watchdog judges mlx5.
+
 * ``pfc_storm.xoff_refresh``: for NICs that count XOFF and XON frames but not pause time (Intel
   E810 ``ice``: ``tx_priority_3_xoff.nic``): the pause a priority's XOFF frames can hold is
   ``xoff_rate x max quanta time`` (65535 x 512 bit times at ``xoff_link_bps``, the NIC's fastest
@@ -41,7 +48,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import attach_rate, keyed
+from fabricscope.detect._common import attach_rate, entity_strings, keyed
 from fabricscope.detect.pfc_congestion import MEANING, SERIES, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
@@ -444,6 +451,75 @@ def _capture_rule(inp: AnalysisInput, cfg: dict) -> list[dict[str, Any]]:
     return rows
 
 
+TRANSITIONS = {"rx": "rx_pause_transitions", "tx": "tx_pause_transitions"}
+
+
+def _no_transition_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]:
+    cand = p.filter(pl.col("ratio") >= cfg["unbroken_ratio"])
+    frames = []
+    for direction, counter in TRANSITIONS.items():
+        c = cand.filter(pl.col("direction") == direction)
+        trans = keyed(inp.rates.filter(pl.col("counter") == counter))
+        if c.is_empty() or trans.is_empty():
+            continue
+        c = attach_rate(c, trans, "_trans_rate", by=PRIO_KEYS)
+        # A missing transition reading proves nothing: only a counter that was read and stood still.
+        frames.append(
+            c.filter(
+                (pl.col("_trans_rate") == 0.0)
+                & (pl.col("ratio").clip(upper_bound=1.0) * pl.col("interval_s") >= cfg["window_s"])
+            )
+        )
+    flagged = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+    if flagged.is_empty():
+        return []
+    windows = merge_windows(
+        flagged,
+        keys=SERIES,
+        max_gap_s=0.0,
+        aggs=[
+            pl.col("port", "priority").first(),
+            ((pl.col("ratio") * pl.col("interval_s")).sum() / pl.col("interval_s").sum()).alias("mean_ratio"),
+            (pl.col("ratio").clip(upper_bound=1.0) * pl.col("interval_s")).max().alias("longest_stretch_s"),
+            pl.col("interval_s").sum().alias("covered_s"),
+        ],
+    )
+    rows = []
+    for w in windows.iter_rows(named=True):
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "critical",
+                "host": w["host"],
+                "device": w["device"],
+                "port": w["port"],
+                "priority": w["priority"],
+                "layer": "network",
+                "start": w["start"],
+                "end": w["end"],
+                "metric": f"{w['direction']}_pause_ratio",
+                "observed": w["mean_ratio"],
+                "expected": cfg["unbroken_ratio"],
+                "message": (
+                    f"PFC storm: {w['direction']} pause on {prio_name(w['priority'])} held "
+                    f"{min(w['mean_ratio'], 1.0):.0%} of {w['covered_s']:,.3g} s with no Xoff->Xon transition: one "
+                    f"unbroken pause of at least {w['longest_stretch_s']:,.3g} s (watchdog window "
+                    f"{cfg['window_s']:g} s): {MEANING[w['direction']]}"
+                ),
+                "evidence": {
+                    "rule": "pfc_storm.no_transition",
+                    "threshold_source": cfg["source"],
+                    "direction": w["direction"],
+                    "transition_counter": TRANSITIONS[w["direction"]],
+                    "longest_unbroken_pause_s": w["longest_stretch_s"],
+                    "watchdog_window_s": cfg["window_s"],
+                    "intervals": w["intervals"],
+                },
+            }
+        )
+    return rows
+
+
 XOFF = {"rx_xoff_frames": "rx", "tx_xoff_frames": "tx"}
 XON = {"rx_xon_frames": "rx", "tx_xon_frames": "tx"}
 # One XOFF pauses its priority for at most 65535 quanta of 512 bit times (IEEE 802.1Qbb).
@@ -528,6 +604,27 @@ def _xoff_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:
     return rows
 
 
+def stalled_intervals(inp: AnalysisInput) -> pl.DataFrame:
+    """Intervals in which a NIC sent pause for at least ``unbroken_ratio`` of the time, by pause
+    time or by XOFF refreshes (see ``xoff_refresh``): its receive pipeline had stopped, the way the
+    mlx5 storm watchdog reports it. Columns host, ``_s``, ``_e``.
+
+    For NICs without a watchdog counter (bnxt_en, ice), so that drops in a storm are charged to
+    the storm, not to the link.
+    """
+    cfg = inp.config.get(KIND, SPEC.defaults)
+    r = entity_strings(inp.rates.filter(pl.col("counter").is_in(["tx_pause_duration_us", "tx_xoff_frames"])))
+    quanta_s = MAX_QUANTA_BITS / cfg["xoff_link_bps"]
+    share = (
+        pl.when(pl.col("counter") == "tx_pause_duration_us")
+        .then(pl.col("rate_per_s") / 1e6)
+        .otherwise(pl.col("rate_per_s") * quanta_s)
+    )
+    return r.filter(share >= cfg["unbroken_ratio"]).select(
+        "host", pl.col("start").alias("_s"), pl.col("end").alias("_e")
+    )
+
+
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Find PFC storms per priority and NIC pause-storm watchdog events."""
     cfg = inp.config[KIND]
@@ -539,6 +636,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     rows += _xoff_rule(inp, cfg)
     if not p.is_empty():
         rows += _unbroken_rule(inp, p, cfg)
+        rows += _no_transition_rule(inp, p, cfg)
     return make_findings(merge_same_fault(rows))
 
 

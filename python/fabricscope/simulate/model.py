@@ -669,6 +669,9 @@ def _counters(
                     eth[("rx_pause_transitions", ROCE_PRIORITY)] = [int(v / 400.0) for v in rx_us]
                     eth[("tx_pause_duration_us", ROCE_PRIORITY)] = tx_us
                     eth[("tx_pause_frames", ROCE_PRIORITY)] = [int(v / (quanta_us / 2)) for v in tx_us]
+                    # This NIC pauses its peer only in a storm, one unbroken episode: no new XOFF->XON
+                    # transition while it lasts (drivers counting them: bnxt_en, ice's XON frames).
+                    eth[("tx_pause_transitions", ROCE_PRIORITY)] = [int(tx_us[0] / 400.0)] * samples
                     for c in ("tx_pause_storm_warning_events", "tx_pause_storm_error_events"):
                         eth[(c, None)] = _cum(acc.inc.get((c, None), z), 0)
                 series[("netdev_carrier_changes", None)] = _cum(acc.inc.get(("netdev_carrier_changes", None), z), 2)

@@ -98,12 +98,13 @@ def vendor_spellings(driver: str) -> dict[tuple[str, bool], str]:
 
 # What a driver counts differently from the model's mlx5-shaped counters. ice counts XOFF and XON
 # frames apart and has no pause duration: while a priority is paused every pause frame sent is an
-# XOFF refresh, and each pause episode ends with one XON.
+# XOFF refresh, and each pause episode (an XOFF->XON transition) ends with one XON.
 DIALECT_COUNTERS: dict[str, dict[str, str]] = {
     "ice": {
         "tx_pause_frames": "tx_xoff_frames",
         "rx_pause_frames": "rx_xoff_frames",
         "rx_pause_transitions": "rx_xon_frames",
+        "tx_pause_transitions": "tx_xon_frames",
     },
 }
 

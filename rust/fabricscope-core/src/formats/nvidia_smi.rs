@@ -65,7 +65,10 @@ pub fn looks_like(text: &str) -> bool {
         let t = line.trim();
         if parse_gpu(t).is_some() {
             gpu = true;
-        } else if gpu && parse_link(t).is_some_and(|(_, rest)| known_link_row(rest)) {
+        } else if gpu
+            && (parse_link(t).is_some_and(|(_, rest)| known_link_row(rest))
+                || t.to_ascii_lowercase().contains("nvlink information as all links are inactive"))
+        {
             return true;
         }
     }
@@ -244,6 +247,9 @@ mod tests {
         assert!(looks_like("GPU 0: NVIDIA GB300\n\t Link 0: Replay Errors: 0\n"));
         assert!(!looks_like("GPU 0: A (UUID: GPU-1)\n"));
         assert!(!looks_like("GPU 0: A\nLink 0: up\n"));
+        assert!(looks_like(
+            "GPU 0: A (UUID: GPU-1)\n\t Unable to retrieve NVLink information as all links are inActive\n"
+        ));
         assert!(looks_like("GPU 0: Tesla P100-SXM2-16GB (UUID: GPU-1)\n         Link 0: Rx0: 123 KBytes, Tx0: 456 KBytes\n"));
     }
 }
