@@ -39,7 +39,10 @@ def _vendor_spellings(df: pl.DataFrame, vendor: str) -> pl.DataFrame:
     """The counters ``vendor`` (a driver or vendor name) provides, with that vendor's spellings only."""
     drivers = VENDOR_DRIVERS.get(vendor.lower(), [vendor])
     keep = [[s for s in spellings if set(drivers) & set(_drivers_of(s))] for spellings in df["spellings"]]
-    df = df.with_columns(pl.Series("spellings", keep, dtype=pl.List(pl.String)))
+    df = df.with_columns(
+        pl.Series("spellings", keep, dtype=pl.List(pl.String)),
+        pl.col("drivers").list.set_intersection(pl.lit(drivers, dtype=pl.List(pl.String))),
+    )
     return df.filter(pl.col("spellings").list.len() > 0)
 
 

@@ -1,0 +1,175 @@
+"""Non-mlx5 RoCE NICs and older tool versions, read through the command line.
+
+Real ``ethtool -S`` of a Broadcom bnxt_en port and an Intel E810 (``ice``) PF, the old
+``nvidia-smi nvlink -g 0`` KBytes layout, the all-links-inactive notice, OFED 1.x perfquery field
+names and dcgm-exporter's MIG/metadata labels (provenance in each fixture folder's SOURCES.md);
+and a PFC storm simulated on a Broadcom and on an Intel NIC, found as ``pfc_storm`` on priority 3.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIX = REPO / "tests" / "fixtures"
+SCENARIOS = REPO / "sample_traces" / "scenarios"
+
+
+def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "fabricscope"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+def parsed(tmp_path: Path, path: Path, *extra: str) -> pl.DataFrame:
+    out = tmp_path / "samples.parquet"
+    r = fabricscope("parse", str(path), "-q", "--host", "h1", "--time", "1764686822", "-o", str(out), *extra)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return pl.read_parquet(out).with_columns(pl.col("device", "counter").cast(pl.String))
+
+
+def value(df: pl.DataFrame, device: str, counter: str, priority: int | None = None) -> int:
+    rows = df.filter(
+        (pl.col("device") == device) & (pl.col("counter") == counter) & pl.col("priority").eq_missing(priority)
+    )
+    assert rows.height == 1, (device, counter, priority, rows)
+    return int(rows["value_u64"].item())
+
+
+def test_bnxt_en_port_stats_map_with_priorities_and_rings_are_indexed(tmp_path: Path) -> None:
+    df = parsed(tmp_path, FIX / "ethtool/vendors/eth0-bnxt_en-ethq.txt")
+    assert value(df, "eth0", "phy_rx_discards") == 49337  # rx_stat_discard
+    assert value(df, "eth0", "rx_buffer_passed_thres_events") == 417  # rx_buffer_passed_threshold
+    assert value(df, "eth0", "phy_rx_bits") == 4621497487696704  # rx_bits
+    assert value(df, "eth0", "rx_pfc_frames") == 0
+    # every per-priority PFC counter of the port stats ext lands on its priority
+    for counter in (
+        "rx_pause_frames",  # rx_pfc_ena_frames_pri<p>
+        "tx_pause_frames",
+        "rx_pause_duration_us",  # pfc_pri<p>_rx_duration_us
+        "tx_pause_duration_us",
+        "rx_pause_transitions",
+        "tx_pause_transitions",
+        "prio_rx_bytes",  # rx_bytes_pri<p>
+        "prio_tx_packets",
+    ):
+        prios = df.filter((pl.col("device") == "eth0") & (pl.col("counter") == counter))["priority"]
+        assert sorted(prios.drop_nulls().to_list()) == list(range(8)), counter
+    # rx_pause_frames / tx_pause_frames without a priority are 802.3x global pause
+    assert value(df, "eth0", "rx_pause_frames") == 0
+    # `[3]: rx_discards` is ring 3's rx_discards, not a counter named `[3]: rx_discards`
+    assert value(df, "eth0/queue3", "rx_discards") == 10573381
+    assert value(df, "eth0/queue11", "rx_discards") == 9244693
+    assert sorted(d for d in df["device"].unique() if d.startswith("eth0/queue")) == sorted(
+        f"eth0/queue{i}" for i in range(12)
+    )
+    assert not df.filter(pl.col("counter").str.contains(r"^\[")).height
+
+
+def test_ice_xon_xoff_per_priority_and_queues(tmp_path: Path) -> None:
+    df = parsed(tmp_path, FIX / "ethtool/vendors/eth0-ice-ethq.txt")
+    for counter in ("rx_xoff_frames", "rx_xon_frames", "tx_xoff_frames", "tx_xon_frames"):
+        per_prio = df.filter((pl.col("counter") == counter) & pl.col("priority").is_not_null())
+        assert sorted(per_prio["priority"].to_list()) == list(range(8)), counter
+        assert value(df, "eth0", counter) == 0  # link_xoff_rx.nic ...: 802.3x, priority null
+    assert value(df, "eth0", "phy_rx_bytes") == 848255752  # rx_bytes.nic
+    assert value(df, "eth0", "netdev_rx_bytes") == 848243014  # rx_bytes (the VSI)
+    assert value(df, "eth0/queue0", "rx_packets") == 487528  # rx_queue_0_packets
+    assert value(df, "eth0/queue1", "tx_bytes") == 16142  # tx_queue_1_bytes
+    assert not df.filter(pl.col("counter").str.contains("queue_")).height
+
+
+def test_counters_vendor_lists_each_drivers_spellings() -> None:
+    r = fabricscope("counters", "--vendor", "intel", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = {c["name"]: c for c in json.loads(r.stdout)}
+    assert "ethtool:rx_priority_{p}_xoff.nic [ice]" in rows["rx_xoff_frames"]["spellings"]
+    assert "sysfs:hw_counters/cnpHandled [irdma]" in rows["rp_cnp_handled_packets"]["spellings"]
+    # only Intel's spellings: mlx5's `hw_counters/rp_cnp_handled` is not listed for intel
+    assert all("[" in s for c in rows.values() for s in c["spellings"])
+    r = fabricscope("counters", "--vendor", "bnxt_en", "--csv")
+    assert r.returncode == 0, r.stderr
+    assert "pfc_pri{p}_tx_duration_us" in r.stdout
+    r = fabricscope("counters", "--vendor", "nosuchnic")
+    assert r.returncode == 2
+    assert "no counter spelled by vendor 'nosuchnic'" in r.stderr
+
+
+@pytest.mark.parametrize("vendor", ["bnxt", "ice"])
+def test_pfc_storm_on_broadcom_and_intel_nics_is_found_on_priority_3(tmp_path: Path, vendor: str) -> None:
+    out = tmp_path / vendor
+    r = fabricscope("simulate", "--scenario", f"pfc-storm-{vendor}", str(out))
+    assert r.returncode == 0, r.stderr
+    log = (out / "ethtool" / f"pfcstorm{vendor}-gpu03-eth0.log").read_text()
+    # the logs are in the vendor's dialect, not mlx5's
+    assert ("pfc_pri3_tx_duration_us" if vendor == "bnxt" else "tx_priority_3_xoff.nic") in log
+    assert "tx_prio3_pause" not in log
+    r = fabricscope("analyze", str(out), "--json", "-")
+    assert r.returncode == 2, r.stdout + r.stderr
+    findings = json.loads(r.stdout)["findings"]
+    storms = [f for f in findings if f["kind"] == "pfc_storm"]
+    assert [(f["host"], f["device"], f["priority"], f["severity"]) for f in storms] == [
+        (f"pfcstorm{vendor}-gpu03", "eth0", 3, "critical")
+    ]
+    rule = json.loads(storms[0]["evidence"])["rule"] if isinstance(storms[0]["evidence"], str) else None
+    rule = rule or storms[0]["evidence"]["rule"]
+    assert rule == ("pfc_storm.no_transition" if vendor == "bnxt" else "pfc_storm.xoff_refresh")
+    # the storm's drops are the storm's, not a lossy link's
+    assert not [f for f in findings if f["kind"] == "lossy_collapse"]
+
+
+def test_nvidia_smi_nvlink_g_kbytes_pairs(tmp_path: Path) -> None:
+    df = parsed(tmp_path, FIX / "nvidia-smi/nvlink-g0-kbytes-v100.txt")
+    assert df.height == 36  # 18 links x (Rx0, Tx0)
+    rx = df.filter((pl.col("device") == "gpu0") & (pl.col("port") == 1) & (pl.col("counter") == "nvlink_counter0_rx_bytes"))
+    assert rx["value_u64"].to_list() == [100 * 1024]
+    rx = df.filter((pl.col("device") == "gpu1") & (pl.col("port") == 2) & (pl.col("counter") == "nvlink_counter0_rx_bytes"))
+    assert rx["value_u64"].to_list() == [50 * 1024]
+
+
+def test_all_links_inactive_is_an_attribute_and_a_warning(tmp_path: Path) -> None:
+    path = FIX / "nvidia-smi/nvlink-s-all-inactive.txt"
+    r = fabricscope("parse", str(path), "--json", "-q", "--host", "h1", "--time", "1764686822")
+    assert r.returncode == 0, r.stderr
+    warnings = json.loads(r.stdout)["inputs"][0]["warnings"]
+    assert any("gpu1: nvidia-smi reports all NVLink links inactive" in w for w in warnings), warnings
+    out = tmp_path / "s.parquet"
+    assert fabricscope("parse", str(path), "-q", "--host", "h1", "--time", "1764686822", "-o", str(out)).returncode == 0
+    attrs = pl.read_parquet(tmp_path / "s.attributes.parquet").filter(pl.col("key") == "nvlink_state")
+    assert sorted(attrs["device"].cast(pl.String).to_list()) == ["gpu0", "gpu1"]
+    assert set(attrs["value"]) == {"all links inactive"}
+
+
+def test_ofed1_perfquery_names_are_canonical_and_judged(tmp_path: Path) -> None:
+    df = parsed(tmp_path, FIX / "ib/perfquery-ofed1/lid12-port1.txt")
+    assert value(df, "lid:12", "symbol_errors") == 7836
+    assert value(df, "lid:12", "link_error_recovery_events") == 255
+    assert value(df, "lid:12", "port_rcv_errors") == 412
+    # XmtData counts 4-octet words: stored x4 with scale 4; the pegged register stays visible
+    row = df.filter(pl.col("counter") == "port_xmit_data_bytes")
+    assert (row["value_u64"].item(), row["scale"].item()) == (4 * (2**32 - 1), 4)
+    assert not df.filter(pl.col("counter").is_in(["SymbolErrors", "XmtData"])).height
+
+
+def test_dcgm_metadata_labels_are_attributes_and_mig_instances_devices(tmp_path: Path) -> None:
+    path = FIX / "prometheus/dcgm-mig-labels.prom"
+    r = fabricscope("parse", str(path), "-q", "--time", "1764686822")
+    assert r.returncode != 0
+    assert "line 8" in r.stderr and "not the text `ERROR - FAILED TO CONVERT TO STRING`" in r.stderr, r.stderr
+    df = parsed(tmp_path, path, "--lenient")
+    assert value(df, "gpu0", "pcie_tx_bytes_per_s") == 1825361  # despite DCGM_FI_PROCESS_NAME
+    assert value(df, "gpu1", "gpu_temperature_celsius") == 56
+    mig = df.filter(pl.col("counter") == "DCGM_FI_PROF_GR_ENGINE_ACTIVE").sort("device")
+    assert mig["device"].to_list() == ["gpu0/mig1", "gpu0/mig2"]
+    assert mig["value_f64"].to_list() == [0.381124, 0.104417]
+    attrs = pl.read_parquet(tmp_path / "samples.attributes.parquet").with_columns(pl.col("device", "key").cast(pl.String))
+    profile = attrs.filter((pl.col("device") == "gpu0/mig1") & (pl.col("key") == "GPU_I_PROFILE"))
+    assert profile["value"].to_list() == ["2g.12gb"]
+    proc = attrs.filter(pl.col("key") == "DCGM_FI_PROCESS_NAME")
+    assert sorted(proc["device"].to_list()) == ["gpu0", "gpu1"]
