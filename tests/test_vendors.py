@@ -173,3 +173,62 @@ def test_dcgm_metadata_labels_are_attributes_and_mig_instances_devices(tmp_path:
     assert profile["value"].to_list() == ["2g.12gb"]
     proc = attrs.filter(pl.col("key") == "DCGM_FI_PROCESS_NAME")
     assert sorted(proc["device"].to_list()) == ["gpu0", "gpu1"]
+
+
+def test_rdma_statistic_text_wrapped_pretty_and_qp_counters(tmp_path: Path) -> None:
+    wrapped = parsed(tmp_path, FIX / "rdma-statistic/stat-show-wrapped-rocep1s0f5.txt")
+    pretty = parsed(tmp_path, FIX / "rdma-statistic/stat-show-pretty-rocep1s0f5.txt")
+    # one record over four lines and one counter per line read the same 21 counters
+    assert wrapped.height == pretty.height == 21
+    assert set(wrapped["counter"]) == set(pretty["counter"])
+    assert {"np_cnp_sent_packets", "rp_cnp_handled_packets", "duplicate_requests"} <= set(wrapped["counter"])
+    assert set(wrapped["device"]) == {"rocep1s0f5"} and set(wrapped["port"]) == {1}
+    qp = parsed(tmp_path, FIX / "rdma-statistic/stat-qp-show-mlx5.txt")
+    # a QP counter is not the port: its own sub-device; pid and comm are attributes
+    assert set(qp["device"]) == {"mlx5_2/counter5"} and qp.height == 18
+    attrs = pl.read_parquet(tmp_path / "samples.attributes.parquet").with_columns(pl.col("key").cast(pl.String))
+    assert dict(zip(attrs["key"], attrs["value"], strict=True)) == {"pid": "31609", "comm": "client.1"}
+
+
+def test_rdma_statistic_json_maps_each_drivers_names(tmp_path: Path) -> None:
+    df = parsed(tmp_path, FIX / "rdma-statistic/constructed-stat-show-json-two-vendors.json")
+    assert value(df, "mlx5_0", "rx_out_of_buffer_packets") == 135
+    assert value(df, "mlx5_0", "np_ecn_marked_roce_packets") == 21278189006
+    assert value(df, "rocep8s0f0", "rp_cnp_handled_packets") == 4711  # irdma cnpHandled
+    assert value(df, "rocep8s0f0", "np_cnp_sent_packets") == 815  # irdma cnpSent
+    assert value(df, "rocep8s0f0", "ip4InDiscards") == 3  # no canonical meaning: kept raw
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("link mlx5_0/1 rx_write_requests abc\n", "an unsigned decimal value for `rx_write_requests`, not `abc`"),
+        ("link mlx5_0/1 rx_write_requests 18446744073709551616\n", "not `18446744073709551616`"),
+        ("link mlx5_0/1 rx_write_requests 1 out_of_buffer\n", "a value after the counter name `out_of_buffer`"),
+        ("link mlx5_0 rx_write_requests 1\n", "`link <device>/<port>`"),
+        ('[{"ifname":"mlx5_0","port":1,"rx_write_requests":', "an `rdma -j statistic show` JSON array"),
+        ('[{"ifname":"mlx5_0","port":1,"rx_write_requests":-5}]', "an unsigned integer for `rx_write_requests`"),
+    ],
+)
+def test_rdma_statistic_hostile_input_names_what_was_expected(tmp_path: Path, text: str, expected: str) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text(text)
+    r = fabricscope("parse", str(bad), "--format", "rdma-statistic", "-q", "--host", "h", "--time", "1764686822")
+    assert r.returncode != 0
+    assert expected in r.stderr and "bad.txt" in r.stderr, r.stderr
+    # lenient mode counts the bad record and keeps the good ones
+    r = fabricscope(
+        "parse", str(bad), "--format", "rdma-statistic", "--lenient", "--json", "-q", "--host", "h", "--time", "1"
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["inputs"][0]["bad_records"] == 1
+
+
+def test_rdma_statistic_invalid_utf8_is_a_bad_record(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"link mlx5_0/1 rx_write_requests 7\n\xff\xfe garbage\n")
+    out = tmp_path / "s.parquet"
+    args = ["--format", "rdma-statistic", "--lenient", "-q", "--host", "h", "--time", "1764686822"]
+    r = fabricscope("parse", str(bad), *args, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert pl.read_parquet(out)["value_u64"].to_list() == [7]

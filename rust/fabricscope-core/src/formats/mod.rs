@@ -18,6 +18,7 @@ pub mod ibqueryerrors;
 pub mod ibswinfo;
 pub mod netdump;
 pub mod perfquery;
+pub mod rdma_statistic;
 pub mod telegraf;
 pub mod ufm;
 // Measured-performance and GPU/CXL sources.
@@ -87,6 +88,9 @@ pub enum Format {
     CxlList,
     /// `perf stat` (CSV `-x,` or table, totals or `-I` intervals) for `cxl_pmu_mem*` events.
     PerfStatCxl,
+    // --- vendor-neutral RDMA ---
+    /// `rdma statistic show` (iproute2): RDMA port counters of any RDMA driver, text or `-j` JSON.
+    RdmaStatistic,
 }
 
 /// Static description of a format for `fabricscope formats`.
@@ -284,6 +288,14 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a line naming a `cxl_pmu_<pmu>/<event>/` event",
         timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
     },
+    // --- vendor-neutral RDMA ---
+    FormatInfo {
+        format: Format::RdmaStatistic,
+        name: "rdma-statistic",
+        produced_by: "`rdma [-j] statistic [qp] show [link <dev>/<port>]` (iproute2 5.3+; any RDMA driver: mlx5, bnxt_re, irdma, ionic, qedr)",
+        detection: "`link <dev>/<port> <counter> <value> ...` records, or a JSON array of objects with `ifindex`, `ifname`, `port`",
+        timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+    },
 ];
 
 impl Format {
@@ -315,6 +327,7 @@ impl Format {
             Format::Perftest => "perftest",
             Format::CxlList => "cxl-list",
             Format::PerfStatCxl => "perf-stat-cxl",
+            Format::RdmaStatistic => "rdma-statistic",
         }
     }
 
@@ -373,6 +386,7 @@ impl Format {
             Format::NcclTests => Some(Box::new(nccl_tests::NcclTestsReader::new())),
             Format::Perftest => Some(Box::new(perftest::PerftestReader::new())),
             Format::PerfStatCxl => Some(Box::new(perf_stat::PerfStatReader::new())),
+            Format::RdmaStatistic => Some(Box::new(rdma_statistic::RdmaStatisticReader::new())),
             Format::SysfsTree
             | Format::UfmJson
             | Format::PrometheusApi
@@ -573,6 +587,9 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
         return Some(Format::Pcap);
     }
     let text = String::from_utf8_lossy(head);
+    if rdma_statistic::looks_like(&text) {
+        return Some(Format::RdmaStatistic);
+    }
     // Measured-performance and GPU/CXL sources: strict signatures, checked before the
     // IB heuristics so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire.
     if let Some(f) = detect_perf_sources(&text) {
