@@ -127,9 +127,13 @@ def test_pfc_storm_on_broadcom_and_intel_nics_is_found_on_priority_3(tmp_path: P
 def test_nvidia_smi_nvlink_g_kbytes_pairs(tmp_path: Path) -> None:
     df = parsed(tmp_path, FIX / "nvidia-smi/nvlink-g0-kbytes-v100.txt")
     assert df.height == 36  # 18 links x (Rx0, Tx0)
-    rx = df.filter((pl.col("device") == "gpu0") & (pl.col("port") == 1) & (pl.col("counter") == "nvlink_counter0_rx_bytes"))
+    rx = df.filter(
+        (pl.col("device") == "gpu0") & (pl.col("port") == 1) & (pl.col("counter") == "nvlink_counter0_rx_bytes")
+    )
     assert rx["value_u64"].to_list() == [100 * 1024]
-    rx = df.filter((pl.col("device") == "gpu1") & (pl.col("port") == 2) & (pl.col("counter") == "nvlink_counter0_rx_bytes"))
+    rx = df.filter(
+        (pl.col("device") == "gpu1") & (pl.col("port") == 2) & (pl.col("counter") == "nvlink_counter0_rx_bytes")
+    )
     assert rx["value_u64"].to_list() == [50 * 1024]
 
 
@@ -168,7 +172,9 @@ def test_dcgm_metadata_labels_are_attributes_and_mig_instances_devices(tmp_path:
     mig = df.filter(pl.col("counter") == "DCGM_FI_PROF_GR_ENGINE_ACTIVE").sort("device")
     assert mig["device"].to_list() == ["gpu0/mig1", "gpu0/mig2"]
     assert mig["value_f64"].to_list() == [0.381124, 0.104417]
-    attrs = pl.read_parquet(tmp_path / "samples.attributes.parquet").with_columns(pl.col("device", "key").cast(pl.String))
+    attrs = pl.read_parquet(tmp_path / "samples.attributes.parquet").with_columns(
+        pl.col("device", "key").cast(pl.String)
+    )
     profile = attrs.filter((pl.col("device") == "gpu0/mig1") & (pl.col("key") == "GPU_I_PROFILE"))
     assert profile["value"].to_list() == ["2g.12gb"]
     proc = attrs.filter(pl.col("key") == "DCGM_FI_PROCESS_NAME")

@@ -13,7 +13,6 @@ __all__ = [
     "IBQUERYERRORS",
     "MLX5_PAUSE",
     "MLX5_STORM",
-    "XOFF_QUANTA",
     "NCCL_ACHIEVABLE",
     "NCCL_EXPECTED",
     "NGC_PERF",
@@ -21,6 +20,7 @@ __all__ = [
     "PFCWD",
     "UFM_CBW",
     "XMITWAIT_64",
+    "XOFF_QUANTA",
     "default",
 ]
 

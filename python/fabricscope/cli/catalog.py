@@ -68,7 +68,13 @@ def _cmd_counters(args: argparse.Namespace) -> int:
         cols = ["name", "unit", "kind", "layer", pl.col("per_priority").alias("per priority"), "description"]
         if args.vendor:
             # With one vendor the spellings are few, and they are what was asked for.
-            cols = ["name", "unit", "kind", pl.col("per_priority").alias("per priority"), pl.col("spellings").list.join(" ")]
+            cols = [
+                "name",
+                "unit",
+                "kind",
+                pl.col("per_priority").alias("per priority"),
+                pl.col("spellings").list.join(" "),
+            ]
         df = df.select(cols)
     note = f"{df.height} counter(s); the source spellings of each: --json, --csv or docs/counters.md"
     print_table(df, args.output_format, note=note)

@@ -605,12 +605,12 @@ def _xoff_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:
 
 
 def stalled_intervals(inp: AnalysisInput) -> pl.DataFrame:
-    """Intervals in which a NIC sent pause for at least ``unbroken_ratio`` of the time, by pause
-    time or by XOFF refreshes (see ``xoff_refresh``): its receive pipeline had stopped, the way the
-    mlx5 storm watchdog reports it. Columns host, ``_s``, ``_e``.
+    """Intervals in which a NIC sent pause for at least ``unbroken_ratio`` of the time.
 
-    For NICs without a watchdog counter (bnxt_en, ice), so that drops in a storm are charged to
-    the storm, not to the link.
+    Measured by pause time or by XOFF refreshes (see ``xoff_refresh``): the NIC's receive pipeline
+    had stopped, the way the mlx5 storm watchdog reports it. Columns host, ``_s``, ``_e``. For NICs
+    without a watchdog counter (bnxt_en, ice), so that drops in a storm are charged to the storm,
+    not to the link.
     """
     cfg = inp.config.get(KIND, SPEC.defaults)
     r = entity_strings(inp.rates.filter(pl.col("counter").is_in(["tx_pause_duration_us", "tx_xoff_frames"])))
@@ -655,7 +655,8 @@ SPEC = DetectorSpec(
         "unbroken_ratio": 0.95,
         "collapse_ratio": 0.10,
         # NICs counting XOFF frames but no pause time (ice): the fastest link the NIC runs, which
-        # gives the shortest quanta time and so the lowest estimate of the pause one XOFF holds.
+        # gives the shortest quanta time and so the lowest estimate of the pause one XOFF holds
+        # (sources.XOFF_QUANTA: IEEE 802.1Qbb quanta, the E810's 100 Gb/s top speed).
         "xoff_link_bps": 100e9,
         "source": f"{PFCWD}; {MLX5_STORM}; unbroken pause with collapse: the NIC pause watchdog of Guo et al., "
         "'RDMA over Commodity Ethernet at Scale', SIGCOMM 2016, section 4.3",

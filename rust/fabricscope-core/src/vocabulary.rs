@@ -1262,7 +1262,8 @@ mod tests {
                 assert_eq!(generic.counter, sp.counter, "{:?} means two things", sp.raw);
                 assert_eq!(generic.multiply, sp.multiply, "{:?} is multiplied two ways", sp.raw);
             }
-            let twice = VENDOR_SPELLINGS.iter().filter(|o| o.spelling.namespace == sp.namespace && o.spelling.raw == sp.raw);
+            let twice =
+                VENDOR_SPELLINGS.iter().filter(|o| o.spelling.namespace == sp.namespace && o.spelling.raw == sp.raw);
             assert_eq!(twice.count(), 1, "vendor spelling {:?} listed twice: list its drivers together", sp.raw);
         }
     }

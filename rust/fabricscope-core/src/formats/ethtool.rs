@@ -57,14 +57,9 @@ impl QueueId {
     }
 
     fn device(self, parent: &str) -> String {
-        let mut d = format!("{parent}/queue{}", self.index);
-        if let Some(tc) = self.tc {
-            d.push_str(&format!("/tc{tc}"));
-        }
-        if self.xdp {
-            d.push_str("/xdp");
-        }
-        d
+        let tc = self.tc.map(|tc| format!("/tc{tc}")).unwrap_or_default();
+        let xdp = if self.xdp { "/xdp" } else { "" };
+        format!("{parent}/queue{}{tc}{xdp}", self.index)
     }
 }
 
@@ -173,14 +168,15 @@ impl EthtoolReader {
         let r = self.resolve(name, ctx);
         let device = match r.queue {
             None => snap.device,
-            Some(q) => match self.queue_devices.get(&(snap.device, q)) {
-                Some(d) => *d,
-                None => {
+            Some(q) => {
+                if let Some(d) = self.queue_devices.get(&(snap.device, q)) {
+                    *d
+                } else {
                     let d = ctx.samples.device(&q.device(&self.current_device));
                     self.queue_devices.insert((snap.device, q), d);
                     d
                 }
-            },
+            }
         };
         ctx.push(&Sample {
             time_ns: snap.time_ns,
@@ -239,16 +235,14 @@ fn resolve_name(name: &str, ctx: &mut ReadContext<'_>) -> Resolved {
             is_counter: m.def.kind == Kind::Counter,
             queue: None,
         },
-        None => {
-            Resolved {
-                counter: ctx.samples.counter(name),
-                priority: None,
-                multiply: 1,
-                scale: 1,
-                is_counter: true,
-                queue: None,
-            }
-        }
+        None => Resolved {
+            counter: ctx.samples.counter(name),
+            priority: None,
+            multiply: 1,
+            scale: 1,
+            is_counter: true,
+            queue: None,
+        },
     }
 }
 

@@ -155,7 +155,7 @@ impl NvidiaSmiReader {
         let Some((link, rest)) = parse_link(t) else {
             if t.to_ascii_lowercase().contains("all links are inactive") {
                 if let Some(gpu) = self.gpu {
-                    ctx.warn(&format!("gpu{gpu}: nvidia-smi reports all NVLink links inactive (`{t}`)"));
+                    ctx.warn(format!("gpu{gpu}: nvidia-smi reports all NVLink links inactive (`{t}`)"));
                 }
                 return self.attribute(None, "nvlink_state", "all links inactive", ctx);
             }
@@ -250,6 +250,8 @@ mod tests {
         assert!(looks_like(
             "GPU 0: A (UUID: GPU-1)\n\t Unable to retrieve NVLink information as all links are inActive\n"
         ));
-        assert!(looks_like("GPU 0: Tesla P100-SXM2-16GB (UUID: GPU-1)\n         Link 0: Rx0: 123 KBytes, Tx0: 456 KBytes\n"));
+        assert!(looks_like(
+            "GPU 0: Tesla P100-SXM2-16GB (UUID: GPU-1)\n         Link 0: Rx0: 123 KBytes, Tx0: 456 KBytes\n"
+        ));
     }
 }

@@ -106,7 +106,17 @@ impl RdmaStatisticReader {
         let host = ctx.samples.host(&host_name);
         let device = ctx.samples.device(&rec.device);
         let counter = ctx.samples.counter(counter);
-        ctx.push(&Sample { time_ns, host, device, port: Some(rec.port), priority: None, counter, value, scale, is_counter })
+        ctx.push(&Sample {
+            time_ns,
+            host,
+            device,
+            port: Some(rec.port),
+            priority: None,
+            counter,
+            value,
+            scale,
+            is_counter,
+        })
     }
 
     fn attribute(&mut self, key: &str, value: &str, ctx: &mut ReadContext<'_>) -> Result<()> {
@@ -185,13 +195,11 @@ impl RdmaStatisticReader {
                 self.attribute(&name, tok, ctx)?;
                 continue;
             }
-            match crate::number::parse_u64_digits(tok.as_bytes()) {
-                Some(v) => self.counter(&name, v, ctx)?,
-                None => {
-                    let expected = format!("an unsigned decimal value for `{name}`, not `{tok}`");
-                    return ctx.bad_record(pos, &expected, raw);
-                }
-            }
+            let Some(v) = crate::number::parse_u64_digits(tok.as_bytes()) else {
+                let expected = format!("an unsigned decimal value for `{name}`, not `{tok}`");
+                return ctx.bad_record(pos, &expected, raw);
+            };
+            self.counter(&name, v, ctx)?;
         }
         Ok(())
     }
@@ -214,13 +222,17 @@ impl RdmaStatisticReader {
                 ctx.bad_record(pos, "a JSON object per link", rec.to_string().as_bytes())?;
                 continue;
             };
-            let dev = obj.get("ifname").and_then(|v| v.as_str());
-            let port = obj.get("port").and_then(|v| v.as_u64()).and_then(|p| u16::try_from(p).ok());
+            let dev = obj.get("ifname").and_then(serde_json::Value::as_str);
+            let port = obj.get("port").and_then(serde_json::Value::as_u64).and_then(|p| u16::try_from(p).ok());
             let (Some(dev), Some(port)) = (dev, port) else {
-                ctx.bad_record(pos, "`ifname` (a string) and `port` (0-65535) in each link object", rec.to_string().as_bytes())?;
+                ctx.bad_record(
+                    pos,
+                    "`ifname` (a string) and `port` (0-65535) in each link object",
+                    rec.to_string().as_bytes(),
+                )?;
                 continue;
             };
-            let device = match obj.get("cntn").and_then(|v| v.as_u64()) {
+            let device = match obj.get("cntn").and_then(serde_json::Value::as_u64) {
                 Some(n) => format!("{dev}/counter{n}"),
                 None => dev.to_owned(),
             };
@@ -230,13 +242,14 @@ impl RdmaStatisticReader {
                     continue;
                 }
                 match value {
-                    serde_json::Value::Number(n) if !DESCRIPTIVE.contains(&key.as_str()) => match n.as_u64() {
-                        Some(v) => self.counter(key, v, ctx)?,
-                        None => {
+                    serde_json::Value::Number(n) if !DESCRIPTIVE.contains(&key.as_str()) => {
+                        if let Some(v) = n.as_u64() {
+                            self.counter(key, v, ctx)?;
+                        } else {
                             let expected = format!("an unsigned integer for `{key}`");
                             ctx.bad_record(pos, &expected, n.to_string().as_bytes())?;
                         }
-                    },
+                    }
                     serde_json::Value::Number(n) => self.attribute(key, &n.to_string(), ctx)?,
                     serde_json::Value::String(s) => self.attribute(key, s, ctx)?,
                     _ => {}
