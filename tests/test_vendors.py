@@ -238,3 +238,34 @@ def test_rdma_statistic_invalid_utf8_is_a_bad_record(tmp_path: Path) -> None:
     r = fabricscope("parse", str(bad), *args, "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert pl.read_parquet(out)["value_u64"].to_list() == [7]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("GPU 0: Tesla V100 (UUID: GPU-1)\n\t Link 0: Rx0: x KBytes, Tx0: 1 KBytes\n", "`<counter>: <n> KBytes` pairs"),
+        ("GPU 0: Tesla V100 (UUID: GPU-1)\n\t Link 0: Rx0: 5 KBytes, Tx0 KBytes\n", "`<counter>: <n> KBytes` pairs"),
+    ],
+)
+def test_nvlink_kbytes_hostile_pairs_are_bad_records(tmp_path: Path, text: str, expected: str) -> None:
+    bad = tmp_path / "nvlink.txt"
+    bad.write_text(text)
+    r = fabricscope("parse", str(bad), "--format", "nvidia-smi-nvlink", "-q", "--host", "h", "--time", "1")
+    assert r.returncode != 0 and expected in r.stderr and "line 2" in r.stderr, r.stderr
+
+
+def test_ethtool_queue_lines_that_are_not_queues_stay_counters(tmp_path: Path) -> None:
+    log = tmp_path / "eth0.txt"
+    log.write_text(
+        "NIC statistics:\n     rx_64_byte_packets: 5\n     [x]: rx_discards: 6\n     [2]: rx_discards: 7\n"
+        "     rx_queue_1_bytes: 8\n     tx_3_pkts: 9\n"
+    )
+    df = parsed(tmp_path, log)
+    got = {(d, c): v for d, c, v in df.select("device", "counter", "value_u64").iter_rows()}
+    assert got == {
+        ("eth0", "rx_64_byte_packets"): 5,  # qede's size bucket, not queue 64
+        ("eth0", "[x]: rx_discards"): 6,  # not an index: kept as read
+        ("eth0/queue2", "rx_discards"): 7,
+        ("eth0/queue1", "rx_bytes"): 8,
+        ("eth0/queue3", "tx_pkts"): 9,
+    }

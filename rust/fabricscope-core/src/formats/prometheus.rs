@@ -1262,6 +1262,16 @@ mod tests {
     }
 
     #[test]
+    fn a_text_value_is_named() {
+        let line = br#"DCGM_FI_DEV_VGPU_INSTANCE_IDS{gpu="0"} ERROR - FAILED TO CONVERT TO STRING"#;
+        assert_eq!(non_numeric_value(line).as_deref(), Some("ERROR - FAILED TO CONVERT TO STRING"));
+        assert_eq!(non_numeric_value(b"up 1"), None);
+        assert_eq!(non_numeric_value(b"up NaN 5 6"), None);
+        assert_eq!(non_numeric_value(br#"up{a="}"#), None);
+        assert_eq!(non_numeric_value(b"up"), None);
+    }
+
+    #[test]
     fn hosts_lose_their_port() {
         assert_eq!(strip_port("gpu017:9100"), "gpu017");
         assert_eq!(strip_port("10.0.0.5:9100"), "10.0.0.5");
