@@ -269,3 +269,28 @@ def test_ethtool_queue_lines_that_are_not_queues_stay_counters(tmp_path: Path) -
         ("eth0/queue1", "rx_bytes"): 8,
         ("eth0/queue3", "tx_pkts"): 9,
     }
+
+
+def test_ionic_pause_time_per_priority_and_queues(tmp_path: Path) -> None:
+    df = parsed(tmp_path, FIX / "ethtool/vendors/enp65s0-ionic-constructed.txt")
+    assert value(df, "enp65s0", "rx_pause_duration_us", 3) == 2998711  # rx_pripause_3_1us_count
+    assert value(df, "enp65s0", "tx_pause_duration_us", 3) == 4410
+    assert value(df, "enp65s0", "rx_pause_duration_us") == 0  # rx_pause_1us_count: 802.3x
+    assert value(df, "enp65s0", "prio_rx_packets", 3) == 890112345  # frames_rx_pri_3
+    assert value(df, "enp65s0", "rx_pfc_frames") == 48112  # frames_rx_pripause
+    assert value(df, "enp65s0", "phy_rx_discards") == 37  # frames_rx_dropped
+    assert value(df, "enp65s0", "phy_rx_bytes") == 3712340055121  # octets_rx_all
+    assert value(df, "enp65s0/queue0", "rx_dropped") == 3  # rx_0_dropped
+    assert value(df, "enp65s0/queue0", "rxq_cq_compl_count") == 1104
+
+
+def test_qede_totals_discards_and_queues(tmp_path: Path) -> None:
+    df = parsed(tmp_path, FIX / "ethtool/vendors/ens2f0-qede-constructed.txt")
+    assert value(df, "ens2f0", "rx_pfc_frames") == 3301
+    assert value(df, "ens2f0", "phy_rx_discards") == 905  # brb_discards
+    assert value(df, "ens2f0", "rx_out_of_buffer_packets") == 14  # no_buff_discards
+    assert value(df, "ens2f0", "phy_rx_crc_errors") == 1
+    assert value(df, "ens2f0", "rx_64_byte_packets") == 120034  # a size bucket, not queue 64
+    assert value(df, "ens2f0/queue0", "rcv_pkts") == 5523101
+    assert value(df, "ens2f0/queue0/tc1", "xmit_pkts") == 12
+    assert value(df, "ens2f0/queue1/xdp", "xmit_pkts") == 5
