@@ -17,6 +17,8 @@ def main() -> None:
     print("  `saturate@32|wrap@64` is 32-bit saturating or 64-bit depending on PMA capability.")
     print("- Spellings are `namespace:raw`; `(xN)` marks values multiplied at parse time")
     print("  (4-octet data words). Ethtool `{p}` is the priority 0-7, which goes to `priority`.")
+    print("- `[bnxt_en]` after a spelling names the vendor drivers that print it (from their string")
+    print("  tables); `fabricscope counters --vendor NAME` lists one driver's or vendor's spellings.")
     print()
     for layer in ["network", "nvlink", "pcie", "cxl", "device"]:
         part = c.filter(c["layer"] == layer)
