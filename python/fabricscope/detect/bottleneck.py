@@ -280,10 +280,16 @@ def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float)
         frames.append(s.select(*keys, "window_start", pl.lit(q).alias("q"), "v", "counter"))
     if not frames:
         return pl.DataFrame()
+    # Stall time only adds to a port whose data was read: a port with pause time but no byte
+    # counter (bnxt_en's ethtool has no wire-byte counter we map) has no utilisation to add it to,
+    # whatever other hosts are analysed with it.
+    data_ports = pl.concat([f.select(keys) for f in frames]).unique()
     wait = window_sums([STALL_COUNTERS[0]], pl.col("delta") * bits_per_tick / 8, per_priority=False)
+    wait = wait.join(data_ports, on=keys, how="semi", nulls_equal=True) if not wait.is_empty() else wait
     if not wait.is_empty():
         frames.append(wait.select(*keys, "window_start", pl.lit("stall_bytes").alias("q"), "v", "counter"))
     pause = window_sums([STALL_COUNTERS[1]], pl.col("delta") / 1e6, per_priority=True)
+    pause = pause.join(data_ports, on=keys, how="semi", nulls_equal=True) if not pause.is_empty() else pause
     if not pause.is_empty():
         frames.append(
             pause.sort(["v", "_prio"], descending=[True, False], nulls_last=True)
