@@ -332,7 +332,7 @@ def test_api_choice_is_checked(server: str) -> None:
     run = subprocess.run(
         [str(FABRICSCOPE), "analyze", server, "--prometheus-api", "soap"], capture_output=True, text=True
     )
-    assert run.returncode == 2 and "invalid choice: 'soap'" in run.stderr, run.stderr
+    assert run.returncode == 3 and "invalid choice: 'soap'" in run.stderr, run.stderr
 
 
 # --- failures, credentials ---------------------------------------------------------------------
