@@ -85,8 +85,8 @@ gzip -c sample_traces/prometheus/federate-rail0.prom > "$WORK/federate.prom.gz"
 run parse "$WORK/federate.prom.gz" --lenient
 run parse sample_traces/ethtool/roce01-eth2.log --format ethtool --host gpu17 --time 2026-12-02T14:00:00Z
 run topology sample_traces/ib
-run report sample_traces/scenarios/pfc-storm -o "$WORK/report.html" -q
-run report sample_traces/scenarios/pfc-storm -o "$WORK/report.md" -q
+run_nagios report sample_traces/scenarios/pfc-storm -o "$WORK/report.html" -q
+run_nagios report sample_traces/scenarios/pfc-storm -o "$WORK/report.md" -q
 grep -q "CRITICAL" "$WORK/report.html" && grep -q "^## Status: CRITICAL" "$WORK/report.md"
 run advise --gpus 256 --gradient-gb 1 10 --bandwidth-gbps 400
 run simulate "$WORK/sim" --scenario pfc-storm
