@@ -73,12 +73,12 @@ docs: setup
 
 # A portable wheel for PyPI-style indexes: manylinux_2_28 (glibc 2.28: RHEL/Rocky 8, Ubuntu 20.04 and
 # later), abi3 (one wheel for CPython >= 3.10), linked with zig (PyPI's ziglang) so no container is
-# needed; plus the sdist. `auditwheel show` prints the tag the wheel really qualifies for.
+# needed (maturin runs `python -m ziglang` with the python on PATH: the venv's); plus the sdist. `auditwheel show` prints the tag the wheel really qualifies for.
 WHEEL_PLATFORM ?= manylinux_2_28
 wheel: $(PY)
 	$(PIP) install 'maturin>=1.12.1,<2' 'ziglang>=0.13' 'auditwheel>=6'
 	$(call BUILD_NOTE,$(PROFILE))
-	$(VENV)/bin/maturin build --profile $(PROFILE) --zig --compatibility $(WHEEL_PLATFORM) --sdist --out dist
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/maturin build --profile $(PROFILE) --zig --compatibility $(WHEEL_PLATFORM) --sdist --out dist
 	$(VENV)/bin/auditwheel show "$$(ls -t dist/fabricscope-*.whl | head -n 1)"
 
 clean:

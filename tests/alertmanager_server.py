@@ -51,9 +51,17 @@ def free_port() -> int:
 
 @contextmanager
 def serve(
-    workdir: Path, *, webhook: str | None = None, port: int | None = None, ready_timeout_s: float = 60.0
+    workdir: Path,
+    *,
+    webhook: str | None = None,
+    port: int | None = None,
+    ui_path: Path | None = None,
+    ready_timeout_s: float = 60.0,
 ) -> Iterator[str]:
-    """Start Alertmanager (see :func:`config`) on ``port`` (default: a free one); yields its base URL."""
+    """Start Alertmanager (see :func:`config`) on ``port`` (default: a free one); yields its base URL.
+
+    ``ui_path``: a directory with Alertmanager's web UI (Debian's binary ships none).
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     config_file = workdir / "alertmanager.yml"
     config_file.write_text(config(webhook))
@@ -69,6 +77,7 @@ def serve(
             f"--web.external-url={url}",
             "--cluster.listen-address=",  # no gossip port: several servers may run at once
             "--log.level=warn",
+            *([f"--web.ui-path={ui_path}/"] if ui_path else []),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
