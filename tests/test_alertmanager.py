@@ -312,3 +312,30 @@ def test_rules_name_only_metrics_the_textfile_writes(tmp_path: Path) -> None:
     text = (Path(__file__).resolve().parent.parent / "docs" / "alerting" / "fabricscope.rules.yml").read_text()
     used = set(re.findall(r"\b(fabricscope_\w+)", text))
     assert used and used <= written, used - written
+
+
+def test_faults_no_incident_holds_are_alerts_too(tmp_path: Path) -> None:
+    # sample_traces/ethtool: a storm on roce01 with no rule chaining its findings into an incident.
+    # Each warning/critical fault is then its own alert, so nothing analyze reports goes unpaged.
+    (tmp_path / "in").mkdir()
+    src = SAMPLES / "ethtool"
+    for f in src.iterdir():
+        (tmp_path / "in" / f.name).write_bytes(f.read_bytes())
+    with am.serve(tmp_path / "am") as url:
+        r = cron(tmp_path, "--alertmanager", url, "--fabric", "lab-b")
+        assert r.returncode == 2, r.stdout + r.stderr
+        doc = json.loads((tmp_path / "run.json").read_text())
+        assert doc["incident_lifecycle"] == []
+        faults = {f["fault_id"]: f for f in doc["faults"] if f["severity"] != "info"}
+        alerts = am.get(url, "/api/v2/alerts")
+        assert {a["labels"]["fault_id"] for a in alerts} == set(faults)
+        for a in alerts:
+            f = faults[a["labels"]["fault_id"]]
+            assert a["labels"]["alertname"] == "FabricscopeFault"
+            assert (a["labels"]["kind"], a["labels"]["host"], a["labels"]["severity"]) == (
+                f["kind"],
+                f["host"],
+                f["severity"],
+            )
+            assert "incident_id" not in a["labels"]
+        assert sorted(a["labels"]["kind"] for a in alerts) == ["pfc_congestion", "pfc_storm"]

@@ -1,6 +1,9 @@
 """Alertmanager: cron's open incidents as alerts, through the v2 API (``POST /api/v2/alerts``).
 
-Each active incident of cron's incident lifecycle is one alert. Its labels are stable for the life
+Each active incident of cron's incident lifecycle is one alert; so is each active warning or
+critical fault that no active incident holds (a standalone finding: no rule explains it or by it),
+as ``FabricscopeFault`` with a ``fault_id`` label instead of ``incident_id`` and ``rule``, so that
+nothing ``fabricscope analyze`` reports is missing from Alertmanager. Its labels are stable for the life
 of the incident (``alertname``, ``fabric``, ``incident_id``, ``rule``, ``kind`` of the root,
 ``host``, ``device``, ``port``, ``priority`` where the root names them, and ``severity``), so
 Alertmanager deduplicates the re-sends of every run into one alert and groups them by whatever its
@@ -23,6 +26,7 @@ slow or refusing Alertmanager costs one short attempt per run and never cron's s
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from collections.abc import Sequence
@@ -38,6 +42,7 @@ from fabricscope.remote import Connection, _Http, redact
 
 __all__ = [
     "ALERTNAME",
+    "FAULT_ALERTNAME",
     "AlertmanagerOptions",
     "Delivery",
     "deliver",
@@ -46,6 +51,8 @@ __all__ = [
 
 #: The ``alertname`` label of every fabricscope incident alert.
 ALERTNAME = "FabricscopeIncident"
+#: The ``alertname`` of an active fault that no incident holds.
+FAULT_ALERTNAME = "FabricscopeFault"
 #: A firing alert is valid for this many run intervals (Prometheus's rule manager: 4, see the
 #: module docstring).
 VALID_INTERVALS = 4
@@ -111,7 +118,10 @@ def _utc(t: dt.datetime) -> dt.datetime:
 
 
 def _labels(row: dict[str, Any], fabric: str) -> dict[str, str]:
-    labels = {"alertname": ALERTNAME, "fabric": fabric, "incident_id": row["incident_id"], "rule": row["rule"]}
+    if row.get("fault_id"):
+        labels = {"alertname": FAULT_ALERTNAME, "fabric": fabric, "fault_id": row["fault_id"]}
+    else:
+        labels = {"alertname": ALERTNAME, "fabric": fabric, "incident_id": row["incident_id"], "rule": row["rule"]}
     for name, col in _LABEL_COLUMNS:
         if row.get(col) is not None:
             labels[name] = str(row[col])
@@ -138,19 +148,61 @@ def _description(row: dict[str, Any]) -> str:
     return text
 
 
+def _where(d: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(d.get(k) for k in ("kind", "host", "device", "port"))
+
+
+def _standalone_faults(incidents: pl.DataFrame, faults: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Warning and critical faults no active incident holds, as incident-shaped rows keyed by fault id."""
+    if faults is None or faults.is_empty():
+        return []
+    held: set[tuple[Any, ...]] = set()
+    for r in incidents.filter(pl.col("resolved_at").is_null()).iter_rows(named=True):
+        held.add((r["root_kind"], r["host"], r["device"], r["port"]))
+        with contextlib.suppress(ValueError):  # members are written by cron; a damaged one holds none
+            held.update(_where(m) for m in json.loads(r["members"] or "[]"))
+    rows = []
+    for f in faults.filter(pl.col("severity") != "info").iter_rows(named=True):
+        if f["resolved_at"] is None and _where(f) in held:
+            continue
+        rows.append(
+            {
+                "fault_id": f["fault_id"],
+                "incident_id": f["fault_id"],
+                "rule": None,
+                "root_kind": f["kind"],
+                "host": f["host"],
+                "device": f["device"],
+                "port": f["port"],
+                "priority": f["priority"],
+                "severity": f["severity"],
+                "title": f["last_message"],
+                "action": None,
+                "first_seen": f["first_seen"],
+                "resolved_at": f["resolved_at"],
+                "runs": f["runs"],
+                "members": "[]",
+            }
+        )
+    return rows
+
+
 def incident_alerts(
     lifecycle: pl.DataFrame,
     delivered: dict[str, dict[str, Any]],
     now: dt.datetime,
     opts: AlertmanagerOptions,
+    faults: pl.DataFrame | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], int]:
     """The v2 alerts one run sends, and what the receiver holds once it accepts them.
 
     Args:
         lifecycle: Cron's incident lifecycle (``fabricscope.cron.incidents.INCIDENTS_SCHEMA``).
-        delivered: What the receiver last accepted: incident id -> ``{"labels", "startsAt"}``.
+        delivered: What the receiver last accepted: incident (or fault) id -> ``{"labels", "startsAt"}``.
         now: The run's wall time.
         opts: Labels, interval and evidence link.
+        faults: Cron's fault lifecycle (``fabricscope.history.LIFECYCLE_SCHEMA``): its warning and
+            critical faults outside every active incident are alerts of their own.
 
     Returns:
         ``(alerts, firing, resolved)``: the JSON alerts (firing first), the firing ones as the
@@ -159,6 +211,7 @@ def incident_alerts(
     now = _utc(now)
     valid_until = now + dt.timedelta(seconds=VALID_INTERVALS * opts.interval_s)
     rows = {r["incident_id"]: r for r in lifecycle.iter_rows(named=True)}
+    rows.update((r["fault_id"], r) for r in _standalone_faults(lifecycle, faults))
     alerts: list[dict[str, Any]] = []
     firing: dict[str, dict[str, Any]] = {}
     for ident, row in rows.items():
@@ -169,9 +222,10 @@ def incident_alerts(
         annotations = {
             "title": row["title"] or row["root_kind"],
             "summary": row["title"] or row["root_kind"],
-            "action": row["action"] or "",
             "description": _description(row),
         }
+        if row["action"]:
+            annotations["action"] = row["action"]
         alert: dict[str, Any] = {
             "labels": labels,
             "annotations": annotations,
@@ -212,8 +266,14 @@ def _read_state(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return doc if isinstance(doc, dict) else {}
 
 
-def deliver(opts: AlertmanagerOptions, lifecycle: pl.DataFrame, state_dir: Path, now: dt.datetime) -> list[Delivery]:
-    """Send the incident alerts to every Alertmanager; returns one :class:`Delivery` per URL.
+def deliver(
+    opts: AlertmanagerOptions,
+    lifecycle: pl.DataFrame,
+    state_dir: Path,
+    now: dt.datetime,
+    faults: pl.DataFrame | None = None,
+) -> list[Delivery]:
+    """Send the incident (and standalone fault) alerts to every Alertmanager; one :class:`Delivery` per URL.
 
     Never raises for a receiver's failure: it is reported in the :class:`Delivery` and the
     receiver's record is left as it was, so the next run sends the same resolutions again.
@@ -225,7 +285,7 @@ def deliver(opts: AlertmanagerOptions, lifecycle: pl.DataFrame, state_dir: Path,
     for url in _unique(opts.urls):
         shown = redact(url)
         delivered = record.get(shown, {})
-        alerts, firing, resolved = incident_alerts(lifecycle, delivered, now, opts)
+        alerts, firing, resolved = incident_alerts(lifecycle, delivered, now, opts, faults)
         if not alerts:
             out.append(Delivery(shown, 0, 0))
             continue

@@ -272,7 +272,7 @@ def _run_locked(
         from fabricscope.alertmanager import deliver
 
         # After the commit point: a receiver that is down costs this run nothing but the attempt.
-        deliveries = deliver(opts.alertmanager, incident_lifecycle, state, finished)
+        deliveries = deliver(opts.alertmanager, incident_lifecycle, state, finished, lifecycle)
         doc["alertmanager"] = [d.as_dict() for d in deliveries]
     result = CronResult(run_id, code, line, files_read, new.height, dropped, active, doc, deliveries)
     if opts.json_path and opts.json_path != "-":
