@@ -2,6 +2,8 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PIP     := $(PY) -m pip --disable-pip-version-check -q
+# Verbose, for the installs that build the Rust core (see SHOW_BUILD).
+PIP_V   := $(PY) -m pip --disable-pip-version-check -v
 
 .PHONY: setup demo test test-rust test-python lint fmt bench docs clean wheel
 
@@ -27,7 +29,7 @@ $(PY):
 # (dashboard: streamlit; browser: playwright driving Debian's chromium; ray: the distributed engine).
 setup: $(PY)
 	$(call BUILD_NOTE,$(PROFILE))
-	$(call BUILD_WITH,$(PROFILE)) $(PIP) install -v -e '.[test,dashboard,browser,ray]' 2>&1 | $(SHOW_BUILD)
+	$(call BUILD_WITH,$(PROFILE)) $(PIP_V) install -e '.[test,dashboard,browser,ray]' 2>&1 | $(SHOW_BUILD)
 
 # Only what the demo runs: the core and matplotlib for the report's plots (the `report` extra).
 # analyze and report exit with the fabric's Nagios status (the sample traces hold critical faults: 2);
@@ -35,7 +37,7 @@ setup: $(PY)
 NAGIOS_SHOW = rc=$$?; echo "== exit status $$rc (Nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)"; test $$rc -le 2
 demo: $(PY)
 	$(call BUILD_NOTE,$(DEMO_PROFILE))
-	$(call BUILD_WITH,$(DEMO_PROFILE)) $(PIP) install -v -e '.[report]' 2>&1 | $(SHOW_BUILD)
+	$(call BUILD_WITH,$(DEMO_PROFILE)) $(PIP_V) install -e '.[report]' 2>&1 | $(SHOW_BUILD)
 	$(VENV)/bin/fabricscope parse sample_traces/ -o out/samples.parquet
 	$(VENV)/bin/fabricscope analyze sample_traces/ --json out/findings.json; $(NAGIOS_SHOW)
 	$(VENV)/bin/fabricscope report sample_traces/ -o out/report.html; $(NAGIOS_SHOW)

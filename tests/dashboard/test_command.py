@@ -74,9 +74,9 @@ def test_streamlit_command_is_locked_down() -> None:
     ("argv", "status", "message"),
     [
         (["--data", "/nonexistent/dir"], 3, "is not a directory"),
-        (["--port", "70000"], 2, "is not a TCP port"),
-        (["--max-upload-mb", "0"], 2, "at least 1"),
-        (["--app", "/nonexistent/app.py"], 2, "no dashboards/app.py there"),
+        (["--port", "70000"], 3, "is not a TCP port"),
+        (["--max-upload-mb", "0"], 3, "at least 1"),
+        (["--app", "/nonexistent/app.py"], 3, "no dashboards/app.py there"),
     ],
 )
 def test_argument_errors(argv: list[str], status: int, message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,7 +159,7 @@ def test_prometheus_must_be_a_url(
         raise AssertionError("a bad --prometheus must stop the command before the server starts")
 
     monkeypatch.setattr(cli_dashboard, "run_server", run_server)
-    assert main(["dashboard", "--prometheus", url]) == 2
+    assert main(["dashboard", "--prometheus", url]) == 3  # usage error: UNKNOWN
     err = capsys.readouterr().err
     assert f"fabricscope: --prometheus: {message}" in err
     assert "pw-secret" not in err
