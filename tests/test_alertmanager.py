@@ -339,3 +339,23 @@ def test_faults_no_incident_holds_are_alerts_too(tmp_path: Path) -> None:
             )
             assert "incident_id" not in a["labels"]
         assert sorted(a["labels"]["kind"] for a in alerts) == ["pfc_congestion", "pfc_storm"]
+
+
+def test_credentials_never_shown_in_errors_or_state(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    _grow_steps(tmp_path / "in" / ETH.name)[0]()
+    port = am.free_port()  # nothing listens: the delivery fails
+    token = tmp_path / "token"
+    token.write_text("tok-s3cret\n")
+    r = cron(
+        tmp_path,
+        "--alertmanager",
+        f"http://admin:pw-s3cret@127.0.0.1:{port}/?key=q-s3cret",
+        "--alertmanager-bearer-token-file",
+        str(token),
+    )
+    assert r.returncode == 2
+    assert f"alertmanager http://127.0.0.1:{port}/: not delivered" in r.stderr
+    state = (tmp_path / "state" / "alertmanager.json").read_text()
+    for text in (r.stdout, r.stderr, (tmp_path / "run.json").read_text(), state):
+        assert "s3cret" not in text
