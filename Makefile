@@ -9,7 +9,8 @@ PIP_V   := $(PY) -m pip --disable-pip-version-check -v
 
 # Cargo profile of the Rust extension and of `cargo test`: ci (optimised without LTO: builds in
 # about half the time, runs the sample traces as fast) or release (fat LTO: the fastest code, the
-# slowest build; `make bench` uses it). One profile and one target dir: `make test` builds once.
+# slowest build; `make bench` uses it). One profile and one target dir for `make test` (crates whose
+# features the test-only dependencies change are still compiled twice).
 PROFILE      ?= ci
 DEMO_PROFILE ?= ci
 # maturin's build backend takes cargo arguments from this variable.
