@@ -163,3 +163,17 @@ def test_prometheus_must_be_a_url(
     err = capsys.readouterr().err
     assert f"fabricscope: --prometheus: {message}" in err
     assert "pw-secret" not in err
+
+
+def test_no_data_outside_a_checkout_says_what_to_point_it_at(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # From a wheel, away from a checkout: no sample_traces/ to default to.
+    import fabricscope.cli.dashboard as cli_dashboard
+
+    monkeypatch.setattr(cli_dashboard, "default_data_dir", lambda app: None)
+    assert main(["dashboard"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "pass --data DIR (counter files or a `fabricscope cron` history;" in err
+    assert "`fabricscope simulate demo --scenario pfc-storm` writes a demo one) or --prometheus URL" in err

@@ -82,7 +82,11 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     elif not urls:
         data = default_data_dir(app)
         if data is None:
-            print("fabricscope: no sample_traces/ here to show: pass --data DIR or --prometheus URL", file=sys.stderr)
+            print(
+                "fabricscope: no sample_traces/ here to show: pass --data DIR (counter files or a `fabricscope cron` "
+                "history; `fabricscope simulate demo --scenario pfc-storm` writes a demo one) or --prometheus URL",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
     if data is not None and not data.is_dir():
         print(f"fabricscope: --data {data} is not a directory", file=sys.stderr)
