@@ -20,13 +20,32 @@ trap cleanup EXIT
 unset FABRICSCOPE_DASHBOARD_APP FABRICSCOPE_DATA FABRICSCOPE_MAX_UPLOAD_MB FABRICSCOPE_REMOTE
 PIP_FLAGS=(-q --disable-pip-version-check)
 
-echo "== wheel: build the wheel and the sdist (maturin, profile ci)"
+echo "== wheel: build the wheel (manylinux_2_28, abi3, linked by zig) from the sdist (maturin, profile ci)"
 python3 -m venv "$WORK/build"
-"$WORK/build/bin/pip" install "${PIP_FLAGS[@]}" 'maturin>=1.12.1,<2'
+"$WORK/build/bin/pip" install "${PIP_FLAGS[@]}" 'maturin>=1.12.1,<2' 'ziglang>=0.13' 'auditwheel>=6'
 # The wheel is abi3: any interpreter builds it (WHEEL_SMOKE_PYTHON lets a warm target dir be reused).
-"$WORK/build/bin/maturin" build --profile ci --sdist --out "$WORK/dist" --interpreter "${WHEEL_SMOKE_PYTHON:-python3}"
+# maturin runs `python -m ziglang` with the python on PATH: the build venv's.
+PATH="$WORK/build/bin:$PATH" "$WORK/build/bin/maturin" build --profile ci --zig --compatibility manylinux_2_28 \
+  --sdist --out "$WORK/dist" --interpreter "${WHEEL_SMOKE_PYTHON:-python3}"
 WHEEL=$(ls "$WORK"/dist/fabricscope-*.whl)
 SDIST=$(ls "$WORK"/dist/fabricscope-*.tar.gz)
+
+echo "== wheel: portable (auditwheel show: manylinux_2_28 or older, abi3)"
+"$WORK/build/bin/auditwheel" show "$WHEEL" | tee "$WORK/auditwheel.txt"
+python3 - "$WHEEL" "$WORK/auditwheel.txt" <<'EOF'
+import re
+import sys
+from pathlib import Path
+
+wheel, report = Path(sys.argv[1]).name, Path(sys.argv[2]).read_text()
+assert "-abi3-" in wheel, f"not an abi3 wheel: {wheel}"
+tags = re.findall(r"manylinux_2_(\d+)_x86_64", wheel)
+assert tags and max(int(t) for t in tags) <= 28, f"the wheel's tag needs glibc > 2.28: {wheel}"
+# auditwheel names the most compatible policy the wheel's symbols allow.
+found = re.search(r'consistent\s+with\s+the\s+following\s+platform\s+tag:\s+"manylinux_2_(\d+)_x86_64"', report)
+assert found and int(found.group(1)) <= 28, f"auditwheel does not confirm manylinux_2_28 or older:\n{report}"
+print(f"{wheel}: auditwheel confirms manylinux_2_{found.group(1)}")
+EOF
 
 echo "== wheel: archive contents (the dashboard inside the package; its source in the sdist)"
 python3 - "$WHEEL" "$SDIST" <<'EOF'
@@ -51,6 +70,22 @@ assert need <= top, f"the sdist lacks {sorted(need - top)}"
 print(f"wheel: {len(app)} dashboard files under fabricscope/_dashboard_app/; sdist: source tree complete")
 EOF
 
+echo "== wheel: the core install (no extra): what needs an extra names it (exit 3, one line)"
+python3 -m venv "$WORK/core"
+"$WORK/core/bin/pip" install "${PIP_FLAGS[@]}" "$WHEEL"
+core_check() { # core_check STATUS TEXT ARGS... : exit STATUS, stderr/stdout holds TEXT, no traceback
+  local want=$1 text=$2; shift 2; local rc=0
+  "$WORK/core/bin/fabricscope" "$@" > "$WORK/core.out" 2>&1 || rc=$?
+  echo "\$ fabricscope $* -> exit $rc: $(tail -n 1 "$WORK/core.out")"
+  [ "$rc" -eq "$want" ] && grep -qF "$text" "$WORK/core.out" && ! grep -q Traceback "$WORK/core.out" \
+    || { cat "$WORK/core.out"; exit 1; }
+}
+core_check 2 "no plots (the \`report\` extra adds them)" report sample_traces/scenarios/pfc-storm -o "$WORK/core.html" -q
+core_check 3 "pip install 'fabricscope[dashboard]'" dashboard --port 1
+core_check 3 "pip install 'fabricscope[ray]'" analyze sample_traces/ethtool --engine ray
+core_check 3 "usage:" analyze --no-such-option
+core_check 2 "CRITICAL" analyze sample_traces/scenarios/pfc-storm
+
 echo "== wheel: install into a clean venv (not editable)"
 python3 -m venv "$WORK/venv"
 "$WORK/venv/bin/pip" install "${PIP_FLAGS[@]}" "$WHEEL[dashboard,report,browser]"
@@ -69,6 +104,11 @@ run_nagios() { # as run, but 1 (warning) and 2 (critical) are results, not failu
   tail -n 3 "$WORK/last.out"; [ "$rc" -le 2 ] || { echo "exit $rc"; exit 1; }
 }
 
+echo "== wheel: the dashboard outside a checkout, without --data, says what to point it at"
+rc=0; (cd "$WORK" && "$FS" dashboard --port 8599) > "$WORK/nodata.out" 2>&1 || rc=$?
+cat "$WORK/nodata.out"
+[ "$rc" -eq 3 ] && grep -q "pass --data DIR" "$WORK/nodata.out" && [ "$(wc -l < "$WORK/nodata.out")" -eq 1 ]
+
 echo "== wheel: the README's commands, from the installed package"
 sed -n '/^```toml$/,/^```$/p' docs/detectors.md | sed '1d;$d' > "$WORK/thresholds.toml"  # the documented example
 run_nagios analyze sample_traces/
@@ -85,8 +125,8 @@ gzip -c sample_traces/prometheus/federate-rail0.prom > "$WORK/federate.prom.gz"
 run parse "$WORK/federate.prom.gz" --lenient
 run parse sample_traces/ethtool/roce01-eth2.log --format ethtool --host gpu17 --time 2026-12-02T14:00:00Z
 run topology sample_traces/ib
-run report sample_traces/scenarios/pfc-storm -o "$WORK/report.html" -q
-run report sample_traces/scenarios/pfc-storm -o "$WORK/report.md" -q
+run_nagios report sample_traces/scenarios/pfc-storm -o "$WORK/report.html" -q
+run_nagios report sample_traces/scenarios/pfc-storm -o "$WORK/report.md" -q
 grep -q "CRITICAL" "$WORK/report.html" && grep -q "^## Status: CRITICAL" "$WORK/report.md"
 run advise --gpus 256 --gradient-gb 1 10 --bandwidth-gbps 400
 run simulate "$WORK/sim" --scenario pfc-storm

@@ -503,7 +503,9 @@ def incident_consequences(inc: Incident) -> pl.DataFrame:
         }
         for c in inc.consequences
     ]
-    return pl.DataFrame(rows, infer_schema_length=None)
+    # Typed even when every port is missing (ethtool names a netdev): a Null column shows "None".
+    schema = {"host": pl.String, "device": pl.String, "port": pl.Int64}
+    return pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None)
 
 
 def findings_document(ds: Dataset) -> dict[str, Any]:

@@ -141,9 +141,9 @@ def test_cli_tables_and_json(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert main(["advise", "--json", str(target)]) == 0
     assert json.loads(target.read_text())["schema"] == "fabricscope.advice/1"
     capsys.readouterr()
-    assert main(["advise", "--utilisation", "2"]) == 2
+    assert main(["advise", "--utilisation", "2"]) == 3  # usage error: UNKNOWN
     assert "out of range" in capsys.readouterr().err
-    assert main(["advise", "--gpus", "0"]) == 2
+    assert main(["advise", "--gpus", "0"]) == 3
     assert main(["advise", "--config", str(tmp_path / "missing.toml")]) == 3
     assert "missing.toml" in capsys.readouterr().err
 

@@ -121,3 +121,18 @@ def test_topology_command(samples_dir: Path, capsys: pytest.CaptureFixture[str])
     assert main(["topology", str(samples_dir / "ib" / "fabric-ibnetdiscover-p.txt"), "--json"]) == 0
     links = json.loads(capsys.readouterr().out)
     assert {(link["tier"], link["peer_tier"]) for link in links} >= {("hca", "leaf"), ("leaf", "spine")}
+
+
+@pytest.mark.parametrize("command", ["parse", "analyze"])
+def test_binary_input_message_escapes_one_way_and_names_the_option(tmp_path: Path, command: str) -> None:
+    # Invalid UTF-8 (0xcb), a C1 control that is valid UTF-8 (C2 92) and a C0 control (0x12): all
+    # shown as \xNN, the way Python shows bytes, never Rust's \u{..}; the fix names --format.
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\xcb\xc1\xc2\x92\x12A=>\x00" * 8)
+    r = subprocess.run(
+        [sys.executable, "-m", "fabricscope", command, str(blob)], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert '(first bytes "\\xcb\\xc1\\x92\\x12A=>\\x00\\xcb' in r.stderr
+    assert "\\u{" not in r.stderr and "format=" in r.stderr
+    assert "name it with --format (format= in Python; see `fabricscope formats`)" in r.stderr

@@ -275,7 +275,7 @@ def test_every_rule_states_its_physics_and_a_public_source() -> None:
 def test_report_first_screen_is_the_incident_and_its_action(tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     r = _cli("report", str(COMMITTED / "chain-bad-cable"), "-o", str(out), "--max-ports", "1", "-q")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 2, r.stderr  # Nagios CRITICAL, the verdict
     doc = out.read_text()
     # after the one-line verdict and before the findings, plots and inputs: one incident, its title
     # and its action
@@ -286,7 +286,7 @@ def test_report_first_screen_is_the_incident_and_its_action(tmp_path: Path) -> N
     assert "bad link cable-gpu02 mlx5_0 port 1 &lt;-&gt; MF0;cable-leaf01:MQM9700/U1 port 2" in first
     assert "Action: replace or reseat the cable/transceiver of cable-gpu02 mlx5_0 port 1" in first
     md = tmp_path / "r.md"
-    assert _cli("report", str(COMMITTED / "chain-bad-cable"), "-o", str(md), "--max-ports", "1", "-q").returncode == 0
+    assert _cli("report", str(COMMITTED / "chain-bad-cable"), "-o", str(md), "--max-ports", "1", "-q").returncode == 2
     text = md.read_text()
     assert text.index("## Status: CRITICAL") < text.index("## Incidents (1)") < text.index("## Findings")
     assert "**Action:** replace or reseat the cable" in text

@@ -332,7 +332,7 @@ def test_api_choice_is_checked(server: str) -> None:
     run = subprocess.run(
         [str(FABRICSCOPE), "analyze", server, "--prometheus-api", "soap"], capture_output=True, text=True
     )
-    assert run.returncode == 2 and "invalid choice: 'soap'" in run.stderr, run.stderr
+    assert run.returncode == 3 and "invalid choice: 'soap'" in run.stderr, run.stderr
 
 
 # --- failures, credentials ---------------------------------------------------------------------
@@ -437,7 +437,7 @@ def test_cli_reports_a_server(server: str, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 2, run.stderr  # Nagios CRITICAL: the storm
     text = out.read_text()
     assert "pfc" in text.lower() and "pfcstorm-gpu01" in text
     assert server.split("//")[1] in text  # the input is named

@@ -78,8 +78,9 @@ def test_report_cli_html_and_markdown(tmp_path: Path) -> None:
         text=True,
         timeout=300,
     )
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 2, r.stderr  # Nagios CRITICAL: the storm, as analyze says
     assert r.stderr == ""  # --quiet: no progress
+    assert "CRITICAL, 1 incident(s), 8 finding(s), 2 port plot(s)" in r.stdout
     doc = out.read_text()
     parsed = _parse(doc)
     assert parsed.tags.count("svg") == 2
@@ -94,7 +95,7 @@ def test_report_cli_html_and_markdown(tmp_path: Path) -> None:
         text=True,
         timeout=300,
     )
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 2, r.stderr
     m = md.read_text()
     assert m.startswith("# fabricscope report") and "## Status: CRITICAL" in m
     assert m.count("data:image/png;base64,") == 1
@@ -163,11 +164,16 @@ def test_report_leads_with_the_verdict_and_keeps_inputs_last() -> None:
     assert positions == sorted(positions)
     inputs = doc[doc.index("id='inputs'") :]
     assert inputs.index("<details>") < inputs.index("<table>")  # the inputs table is inside the collapsed block
-    # The verdict sentence names the worst finding; the first findings group is that finding's port.
+    # The verdict sentence leads with the incident's root cause (pfc_storm, not the worst-ranked
+    # finding, which may be one of its consequences) and its action; the first findings group is
+    # the worst finding's port.
     worst = data.findings.row(0, named=True)
     assert worst["severity"] == "critical"
     head = html.unescape(doc[: doc.index("id='findings'")])
-    assert f"Worst: {worst['kind']} on" in head and worst["message"] in head
+    [incident] = data.incidents
+    assert incident.root["kind"] == "pfc_storm"
+    assert "1 incident(s), root cause(s): pfc_storm on pfcstorm-gpu03" in head
+    assert f"First action: {incident.action}" in head
     groups = _groups(data.findings.filter(pl.col("severity") != "info"))
     assert groups[0][1][0]["severity"] == "critical"
     ranks = [min({"critical": 0, "warning": 1}[r["severity"]] for r in rows) for _, rows in groups]
@@ -197,3 +203,21 @@ def test_report_inputs_are_summarised_per_format() -> None:
     assert by["ethtool"]["first"] is not None and by["ethtool"]["first"] <= by["ethtool"]["last"]
     md = render_markdown(data)
     assert md.index("## Findings") < md.index("## Per-port time series") < md.index("## Inputs")
+
+
+def test_report_without_matplotlib_is_whole_but_for_its_plots(tmp_path: Path) -> None:
+    # A core install (no `report` extra): the command still writes the report, says where the plots
+    # would be and which extra adds them, and exits with the verdict (no traceback).
+    out = tmp_path / "r.html"
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from fabricscope.cli import main\n"
+        f"raise SystemExit(main(['report', {str(SAMPLES / 'scenarios' / 'pfc-storm')!r}, '-o', {str(out)!r}, '-q']))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "no plots (the `report` extra adds them)" in r.stdout
+    text = html.unescape(out.read_text())
+    assert "Plots omitted: matplotlib is not installed (pip install 'fabricscope[report]' adds them)." in text
+    assert "<svg" not in text and "pfc_storm" in text

@@ -65,7 +65,7 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", str(tmp_path), "--scale", "16x2x3", "--files", "2"]) == 0
     assert "wrote 96 samples" in capsys.readouterr().out
     assert fabricscope.read(tmp_path).height == 96
-    assert main(["simulate", str(tmp_path), "--scale", "16x2"]) == 2
+    assert main(["simulate", str(tmp_path), "--scale", "16x2"]) == 3  # usage error: UNKNOWN
 
 
 def test_cli_interval_and_scenario_scale_points_to_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,5 +76,5 @@ def test_cli_interval_and_scenario_scale_points_to_scale(tmp_path: Path, capsys:
     assert not r["reset"].any()
     assert r["interval_s"].min() == pytest.approx(15.0) and r["interval_s"].max() == pytest.approx(15.0)
     assert r.filter(pl.col("counter") == "port_xmit_data_bytes")["rate_per_s"].max() <= 50e9
-    assert main(["simulate", str(tmp_path / "old"), "--scenario", "scale"]) == 2
+    assert main(["simulate", str(tmp_path / "old"), "--scenario", "scale"]) == 3
     assert "--scale PORTSxCOUNTERSxREADINGS" in capsys.readouterr().out

@@ -21,11 +21,12 @@ st.markdown(
     f"**Status: :{'red' if status == 'critical' else 'orange' if status == 'warning' else 'green'}"
     f"[{status.upper()}]** — {ds.label}" + {"analysis": " (analysed now)", "server": " (pulled now)"}.get(ds.mode, "")
 )
-c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
+c1, c2, c3 = st.columns(3)
 c1.metric("Critical", counts["critical"])
 c2.metric("Warning", counts["warning"])
 c3.metric("Info", counts["info"], help="data quality (counter_anomaly) and per-host bottleneck verdicts")
-c4.metric("Last data (UTC)", str(last)[:19] if last is not None else "none")
+# Its own row: a timestamp in a quarter of an 800 px window was cut to "2026-12-…".
+st.metric("Last data (UTC)", str(last)[:19] if last is not None else "none")
 
 # Incidents first: one root cause per fault, with the action that fixes it (docs/incidents.md).
 incidents = aggregates.incidents(ds)
@@ -41,7 +42,12 @@ if incidents:
                 f"rule {inc.rule}; {inc.topology}"
             )
             with st.expander(f"{len(inc.consequences)} consequence(s) and the path from the root"):
-                st.dataframe(aggregates.incident_consequences(inc), hide_index=True, width="stretch")
+                st.dataframe(
+                    aggregates.incident_consequences(inc),
+                    hide_index=True,
+                    width="stretch",
+                    column_config=components.FINDING_COLUMNS,
+                )
 else:
     st.caption("No incident: no finding explains another (the findings below stand alone).")
 

@@ -74,9 +74,9 @@ def test_streamlit_command_is_locked_down() -> None:
     ("argv", "status", "message"),
     [
         (["--data", "/nonexistent/dir"], 3, "is not a directory"),
-        (["--port", "70000"], 2, "is not a TCP port"),
-        (["--max-upload-mb", "0"], 2, "at least 1"),
-        (["--app", "/nonexistent/app.py"], 2, "no dashboards/app.py there"),
+        (["--port", "70000"], 3, "is not a TCP port"),
+        (["--max-upload-mb", "0"], 3, "at least 1"),
+        (["--app", "/nonexistent/app.py"], 3, "no dashboards/app.py there"),
     ],
 )
 def test_argument_errors(argv: list[str], status: int, message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,7 +159,21 @@ def test_prometheus_must_be_a_url(
         raise AssertionError("a bad --prometheus must stop the command before the server starts")
 
     monkeypatch.setattr(cli_dashboard, "run_server", run_server)
-    assert main(["dashboard", "--prometheus", url]) == 2
+    assert main(["dashboard", "--prometheus", url]) == 3  # usage error: UNKNOWN
     err = capsys.readouterr().err
     assert f"fabricscope: --prometheus: {message}" in err
     assert "pw-secret" not in err
+
+
+def test_no_data_outside_a_checkout_says_what_to_point_it_at(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # From a wheel, away from a checkout: no sample_traces/ to default to.
+    import fabricscope.cli.dashboard as cli_dashboard
+
+    monkeypatch.setattr(cli_dashboard, "default_data_dir", lambda app: None)
+    assert main(["dashboard"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "pass --data DIR (counter files or a `fabricscope cron` history;" in err
+    assert "`fabricscope simulate demo --scenario pfc-storm` writes a demo one) or --prometheus URL" in err

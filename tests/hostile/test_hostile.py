@@ -520,5 +520,5 @@ def test_cli_limit_flag_raises_and_lowers_limits(tmp_path: Path, capsys: pytest.
     assert main(["parse", "-q", "--limit", "max_labels=3", "--limit", "max_decompression_ratio=50", str(p)]) == 0
     with pytest.raises(SystemExit) as ei:
         main(["parse", "--limit", "max_lines=5", str(p)])
-    assert ei.value.code == 2
+    assert ei.value.code == 3  # usage error: UNKNOWN
     assert "max_line_bytes, max_labels" in capsys.readouterr().err

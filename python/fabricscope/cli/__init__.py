@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from fabricscope import __version__
 from fabricscope.cli import advise, analyze, catalog, cron, dashboard, parse, report, simulate, topology
-from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, ArgumentParser
 
 __all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -27,8 +27,12 @@ examples:
   fabricscope formats                                      what can be read
   fabricscope counters --layer network                     the counter vocabulary
 
-exit status: 0 ok, 2 usage error, 3 an input could not be read, 4 internal error
+exit status: 0 ok, 3 usage error or an input could not be read, 4 internal error;
+analyze, cron and report: Nagios's 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (usage errors included)
 """
+
+# Commands whose exit status is Nagios's (README, "Exit status"): an internal error is UNKNOWN.
+_NAGIOS_COMMANDS = frozenset({"analyze", "cron", "report"})
 
 # The order of the commands in `fabricscope --help`.
 _COMMANDS = (parse, analyze, topology, catalog, simulate, advise, cron, report, dashboard)
@@ -36,7 +40,7 @@ _COMMANDS = (parse, analyze, topology, catalog, simulate, advise, cron, report, 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for docs and tests)."""
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="fabricscope",
         description="Fabric telemetry analyzer for InfiniBand and RoCEv2 GPU clusters.",
         epilog=_EPILOG_MAIN,
@@ -61,6 +65,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"fabricscope: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as e:
+        # A check's status must stay Nagios's: UNKNOWN, not a traceback's 1 (WARNING).
+        print(
+            f"fabricscope {args.command}: internal error: {type(e).__name__}: {e} (rerun with -v for the trace)",
+            file=sys.stderr,
+        )
+        if args.verbose:
+            import traceback
+
+            traceback.print_exc()
+        return EXIT_USAGE if args.command in _NAGIOS_COMMANDS else EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -4,16 +4,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from typing import NoReturn
 
 import polars as pl
 
 from fabricscope._text_table import cell_text, terminal_width, text_table
 from fabricscope.io import LIMITS
 
+# One rule for every command, Nagios's (analyze, cron and report are Nagios checks): a run that
+# could not judge the fabric is UNKNOWN (3), a bad command line included, as the Nagios plugin
+# guidelines ask of plugins given invalid arguments (nagios-plugins.org/doc/guidelines.html).
 EXIT_OK = 0
-EXIT_USAGE = 2
+EXIT_USAGE = 3
 EXIT_INPUT = 3
 EXIT_INTERNAL = 4
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the usage error's exit status 3 (UNKNOWN) instead of argparse's 2 (CRITICAL)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and the error, exit with :data:`EXIT_USAGE`."""
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def limit_arg(text: str) -> tuple[str, int]:

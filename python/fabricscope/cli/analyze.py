@@ -70,10 +70,11 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
     findings, inputs, reports = analysis.findings, analysis.inputs, analysis.reports
     incidents = analysis.incidents
     width = terminal_width()
-    head = f"fabricscope {__version__}: {status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"
+    held = int((~standalone_mask(findings, incidents)).sum()) if incidents else 0
+    verdict = f"{status.upper()} - {len(inputs)} input(s), {findings.height} finding(s)"
     if incidents:
-        head += f" in {len(incidents)} incident(s) and standalone"
-    lines = [head]
+        verdict += f": {held} in {len(incidents)} incident(s), {findings.height - held} standalone"
+    lines = [f"fabricscope {__version__}: {verdict}"]
     counts = findings.group_by("severity").len() if findings.height else None
     if counts is not None:
         by = dict(zip(counts["severity"].to_list(), counts["len"].to_list(), strict=True))
@@ -125,6 +126,10 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
             header = ["input", "format", "records", "bad records"]
             # Paths stay whole (copyable), even when the table gets wider than the terminal.
             lines += ["", text_table(header, rows, align_right=[False, False, True, True])]
+    # The verdict again where the eye lands after a long listing: the last line.
+    roots = ", ".join(f"{i.root['kind']} on {_where(i.root)}" for i in incidents[:3])
+    more = f" and {len(incidents) - 3} more" if len(incidents) > 3 else ""
+    lines += ["", f"{verdict}" + (f"; root causes: {roots}{more}" if incidents else "")]
     return "\n".join(lines)
 
 

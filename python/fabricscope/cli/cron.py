@@ -9,9 +9,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from fabricscope.cli.remote import add_remote_arguments, remote_options
+from fabricscope.alertmanager import AlertmanagerOptions
+from fabricscope.cli.remote import add_remote_arguments, header_argument, remote_options
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
 from fabricscope.exceptions import FabricscopeError
+from fabricscope.remote import Connection
 
 _EPILOG = """\
 examples:
@@ -19,6 +21,8 @@ examples:
       --history /var/lib/fabricscope/history --textfile /var/lib/node_exporter/textfile/fabricscope.prom
   fabricscope cron --inputs dumps/ --state st/ --history hist/ --json - --retain-days 30
   fabricscope cron ... --reset-state        rebuild a corrupt state from the history
+  fabricscope cron ... --alertmanager http://alertmanager:9093 --fabric cluster-a
+                                          send open incidents to Alertmanager (v2 API)
 
 exit status (Nagios): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (locked by another run, corrupt
 state, unreadable input in --strict mode). See docs/cron.md for crontab and systemd units.
@@ -76,7 +80,64 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", metavar="PATH|-", help="write the findings document with the run record")
     p.add_argument("--textfile", metavar="PATH", help="write node_exporter textfile collector metrics (atomically)")
     add_remote_arguments(p)
+    _add_alertmanager_arguments(p)
     p.set_defaults(func=_cmd_cron)
+
+
+def _add_alertmanager_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "Alertmanager",
+        "Each open incident is one alert (POST /api/v2/alerts), re-sent every run while it is open and "
+        "sent with endsAt when it resolves. Delivery follows the run's commit: a down Alertmanager is "
+        "reported on stderr and in --json, never fails the run, and gets the resolutions it missed next run.",
+    )
+    g.add_argument(
+        "--alertmanager", action="append", default=[], metavar="URL", help="Alertmanager to send to (repeatable)"
+    )
+    g.add_argument("--fabric", default="default", metavar="NAME", help="the alerts' fabric label (default: default)")
+    g.add_argument(
+        "--alert-interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between cron runs: a firing alert stays valid for 4 of them (default 60)",
+    )
+    g.add_argument(
+        "--evidence-url",
+        metavar="URL",
+        help="link sent with each alert (generatorURL and the evidence annotation); {incident_id} is replaced",
+    )
+    g.add_argument(
+        "--alertmanager-header",
+        action="append",
+        type=header_argument,
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra request header (repeatable; its value is never printed)",
+    )
+    g.add_argument("--alertmanager-bearer-token-file", metavar="PATH", help="bearer token for Alertmanager")
+    g.add_argument("--alertmanager-basic-auth-file", metavar="PATH", help="basic auth (user:password) for Alertmanager")
+    g.add_argument("--alertmanager-ca-file", metavar="PATH", help="verify Alertmanager with this PEM CA bundle")
+    g.add_argument("--alertmanager-insecure", action="store_true", help="do not verify Alertmanager's certificate")
+
+
+def _alertmanager_options(args: argparse.Namespace) -> AlertmanagerOptions | None:
+    if not args.alertmanager:
+        return None
+    return AlertmanagerOptions(
+        urls=tuple(args.alertmanager),
+        connection=Connection(
+            headers=tuple(args.alertmanager_header),
+            bearer_token_file=args.alertmanager_bearer_token_file,
+            basic_auth_file=args.alertmanager_basic_auth_file,
+            ca_file=args.alertmanager_ca_file,
+            insecure=args.alertmanager_insecure,
+            timeout_s=args.timeout,
+        ),
+        fabric=args.fabric,
+        interval_s=args.alert_interval,
+        evidence_url=args.evidence_url,
+    )
 
 
 def _cmd_cron(args: argparse.Namespace) -> int:
@@ -99,6 +160,7 @@ def _cmd_cron(args: argparse.Namespace) -> int:
         textfile=args.textfile,
         prometheus=args.prometheus,
         remote=remote_options(args),
+        alertmanager=_alertmanager_options(args),
     )
     try:
         res = run_cron(opts)
@@ -115,6 +177,12 @@ def _cmd_cron(args: argparse.Namespace) -> int:
         traceback.print_exc()
         print(f"FABRICSCOPE UNKNOWN - internal error: {type(e).__name__}: {e}")
         return EXIT_UNKNOWN
+    for d in res.deliveries:
+        if d.error:
+            print(
+                f"fabricscope cron: alertmanager {d.url}: not delivered ({d.error}); the next run sends again",
+                file=sys.stderr,
+            )
     if args.json == "-":
         print(json.dumps(res.document, indent=2))
     if args.json != "-":

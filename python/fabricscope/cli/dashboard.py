@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fabricscope.cli._common import EXIT_USAGE
 from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.dashboard import (
     ENV_APP,
@@ -56,13 +57,16 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     try:
         import streamlit  # noqa: F401
     except ImportError:
-        print("fabricscope: the dashboard needs streamlit: pip install 'fabricscope[dashboard]'", file=sys.stderr)
-        return 2
+        print(
+            "fabricscope: the dashboard needs the `dashboard` extra: pip install 'fabricscope[dashboard]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         app = find_app(args.app)
     except FileNotFoundError as e:
         print(f"fabricscope: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     urls = list(args.prometheus)
     if args.data and is_url(args.data):
         urls.insert(0, args.data)
@@ -71,24 +75,28 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
         remote = remote_environment(urls, remote_options(args)) if urls else None
     except ValueError as e:
         print(f"fabricscope: --prometheus: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     data: Path | None = None
     if args.data:
         data = Path(args.data).expanduser().resolve()
     elif not urls:
         data = default_data_dir(app)
         if data is None:
-            print("fabricscope: no sample_traces/ here to show: pass --data DIR or --prometheus URL", file=sys.stderr)
-            return 2
+            print(
+                "fabricscope: no sample_traces/ here to show: pass --data DIR (counter files or a `fabricscope cron` "
+                "history; `fabricscope simulate demo --scenario pfc-storm` writes a demo one) or --prometheus URL",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
     if data is not None and not data.is_dir():
         print(f"fabricscope: --data {data} is not a directory", file=sys.stderr)
         return 3
     if not 0 < args.port < 65536:
         print(f"fabricscope: --port {args.port} is not a TCP port", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.max_upload_mb < 1:
         print("fabricscope: --max-upload-mb must be at least 1", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     shown = [str(data)] if data is not None else []
     shown += [redact(u) for u in urls]
     if not _is_loopback(args.host):

@@ -119,3 +119,7 @@ class progress_bar:  # noqa: N801 - used as a callable, like a function
         if self.drawn:
             sys.stderr.write("\n")
             sys.stderr.flush()
+
+
+#: ``NAME=VALUE`` as a header pair, for other commands' header options (cron's Alertmanager).
+header_argument = _header

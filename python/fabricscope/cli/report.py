@@ -12,6 +12,8 @@ from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.report.build import write_report
 
+_NAGIOS = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
+
 
 class _StageLine:
     """The report's stages on one stderr line (``[3/9]   2.1 s  plotting gpu01/mlx5_0/1``)."""
@@ -82,5 +84,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
         print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
         return 3
     stages.close()
-    print(f"wrote {Path(args.output)}: {data.findings.height} finding(s), {len(data.plots)} port plot(s)")
-    return 0
+    plots = f"{len(data.plots)} port plot(s)" if not data.plot_note else "no plots (the `report` extra adds them)"
+    print(
+        f"wrote {Path(args.output)}: {data.status.upper()}, {len(data.incidents)} incident(s), "
+        f"{data.findings.height} finding(s), {plots}"
+    )
+    # Nagios, like analyze: the report's verdict is its exit status.
+    return _NAGIOS[data.status]

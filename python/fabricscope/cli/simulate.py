@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from fabricscope.cli._common import EXIT_USAGE
 from fabricscope.simulate import FORMATS, SCENARIOS, simulate
 from fabricscope.simulate.scale import parse_scale, write_scale
 
@@ -23,7 +24,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             ports, counters, readings = parse_scale(args.scale)
         except ValueError as e:
             print(f"fabricscope simulate: {e}")
-            return 2
+            return EXIT_USAGE
         res = write_scale(
             args.outdir,
             ports=ports,
@@ -40,11 +41,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         return 0
     if not args.outdir or not args.scenario:
         print("fabricscope simulate: OUTDIR and --scenario are required (or --list)")
-        return 2
+        return EXIT_USAGE
     fmts = args.format.split(",") if args.format else None
     if args.scenario == "scale":
         print("fabricscope simulate: the scale benchmark mode is --scale PORTSxCOUNTERSxREADINGS (e.g. 512x12x200)")
-        return 2
+        return EXIT_USAGE
     res = simulate(
         args.outdir,
         args.scenario,

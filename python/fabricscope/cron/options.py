@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from fabricscope.alertmanager import AlertmanagerOptions, Delivery
 from fabricscope.remote import RemoteOptions
 
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
@@ -37,6 +38,7 @@ class CronOptions:
             pulls ``[watermark, now)`` (the first run: the last hour), advanced only when the
             run commits.
         remote: Matchers, authentication, TLS for ``prometheus``.
+        alertmanager: Send the open incidents to these Alertmanagers after the commit point.
     """
 
     inputs: list[str]
@@ -55,6 +57,7 @@ class CronOptions:
     now: dt.datetime | None = None
     prometheus: list[str] = field(default_factory=list)
     remote: RemoteOptions | None = None
+    alertmanager: AlertmanagerOptions | None = None
 
 
 @dataclass
@@ -70,6 +73,7 @@ class CronResult:
         duplicates_dropped: Readings dropped as already stored.
         active: Active faults after the run (findings schema + ``fault_id``).
         document: The JSON document.
+        deliveries: What each Alertmanager was sent (empty without ``alertmanager``).
     """
 
     run_id: str
@@ -80,3 +84,4 @@ class CronResult:
     duplicates_dropped: int
     active: pl.DataFrame
     document: dict[str, Any] = field(default_factory=dict)
+    deliveries: list[Delivery] = field(default_factory=list)

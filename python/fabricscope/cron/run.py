@@ -267,7 +267,14 @@ def _run_locked(
     )
     # the incidents' lifecycle beside the faults' (docs/cron.md)
     doc["incident_lifecycle"] = active_incidents(incident_lifecycle)
-    result = CronResult(run_id, code, line, files_read, new.height, dropped, active, doc)
+    deliveries = []
+    if opts.alertmanager is not None and opts.alertmanager.urls:
+        from fabricscope.alertmanager import deliver
+
+        # After the commit point: a receiver that is down costs this run nothing but the attempt.
+        deliveries = deliver(opts.alertmanager, incident_lifecycle, state, finished, lifecycle)
+        doc["alertmanager"] = [d.as_dict() for d in deliveries]
+    result = CronResult(run_id, code, line, files_read, new.height, dropped, active, doc, deliveries)
     if opts.json_path and opts.json_path != "-":
         _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")
     if opts.textfile:

@@ -6,6 +6,7 @@ import base64
 import contextlib
 import datetime as dt
 import html
+import importlib.util
 import io
 import json
 import logging
@@ -72,6 +73,8 @@ class ReportData:
         advice: Advisor tables by name, or a note why there are none.
         plots: Per port: title and SVG text.
         incidents: ``Analysis.incidents``: the report's first screen.
+        failed_inputs: Inputs that could not be read (lenient runs): the status is at least unknown.
+        plot_note: Why there are no plots although there are ports to plot (empty: plots drawn).
     """
 
     title: str
@@ -87,7 +90,17 @@ class ReportData:
     advice: dict[str, pl.DataFrame] | str = ""
     plots: list[tuple[str, str, bytes]] = field(default_factory=list)
     incidents: list[Incident] = field(default_factory=list)
+    failed_inputs: int = 0
+    plot_note: str = ""
 
+    @property
+    def status(self) -> str:
+        """``ok``, ``warning``, ``critical`` or ``unknown`` (:func:`fabricscope.findings.overall_status`)."""
+        return overall_status(self.findings, self.failed_inputs)
+
+
+#: What a report without matplotlib says where its plots would be.
+NO_MATPLOTLIB = "Plots omitted: matplotlib is not installed (pip install 'fabricscope[report]' adds them)."
 
 ProgressCallback = Callable[[int, int, str], None]
 """``progress(done, total, what)``: stage ``done`` of ``total`` (0 while unknown) is ``what``."""
@@ -150,6 +163,7 @@ def gather(
     histories = [p for p in paths if is_history(p)]
     others = [p for p in paths if p not in histories]
     frames, attrs, tables, inputs, lifecycles = [], [], {}, [], []
+    failed = 0
     formats: list[pl.DataFrame] = []
     trouble: list[str] = []
     for h in histories:
@@ -185,6 +199,7 @@ def gather(
         ]
         formats.append(by_format(res.reports, format_times(res.samples)))
         trouble = problems(res.reports)
+        failed = sum(1 for r in res.reports if r.failed)
     samples = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
     analysis = run_analysis(
         samples,
@@ -216,6 +231,7 @@ def gather(
         layers=getattr(analysis, "layers", None),
         advice=_advice(analysis),
         incidents=list(getattr(analysis, "incidents", [])),
+        failed_inputs=failed,
     )
 
 
@@ -460,8 +476,8 @@ def _groups(findings: pl.DataFrame) -> list[tuple[str, list[dict[str, Any]]]]:
 
 
 def _verdict(data: ReportData) -> tuple[str, str]:
-    """The status and one sentence a person reads first."""
-    status = overall_status(data.findings)
+    """The status and one sentence a person reads first: the incidents' roots when there are any."""
+    status = data.status
     c = _counts(data.findings)
     serious = data.findings.filter(pl.col("severity") != "info")
     if not serious.height:
@@ -469,6 +485,14 @@ def _verdict(data: ReportData) -> tuple[str, str]:
         return status, f"No faults found in the inputs{note}."
     ports = len({_port_of(r) for r in serious.iter_rows(named=True)})
     parts = [f"{c[s]} {s}" for s in ("critical", "warning") if c[s]]
+    if data.incidents:
+        # The incidents are worst first; each names its root cause, which is what to fix.
+        roots = "; ".join(f"{i.root['kind']} on {_entity(i.root)}" for i in data.incidents[:3])
+        more = f" and {len(data.incidents) - 3} more" if len(data.incidents) > 3 else ""
+        return status, (
+            f"{len(data.incidents)} incident(s), root cause(s): {roots}{more}. "
+            f"{' and '.join(parts)} finding(s) on {ports} port(s). First action: {data.incidents[0].action}"
+        )
     worst = serious.row(0, named=True)
     return status, (
         f"{' and '.join(parts)} finding(s) on {ports} port(s). Worst: {worst['kind']} on {_entity(worst)}: "
@@ -708,7 +732,7 @@ def render_html(data: ReportData) -> str:
     for title, svg, _png in data.plots:
         out.append(f"<figure><figcaption>{e(title)}</figcaption>{svg}</figure>")
     if not data.plots:
-        out.append("<p>No rated counters to plot.</p>")
+        out.append(f"<p>{e(data.plot_note or 'No rated counters to plot.')}</p>")
     out.append("<h2 id='bottlenecks'>Bottlenecks</h2>")
     bn = data.findings.filter(pl.col("kind") == "bottleneck")
     if bn.height:
@@ -798,6 +822,8 @@ def render_markdown(data: ReportData) -> str:
     out += ["", "## Per-port time series", ""]
     for title, _svg, png in data.plots:
         out.append(f"### {title}\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})\n")
+    if data.plot_note:
+        out += [data.plot_note, ""]
     out += ["## Bottlenecks", ""]
     bn = data.findings.filter(pl.col("kind") == "bottleneck")
     out.append(_md_table(bn.drop("evidence")) if bn.height else "No bottleneck findings.")
@@ -854,6 +880,10 @@ def write_report(
     data = gather(sources, **kwargs)
     ports = _port_frames(data, max_ports)
     stages.total = len(ports) + 2
+    if ports and importlib.util.find_spec("matplotlib") is None:
+        # matplotlib is the `report` extra: without it the report is whole but for its plots.
+        data.plot_note = NO_MATPLOTLIB
+        ports = []
     for key, pr, pf in ports:
         stages.step("plotting " + "/".join(str(k) for k in key if k is not None))
         svg, png = _plot_port(key, pr, pf, data.gauges)

@@ -49,7 +49,9 @@ pub enum Error {
         found: String,
     },
     /// No reader recognises the content.
-    #[error("{path}: cannot detect the format ({reason}); pass format= explicitly (see `fabricscope formats`)")]
+    #[error(
+        "{path}: cannot detect the format ({reason}); name it with --format (format= in Python; see `fabricscope formats`)"
+    )]
     UnknownFormat {
         /// The input file.
         path: PathBuf,
@@ -117,7 +119,16 @@ pub fn excerpt(bytes: &[u8], max: usize) -> String {
                 return out;
             }
             if c.is_control() {
-                out.extend(c.escape_default());
+                // One escape style for the whole excerpt, Python's (the messages end up in Python
+                // exceptions): \t \n \r, else \xNN. Control characters are all below U+0100.
+                match c {
+                    '\t' => out.push_str("\\t"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    _ => {
+                        let _ = write!(out, "\\x{:02x}", u32::from(c));
+                    }
+                }
             } else {
                 out.push(c);
             }
@@ -134,4 +145,17 @@ pub fn excerpt(bytes: &[u8], max: usize) -> String {
     }
     out.push('"');
     out
+}
+
+#[cfg(test)]
+mod excerpt_tests {
+    use super::excerpt;
+
+    #[test]
+    fn one_escape_style_for_invalid_bytes_and_control_characters() {
+        // 0xcb is invalid UTF-8 on its own; C2 92 is U+0092 (a C1 control); 0x12 a C0 control.
+        let got = excerpt(b"\xcbA\xc2\x92\x12\t\n", 40);
+        assert_eq!(got, r#""\xcbA\x92\x12\t\n""#);
+        assert!(!got.contains("\\u{"));
+    }
 }
