@@ -710,7 +710,8 @@ SCENARIOS: dict[str, Scenario] = {
                     "rule": "link_loss_go_back_n",
                     "root": {"kind": "link_errors", "host": 1, "nic": 0, "peer": ("leaf", 0, 2)},
                     "members": [{"kind": "packet_loss", "host": 1}],
-                    "optional": [{"kind": "link_errors", "host": 1}],
+                    # its ring predecessor on the same leaf resends what the cable corrupts
+                    "optional": [{"kind": "link_errors", "host": 1}, {"kind": "packet_loss", "host": 0}],
                 }
             ],
             prefix="coincident",
