@@ -31,6 +31,7 @@ def test_every_incident_scenario_is_listed() -> None:
         "chain-pause-storm",
         "chain-degraded-ring",
         "chain-two-faults",
+        "chain-fqdn-cable",
         "trap-busy-healthy",
         "trap-coincident-leaves",
     }

@@ -194,7 +194,7 @@ def resolve(
         rows.append((f"host:{target}", "host", target, alias, "alias", "--host-alias"))
 
     # HCAs: node GUID <-> host + RDMA device
-    sources_of: dict[str, tuple[str, str, str]] = {}
+    sources_of: dict[str, list[tuple[str, str, str]]] = {}
     if attributes is not None and not attributes.is_empty() and "key" in attributes.columns:
         a = attributes.filter(pl.col("key").cast(pl.String).is_in(["node_guid_hex", "node_guid"])).select(
             pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("value").cast(pl.String)
@@ -202,18 +202,20 @@ def resolve(
         for h, d, v in a.unique().iter_rows():
             g = _guid(v)
             if g is not None and h and d:
-                sources_of.setdefault(g, (ent.host(h) or h, d, "sysfs node_guid"))
+                sources_of.setdefault(g, []).append((ent.host(h) or h, d, "sysfs node_guid"))
     for g, h, d in described:
-        sources_of.setdefault(g, (ent.host(h) or h, d, "node description (rdma-ndd %h %d)"))
-    for g, (h, d, src) in sorted(sources_of.items()):
-        prev = ent.hcas.get(g)
-        if prev is not None and prev != (h, d):
-            ent.conflicts.append(f"node GUID {g} is {prev[0]} {prev[1]} in one input and {h} {d} in another")
-            continue
+        sources_of.setdefault(g, []).append((ent.host(h) or h, d, "node description (rdma-ndd %h %d)"))
+    for g, seen_as in sorted(sources_of.items()):
+        # the host's own sysfs comes first: a node description can be stale (set at boot, or by hand)
+        h, d, src = seen_as[0]
+        for oh, od, osrc in seen_as[1:]:
+            if (oh, od) != (h, d):
+                ent.conflicts.append(f"node GUID {g} is {h} {d} in {src} and {oh} {od} in {osrc}: {src} kept")
         ent.hcas[g] = (h, d)
         name = f"{h} {d}"
-        rows.append((f"hca:{g}", "hca", name, g, "node_guid", src))
-        rows.append((f"hca:{g}", "hca", name, d, "rdma_device", src))
+        for _h, od, osrc in seen_as:
+            rows.append((f"hca:{g}", "hca", name, g, "node_guid", osrc))
+            rows.append((f"hca:{g}", "hca", name, od, "rdma_device", osrc))
     # switches, LIDs and cables from the links table
     if links is not None and not links.is_empty():
         for r in links.iter_rows(named=True):
@@ -301,8 +303,8 @@ def apply(findings: pl.DataFrame, ent: Entities, links: pl.DataFrame | None = No
             b = (str(r["peer_node_guid"]).lower(), int(r["peer_port"]))
             cable_of[a] = cable_of[b] = (a, b)
     rows = []
-    for r in findings.iter_rows(named=True):
-        r = dict(r)
+    for i, r in enumerate(findings.iter_rows(named=True)):
+        r = dict(r, _i=i)
         host, dev = r.get("host"), r.get("device")
         r["_read_as"] = (host, dev, r.get("port"))
         r["host"] = ent.host(host)
@@ -363,11 +365,13 @@ def _one_per_cable(
             ks, ke, rs, re_ = k.get("start"), k.get("end"), r.get("start"), r.get("end")
             if None in (ks, ke, rs, re_) or (rs <= ke and ks <= re_):
                 ev = _evidence(k.get("evidence"))
+                read_host, read_dev, read_port = r["_read_as"]
                 ev.setdefault("also_seen", []).append(
                     {
-                        "host": r.get("host"),
-                        "device": r.get("device"),
-                        "port": r.get("port"),
+                        # as the input named it (a topology dump: its GUID, the host it ran on)
+                        "host": read_host,
+                        "device": read_dev,
+                        "port": read_port,
                         "observed": r.get("observed"),
                         "metric": r.get("metric"),
                         "message": r.get("message"),
@@ -384,7 +388,8 @@ def _one_per_cable(
                 r["evidence"] = json.dumps(ev, sort_keys=True, default=str)
             group.append(r)
             kept.append(r)
+    kept.sort(key=lambda r: r["_i"])  # the input's order
     for r in kept:
-        r.pop("_guid", None)
-        r.pop("_read_as", None)
+        for k in ("_guid", "_read_as", "_i"):
+            r.pop(k, None)
     return kept

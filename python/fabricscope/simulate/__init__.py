@@ -221,7 +221,9 @@ def simulate(
         # a previous run's files would mix into this one's series
         shutil.rmtree(out / f, ignore_errors=True)
         if f == "prometheus":
-            expected[f] = write_prometheus(sim, out / "prometheus" / "federate.prom", seed=seed)
+            expected[f] = write_prometheus(
+                sim, out / "prometheus" / "federate.prom", seed=seed, domain=sc.extra.get("domain", "")
+            )
         elif f == "ethtool":
             expected[f] = write_ethtool(sim, out / "ethtool")
         elif f == "sysfs":

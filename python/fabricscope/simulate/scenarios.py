@@ -635,6 +635,57 @@ SCENARIOS: dict[str, Scenario] = {
             separate=lambda h, d: [list(range(h // 2)), list(range(h // 2, h))],
         ),
         Scenario(
+            "chain-fqdn-cable",
+            "NDR400 ring all-reduce, the corrupting cable of chain-bad-cable seen through Prometheus, which names "
+            "hosts by FQDN (gpu02.cluster.local), while ibnetdiscover node descriptions and nccl-tests rank lines "
+            "use the short name: one host, one incident",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("symbol_errors", 1 % h, 0, 0.3 * d, None, {"rate_per_s": 40.0}),
+                Fault("lossy_link", 1 % h, 0, 0.3 * d, None, {"p": 5e-3}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_errors",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "start": 0.3 * d,
+                    "end": d,
+                    "note": "symbol_error on the HCA end of the cable, reported under the short name",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": 0} for i in (0, 1 % h) for k in ("packet_loss", "lossy_collapse")]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                + [{"kind": "counter_anomaly", "host": 1 % h, "nic": 0}]
+                + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
+            ),
+            prefix="fqdn",
+            formats=("prometheus",),
+            hosts_per_leaf=2,
+            duration=180.0,
+            topology=True,
+            extra={"domain": "cluster.local"},
+            jobs=lambda h, d: [{"hosts": list(range(h)), "at": 0.6 * d}],
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "link_errors", "host": 1 % h, "nic": 0, "peer": ("leaf", 0, 2)},
+                    "members": [{"kind": "underperformance", "host": 0}],
+                    "optional": [
+                        {"kind": k, "host": i}
+                        for i in range(h)
+                        for k in ("packet_loss", "lossy_collapse", "bottleneck", "underperformance")
+                    ]
+                    + [{"kind": "counter_anomaly", "host": 1 % h}],
+                }
+            ],
+        ),
+        Scenario(
             "trap-busy-healthy",
             "trap: NDR400 data-parallel training keeps every HCA ~93% busy and all_reduce at full speed: "
             "bottleneck verdicts, but no fault and no incident",

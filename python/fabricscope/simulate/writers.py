@@ -135,15 +135,22 @@ def _jitter_ms(sim: Simulation, seed: int) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"host": pl.String, "k": pl.Int64, "jitter_ms": pl.Int64}, orient="row")
 
 
-def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0) -> pl.DataFrame:
+def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0, domain: str = "") -> pl.DataFrame:
     """Prometheus ``/federate`` text: one block per scrape, every family ``# TYPE ... untyped``.
 
     node_exporter families (``node_infiniband_*``, ``node_ethtool_*``) carry ``instance="<host>:9100"``
     and ``job="node"``; DCGM exporter families ``instance="<host>:9400"``, ``job="dcgm"``, ``gpu``,
     ``UUID``, ``modelName``, ``Hostname``. Timestamps are integer milliseconds.
 
+    Args:
+        sim: The simulation.
+        out: The file to write.
+        seed: Scrape jitter seed.
+        domain: DNS domain of the scrape targets: ``instance="<host>.<domain>:9100"`` (Prometheus
+            scrapes by FQDN while rdma-ndd, nccl-tests and Slurm use the short name).
+
     Returns:
-        The samples a reader must produce.
+        The samples a reader must produce (hosts as the file names them).
     """
     sp = spellings()
     df = _present(sim).join(_jitter_ms(sim, seed), on=["host", "k"], how="left")
@@ -168,6 +175,8 @@ def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0) -> pl.DataFra
         orient="row",
     )
     df = df.join(uuids, on=["host", "device"], how="left")
+    if domain:
+        df = df.with_columns(pl.col("host") + "." + domain)
     times = pl.Series(sim.times_ms, dtype=pl.Int64)
     df = df.with_columns(
         (pl.col("k").map_elements(lambda k: times[k], return_dtype=pl.Int64) + pl.col("jitter_ms")).alias("ts_ms")
@@ -235,7 +244,7 @@ def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0) -> pl.DataFra
         )
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    info = _prom_info(sim.fabric, sim.times_ms[0])
+    info = _prom_info(sim.fabric, sim.times_ms[0], domain)
     with out.open("w") as fh:
         fh.write(info)
         fh.write("\n".join(lines["line"].to_list()))
@@ -252,13 +261,15 @@ def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0) -> pl.DataFra
     ).cast(_EXPECTED_SCHEMA)
 
 
-def _prom_info(fabric: Fabric, ts_ms: int) -> str:
+def _prom_info(fabric: Fabric, ts_ms: int, domain: str = "") -> str:
     lines = ["# TYPE node_infiniband_info untyped"]
+    suffix = f".{domain}" if domain else ""
     for h in fabric.hosts:
         for n in h.nics:
             lines.append(
                 f'node_infiniband_info{{board_id="{fabric.tech.board_id}",device="{n.device}",'
-                f'firmware_version="{fabric.tech.fw_ver}",hca_type="{fabric.tech.hca_type}",instance="{h.name}:9100",'
+                f'firmware_version="{fabric.tech.fw_ver}",hca_type="{fabric.tech.hca_type}",'
+                f'instance="{h.name}{suffix}:9100",'
                 f'job="node"}} 1 {ts_ms}'
             )
     return "\n".join(lines) + "\n"
