@@ -32,6 +32,7 @@ def test_every_incident_scenario_is_listed() -> None:
         "chain-degraded-ring",
         "chain-two-faults",
         "chain-fqdn-cable",
+        "pfc-storm-1s",
         "trap-busy-healthy",
         "trap-coincident-leaves",
     }

@@ -227,7 +227,10 @@ RULES: tuple[Rule, ...] = (
             "pfc_congestion:tx": ("same_port",),  # the storm itself, seen as a pause ratio
             "pfc_congestion:rx": ("cable", "same_leaf", "job"),
             "pfc_storm:rx": ("cable", "same_leaf", "job"),
+            # a stalled receive pipeline drops what it can no longer pause (rx_discards_phy): the
+            # loss, and the go-back-N collapse it causes, are the storming NIC's own
             "packet_loss": ("same_port", "same_host"),
+            "lossy_collapse": ("same_port", "same_host"),
             **_SLOW,
         },
         argument=(

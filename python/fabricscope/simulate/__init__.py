@@ -225,7 +225,7 @@ def simulate(
                 sim, out / "prometheus" / "federate.prom", seed=seed, domain=sc.extra.get("domain", "")
             )
         elif f == "ethtool":
-            expected[f] = write_ethtool(sim, out / "ethtool")
+            expected[f] = write_ethtool(sim, out / "ethtool", whole_seconds=sc.extra.get("whole_seconds", False))
         elif f == "sysfs":
             expected[f] = write_sysfs(sim, out / "sysfs", snapshots=sysfs_snapshots)
         elif f == "sysfs-grep":

@@ -686,6 +686,55 @@ SCENARIOS: dict[str, Scenario] = {
             ],
         ),
         Scenario(
+            "pfc-storm-1s",
+            "RoCE 400G; one NIC pauses priority 3 99.7% of the time for two minutes, logged by a "
+            "`date +%s; ethtool -S` loop that really runs every 15.07 s: intervals read 15 or 16 s, yet the "
+            "storm is one storm",
+            "roce400",
+            3,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("pfc_storm", 1, 0, 0.25 * d, 0.5 * d, {"pause_share": 0.997, "watchdog": False}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "pfc_storm",
+                    "severity": "critical",
+                    "host": 1,
+                    "nic": 0,
+                    "priority": 3,
+                    "start": 0.25 * d,
+                    "end": 0.75 * d,
+                    "note": "tx_prio3_pause_duration 99.7% of each 15.07 s interval; a 16 s interval reads 94%",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": 1, "nic": 0} for k in ("pfc_congestion", "packet_loss", "lossy_collapse")]
+                # the ring predecessor sends into the stalled NIC and is paused in turn
+                + [{"kind": "pfc_congestion", "host": 0, "nic": 0}]
+                + [
+                    {"kind": k, "host": i, "nic": n}
+                    for i in range(h)
+                    for k in ("underperformance", "bottleneck")
+                    for n in (0, None)
+                ]
+            ),
+            formats=("ethtool",),
+            prefix="storm1s",
+            duration=480.0,
+            interval=15.07,
+            extra={"whole_seconds": True},
+            incidents=lambda h, d: [
+                {
+                    "rule": "pause_storm_head_of_line",
+                    "root": {"kind": "pfc_storm", "host": 1, "nic": 0},
+                    "members": [{"kind": "pfc_congestion", "host": 1}, {"kind": "lossy_collapse", "host": 1}],
+                    "optional": [{"kind": "packet_loss", "host": 1}],
+                }
+            ],
+        ),
+        Scenario(
             "trap-busy-healthy",
             "trap: NDR400 data-parallel training keeps every HCA ~93% busy and all_reduce at full speed: "
             "bottleneck verdicts, but no fault and no incident",

@@ -281,10 +281,17 @@ def _stamp(ms: int) -> str:
     return f"{ms // 1000}.{(ms % 1000) * 1_000_000:09d}"  # `date +%s.%N`
 
 
-def write_ethtool(sim: Simulation, outdir: Path) -> pl.DataFrame:
+def write_ethtool(sim: Simulation, outdir: Path, *, whole_seconds: bool = False) -> pl.DataFrame:
     """``while sleep N; do date +%s; ethtool -S ethX; done >> host-ethX.log`` logs, one per netdev.
 
     Per-priority pause counters appear only for priorities with PFC enabled, as mlx5 prints them.
+
+    Args:
+        sim: The simulation.
+        outdir: Directory for the logs.
+        whole_seconds: Stamp every snapshot with ``date +%s`` (the time truncated to the second)
+            although readings are not whole seconds apart: a ``sleep 15`` loop really runs every
+            ~15.07 s, so its intervals read 15 or 16 s.
 
     Returns:
         The samples a reader must produce.
@@ -305,12 +312,12 @@ def write_ethtool(sim: Simulation, outdir: Path) -> pl.DataFrame:
     ):
         lines = [f"# host: {host}"]
         for (k,), snap in g.group_by(["k"], maintain_order=True):
-            lines.append(_stamp(sim.times_ms[k]))
+            lines.append(str(sim.times_ms[k] // 1000) if whole_seconds else _stamp(sim.times_ms[k]))
             lines.append(f"# ethtool -S {dev}")
             lines.append("NIC statistics:")
             lines.extend(f"     {s}: {v}" for s, v in snap.select("stat", "value").iter_rows())
         (outdir / f"{host}-{dev}.log").write_text("\n".join(lines) + "\n")
-    times = [t * 1_000_000 for t in sim.times_ms]
+    times = [(t // 1000 * 1000 if whole_seconds else t) * 1_000_000 for t in sim.times_ms]
     return df.select(
         pl.col("k").map_elements(lambda k: times[k], return_dtype=pl.Int64).alias("time"),
         "host",
