@@ -27,6 +27,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_every_incident_scenario_is_listed() -> None:
     assert set(CHAIN) == {
+        "lossy-link",
+        "lossy-collapse",
+        "roce-no-lossless",
         "chain-bad-cable",
         "chain-pause-storm",
         "chain-degraded-ring",

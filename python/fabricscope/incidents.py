@@ -249,6 +249,32 @@ RULES: tuple[Rule, ...] = (
         title_local="PFC pause storm from {entity}: no other host paused",
     ),
     Rule(
+        name="lossless_off_drops",
+        root=("lossless_misconfig",),
+        consequences={
+            # the same misconfiguration seen on the NIC's netdev and on its RDMA device
+            "lossless_misconfig": ("same_host",),
+            "packet_loss": ("same_port", "same_host"),
+            "lossy_collapse": ("same_port", "same_host"),
+            **_SLOW,
+        },
+        argument=(
+            "RoCEv2 assumes a lossless fabric: with neither PFC on the RoCE priority nor ECN marking (DCQCN), "
+            "a receiver whose buffers fill drops packets instead of pausing or slowing its senders. The drops "
+            "are the receiver's own loss (out-of-sequence, buffer discards); each dropped packet is NAKed and "
+            "resent by its sender (go-back-N), so the sender's retransmissions with the same count join "
+            "through the receiver's loss. The cable is healthy: the fix is the QoS configuration."
+        ),
+        source=(
+            "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' (lossless RoCE needs PFC and ECN); "
+            "IEEE 802.1Qbb-2011 Priority-based Flow Control; Zhu et al., 'Congestion Control for Large-Scale "
+            "RDMA Deployments' (DCQCN), SIGCOMM 2015"
+        ),
+        action="enable PFC on the RoCE priority and ECN (DCQCN) for {entity}, on the NIC and its switch port",
+        title="lossless RoCE off on {entity}: drops and retransmissions reaching {hosts}",
+        title_local="lossless RoCE off on {entity}: drops on its own host",
+    ),
+    Rule(
         name="incast_ecn",
         root=("ecn_congestion:rx",),
         consequences={
@@ -590,10 +616,12 @@ _ROOT_ORDER = {
     "link_errors": 1,
     "link_degraded": 2,
     "pfc_storm": 3,
-    "lossy_collapse": 4,
-    "packet_loss": 5,
-    "ecn_congestion": 6,
-    "ib_congestion": 7,
+    # drops because PFC and ECN are off explain the loss they cause, not the other way round
+    "lossless_misconfig": 4,
+    "lossy_collapse": 5,
+    "packet_loss": 6,
+    "ecn_congestion": 7,
+    "ib_congestion": 8,
 }
 
 

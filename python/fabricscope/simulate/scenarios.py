@@ -133,6 +133,16 @@ SCENARIOS: dict[str, Scenario] = {
             ),
             formats=_ROCE_FMT,
             prefix="lossy",
+            # the receiver's loss and its ring predecessor's retransmissions are the same events
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "packet_loss", "host": 1 % h, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": 0}],
+                    "optional": [{"kind": k, "host": i} for i in range(h) for k in ("underperformance", "bottleneck")],
+                }
+            ],
+            separate=lambda h, d: [[0, 1 % h], *[[i] for i in range(2, h)]],
         ),
         Scenario(
             "lossy-collapse",
@@ -160,6 +170,18 @@ SCENARIOS: dict[str, Scenario] = {
             ),
             formats=_ROCE_FMT,
             prefix="collapse",
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "lossy_collapse", "host": 1 % h, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": 0}],
+                    "optional": [
+                        {"kind": k, "host": i}
+                        for i in range(h)
+                        for k in ("packet_loss", "lossy_collapse", "underperformance", "bottleneck")
+                    ],
+                }
+            ],
         ),
         Scenario(
             "roce-no-lossless",
@@ -185,6 +207,15 @@ SCENARIOS: dict[str, Scenario] = {
             ],
             formats=_ROCE_FMT,
             prefix="nolossless",
+            incidents=lambda h, d: [
+                {
+                    "rule": "lossless_off_drops",
+                    "root": {"kind": "lossless_misconfig", "host": 2 % h, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": 1 % h}, {"kind": "packet_loss", "host": 2 % h}],
+                    "optional": [{"kind": "lossless_misconfig", "host": 2 % h}]
+                    + [{"kind": k, "host": i} for i in range(h) for k in ("underperformance", "bottleneck")],
+                }
+            ],
         ),
         Scenario(
             "ecn-incast",
