@@ -273,3 +273,17 @@ def test_no_finding_on_sample_traces_says_unknown_where_an_input_maps_it() -> No
     assert set(unknown["device"].to_list()) <= {"capture0", None}
     assert f.filter(pl.col("device").str.starts_with("0x")).height == 0
     assert "entities" in a.tables and a.tables["entities"].height > 0
+
+
+def test_cli_parse_writes_the_entities_table_beside_links(tmp_path: Path) -> None:
+    out = tmp_path / "s.parquet"
+    r = _cli("parse", str(COMMITTED / "chain-fqdn-cable"), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "s.entities.parquet" in r.stdout
+    ent = pl.read_parquet(tmp_path / "s.entities.parquet")
+    assert ent.schema == ENTITIES_SCHEMA
+    host = ent.filter(pl.col("entity") == "host:fqdn-gpu02")
+    assert set(host["alias"].to_list()) == {"fqdn-gpu02", "fqdn-gpu02.cluster.local"}
+    assert "samples" in host["source"].to_list()
+    cable = ent.filter((pl.col("kind") == "cable") & pl.col("name").str.starts_with("fqdn-gpu02 mlx5_0 port 1"))
+    assert cable["name"].unique().to_list() == ["fqdn-gpu02 mlx5_0 port 1 <-> fqdn-leaf01 port 2"]

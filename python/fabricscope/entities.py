@@ -128,6 +128,7 @@ def resolve(
     attributes: pl.DataFrame | None = None,
     tables: Mapping[str, pl.DataFrame] | None = None,
     host_aliases: Mapping[str, str] | None = None,
+    hosts_from: str = "findings",
 ) -> Entities:
     """Join every name the inputs use into entities.
 
@@ -138,6 +139,7 @@ def resolve(
         tables: Side tables: ``links`` (GUIDs, LIDs, node descriptions), ``nccl_ranks`` (hosts).
         host_aliases: Explicit ``alias -> canonical`` host names (``--host-alias``); they win over
             the FQDN/short-name rule and settle its conflicts.
+        hosts_from: Where ``hosts`` came from (the ``source`` of their rows).
 
     Returns:
         The :class:`Entities`.
@@ -152,7 +154,7 @@ def resolve(
             seen.setdefault(name, set()).add(source)
 
     for h in hosts:
-        saw(h, "findings")
+        saw(h, hosts_from)
     ranks = tables.get("nccl_ranks")
     if ranks is not None and not ranks.is_empty() and "host" in ranks.columns:
         for h in ranks["host"].cast(pl.String).unique().to_list():
