@@ -94,6 +94,9 @@ def test_cli_fqdn_sharing_a_short_name_is_a_conflict_settled_by_host_alias(tmp_p
     hosts = {f["host"] for f in doc["findings"]}
     assert "fqdn-gpu02.cluster.local" in hosts and "fqdn-gpu02.lab.local" in hosts
     assert "fqdn-gpu02" not in {f["host"] for f in doc["findings"] if f["kind"] == "link_errors"}
+    text = _cli("analyze", str(data)).stdout
+    assert "names not joined (ambiguous; settle with --host-alias ALIAS=HOST):" in text
+    assert "fqdn-gpu02.cluster.local, fqdn-gpu02.lab.local share the short name fqdn-gpu02" in text
     r = _cli(
         "analyze",
         str(data),

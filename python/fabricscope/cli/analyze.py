@@ -109,6 +109,10 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
         lines.append("")
         kinds = ", ".join(sorted(set(findings.filter(pl.col("severity") == "info")["kind"].to_list())))
         lines.append(f"{hidden} info finding(s) hidden ({kinds}); show them with --verbose or --json")
+    if analysis.conflicts:
+        # names two inputs map differently are left as read: say so, and how to settle them
+        lines += ["", "names not joined (ambiguous; settle with --host-alias ALIAS=HOST):"]
+        lines += [f"  {c}" for c in analysis.conflicts]
     if reports:
         lines += ["", "inputs:"]
         lines.append(
