@@ -722,7 +722,7 @@ SCENARIOS: dict[str, Scenario] = {
             "`date +%s; ethtool -S` loop that really runs every 15.07 s: intervals read 15 or 16 s, yet the "
             "storm is one storm",
             "roce400",
-            3,
+            2,
             1,
             _TRAIN,
             lambda h, d: [
