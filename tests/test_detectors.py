@@ -238,8 +238,12 @@ def test_link_flap_names_the_peer_and_sees_both_ends(samples_dir: Path) -> None:
     )
     f = fabricscope.run_analysis(samples(rows), tables={"links": links}).findings
     flaps = f.filter(pl.col("kind") == "link_flap").sort("device")
-    assert flaps.height == 2
-    ev = json.loads(flaps.filter(pl.col("device") == "0x98039b0300bb0001")["evidence"][0])
-    assert ev["peer"] == {"node_guid": "0x98039b0300aa0001", "port": 1, "name": "MF0;ib-spine01:MQM9700/U1"}
+    # one cable, one finding: it names both ends, the other end's observation in its evidence
+    assert flaps.height == 1
+    ev = json.loads(flaps["evidence"][0])
+    assert ev["cable"] == ["ib-leaf01 port 31", "ib-spine01 port 1"]
     assert ev["both_ends"] is True
     assert "saw it too" in flaps["message"][0]
+    assert flaps["device"][0] == "0x98039b0300aa0001"
+    assert ev["peer"] == {"node_guid": "0x98039b0300bb0001", "port": 31, "name": "MF0;ib-leaf01:MQM9700/U1"}
+    assert [(x["device"], x["port"]) for x in ev["also_seen"]] == [("0x98039b0300bb0001", 31)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -78,6 +79,47 @@ def test_storm_needs_200_ms_when_sampling_faster() -> None:
     two = run(pause([0.1, 1.0, 1.0, 0.1], step=0.1, priority=3))
     s = only(two, "pfc_storm").row(0, named=True)
     assert ev(s)["detection_window_s"] == 0.2
+
+
+def _sleep_loop(pause_share: float, *, period_s: float, n: int, whole_seconds: bool) -> list[tuple]:
+    """A `while sleep 15; do date +%s; ethtool -S; done` log: readings every ``period_s``, stamped
+    to the second when ``whole_seconds`` (T0 is a whole second), the pause counter accruing
+    ``pause_share`` of the real time."""
+    rows = []
+    for k in range(n):
+        t = k * period_s
+        stamp = float(int(t)) if whole_seconds else t
+        rows.append(
+            (stamp, "tx_pause_duration_us", 10**9 + round(pause_share * t * 1e6), 1, "h1", "eth2", None, 3, True)
+        )
+    return rows
+
+
+def test_storm_read_through_one_second_stamps_stays_one_storm() -> None:
+    rows = _sleep_loop(0.997, period_s=15.07, n=33, whole_seconds=True)
+    # the trap: one interval reads 16 s, and 99.7% of 15.07 s over 16 s is 94%, under the threshold
+    times = [r[0] for r in rows]
+    assert sorted({b - a for a, b in itertools.pairwise(times)}) == [15.0, 16.0]
+    assert 0.93 < 0.997 * 15.07 / 16 < 0.95
+    storms = only(run(rows), "pfc_storm")
+    assert storms.height == 1
+    row = storms.row(0, named=True)
+    assert row["start"] == samples(rows)["time"][0] and row["end"] == samples(rows)["time"][-1]
+    assert row["observed"] == pytest.approx(0.997, abs=0.002)
+    e = ev(row)
+    assert e["timestamp_resolution_s"] == 1.0 and e["ratio_upper_bound"] >= 0.99
+    # the same loop stamped with `date +%s.%N` (readings here fall on whole milliseconds): the same
+    # one storm, judged with the stamps' 1 ms
+    exact = only(run(_sleep_loop(0.997, period_s=15.07, n=33, whole_seconds=False)), "pfc_storm")
+    assert exact.height == 1 and ev(exact.row(0, named=True))["timestamp_resolution_s"] == 0.001
+
+
+def test_steady_93_percent_pause_on_one_second_stamps_is_no_storm() -> None:
+    # each 15 s interval could be 14 s long (bound 99.6%), but the ten together span 150 s to within
+    # one second: 93.6% at most, congestion, not a storm
+    f = run(_sleep_loop(0.93, period_s=15.0, n=11, whole_seconds=True))
+    assert only(f, "pfc_storm").is_empty()
+    assert only(f, "pfc_congestion").height == 1
 
 
 def test_nic_watchdog_events_are_critical_storms() -> None:

@@ -17,6 +17,7 @@ from fabricscope.detect import DETECTORS, SPECS
 from fabricscope.engines import FABRIC_WIDE, PER_PARTITION, Filters, ReadOptions, partition_of, split_by_partition
 from fabricscope.engines.local import LocalEngine
 from fabricscope.engines.ray import work_units
+from fabricscope.entities import apply, resolve
 from fabricscope.exceptions import FormatError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +99,10 @@ def test_adaptive_partitions_on_threads_give_the_in_memory_findings(whole: fabri
     )
     assert one.partitions == 1
     assert res.rows == one.rows  # every sample row in exactly one partition
-    assert _stable(res.findings).equals(_stable(whole.findings.select(res.findings.columns)))
+    # the in-memory analysis is these findings under their entities' names, one per cable
+    ent = resolve(hosts=res.findings["host"].unique().to_list(), attributes=res.identity, tables=res.tables)
+    named = apply(res.findings, ent, res.tables.get("links"))
+    assert _stable(named).equals(_stable(whole.findings.select(res.findings.columns)))
 
 
 def test_local_engine_plan_keeps_hosts_whole_and_batches_shared() -> None:

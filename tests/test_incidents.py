@@ -27,10 +27,15 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_every_incident_scenario_is_listed() -> None:
     assert set(CHAIN) == {
+        "lossy-link",
+        "lossy-collapse",
+        "roce-no-lossless",
         "chain-bad-cable",
         "chain-pause-storm",
         "chain-degraded-ring",
         "chain-two-faults",
+        "chain-fqdn-cable",
+        "pfc-storm-1s",
         "trap-busy-healthy",
         "trap-coincident-leaves",
     }
@@ -69,9 +74,16 @@ def test_cli_bad_cable_prints_one_incident_first_with_its_action() -> None:
     assert "bad link cable-gpu02 mlx5_0 port 1 <-> MF0;cable-leaf01:MQM9700/U1 port 2" in lines[first]
     assert lines[first + 1].strip().startswith("action: replace or reseat the cable")
     assert "root:   link_errors on cable-gpu02 mlx5_0 port 1" in lines[first + 3]
-    # the sender's go-back-N loss is reached through the job, via the cable and the leaf
+    # the sender's go-back-N loss is reached through the count it shares with the receiver: every
+    # packet the cable corrupted was resent once (a stronger relation than the shared job)
     assert any(
-        "packet_loss on cable-gpu01 mlx5_0 port 1 [job: cable-gpu02 mlx5_0 port 1 -> cable to "
+        "packet_loss on cable-gpu01 mlx5_0 port 1 [same_count: " in line
+        and "698,664 loss events received = 698,664 retransmission events sent by cable-gpu01" in line
+        for line in lines
+    )
+    # the collective is still reached through the job, via the cable and the leaf
+    assert any(
+        "underperformance on cable-gpu01 [job: cable-gpu02 mlx5_0 port 1 -> cable to "
         "MF0;cable-leaf01:MQM9700/U1 port 2 -> leaf MF0;cable-leaf01:MQM9700/U1 -> nccl-tests job 1" in line
         for line in lines
     )

@@ -33,7 +33,8 @@ from tests.prometheus_server import binaries, prometheus_text_to_openmetrics, se
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS_DIR = REPO / "sample_traces" / "scenarios"
 FABRICSCOPE = Path(sys.executable).with_name("fabricscope")
-SCENARIOS = sorted(p.parent.name for p in SCENARIOS_DIR.glob("*/prometheus"))
+# The scenarios whose scrape file the test server loads (plain text; a gzipped one is read from files only).
+SCENARIOS = sorted({p.parent.parent.name for p in SCENARIOS_DIR.glob("*/prometheus/*.prom")})
 FINDING_KEY = ["kind", "severity", "host", "device", "port", "priority", "layer", "start", "end", "metric"]
 
 

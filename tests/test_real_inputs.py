@@ -112,7 +112,12 @@ def test_port_down_after_a_cable_is_pulled() -> None:
     doc = json.loads(r.stdout)
     down = [f for f in doc["findings"] if f["kind"] == "port_down"]
     warn = {(f["device"], f["port"]): f for f in down if f["severity"] == "warning"}
-    assert set(warn) == {("0x0c42a103008982a4", 17), ("0xb8cef60300025ba0", 1), ("0xb8cef60300025bb0", 1)}
+    # the pulled cable is one finding naming both ends (leaf01 port 17 and gpu05's HCA port), the
+    # HCA end's own observation in its evidence; gpu07's port has no cable in the dump to join
+    assert set(warn) == {("0x0c42a103008982a4", 17), ("0xb8cef60300025bb0", 1)}
+    ev = warn[("0x0c42a103008982a4", 17)]["evidence"]
+    assert ev["cable"] == ["gpu05 mlx5_0 port 1", "leaf01 port 17"]
+    assert [(x["device"], x["port"]) for x in ev["also_seen"]] == [("0xb8cef60300025ba0", 1)]
     msg = warn[("0x0c42a103008982a4", 17)]["message"]
     assert msg.startswith("port 17 of switch MF0;leaf01:MQM8790-HS2F/U1 is Polling: cable unplugged or bad")
     assert "had a link earlier" in msg and "gpu05 mlx5_0 port 1" in msg

@@ -112,3 +112,23 @@ else:
         st.dataframe(flagged, hide_index=True, width="stretch")
     else:
         st.success("No warning or critical finding on any port.")
+
+
+# Every name the inputs use for one host, HCA or switch (fabricscope.entities): what joined them.
+entities = ds.tables.get("entities")
+if entities is not None and entities.height:
+    named = (
+        entities.filter(pl.col("kind").is_in(["host", "hca", "switch"]))
+        .group_by("entity", "kind", "name")
+        .agg(
+            pl.col("alias").unique().sort().str.join(", ").alias("aliases"),
+            pl.col("source").unique().sort().str.join(", ").alias("sources"),
+            pl.col("alias").n_unique().alias("names"),
+        )
+        .filter(pl.col("names") > 1)
+        .sort("kind", "name")
+    )
+    if named.height:
+        st.subheader("Identities (one entity, several names)")
+        st.caption("FQDN and short host names, node GUIDs and LIDs, switch descriptions: joined across inputs.")
+        st.dataframe(named.select("kind", "name", "aliases", "sources"), hide_index=True, width="stretch")

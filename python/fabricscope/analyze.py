@@ -13,6 +13,8 @@ from fabricscope.config import load_config
 from fabricscope.detect.bottleneck import empty_layers
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine
 from fabricscope.engines.units import raise_if_nothing_read
+from fabricscope.entities import apply as apply_entities
+from fabricscope.entities import resolve as resolve_entities
 from fabricscope.findings import FINDINGS_SCHEMA
 from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, TimeLike, empty_attributes
@@ -31,7 +33,9 @@ class Analysis:
         inputs: Per input: path, format, records, rejected (the contract's ``inputs``).
         rates: The rates every detector saw.
         reports: The readers' per-input reports (empty when a frame was analysed).
-        tables: Every side table read (``nccl_results``, ``perftest_results``, ``links`` ...), by name.
+        tables: Every side table read (``nccl_results``, ``perftest_results``, ``links`` ...), by name,
+            and ``entities``: every name the inputs use for a host, HCA, switch or cable
+            (:mod:`fabricscope.entities`).
         layers: Layer utilisation per host and window
             (:func:`fabricscope.detect.bottleneck.layer_utilisation`; empty with its schema when
             nothing applies).
@@ -48,6 +52,8 @@ class Analysis:
     layers: pl.DataFrame = field(default_factory=empty_layers)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
     incidents: list[Incident] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    """Names two inputs map differently (left as read, never guessed; :mod:`fabricscope.entities`)."""
 
 
 def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
@@ -91,6 +97,7 @@ def run_analysis(
     limits: Mapping[str, int] | None = None,
     keep_detail: bool | None = None,
     remote: RemoteOptions | None = None,
+    host_aliases: Mapping[str, str] | None = None,
 ) -> Analysis:
     """Read (unless given a frame), rate, and run every detector: the one analysis pipeline.
 
@@ -123,6 +130,8 @@ def run_analysis(
         remote: How to read URL inputs (a Prometheus server or an exporter endpoint): matchers,
             step, authentication, TLS (:class:`fabricscope.remote.RemoteOptions`); a server is
             pulled over ``since``/``until`` (default: the last hour).
+        host_aliases: Explicit ``alias -> host`` names (``--host-alias``), over the FQDN/short-name
+            join of :func:`fabricscope.entities.resolve`.
 
     Returns:
         An :class:`Analysis`.
@@ -164,13 +173,23 @@ def run_analysis(
         )
         raise_if_nothing_read(ran.reports)
         inputs = _inputs(ran.reports)
-    findings = _ordered(ran.findings)
+    # One identity per host, HCA and cable: findings under their best names, one per cable.
+    identity = ran.identity
+    entities = resolve_entities(
+        hosts=ran.findings["host"].unique().to_list(),
+        attributes=identity,
+        tables=ran.tables,
+        host_aliases=host_aliases,
+    )
+    findings = _ordered(apply_entities(ran.findings, entities, ran.tables.get("links")))
+    tables = {**ran.tables, "entities": entities.table}
     # The correlation step, once, whichever front door and engine computed the findings.
     interval = ran.rates["interval_s"].median() if "interval_s" in ran.rates.columns and ran.rates.height else None
     incidents = correlate(
         findings,
-        tables=ran.tables,
-        attributes=attributes if isinstance(data, pl.DataFrame) else None,
+        tables=tables,
+        attributes=identity,
+        host_of=entities.host,
         interval_s=float(interval) if isinstance(interval, (int, float)) else None,
     )
     return Analysis(
@@ -178,10 +197,11 @@ def run_analysis(
         inputs=inputs,
         rates=ran.rates,
         reports=ran.reports,
-        tables=ran.tables,
+        tables=tables,
         layers=ran.views.get("layers", empty_layers()),
         times=ran.times,
         incidents=incidents,
+        conflicts=entities.conflicts,
     )
 
 

@@ -54,7 +54,9 @@ __all__ = ["RELATIONS", "RULES", "Incident", "Rule", "correlate", "incident_docu
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 # Strongest first: a finding on the root's own port is explained before one that merely shares a leaf.
-RELATIONS = ("same_port", "same_host", "cable", "same_leaf", "below_spine", "job")
+# ``same_count``: a receiver's loss events and a sender's retransmission events are the same number
+# in overlapping windows (the packets one dropped are the packets the other resent).
+RELATIONS = ("same_port", "same_host", "cable", "same_count", "same_leaf", "below_spine", "job")
 
 _FALLBACK = "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
 
@@ -71,6 +73,8 @@ class Rule:
         source: Public documents a user can open.
         action: What fixes the root (``{entity}`` is replaced by the root's entity).
         title: One-line title template (``{entity}``, ``{hosts}``, ``{n}`` consequences).
+        title_local: The title when every consequence is on the root's own host (a root is never
+            named as its own victim).
         info: Consequence specs whose info findings count too (a sender's DCQCN loop numbers are
             info findings, yet they are the incast's footprint); otherwise info findings are context.
         magnitude: Optional check ``(root, consequence) -> (ok, text)``: can the root explain the size?
@@ -84,6 +88,7 @@ class Rule:
     source: str
     action: str
     title: str
+    title_local: str = "{entity}: {n} consequence(s) on its own host"
     info: tuple[str, ...] = ()
     magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool | None, str]] | None = None
 
@@ -186,8 +191,10 @@ RULES: tuple[Rule, ...] = (
         name="link_loss_go_back_n",
         root=("link_flap", "link_errors", "lossy_collapse:rx", "packet_loss:rx"),
         consequences={
-            "packet_loss": ("same_port", "cable", "job"),
-            "lossy_collapse": ("same_port", "cable", "job"),
+            # a sender's retransmissions: its own port, the far end of the cable, the same count of
+            # events as the receiver lost, a host behind the same leaf, or a rank of the same job
+            "packet_loss": ("same_port", "cable", "same_count", "same_leaf", "job"),
+            "lossy_collapse": ("same_port", "cable", "same_count", "same_leaf", "job"),
             "link_errors": ("same_port", "cable"),
             # the errors pegged the port's 16-bit PortCounters register: the same fault, counted to the limit
             "counter_anomaly": ("same_port",),
@@ -210,6 +217,7 @@ RULES: tuple[Rule, ...] = (
         ),
         action="replace or reseat the cable/transceiver of {entity} (check both ends with mlxlink / ibdiagnet)",
         title="bad link {entity}: errors and loss reaching {hosts}",
+        title_local="bad link {entity}: errors and loss on its own port",
         magnitude=_loss_magnitude,
     ),
     Rule(
@@ -219,7 +227,10 @@ RULES: tuple[Rule, ...] = (
             "pfc_congestion:tx": ("same_port",),  # the storm itself, seen as a pause ratio
             "pfc_congestion:rx": ("cable", "same_leaf", "job"),
             "pfc_storm:rx": ("cable", "same_leaf", "job"),
+            # a stalled receive pipeline drops what it can no longer pause (rx_discards_phy): the
+            # loss, and the go-back-N collapse it causes, are the storming NIC's own
             "packet_loss": ("same_port", "same_host"),
+            "lossy_collapse": ("same_port", "same_host"),
             **_SLOW,
         },
         argument=(
@@ -235,6 +246,33 @@ RULES: tuple[Rule, ...] = (
         ),
         action="isolate {entity}: take the NIC out of service, collect its firmware dump, reset or replace it",
         title="PFC pause storm from {entity}: pause spread to {hosts}",
+        title_local="PFC pause storm from {entity}: no other host paused",
+    ),
+    Rule(
+        name="lossless_off_drops",
+        root=("lossless_misconfig",),
+        consequences={
+            # the same misconfiguration seen on the NIC's netdev and on its RDMA device
+            "lossless_misconfig": ("same_host",),
+            "packet_loss": ("same_port", "same_host"),
+            "lossy_collapse": ("same_port", "same_host"),
+            **_SLOW,
+        },
+        argument=(
+            "RoCEv2 assumes a lossless fabric: with neither PFC on the RoCE priority nor ECN marking (DCQCN), "
+            "a receiver whose buffers fill drops packets instead of pausing or slowing its senders. The drops "
+            "are the receiver's own loss (out-of-sequence, buffer discards); each dropped packet is NAKed and "
+            "resent by its sender (go-back-N), so the sender's retransmissions with the same count join "
+            "through the receiver's loss. The cable is healthy: the fix is the QoS configuration."
+        ),
+        source=(
+            "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' (lossless RoCE needs PFC and ECN); "
+            "IEEE 802.1Qbb-2011 Priority-based Flow Control; Zhu et al., 'Congestion Control for Large-Scale "
+            "RDMA Deployments' (DCQCN), SIGCOMM 2015"
+        ),
+        action="enable PFC on the RoCE priority and ECN (DCQCN) for {entity}, on the NIC and its switch port",
+        title="lossless RoCE off on {entity}: drops and retransmissions reaching {hosts}",
+        title_local="lossless RoCE off on {entity}: drops on its own host",
     ),
     Rule(
         name="incast_ecn",
@@ -256,6 +294,7 @@ RULES: tuple[Rule, ...] = (
         ),
         action="spread the traffic converging on {entity} (placement, more receivers, or rate-limit the senders)",
         title="incast into {entity}: ECN marks and CNPs on {hosts}",
+        title_local="incast into {entity}: ECN marks and CNPs on its own host",
         info=("ecn_congestion:tx",),
         magnitude=_cnp_magnitude,
     ),
@@ -276,6 +315,7 @@ RULES: tuple[Rule, ...] = (
         ),
         action="re-train or replace the cable of {entity} (mlxlink -p <port> to see why it came up narrow/slow)",
         title="degraded link {entity}: ring limited on {hosts}",
+        title_local="degraded link {entity}: its own host slowed",
         magnitude=_degraded_magnitude,
     ),
     Rule(
@@ -295,6 +335,7 @@ RULES: tuple[Rule, ...] = (
         ),
         action="find the hot destination behind {entity} (UFM/ibdiagnet congestion report) and rebalance routing",
         title="credit starvation at spine {entity}: congestion on {hosts}",
+        title_local="credit starvation at spine {entity}: {n} port(s) waiting for credits",
     ),
 )
 
@@ -368,14 +409,16 @@ class _Topo:
     source: str
 
 
-def _guid_map(attributes: pl.DataFrame | None, links: pl.DataFrame | None) -> dict[tuple[str, str | None], str]:
+def _guid_map(
+    attributes: pl.DataFrame | None, links: pl.DataFrame | None, host_of: Callable[[str], str | None]
+) -> dict[tuple[str, str | None], str]:
     out: dict[tuple[str, str | None], str] = {}
     if attributes is not None and not attributes.is_empty() and "key" in attributes.columns:
         a = attributes.filter(pl.col("key").cast(pl.String) == "node_guid_hex").select(
             pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("value").cast(pl.String)
         )
         for h, d, v in a.unique().iter_rows():
-            out[(h, d)] = v.lower()
+            out[(host_of(h) or h, d)] = v.lower()
     if links is not None and not links.is_empty():
         # rdma-ndd(8) sets an HCA's NodeDescription to "%h %d" (hostname, device): use it when no sysfs
         for pre in ("", "peer_"):
@@ -383,14 +426,16 @@ def _guid_map(attributes: pl.DataFrame | None, links: pl.DataFrame | None) -> di
             for name, guid in rows.iter_rows():
                 parts = (name or "").split()
                 if len(parts) >= 2:
-                    out.setdefault((parts[0], parts[1]), guid)
+                    out.setdefault((host_of(parts[0]) or parts[0], parts[1]), guid)
     return out
 
 
-def _topology(tables: Mapping[str, pl.DataFrame], attributes: pl.DataFrame | None) -> _Topo:
+def _topology(
+    tables: Mapping[str, pl.DataFrame], attributes: pl.DataFrame | None, host_of: Callable[[str], str | None]
+) -> _Topo:
     links = tables.get("links")
     has_links = links is not None and not links.is_empty()
-    guid_of = _guid_map(attributes, links if has_links else None)
+    guid_of = _guid_map(attributes, links if has_links else None, host_of)
     peer_of: dict[tuple[str, int], tuple[str, int, str]] = {}
     tier_of: dict[str, str] = {}
     below: dict[str, set[str]] = {}
@@ -420,7 +465,7 @@ def _topology(tables: Mapping[str, pl.DataFrame], attributes: pl.DataFrame | Non
         for rank, host in ranks.select("rank", pl.col("host").cast(pl.String)).iter_rows():
             if rank == 0 or not members:
                 members.append(set())
-            members[-1].add(host)
+            members[-1].add(host_of(host) or host)
         for n, hosts in enumerate(members):
             if len(hosts) > 1:
                 first = sorted(hosts)[0]
@@ -485,6 +530,8 @@ def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tup
         peer = topo.peer_of.get((rg, int(root["port"])))
         if peer and peer[0] == cg and peer[1] == int(c["port"]):
             out.append(("cable", [rp, f"cable to {peer[2]} port {peer[1]}", _port_text(c)]))
+    if rh != ch and _same_count(root, c):
+        out.append(("same_count", [rp, _count_text(root, c), _port_text(c)]))
     rl, cl = _leaf(topo, root), _leaf(topo, c)
     # port -> cable -> leaf: the root's way into the fabric, when the topology knows it
     hops = [rp] + ([f"cable to {rl[1]} port {rl[2]}", f"leaf {rl[1]}"] if rl and rl[2] is not None else [])
@@ -501,6 +548,43 @@ def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tup
             out.append(("job", [*hops, label, f"rank host {ch}"]))
             break
     return out
+
+
+def _events(f: dict[str, Any]) -> float | None:
+    e = _evidence(f).get("events")
+    return float(e) if isinstance(e, (int, float)) and e > 0 else None
+
+
+# Four significant digits agreeing within 1% is a one-in-tens coincidence for two independent
+# counts spread over a decade; below 1,000 events two unrelated links match too easily.
+_SAME_COUNT_MIN = 1000.0
+
+
+def _same_count(root: dict[str, Any], c: dict[str, Any]) -> bool:
+    """A receiver's loss events and another host's send-side retransmission events are one number.
+
+    Every packet the receiver drops (out-of-sequence, ICRC/FCS discard) is NAKed or times out at its
+    sender, which counts it once in ``packet_seq_err``/``local_ack_timeout_err`` and resends it:
+    over overlapping windows the two counts agree to within a few events (the windows' edges).
+    Two independent faults agree to 1% only by chance, and chance is real for small counts (two
+    links with 42 loss events each): below :data:`_SAME_COUNT_MIN` events a count proves nothing.
+    """
+    if _direction(root) != "rx" or _direction(c) != "tx":
+        return False
+    a, b = _events(root), _events(c)
+    if a is None or b is None or min(a, b) < _SAME_COUNT_MIN:
+        return False
+    rs, re_, cs, ce = root.get("start"), root.get("end"), c.get("start"), c.get("end")
+    if None not in (rs, re_, cs, ce) and (cs > re_ or rs > ce):
+        return False
+    return abs(a - b) <= max(0.01 * max(a, b), 1.0)
+
+
+def _count_text(root: dict[str, Any], c: dict[str, Any]) -> str:
+    return (
+        f"{_events(root):,.0f} loss events received = {_events(c):,.0f} retransmission events sent by "
+        f"{c.get('host')} (within 1%)"
+    )
 
 
 def _interval_s(interval_s: float | None) -> float:
@@ -532,10 +616,12 @@ _ROOT_ORDER = {
     "link_errors": 1,
     "link_degraded": 2,
     "pfc_storm": 3,
-    "lossy_collapse": 4,
-    "packet_loss": 5,
-    "ecn_congestion": 6,
-    "ib_congestion": 7,
+    # drops because PFC and ECN are off explain the loss they cause, not the other way round
+    "lossless_misconfig": 4,
+    "lossy_collapse": 5,
+    "packet_loss": 6,
+    "ecn_congestion": 7,
+    "ib_congestion": 8,
 }
 
 
@@ -553,6 +639,7 @@ def correlate(
     tables: Mapping[str, pl.DataFrame] | None = None,
     attributes: pl.DataFrame | None = None,
     interval_s: float | None = None,
+    host_of: Callable[[str], str | None] | None = None,
 ) -> list[Incident]:
     """Group findings into incidents (a pure function of its arguments).
 
@@ -562,12 +649,14 @@ def correlate(
         attributes: Port attributes (``node_guid_hex`` maps a host's device to its GUID in ``links``).
         interval_s: The sampling interval: a consequence may start this much before its root (both
             windows are quantised to readings). Default 30 s.
+        host_of: A host alias -> its canonical name (:meth:`fabricscope.entities.Entities.host`), so
+            rank lines and node descriptions that use the short name meet findings named by FQDN.
 
     Returns:
         Incidents, worst first; each has at least one consequence.
     """
     tables = tables or {}
-    topo = _topology(tables, attributes)
+    topo = _topology(tables, attributes, host_of or (lambda h: h))
     tol = dt.timedelta(seconds=_interval_s(interval_s))
     # Info findings are context (a layer's utilisation, a counter reset), not faults: they never root
     # an incident and join one only where a rule names them (``Rule.info``).
@@ -700,9 +789,10 @@ def correlate(
         starts = [x for x in [root.get("start"), *(c["finding"]["start"] for c in cons)] if x is not None]
         ends = [x for x in [root.get("end"), *(c["finding"]["end"] for c in cons)] if x is not None]
         sev = max([root["severity"], *(c["finding"]["severity"] for c in cons)], key=lambda s: _RANK[s])
-        # the title names the hosts the fault reached beyond its own (its own when it reached none)
-        reached = [h for h in hosts if h != root.get("host")] or hosts
+        # the title names the hosts the fault reached beyond its own; a root is never its own victim
+        reached = [h for h in hosts if h != root.get("host")]
         host_text = ", ".join(reached[:4]) + (f" and {len(reached) - 4} more" if len(reached) > 4 else "")
+        title = rule.title if reached else rule.title_local
         out.append(
             Incident(
                 id=_fid(root),
@@ -713,7 +803,7 @@ def correlate(
                 start=min(starts) if starts else None,
                 end=max(ends) if ends else None,
                 severity=sev,
-                title=rule.title.format(entity=entity, hosts=host_text, n=len(cons)),
+                title=title.format(entity=entity, hosts=host_text, n=len(cons)),
                 action=rule.action.format(entity=entity),
                 # its members' decisions, and the findings it was a candidate for but failed a check on
                 decided=[

@@ -192,13 +192,22 @@ def test_topology_link_degraded_marks_both_ports() -> None:
 
 def test_topology_known_fabric_matrix() -> None:
     at = run("topology", ".")
-    # sample_traces/ib (4 hca→leaf, 4 leaf→spine) and the five incident scenarios with a topology
-    assert any("44 cable(s) from ibnetdiscover: 24 hca→leaf, 20 leaf→spine" in c.value for c in at.caption)
+    # sample_traces/ib (4 hca→leaf, 4 leaf→spine) and the six incident scenarios with a topology
+    assert any("52 cable(s) from ibnetdiscover: 28 hca→leaf, 24 leaf→spine" in c.value for c in at.caption)
     bad = frame(at, "lower")
     congested = bad.filter(pl.col("kinds").str.contains("ib_congestion"))
     assert congested.select("lower", "upper").row(0) == ("gpu03 mlx5_0:1", "ib-leaf02:1")
     matrix = [c for c in charts(at) if "layer" in c]
     assert matrix and matrix[0]["layer"][0]["encoding"]["x"]["field"] == "upper_node"
+
+
+def test_topology_lists_the_names_joined_into_one_host() -> None:
+    at = run("topology", "scenarios/chain-fqdn-cable")
+    ids = frame(at, "aliases")
+    host = ids.filter((pl.col("kind") == "host") & (pl.col("name") == "fqdn-gpu02"))
+    assert host["aliases"].to_list() == ["fqdn-gpu02, fqdn-gpu02.cluster.local"]
+    leaf = ids.filter((pl.col("kind") == "switch") & (pl.col("name") == "fqdn-leaf01"))
+    assert leaf.height == 1 and "MF0;fqdn-leaf01:MQM9700/U1" in leaf["aliases"][0]
 
 
 # --- Layers ---------------------------------------------------------------------------------

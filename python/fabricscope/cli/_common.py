@@ -56,6 +56,30 @@ def add_limit_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _host_alias_arg(text: str) -> tuple[str, str]:
+    alias, sep, host = text.partition("=")
+    if not sep or not alias.strip() or not host.strip():
+        raise argparse.ArgumentTypeError(f"expected ALIAS=HOST (gpu-g02.cluster.local=gpu-g02), got {text!r}")
+    return alias.strip(), host.strip()
+
+
+def add_host_alias_argument(p: argparse.ArgumentParser) -> None:
+    """``--host-alias ALIAS=HOST``: name one host the same in every input (settles ambiguous FQDNs)."""
+    p.add_argument(
+        "--host-alias",
+        action="append",
+        default=[],
+        type=_host_alias_arg,
+        metavar="ALIAS=HOST",
+        help="the input name ALIAS is host HOST (repeatable); FQDN and short name join by themselves when unambiguous",
+    )
+
+
+def host_aliases(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """``--host-alias`` pairs as the mapping :func:`fabricscope.run_analysis` takes."""
+    return dict(pairs)
+
+
 def add_output_arguments(p: argparse.ArgumentParser, what: str) -> None:
     """``--json`` and ``--csv`` for machines; without them a plain-text table for people."""
     g = p.add_mutually_exclusive_group()

@@ -14,7 +14,7 @@ import polars as pl
 
 from fabricscope import __version__
 from fabricscope.analyze import Analysis, run_analysis
-from fabricscope.cli._common import EXIT_INPUT, add_limit_argument
+from fabricscope.cli._common import EXIT_INPUT, add_host_alias_argument, add_limit_argument, host_aliases
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document, exit_status
@@ -110,6 +110,10 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
         lines.append("")
         kinds = ", ".join(sorted(set(findings.filter(pl.col("severity") == "info")["kind"].to_list())))
         lines.append(f"{hidden} info finding(s) hidden ({kinds}); show them with --verbose or --json")
+    if analysis.conflicts:
+        # names two inputs map differently are left as read: say so, and how to settle them
+        lines += ["", "names not joined (ambiguous; settle with --host-alias ALIAS=HOST):"]
+        lines += [f"  {c}" for c in analysis.conflicts]
     if reports:
         lines += ["", "inputs:"]
         lines.append(
@@ -151,6 +155,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             hosts=args.hosts.split(",") if args.hosts else None,
             limits=dict(args.limit),
             remote=replace(remote_options(args), progress=bar),
+            host_aliases=host_aliases(args.host_alias),
         )
     except FabricscopeError as e:
         bar.close()
@@ -218,6 +223,7 @@ def add_parser(sub: Any) -> None:
     an.add_argument("--since", help="analyse samples at or after this time (epoch seconds or ISO 8601)")
     an.add_argument("--until", help="analyse samples before this time (epoch seconds or ISO 8601)")
     an.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
+    add_host_alias_argument(an)
     add_limit_argument(an)
     add_remote_arguments(an)
     an.set_defaults(func=_cmd_analyze)

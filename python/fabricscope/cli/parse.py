@@ -15,8 +15,10 @@ from typing import Any
 import polars as pl
 
 from fabricscope import __version__, _native
+from fabricscope._atomic import write_parquet
 from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, add_limit_argument
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
+from fabricscope.entities import resolve
 from fabricscope.exceptions import FabricscopeError, InternalError
 from fabricscope.io import LIMITS, InputReport, _limits, _paths, _reports, _time_ns
 from fabricscope.remote import is_url, redact, scan_url
@@ -342,6 +344,11 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
             side_path(target, kind).replace(final)
             side_outputs[kind] = str(final)
         samples = pl.scan_parquet(out)
+        entities = _entities(samples, side_outputs)
+        if entities.height:
+            final = side_path(out, "entities")
+            write_parquet(final, entities)
+            side_outputs["entities"] = str(final)
     else:
         samples = pl.scan_parquet(target)
     if args.json:
@@ -357,6 +364,16 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
     else:
         print(_summary(samples, reports, elapsed, out, list(side_outputs.values()), verbose=args.verbose))
     return EXIT_INPUT if any(r.failed for r in reports) else EXIT_OK
+
+
+def _entities(samples: pl.LazyFrame, side_outputs: dict[str, str]) -> pl.DataFrame:
+    """The entities table (:mod:`fabricscope.entities`) of what was read, beside ``links``.
+
+    Every name of a host, HCA, switch and cable across the inputs, for the Parquet outputs.
+    """
+    tables = {k: pl.read_parquet(v) for k, v in side_outputs.items() if k in ("links", "nccl_ranks", "attributes")}
+    hosts = samples.select(pl.col("host").cast(pl.String).unique()).collect()["host"].to_list()
+    return resolve(hosts=hosts, attributes=tables.pop("attributes", None), tables=tables, hosts_from="samples").table
 
 
 def add_parser(sub: Any) -> None:

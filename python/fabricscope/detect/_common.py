@@ -67,6 +67,46 @@ def port_facts(inp: AnalysisInput) -> pl.DataFrame:
     return latest.with_columns(pl.Series("profile", profiles, dtype=pl.String))
 
 
+# Counters only an Ethernet port has: 802.3x/802.1Qbb pause, RoCE ECN/CNP (DCQCN), the mlx5 physical
+# and per-priority Ethernet counters, and RoCE packet captures.
+_ETHERNET_ONLY = r"pause|roce|cnp|^phy_|^prio_|^capture_"
+
+
+def transport_names(inp: AnalysisInput) -> dict[tuple[str, str | None], str]:
+    """(host, device) -> ``InfiniBand`` or ``RoCE``; (host, None) for the host's other devices.
+
+    The same mlx5 loss counters count InfiniBand RC and RoCEv2 transport errors, so a message names
+    the transport the port runs: its sysfs ``link_layer`` (``InfiniBand`` or ``Ethernet``) when an
+    input states it, else ``RoCE`` when the device (or another device of its host: the netdev of
+    an RDMA device) has Ethernet-only counters (pause, ECN/CNP, PHY). Otherwise the transport is
+    unknown and :func:`transport_name` says ``RDMA``.
+    """
+    out: dict[tuple[str, str | None], str] = {}
+    if not inp.rates.is_empty() and "counter" in inp.rates.columns:
+        eth = (
+            inp.rates.select(pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), "counter")
+            .unique()
+            .filter(pl.col("counter").cast(pl.String).str.contains(_ETHERNET_ONLY))
+        )
+        for h, d, _ in eth.iter_rows():
+            out[(h, d)] = out[(h, None)] = "RoCE"
+    attrs = inp.attributes
+    if not attrs.is_empty():
+        ll = attrs.filter(pl.col("key").cast(pl.String) == "link_layer").select(
+            pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("value").cast(pl.String)
+        )
+        for h, d, v in ll.iter_rows():
+            name = {"infiniband": "InfiniBand", "ethernet": "RoCE"}.get((v or "").strip().lower())
+            if name and h and d:
+                out[(h, d)] = name
+    return out
+
+
+def transport_name(names: dict[tuple[str, str | None], str], host: str | None, device: str | None) -> str:
+    """The transport a port's loss happens on: ``InfiniBand``, ``RoCE``, else ``RDMA`` (link layer unknown)."""
+    return names.get((str(host), str(device))) or names.get((str(host), None)) or "RDMA"
+
+
 def keyed(df: pl.DataFrame) -> pl.DataFrame:
     """Entity columns as strings plus ``_port``/``_prio`` join keys (null as -1)."""
     df = entity_strings(df)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import entity_strings, port_facts
+from fabricscope.detect._common import entity_strings, port_facts, transport_name, transport_names
 from fabricscope.detect.packet_loss import LOSS_COUNTERS, loss_intervals, loss_windows, with_traffic
 from fabricscope.detect.pfc_storm import stalled_intervals
 from fabricscope.findings import make_findings
@@ -59,6 +59,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     )
     mtu = cfg["mtu_bytes"]
     rows = []
+    transports = transport_names(inp)
     for w in windows.iter_rows(named=True):
         storming = storms.filter(
             (pl.col("host") == w["host"]) & (pl.col("_s") < w["end"]) & (pl.col("_e") > w["start"])
@@ -112,6 +113,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     f" (at {load:.0%} of the {line / 1e9:.0f} GB/s line rate fewer than W packets are in flight, "
                     "so a loss resends fewer than W)"
                 )
+        transport = transport_name(transports, w["host"], w["device"])
         rows.append(
             {
                 "kind": KIND,
@@ -127,8 +129,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 "observed": observed,
                 "expected": expected,
                 "message": (
-                    f"RoCE loss p = {p:.2%} on {side} traffic (threshold {cfg['collapse_p']:.1%}): modelled go-back-N "
-                    f"efficiency {gbn:.0%} (W = {bdp_packets:,.0f} packets), go-back-0 {g0:.0%} for "
+                    f"{transport} loss p = {p:.2%} on {side} traffic (threshold {cfg['collapse_p']:.1%}): "
+                    f"modelled go-back-N efficiency {gbn:.0%} (W = {bdp_packets:,.0f} packets), go-back-0 {g0:.0%} for "
                     f"{cfg['message_bytes'] / 2**20:g} MiB messages; {story}"
                 ),
                 "evidence": {

@@ -25,7 +25,16 @@ from collections.abc import Sequence
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import NIC, attach_rate, preferred, rate_rows, series_of, typical_interval
+from fabricscope.detect._common import (
+    NIC,
+    attach_rate,
+    preferred,
+    rate_rows,
+    series_of,
+    transport_name,
+    transport_names,
+    typical_interval,
+)
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import default
 
@@ -158,12 +167,14 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     if loss.is_empty():
         return make_findings([])
     rows = []
+    transports = transport_names(inp)
     windows = loss_windows(loss, cfg["warning_p"])
     for w in windows.iter_rows(named=True) if not windows.is_empty() else []:
         if w["events"] < cfg["min_events"]:
             continue
         counts = _count_sums(w["counts"])
         side = "received" if w["direction"] == "rx" else "sent"
+        transport = transport_name(transports, w["host"], w["device"])
         rows.append(
             {
                 "kind": KIND,
@@ -179,7 +190,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 "observed": w["p"],
                 "expected": cfg["warning_p"],
                 "message": (
-                    f"RoCE loss on {side} traffic: p = {w['p']:.2e} ({w['events']:,.0f} loss events in "
+                    f"{transport} loss on {side} traffic: p = {w['p']:.2e} ({w['events']:,.0f} loss events in "
                     f"{w['packets']:,.0f} {'estimated ' if w['packets_estimated'] else ''}packets, "
                     f"{w['covered_s']:,.0f} s); " + ", ".join(f"{k} +{v:,.0f}" for k, v in sorted(counts.items()))
                 ),
@@ -227,7 +238,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     "observed": rate,
                     "expected": 0.0,
                     "message": (
-                        f"{a['events']:,.0f} RoCE loss events ({a['direction']}) but no packet or byte counter "
+                        f"{a['events']:,.0f} {transport_name(transports, a['host'], a['device'])} loss events "
+                        f"({a['direction']}) but no packet or byte counter "
                         "for this device: p unknown; collect port or vport traffic counters"
                     ),
                     "evidence": {

@@ -62,7 +62,12 @@ PRIO_KEYS = ["host", "device", "_port", "_prio"]
 
 
 def _ratio_rule(p: pl.DataFrame, cfg: dict) -> list[dict]:
-    flagged = p.filter(pl.col("ratio") >= cfg["storm_ratio"])
+    # An interval whose length is known only to its timestamps' resolution (1 s for `date +%s`) joins
+    # a storm when the ratio over the shortest length it may have had reaches the threshold; a storm
+    # still needs one interval measured at the threshold, and its window is judged as a whole, whose
+    # span is known to the same resolution once (the inner timestamps cancel): a 99.7% storm read as
+    # 15 s and 16 s intervals stays one storm, a steady 93% or 97% pause does not become one.
+    flagged = p.filter(pl.col("ratio_upper") >= cfg["storm_ratio"])
     if flagged.is_empty():
         return []
     windows = merge_windows(
@@ -74,8 +79,17 @@ def _ratio_rule(p: pl.DataFrame, cfg: dict) -> list[dict]:
             ((pl.col("ratio") * pl.col("interval_s")).sum() / pl.col("interval_s").sum()).alias("mean_ratio"),
             pl.col("interval_s").sum().alias("covered_s"),
             pl.col("interval_s").max().alias("max_interval_s"),
+            pl.col("resolution_s").max().alias("resolution_s"),
+            pl.col("ratio").max().alias("peak_ratio"),
         ],
-    ).filter(pl.col("covered_s") >= cfg["window_s"] * 0.999)
+    ).filter((pl.col("covered_s") >= cfg["window_s"] * 0.999) & (pl.col("peak_ratio") >= cfg["storm_ratio"]))
+    shortest = pl.col("covered_s") - pl.col("resolution_s")
+    windows = windows.with_columns(
+        pl.when(shortest > 0)
+        .then(pl.col("mean_ratio") * pl.col("covered_s") / shortest)
+        .otherwise(pl.col("mean_ratio"))
+        .alias("mean_upper")
+    ).filter(pl.col("mean_upper") >= cfg["storm_ratio"])
     rows = []
     for w in windows.iter_rows(named=True):
         used = max(cfg["window_s"], w["max_interval_s"])
@@ -105,6 +119,8 @@ def _ratio_rule(p: pl.DataFrame, cfg: dict) -> list[dict]:
                     "detection_window_s": used,
                     "watchdog_window_s": cfg["window_s"],
                     "intervals": w["intervals"],
+                    "timestamp_resolution_s": w["resolution_s"],
+                    "ratio_upper_bound": w["mean_upper"],
                 },
             }
         )

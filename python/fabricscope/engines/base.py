@@ -340,6 +340,8 @@ class EngineResult:
         sample_bytes: Arrow size of the samples read (after filters).
         views: The detectors' views (``layers`` ...), with ``keep_detail``.
         times: First and last sample time per reader (:func:`fabricscope.input_summary.format_times`).
+        identity: The port attributes that name an HCA (``node_guid_hex``: host, device -> GUID), for
+            entity resolution (:mod:`fabricscope.entities`); small, one row per device.
     """
 
     findings: pl.DataFrame
@@ -352,6 +354,7 @@ class EngineResult:
     sample_bytes: int = 0
     views: dict[str, pl.DataFrame] = field(default_factory=dict)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
+    identity: pl.DataFrame = field(default_factory=empty_attributes)
 
 
 def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
@@ -396,6 +399,10 @@ def reduce_results(
         sample_bytes=sample_bytes,
         views=views,
         times=merge_times([r.times for r in results]),
+        identity=_concat(
+            [r.attributes.filter(pl.col("key").cast(pl.String) == "node_guid_hex") for r in results],
+            empty_attributes(),
+        ),
     )
 
 

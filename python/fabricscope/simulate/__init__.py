@@ -221,9 +221,13 @@ def simulate(
         # a previous run's files would mix into this one's series
         shutil.rmtree(out / f, ignore_errors=True)
         if f == "prometheus":
-            expected[f] = write_prometheus(sim, out / "prometheus" / "federate.prom", seed=seed)
+            expected[f] = write_prometheus(
+                sim, out / "prometheus" / "federate.prom", seed=seed, domain=sc.extra.get("domain", "")
+            )
         elif f == "ethtool":
-            expected[f] = write_ethtool(sim, out / "ethtool", driver=sc.nic_driver)
+            expected[f] = write_ethtool(
+                sim, out / "ethtool", driver=sc.nic_driver, whole_seconds=sc.extra.get("whole_seconds", False)
+            )
         elif f == "sysfs":
             expected[f] = write_sysfs(sim, out / "sysfs", snapshots=sysfs_snapshots)
         elif f == "sysfs-grep":

@@ -117,7 +117,8 @@ class Fault:
         duration: Seconds (None: until the end).
         params: Kind-specific parameters (``p``, ``rate_per_s``, ``width``, ``flaps`` ...;
             ``pfc_storm``'s ``leaf_spread``: share of each interval the storm's leaf pauses its other
-            hosts).
+            hosts, ``pause_share``: share of the storm the NIC's pause-duration counter accrues
+            (0.97), ``watchdog``: whether the NIC's storm watchdog counts events (True)).
     """
 
     kind: str
@@ -269,6 +270,8 @@ def run_model(
             line = [n.line_rate for n in nics]
             up = [1.0] * nh
             storm = [0.0] * nh
+            storm_share = [0.97] * nh  # share of the storm's time the NIC's pause counter accrues
+            storm_watchdog = [True] * nh  # mlx5 stall prevention counts storm events
             loss_p = [0.0] * nh  # per-packet loss into each host
             for f in fl("link_flap"):
                 for i in range(nh):
@@ -280,6 +283,8 @@ def run_model(
             for f in fl("pfc_storm"):
                 if f.hits(f.host, j) and (ov := f.overlap(a, b, end)) > 0:
                     storm[f.host] = ov / dt
+                    storm_share[f.host] = f.params.get("pause_share", 0.97)
+                    storm_watchdog[f.host] = f.params.get("watchdog", True)
             for f in fl("lossy_link"):
                 if f.hits(f.host, j) and f.overlap(a, b, end) > 0:
                     loss_p[f.host] = max(loss_p[f.host], f.params["p"])
@@ -414,9 +419,10 @@ def run_model(
                             # other ingress ports on that priority (head-of-line blocking)
                             acc.add("rx_pause_duration_us", k, spread * f.overlap(a, b, end) * 1e6, ROCE_PRIORITY)
                     if storm[i] > 0:
-                        acc.add("tx_pause_duration_us", k, 0.97 * storm[i] * dt * 1e6, ROCE_PRIORITY)
-                        acc.add("tx_pause_storm_warning_events", k, max(1, int(storm[i] * dt / 8)))
-                        acc.add("tx_pause_storm_error_events", k, int(storm[i] * dt / 16))
+                        acc.add("tx_pause_duration_us", k, storm_share[i] * storm[i] * dt * 1e6, ROCE_PRIORITY)
+                        if storm_watchdog[i]:
+                            acc.add("tx_pause_storm_warning_events", k, max(1, int(storm[i] * dt / 8)))
+                            acc.add("tx_pause_storm_error_events", k, int(storm[i] * dt / 16))
                         acc.add(
                             "phy_rx_discards", k, _poisson(rng, 0.02 * storm[i] * dt * line[i] / tech.data_frame * 0.01)
                         )

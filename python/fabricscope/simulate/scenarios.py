@@ -183,6 +183,16 @@ SCENARIOS: dict[str, Scenario] = {
             ),
             formats=_ROCE_FMT,
             prefix="lossy",
+            # the receiver's loss and its ring predecessor's retransmissions are the same events
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "packet_loss", "host": 1 % h, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": 0}],
+                    "optional": [{"kind": k, "host": i} for i in range(h) for k in ("underperformance", "bottleneck")],
+                }
+            ],
+            separate=lambda h, d: [[0, 1 % h], *[[i] for i in range(2, h)]],
         ),
         Scenario(
             "lossy-collapse",
@@ -210,6 +220,18 @@ SCENARIOS: dict[str, Scenario] = {
             ),
             formats=_ROCE_FMT,
             prefix="collapse",
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "lossy_collapse", "host": 1 % h, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": 0}],
+                    "optional": [
+                        {"kind": k, "host": i}
+                        for i in range(h)
+                        for k in ("packet_loss", "lossy_collapse", "underperformance", "bottleneck")
+                    ],
+                }
+            ],
         ),
         Scenario(
             "roce-no-lossless",
@@ -235,6 +257,15 @@ SCENARIOS: dict[str, Scenario] = {
             ],
             formats=_ROCE_FMT,
             prefix="nolossless",
+            incidents=lambda h, d: [
+                {
+                    "rule": "lossless_off_drops",
+                    "root": {"kind": "lossless_misconfig", "host": 2 % h, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": 1 % h}, {"kind": "packet_loss", "host": 2 % h}],
+                    "optional": [{"kind": "lossless_misconfig", "host": 2 % h}]
+                    + [{"kind": k, "host": i} for i in range(h) for k in ("underperformance", "bottleneck")],
+                }
+            ],
         ),
         Scenario(
             "ecn-incast",
@@ -685,6 +716,106 @@ SCENARIOS: dict[str, Scenario] = {
             separate=lambda h, d: [list(range(h // 2)), list(range(h // 2, h))],
         ),
         Scenario(
+            "chain-fqdn-cable",
+            "NDR400 ring all-reduce, the corrupting cable of chain-bad-cable seen through Prometheus, which names "
+            "hosts by FQDN (gpu02.cluster.local), while ibnetdiscover node descriptions and nccl-tests rank lines "
+            "use the short name: one host, one incident",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("symbol_errors", 1 % h, 0, 0.3 * d, None, {"rate_per_s": 40.0}),
+                Fault("lossy_link", 1 % h, 0, 0.3 * d, None, {"p": 5e-3}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_errors",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "nic": 0,
+                    "start": 0.3 * d,
+                    "end": d,
+                    "note": "symbol_error on the HCA end of the cable, reported under the short name",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": 0} for i in (0, 1 % h) for k in ("packet_loss", "lossy_collapse")]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+                + [{"kind": "counter_anomaly", "host": 1 % h, "nic": 0}]
+                + [{"kind": "underperformance", "host": i, "nic": None} for i in range(h)]
+            ),
+            prefix="fqdn",
+            formats=("prometheus",),
+            hosts_per_leaf=2,
+            duration=180.0,
+            topology=True,
+            extra={"domain": "cluster.local"},
+            jobs=lambda h, d: [{"hosts": list(range(h)), "at": 0.6 * d}],
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "link_errors", "host": 1 % h, "nic": 0, "peer": ("leaf", 0, 2)},
+                    "members": [{"kind": "underperformance", "host": 0}],
+                    "optional": [
+                        {"kind": k, "host": i}
+                        for i in range(h)
+                        for k in ("packet_loss", "lossy_collapse", "bottleneck", "underperformance")
+                    ]
+                    + [{"kind": "counter_anomaly", "host": 1 % h}],
+                }
+            ],
+        ),
+        Scenario(
+            "pfc-storm-1s",
+            "RoCE 400G; one NIC pauses priority 3 99.7% of the time for two minutes, logged by a "
+            "`date +%s; ethtool -S` loop that really runs every 15.07 s: intervals read 15 or 16 s, yet the "
+            "storm is one storm",
+            "roce400",
+            2,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("pfc_storm", 1, 0, 0.25 * d, 0.5 * d, {"pause_share": 0.997, "watchdog": False}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "pfc_storm",
+                    "severity": "critical",
+                    "host": 1,
+                    "nic": 0,
+                    "priority": 3,
+                    "start": 0.25 * d,
+                    "end": 0.75 * d,
+                    "note": "tx_prio3_pause_duration 99.7% of each 15.07 s interval; a 16 s interval reads 94%",
+                }
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": 1, "nic": 0} for k in ("pfc_congestion", "packet_loss", "lossy_collapse")]
+                # the ring predecessor sends into the stalled NIC and is paused in turn
+                + [{"kind": "pfc_congestion", "host": 0, "nic": 0}]
+                + [
+                    {"kind": k, "host": i, "nic": n}
+                    for i in range(h)
+                    for k in ("underperformance", "bottleneck")
+                    for n in (0, None)
+                ]
+            ),
+            formats=("ethtool",),
+            prefix="storm1s",
+            duration=480.0,
+            interval=15.07,
+            extra={"whole_seconds": True},
+            incidents=lambda h, d: [
+                {
+                    "rule": "pause_storm_head_of_line",
+                    "root": {"kind": "pfc_storm", "host": 1, "nic": 0},
+                    "members": [{"kind": "pfc_congestion", "host": 1}, {"kind": "lossy_collapse", "host": 1}],
+                    "optional": [{"kind": "packet_loss", "host": 1}],
+                }
+            ],
+        ),
+        Scenario(
             "trap-busy-healthy",
             "trap: NDR400 data-parallel training keeps every HCA ~93% busy and all_reduce at full speed: "
             "bottleneck verdicts, but no fault and no incident",
@@ -760,7 +891,8 @@ SCENARIOS: dict[str, Scenario] = {
                     "rule": "link_loss_go_back_n",
                     "root": {"kind": "link_errors", "host": 1, "nic": 0, "peer": ("leaf", 0, 2)},
                     "members": [{"kind": "packet_loss", "host": 1}],
-                    "optional": [{"kind": "link_errors", "host": 1}],
+                    # its ring predecessor on the same leaf resends what the cable corrupts
+                    "optional": [{"kind": "link_errors", "host": 1}, {"kind": "packet_loss", "host": 0}],
                 }
             ],
             prefix="coincident",

@@ -177,15 +177,22 @@ def _jitter_ms(sim: Simulation, seed: int) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"host": pl.String, "k": pl.Int64, "jitter_ms": pl.Int64}, orient="row")
 
 
-def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0) -> pl.DataFrame:
+def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0, domain: str = "") -> pl.DataFrame:
     """Prometheus ``/federate`` text: one block per scrape, every family ``# TYPE ... untyped``.
 
     node_exporter families (``node_infiniband_*``, ``node_ethtool_*``) carry ``instance="<host>:9100"``
     and ``job="node"``; DCGM exporter families ``instance="<host>:9400"``, ``job="dcgm"``, ``gpu``,
     ``UUID``, ``modelName``, ``Hostname``. Timestamps are integer milliseconds.
 
+    Args:
+        sim: The simulation.
+        out: The file to write.
+        seed: Scrape jitter seed.
+        domain: DNS domain of the scrape targets: ``instance="<host>.<domain>:9100"`` (Prometheus
+            scrapes by FQDN while rdma-ndd, nccl-tests and Slurm use the short name).
+
     Returns:
-        The samples a reader must produce.
+        The samples a reader must produce (hosts as the file names them).
     """
     sp = spellings()
     df = _present(sim).join(_jitter_ms(sim, seed), on=["host", "k"], how="left")
@@ -210,6 +217,8 @@ def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0) -> pl.DataFra
         orient="row",
     )
     df = df.join(uuids, on=["host", "device"], how="left")
+    if domain:
+        df = df.with_columns(pl.col("host") + "." + domain)
     times = pl.Series(sim.times_ms, dtype=pl.Int64)
     df = df.with_columns(
         (pl.col("k").map_elements(lambda k: times[k], return_dtype=pl.Int64) + pl.col("jitter_ms")).alias("ts_ms")
@@ -277,7 +286,7 @@ def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0) -> pl.DataFra
         )
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    info = _prom_info(sim.fabric, sim.times_ms[0])
+    info = _prom_info(sim.fabric, sim.times_ms[0], domain)
     with out.open("w") as fh:
         fh.write(info)
         fh.write("\n".join(lines["line"].to_list()))
@@ -294,13 +303,15 @@ def write_prometheus(sim: Simulation, out: Path, *, seed: int = 0) -> pl.DataFra
     ).cast(_EXPECTED_SCHEMA)
 
 
-def _prom_info(fabric: Fabric, ts_ms: int) -> str:
+def _prom_info(fabric: Fabric, ts_ms: int, domain: str = "") -> str:
     lines = ["# TYPE node_infiniband_info untyped"]
+    suffix = f".{domain}" if domain else ""
     for h in fabric.hosts:
         for n in h.nics:
             lines.append(
                 f'node_infiniband_info{{board_id="{fabric.tech.board_id}",device="{n.device}",'
-                f'firmware_version="{fabric.tech.fw_ver}",hca_type="{fabric.tech.hca_type}",instance="{h.name}:9100",'
+                f'firmware_version="{fabric.tech.fw_ver}",hca_type="{fabric.tech.hca_type}",'
+                f'instance="{h.name}{suffix}:9100",'
                 f'job="node"}} 1 {ts_ms}'
             )
     return "\n".join(lines) + "\n"
@@ -312,12 +323,22 @@ def _stamp(ms: int) -> str:
     return f"{ms // 1000}.{(ms % 1000) * 1_000_000:09d}"  # `date +%s.%N`
 
 
-def write_ethtool(sim: Simulation, outdir: Path, *, driver: str = "mlx5") -> pl.DataFrame:
+def write_ethtool(
+    sim: Simulation, outdir: Path, *, driver: str = "mlx5", whole_seconds: bool = False
+) -> pl.DataFrame:
     """``while sleep N; do date +%s; ethtool -S ethX; done >> host-ethX.log`` logs, one per netdev.
 
     Per-priority pause counters appear only for priorities with PFC enabled, as mlx5 prints them.
     With another ``driver`` (``bnxt_en``, ``ice``) only the counters that driver prints are written,
     under its names (:func:`vendor_spellings`, :data:`DIALECT_COUNTERS`).
+
+    Args:
+        sim: The simulation.
+        outdir: Directory for the logs.
+        driver: The NIC driver whose ``ethtool -S`` names to print (``mlx5``, ``bnxt_en``, ``ice``).
+        whole_seconds: Stamp every snapshot with ``date +%s`` (the time truncated to the second)
+            although readings are not whole seconds apart: a ``sleep 15`` loop really runs every
+            ~15.07 s, so its intervals read 15 or 16 s.
 
     Returns:
         The samples a reader must produce.
@@ -344,12 +365,12 @@ def write_ethtool(sim: Simulation, outdir: Path, *, driver: str = "mlx5") -> pl.
     ):
         lines = [f"# host: {host}"]
         for (k,), snap in g.group_by(["k"], maintain_order=True):
-            lines.append(_stamp(sim.times_ms[k]))
+            lines.append(str(sim.times_ms[k] // 1000) if whole_seconds else _stamp(sim.times_ms[k]))
             lines.append(f"# ethtool -S {dev}")
             lines.append("NIC statistics:")
             lines.extend(f"     {s}: {v}" for s, v in snap.select("stat", "value").iter_rows())
         (outdir / f"{host}-{dev}.log").write_text("\n".join(lines) + "\n")
-    times = [t * 1_000_000 for t in sim.times_ms]
+    times = [(t // 1000 * 1000 if whole_seconds else t) * 1_000_000 for t in sim.times_ms]
     return df.select(
         pl.col("k").map_elements(lambda k: times[k], return_dtype=pl.Int64).alias("time"),
         "host",

@@ -1,0 +1,397 @@
+"""One fabric, one identity: every name a source uses for a host, an HCA, a switch or a cable.
+
+Sources name the same thing differently. Prometheus names a host by its ``instance`` label
+(``gpu-g02.cluster.local``); rdma-ndd node descriptions (``%h %d``), nccl-tests rank lines and Slurm
+use the short name (``gpu-g02``). A topology dump or ``perfquery`` names an HCA port by its node
+GUID or LID, sysfs by ``mlx5_0`` with a ``node_guid`` file. :func:`resolve` joins them into one
+**entities** table (one row per alias: which entity it names and which source said so), and
+:func:`apply` rewrites findings to the best name of their entity, so
+
+* no finding says host ``unknown`` (or names a GUID) when an input maps its GUID or LID to a host;
+* the FQDN and the short name of one host are one host (when unambiguous: two FQDNs with one
+  short name are a conflict, reported and never guessed; ``host_aliases`` settles it);
+* a cable seen from both ends, or by several sources, is one finding naming both ends, the other
+  observations under ``evidence.also_seen``.
+
+Example:
+    >>> import polars as pl
+    >>> ent = resolve(hosts=["gpu-g02.cluster.local", "gpu-g02", "gpu-g03.cluster.local"])
+    >>> ent.host("gpu-g02.cluster.local"), ent.host("gpu-g03.cluster.local")
+    ('gpu-g02', 'gpu-g03.cluster.local')
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+__all__ = ["CABLE_KINDS", "ENTITIES_SCHEMA", "Entities", "apply", "resolve", "switch_name"]
+
+ENTITIES_SCHEMA = pl.Schema(
+    {
+        # `host:<name>`, `hca:<node guid>`, `switch:<node guid>`, `cable:<guid>/<port>|<guid>/<port>`
+        "entity": pl.String,
+        "kind": pl.String,  # host, hca, switch, cable
+        "name": pl.String,  # the best name: what findings and incidents print
+        "alias": pl.String,  # one name a source uses for it
+        "alias_kind": pl.String,  # fqdn, short_name, node_guid, lid, node_description, rdma_device, end
+        "source": pl.String,  # where the alias came from
+    }
+)
+"""Columns of the entities table (one row per alias)."""
+
+CABLE_KINDS = ("link_degraded", "link_errors", "link_flap", "port_down")
+"""Finding kinds that describe a cable, not one end of it: one finding per cable."""
+
+
+def switch_name(description: str | None) -> str | None:
+    """The switch's own name from its NodeDescription.
+
+    NVIDIA/Mellanox switches set ``MF0;<hostname>:<model>/<unit>`` (``MF0;ib-leaf01:MQM9700/U1``):
+    the hostname is the name LLDP and the switch's own CLI use. Other descriptions are kept whole.
+
+    Example:
+        >>> switch_name("MF0;ib-leaf01:MQM9700/U1"), switch_name("leaf7")
+        ('ib-leaf01', 'leaf7')
+    """
+    if not description:
+        return None
+    d = description.strip()
+    if ";" in d and ":" in d.split(";", 1)[1]:
+        return d.split(";", 1)[1].split(":", 1)[0] or d
+    return d
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class Entities:
+    """The resolved identities of one analysis.
+
+    Attributes:
+        table: The entities table (:data:`ENTITIES_SCHEMA`), one row per alias.
+        hosts: Every host alias -> its canonical name.
+        hcas: HCA node GUID -> (host, RDMA device) (from sysfs ``node_guid`` or an rdma-ndd description).
+        lids: LID -> node GUID (from the links table).
+        switches: Switch node GUID -> its name.
+        conflicts: Names two sources map differently; each is left as read, never guessed.
+    """
+
+    table: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=ENTITIES_SCHEMA))
+    hosts: dict[str, str] = field(default_factory=dict)
+    hcas: dict[str, tuple[str, str]] = field(default_factory=dict)
+    lids: dict[int, str] = field(default_factory=dict)
+    switches: dict[str, str] = field(default_factory=dict)
+    conflicts: list[str] = field(default_factory=list)
+
+    def host(self, name: str | None) -> str | None:
+        """The canonical name of a host alias (the name itself when no source joins it)."""
+        return None if name is None else self.hosts.get(name, name)
+
+    def end_name(self, guid: str, port: int) -> str:
+        """One end of a cable by its best name: ``gpu02 mlx5_0 port 1``, ``ib-leaf01 port 2``."""
+        if guid in self.hcas:
+            h, d = self.hcas[guid]
+            return f"{h} {d} port {port}"
+        return f"{self.switches.get(guid, guid)} port {port}"
+
+
+def _hca_descriptions(links: pl.DataFrame | None) -> list[tuple[str, str, str]]:
+    """(node GUID, host, device) from HCA NodeDescriptions ``"<host> <device>"`` (rdma-ndd's ``%h %d``)."""
+    out: list[tuple[str, str, str]] = []
+    if links is None or links.is_empty():
+        return out
+    for pre in ("", "peer_"):
+        rows = links.filter(pl.col(pre + "node_type") == "hca").select(pre + "node_guid", pre + "node_name")
+        for guid, name in rows.iter_rows():
+            parts = (name or "").split()
+            # a description that is not "%h %d" (a SHARP aggregation node, a vendor default) names no host
+            if len(parts) == 2 and parts[1].startswith(("mlx", "hfi", "qib", "bnxt", "irdma", "rxe", "efa")):
+                out.append((guid.lower(), parts[0], parts[1]))
+    return out
+
+
+def resolve(
+    *,
+    hosts: Iterable[str | None] = (),
+    attributes: pl.DataFrame | None = None,
+    tables: Mapping[str, pl.DataFrame] | None = None,
+    host_aliases: Mapping[str, str] | None = None,
+    hosts_from: str = "findings",
+) -> Entities:
+    """Join every name the inputs use into entities.
+
+    Args:
+        hosts: Host names seen anywhere (findings, samples); rank lines, attributes and the links
+            table's node descriptions are added from ``tables``/``attributes``.
+        attributes: Port attributes (sysfs ``node_guid``/``node_guid_hex`` map a host's device to its GUID).
+        tables: Side tables: ``links`` (GUIDs, LIDs, node descriptions), ``nccl_ranks`` (hosts).
+        host_aliases: Explicit ``alias -> canonical`` host names (``--host-alias``); they win over
+            the FQDN/short-name rule and settle its conflicts.
+        hosts_from: Where ``hosts`` came from (the ``source`` of their rows).
+
+    Returns:
+        The :class:`Entities`.
+    """
+    tables = tables or {}
+    links = tables.get("links")
+    rows: list[tuple[str, str, str, str, str, str]] = []
+    seen: dict[str, set[str]] = {}
+
+    def saw(name: str | None, source: str) -> None:
+        if name and name != "unknown":
+            seen.setdefault(name, set()).add(source)
+
+    for h in hosts:
+        saw(h, hosts_from)
+    ranks = tables.get("nccl_ranks")
+    if ranks is not None and not ranks.is_empty() and "host" in ranks.columns:
+        for h in ranks["host"].cast(pl.String).unique().to_list():
+            saw(h, "nccl-tests rank lines")
+    if attributes is not None and not attributes.is_empty() and "host" in attributes.columns:
+        for h in attributes["host"].cast(pl.String).unique().to_list():
+            saw(h, "port attributes")
+    described = _hca_descriptions(links)
+    for _g, h, _d in described:
+        saw(h, "node description (rdma-ndd %h %d)")
+
+    ent = Entities()
+    explicit = dict(host_aliases or {})
+    # FQDN -> short name, when the short name is used by another source and no other FQDN shares it
+    by_short: dict[str, list[str]] = {}
+    for name in seen:
+        if "." in name and not _is_address(name):
+            by_short.setdefault(name.split(".", 1)[0], []).append(name)
+    canonical: dict[str, str] = {}
+    for short, fqdns in sorted(by_short.items()):
+        if len(fqdns) > 1:
+            if not all(f in explicit for f in fqdns):
+                ent.conflicts.append(
+                    f"host names {', '.join(sorted(fqdns))} share the short name {short}: not joined "
+                    "(name the right one with --host-alias)"
+                )
+            continue
+        if short in seen or any(v == short for v in explicit.values()):
+            canonical[fqdns[0]] = short
+    canonical.update(explicit)
+    for name, sources in sorted(seen.items()):
+        target = canonical.get(name, name)
+        ent.hosts[name] = target
+        kind = "fqdn" if "." in name and not _is_address(name) else "short_name"
+        for src in sorted(sources):
+            rows.append((f"host:{target}", "host", target, name, kind, src))
+    for alias, target in explicit.items():
+        ent.hosts[alias] = target
+        rows.append((f"host:{target}", "host", target, alias, "alias", "--host-alias"))
+
+    # HCAs: node GUID <-> host + RDMA device
+    sources_of: dict[str, list[tuple[str, str, str]]] = {}
+    if attributes is not None and not attributes.is_empty() and "key" in attributes.columns:
+        a = attributes.filter(pl.col("key").cast(pl.String).is_in(["node_guid_hex", "node_guid"])).select(
+            pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("value").cast(pl.String)
+        )
+        for h, d, v in a.unique().iter_rows():
+            g = _guid(v)
+            if g is not None and h and d:
+                sources_of.setdefault(g, []).append((ent.host(h) or h, d, "sysfs node_guid"))
+    for g, h, d in described:
+        sources_of.setdefault(g, []).append((ent.host(h) or h, d, "node description (rdma-ndd %h %d)"))
+    for g, seen_as in sorted(sources_of.items()):
+        # the host's own sysfs comes first: a node description can be stale (set at boot, or by hand)
+        h, d, src = seen_as[0]
+        for oh, od, osrc in seen_as[1:]:
+            if (oh, od) != (h, d):
+                ent.conflicts.append(f"node GUID {g} is {h} {d} in {src} and {oh} {od} in {osrc}: {src} kept")
+        ent.hcas[g] = (h, d)
+        name = f"{h} {d}"
+        for _h, od, osrc in seen_as:
+            rows.append((f"hca:{g}", "hca", name, g, "node_guid", osrc))
+            rows.append((f"hca:{g}", "hca", name, od, "rdma_device", osrc))
+    # switches, LIDs and cables from the links table
+    if links is not None and not links.is_empty():
+        for r in links.iter_rows(named=True):
+            for pre in ("", "peer_"):
+                g = str(r[pre + "node_guid"]).lower()
+                if r.get(pre + "lid") is not None:
+                    ent.lids.setdefault(int(r[pre + "lid"]), g)
+                if r[pre + "node_type"] == "switch" and g not in ent.switches:
+                    name = switch_name(r[pre + "node_name"]) or g
+                    ent.switches[g] = name
+                    rows.append((f"switch:{g}", "switch", name, g, "node_guid", str(r["source"])))
+                    if r[pre + "node_name"]:
+                        rows.append(
+                            (f"switch:{g}", "switch", name, r[pre + "node_name"], "node_description", str(r["source"]))
+                        )
+            a_end = (str(r["node_guid"]).lower(), int(r["port"]))
+            b_end = (str(r["peer_node_guid"]).lower(), int(r["peer_port"]))
+            cid = "cable:" + "|".join(f"{g}/{p}" for g, p in sorted([a_end, b_end]))
+            cname = f"{ent.end_name(*a_end)} <-> {ent.end_name(*b_end)}"
+            for g, p in (a_end, b_end):
+                rows.append((cid, "cable", cname, f"{g}/{p}", "end", str(r["source"])))
+        for lid, g in sorted(ent.lids.items()):
+            kind, name = ("hca", " ".join(ent.hcas[g])) if g in ent.hcas else ("switch", ent.switches.get(g, g))
+            rows.append((f"{kind}:{g}", kind, name, f"lid:{lid}", "lid", "links"))
+    ent.table = pl.DataFrame(rows, schema=ENTITIES_SCHEMA, orient="row").unique(maintain_order=True)
+    return ent
+
+
+def _guid(text: str | None) -> str | None:
+    """``0x`` + 16 lowercase hex digits from ``0x1070fd0300cc0001`` or sysfs's ``1070:fd03:00cc:0001``."""
+    if not text:
+        return None
+    t = text.strip().lower().removeprefix("0x").replace(":", "")
+    if len(t) != 16 or any(c not in "0123456789abcdef" for c in t):
+        return None
+    return "0x" + t
+
+
+def _evidence(ev: Any) -> dict[str, Any]:
+    if isinstance(ev, dict):
+        return dict(ev)
+    try:
+        out = json.loads(ev) if ev else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _port_guid(ent: Entities, device: str | None) -> str | None:
+    """The node GUID a finding's device names (a GUID, or ``lid:N`` through the links table)."""
+    d = (device or "").strip().lower()
+    if d.startswith("0x"):
+        return _guid(d)
+    if d.startswith("lid:") and d[4:].isdigit():
+        return ent.lids.get(int(d[4:]))
+    return None
+
+
+def apply(findings: pl.DataFrame, ent: Entities, links: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Findings under their entities' best names, one finding per cable.
+
+    * hosts become canonical (FQDN -> short name when joined, ``--host-alias``);
+    * a finding on an HCA named by GUID or LID becomes the HCA's host and device (the name it was
+      read under goes to ``evidence.seen_as``); one on a switch port read with no host names the switch;
+    * findings of a cable kind (:data:`CABLE_KINDS`) on the two ends of one cable, or on one port
+      from several sources, whose windows overlap, become one: the worst (a host's end on ties) is
+      kept, the union window, the others under ``evidence.also_seen``, and ``evidence.cable`` names
+      both ends.
+
+    Args:
+        findings: A findings frame.
+        ent: From :func:`resolve`.
+        links: The links table (the far end of each cable).
+
+    Returns:
+        A findings frame with the same schema.
+    """
+    if findings.is_empty():
+        return findings
+    # each port -> its cable's two ends, in the links table's order (the lower tier first)
+    cable_of: dict[tuple[str, int], tuple[tuple[str, int], tuple[str, int]]] = {}
+    if links is not None and not links.is_empty():
+        for r in links.iter_rows(named=True):
+            a = (str(r["node_guid"]).lower(), int(r["port"]))
+            b = (str(r["peer_node_guid"]).lower(), int(r["peer_port"]))
+            cable_of[a] = cable_of[b] = (a, b)
+    rows = []
+    for i, r in enumerate(findings.iter_rows(named=True)):
+        r = dict(r, _i=i)
+        host, dev = r.get("host"), r.get("device")
+        r["_read_as"] = (host, dev, r.get("port"))
+        r["host"] = ent.host(host)
+        g = _port_guid(ent, dev)
+        if g is not None and g in ent.hcas:
+            ev = _evidence(r.get("evidence"))
+            ev["seen_as"] = {"host": host, "device": dev}
+            r["host"], r["device"] = ent.hcas[g]
+            r["evidence"] = json.dumps(ev, sort_keys=True, default=str)
+        elif g is not None and g in ent.switches and (host in (None, "unknown")):
+            r["host"] = ent.switches[g]
+        r["_guid"] = g if g is not None else _hca_guid(ent, r["host"], r["device"])
+        rows.append(r)
+    return pl.DataFrame(_one_per_cable(rows, ent, cable_of), schema=findings.schema, orient="row").select(
+        findings.columns
+    )
+
+
+def _hca_guid(ent: Entities, host: str | None, device: str | None) -> str | None:
+    for g, hd in ent.hcas.items():
+        if hd == (host, device):
+            return g
+    return None
+
+
+_SEV = {"info": 0, "warning": 1, "critical": 2}
+
+
+def _one_per_cable(
+    rows: list[dict[str, Any]],
+    ent: Entities,
+    cable_of: Mapping[tuple[str, int], tuple[tuple[str, int], tuple[str, int]]],
+) -> list[dict[str, Any]]:
+    def cable(r: dict[str, Any]) -> tuple[tuple[str, int], ...] | None:
+        g, p = r.get("_guid"), r.get("port")
+        if g is None or p is None:
+            return None
+        return cable_of.get((g, int(p)), ((g, int(p)),))
+
+    def rank(r: dict[str, Any]) -> tuple[Any, ...]:
+        # the worst first; of equals, a port read under its host's own name before one a topology
+        # dump named by GUID or LID, then a fixed order (the engines' row order is not fixed)
+        read_host, read_dev, read_port = r["_read_as"]
+        by_guid = str(read_dev or "").lower().startswith(("0x", "lid:"))
+        return (-_SEV.get(r["severity"], 0), by_guid, str(read_host), str(read_dev), read_port or 0, str(r["metric"]))
+
+    kept: list[dict[str, Any]] = []
+    groups: dict[tuple[str, tuple[tuple[str, int], ...]], list[dict[str, Any]]] = {}
+    for r in sorted(rows, key=rank):
+        c = cable(r) if r["kind"] in CABLE_KINDS else None
+        if c is None:
+            kept.append(r)
+            continue
+        group = groups.setdefault((r["kind"], c), [])
+        for k in group:
+            if k["_read_as"] == r["_read_as"]:
+                continue  # one port read under one name: the detector's own findings (another metric) stay
+            ks, ke, rs, re_ = k.get("start"), k.get("end"), r.get("start"), r.get("end")
+            if None in (ks, ke, rs, re_) or (rs <= ke and ks <= re_):
+                ev = _evidence(k.get("evidence"))
+                read_host, read_dev, read_port = r["_read_as"]
+                ev.setdefault("also_seen", []).append(
+                    {
+                        # as the input named it (a topology dump: its GUID, the host it ran on)
+                        "host": read_host,
+                        "device": read_dev,
+                        "port": read_port,
+                        "observed": r.get("observed"),
+                        "metric": r.get("metric"),
+                        "message": r.get("message"),
+                    }
+                )
+                k["evidence"] = json.dumps(ev, sort_keys=True, default=str)
+                if None not in (ks, ke, rs, re_):
+                    k["start"], k["end"] = min(ks, rs), max(ke, re_)
+                break
+        else:
+            ev = _evidence(r.get("evidence"))
+            if len(c) == 2:
+                ev["cable"] = [ent.end_name(g, p) for g, p in c]
+                r["evidence"] = json.dumps(ev, sort_keys=True, default=str)
+            group.append(r)
+            kept.append(r)
+    kept.sort(key=lambda r: r["_i"])  # the input's order
+    for r in kept:
+        for k in ("_guid", "_read_as", "_i"):
+            r.pop(k, None)
+    return kept
