@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from fabricscope import __version__
 from fabricscope.cli import advise, analyze, catalog, cron, dashboard, parse, report, simulate, topology
 from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from fabricscope.redaction import redact_text
 
 __all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except ValueError as e:
-        print(f"fabricscope: {e}", file=sys.stderr)
+        print(f"fabricscope: {redact_text(str(e))}", file=sys.stderr)
         return EXIT_USAGE
 
 

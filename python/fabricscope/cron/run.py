@@ -15,7 +15,7 @@ import polars as pl
 from fabricscope import _atomic
 from fabricscope.cron.incidents import active_incidents, read_incidents, update_incidents
 from fabricscope.cron.lifecycle import active_findings, update_lifecycle
-from fabricscope.cron.lock import state_lock
+from fabricscope.cron.lock import history_lock, state_lock
 from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
 from fabricscope.cron.options import CronOptions, CronResult
 from fabricscope.cron.outputs import status_line
@@ -69,8 +69,8 @@ def run_cron(opts: CronOptions) -> CronResult:
     t0 = _time.monotonic()
     hist = History(opts.history)
     state, history = Path(opts.state), Path(opts.history)
-    with state_lock(state, opts.wait_s):
-        history.mkdir(parents=True, exist_ok=True)
+    # State first, then history, in every run: two runs never wait for each other in a cycle.
+    with state_lock(state, opts.wait_s), history_lock(history, opts.wait_s):
         if opts.reset_state:
             recover_quiet(state, history)
             rebuild_state(state, hist)
