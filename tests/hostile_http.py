@@ -188,3 +188,59 @@ class HttpsEndpoint(Endpoint):
         self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.url = self.url.replace("http://", "https://")
         self.ca_file = cert
+
+
+class QueryApi:
+    """A minimal Prometheus HTTP API over a list of samples the test changes between runs.
+
+    It answers what a pull asks (``/api/v1/status/buildinfo``, the ``__name__`` label values,
+    ``/api/v1/query`` with a range selector), refuses remote read (404, so the pull goes through
+    the query API, as with Thanos or VictoriaMetrics) and returns the samples stored at the time
+    of each request: a sample added later arrives late, as from remote-write or federation lag.
+    ``gate``, when set, holds each query until the test releases it (``arrived`` is set first).
+    """
+
+    def __init__(self, metric: str, labels: dict[str, str]) -> None:
+        import threading
+
+        self.metric, self.labels = metric, labels
+        self.samples: list[tuple[int, str]] = []  # (ms since the epoch, value text)
+        self.gate: threading.Event | None = None
+        self.arrived = threading.Event()
+
+    def _json(self, h: http.server.BaseHTTPRequestHandler, doc: object) -> None:
+        import json
+
+        payload = json.dumps(doc).encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload)
+
+    def __call__(self, h: http.server.BaseHTTPRequestHandler) -> None:
+        import re
+        import urllib.parse
+
+        path, _, query = h.path.partition("?")
+        if h.command == "POST":
+            length = int(h.headers.get("Content-Length") or 0)
+            query = h.rfile.read(length).decode("latin-1") if path == "/api/v1/query" else ""
+        form = dict(urllib.parse.parse_qsl(query))
+        if path == "/api/v1/status/buildinfo":
+            self._json(h, {"status": "success", "data": {"version": "2.45.0"}})
+        elif path == "/api/v1/label/__name__/values":
+            self._json(h, {"status": "success", "data": [self.metric]})
+        elif path == "/api/v1/query":
+            self.arrived.set()
+            if self.gate is not None:
+                self.gate.wait(60)
+            # {__name__=~"..."}[Nms] at time T: the samples in (T - N, T].
+            span = re.search(r"\[(\d+)ms\]$", form.get("query", ""))
+            end_ms = round(float(form["time"]) * 1000)
+            start_ms = end_ms - int(span.group(1)) if span else end_ms
+            values = [[t / 1000, v] for t, v in sorted(self.samples) if start_ms < t <= end_ms]
+            result = [{"metric": {"__name__": self.metric, **self.labels}, "values": values}] if values else []
+            self._json(h, {"status": "success", "data": {"resultType": "matrix", "result": result}})
+        else:
+            not_found(h)
