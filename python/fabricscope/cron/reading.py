@@ -20,10 +20,16 @@ if TYPE_CHECKING:
 
 
 def read_plans(
-    plans: list[Plan], strict: bool
+    plans: list[Plan], strict: bool, watched: list[str] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, Any]], dict[str, str], dict[str, pl.DataFrame]]:
-    """Read every planned input; returns samples, attributes, the contract's inputs, formats, tables."""
-    from fabricscope.io import load
+    """Read every planned input; returns samples, attributes, the contract's inputs, formats, tables.
+
+    Timeless files take one time for the whole run, the newest mtime of the ``watched`` paths
+    (as ``fabricscope analyze`` of those paths does), although they are read in format groups.
+    """
+    from fabricscope.io import input_set_mtime, load
+
+    set_time = input_set_mtime(watched) if watched else None
 
     groups: dict[str | None, list[Plan]] = {}
     for p in plans:
@@ -33,7 +39,7 @@ def read_plans(
     tables: dict[str, list[pl.DataFrame]] = {}
     for fmt, ps in groups.items():
         back = {p.read_path: p.unit.path for p in ps}
-        res = load([p.read_path for p in ps], format=fmt or "auto", strict=strict)
+        res = load([p.read_path for p in ps], format=fmt or "auto", strict=strict, time=set_time)
         samples.append(res.samples)
         if not res.attributes.is_empty():
             attrs.append(res.attributes)

@@ -102,7 +102,7 @@ def _run_locked(
 
     run_id = _run_id(st.last_run_id, plans)
     plans = prepare_reads(plans, st.files, work)
-    new, new_attrs, inputs, formats, tables = read_plans(plans, opts.strict)
+    new, new_attrs, inputs, formats, tables = read_plans(plans, opts.strict, [str(p) for p in opts.inputs])
     new, new_attrs, marks = pull_servers(opts, st.files, started_wall, new, new_attrs, inputs)
     # Topology changes rarely and is read once: the latest links table stays in the state; the
     # other tables (perftest, nccl-tests results) belong to this run's inputs only.
