@@ -8,6 +8,7 @@ endpoint serves a self-signed certificate made with ``openssl`` for the downgrad
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import http.server
 import ssl
@@ -82,10 +83,8 @@ def body(payload: bytes, *, encoding: str | None = None, length: int | None = No
             h.send_header("Content-Encoding", encoding)
         h.send_header("Content-Length", str(len(payload) if length is None else length))
         h.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             h.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
     return handle
 

@@ -24,8 +24,8 @@ from tests.hostile_http import (
     exporter,
     exposition,
     gzip_bomb,
-    not_found,
     gzipped,
+    not_found,
     redirect_to,
 )
 from tests.prometheus_server import Endpoint
@@ -60,19 +60,18 @@ def token_file(tmp_path: Path) -> Path:
 
 
 def test_a_redirect_to_another_origin_carries_no_credential(tmp_path: Path, token_file: Path) -> None:
-    with Endpoint(exporter) as other:
-        with Endpoint(redirect_to(other.url + "/metrics")) as first:
-            out = tmp_path / "findings.json"
-            r = run(
-                "analyze",
-                first.url + "/metrics",
-                "--bearer-token-file",
-                str(token_file),
-                "--prometheus-header",
-                f"X-Scope-OrgID={HEADER}",
-                "--json",
-                str(out),
-            )
+    with Endpoint(exporter) as other, Endpoint(redirect_to(other.url + "/metrics")) as first:
+        out = tmp_path / "findings.json"
+        r = run(
+            "analyze",
+            first.url + "/metrics",
+            "--bearer-token-file",
+            str(token_file),
+            "--prometheus-header",
+            f"X-Scope-OrgID={HEADER}",
+            "--json",
+            str(out),
+        )
     assert r.returncode in (0, 1, 2), r.stderr
     doc = json.loads(out.read_text())
     assert doc["inputs"][0]["records"] > 0
@@ -102,11 +101,8 @@ def test_a_redirect_on_the_same_origin_keeps_the_credentials(token_file: Path) -
 
 
 def test_https_is_never_downgraded_to_http(tmp_path: Path, token_file: Path) -> None:
-    with Endpoint(exporter) as plain:
-        with HttpsEndpoint(redirect_to(plain.url + "/metrics"), tmp_path) as tls:
-            r = run(
-                "analyze", tls.url + "/metrics", "--ca-file", str(tls.ca_file), "--bearer-token-file", str(token_file)
-            )
+    with Endpoint(exporter) as plain, HttpsEndpoint(redirect_to(plain.url + "/metrics"), tmp_path) as tls:
+        r = run("analyze", tls.url + "/metrics", "--ca-file", str(tls.ca_file), "--bearer-token-file", str(token_file))
     assert r.returncode == 3, r.stderr
     assert f"{tls.url}/metrics: HTTP 302: refused a redirect from https to plain http ({plain.url}/metrics)" in r.stderr
     assert not [p for p, _ in plain.requests if p == "/metrics"]
@@ -165,7 +161,10 @@ def test_a_dripping_server_is_cut_at_the_deadline() -> None:
 @pytest.mark.parametrize(
     ("payload", "expected"),
     [
-        (b"\x1f\x8b\x08\x00garbage-not-deflate" * 4, "expected a gzip body (Content-Encoding: gzip), found corrupt data"),
+        (
+            b"\x1f\x8b\x08\x00garbage-not-deflate" * 4,
+            "expected a gzip body (Content-Encoding: gzip), found corrupt data",
+        ),
         (gzipped(EXPORTER_TEXT)[:200], "the gzip body is truncated (it ended inside a compressed member)"),
     ],
     ids=["corrupt", "truncated"],
@@ -195,7 +194,15 @@ def test_a_token_with_a_line_break_is_refused_without_printing_it(tmp_path: Path
     bad = tmp_path / "token"
     bad.write_text(f"{TOKEN}\n{TOKEN}-second-line\n")
     with Endpoint(exporter) as ep:
-        cron = ["cron", "--prometheus", ep.url + "/metrics", "--state", str(tmp_path / "s"), "--history", str(tmp_path / "h")]
+        cron = [
+            "cron",
+            "--prometheus",
+            ep.url + "/metrics",
+            "--state",
+            str(tmp_path / "s"),
+            "--history",
+            str(tmp_path / "h"),
+        ]
         for command in (["analyze", ep.url + "/metrics"], cron):
             r = run(*command, "--bearer-token-file", str(bad))
             assert r.returncode == 3, (command, r.stdout, r.stderr)
@@ -209,7 +216,9 @@ def test_a_server_echoing_secrets_is_redacted(token_file: Path) -> None:
     echo = f"denied: token {TOKEN} tenant {HEADER} key {QUERY_TOKEN} pass {PASSWORD}".encode()
     with Endpoint(error(401, echo)) as ep:
         url = ep.url.replace("http://", f"http://ops:{PASSWORD}@") + f"/metrics?key={QUERY_TOKEN}"
-        r = run("analyze", url, "--bearer-token-file", str(token_file), "--prometheus-header", f"X-Scope-OrgID={HEADER}")
+        r = run(
+            "analyze", url, "--bearer-token-file", str(token_file), "--prometheus-header", f"X-Scope-OrgID={HEADER}"
+        )
     assert r.returncode == 3, r.stderr
     assert (
         f"{ep.url}/metrics/api/v1/status/buildinfo: HTTP 401: "

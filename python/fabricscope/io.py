@@ -12,6 +12,7 @@ import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 import polars as pl
@@ -194,18 +195,18 @@ def input_set_mtime(paths: Sequence[PathLike]) -> SetMtime | None:
     """
     newest: int | None = None
     for raw in paths:
-        p = os.fspath(raw)
-        if p.lower().startswith(("http://", "https://")):
+        p = Path(os.fspath(raw))
+        if str(raw).lower().startswith(("http://", "https://")):
             continue
         try:
-            st = os.stat(p)
+            st = p.stat()
         except OSError:
             continue  # the reader reports the missing input
         if stat.S_ISDIR(st.st_mode):
             for root, _dirs, files in os.walk(p):
                 for name in files:
                     try:
-                        t = os.stat(os.path.join(root, name)).st_mtime_ns
+                        t = (Path(root) / name).stat().st_mtime_ns
                     except OSError:
                         continue
                     newest = t if newest is None else max(newest, t)

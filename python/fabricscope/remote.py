@@ -277,7 +277,7 @@ def _iso(ns: int) -> str:
     return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-class _Failure(Exception):
+class _AttemptFailedError(Exception):
     """One attempt failed: the status (None without a response), a safe message, retry or not."""
 
     def __init__(self, status: int | None, message: str, retry: bool, *, over_budget: bool = False) -> None:
@@ -310,7 +310,7 @@ class _Gunzip:
         self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
 
     def feed(self, data: bytes) -> bytes:
-        """The bytes ``data`` decodes to; raises :class:`_Failure` beyond the limit or on corruption."""
+        """The bytes ``data`` decodes to; raises :class:`_AttemptFailedError` beyond the limit or on corruption."""
         parts = []
         try:
             while data:
@@ -318,7 +318,7 @@ class _Gunzip:
                 out = self.decoder.decompress(data, self.limit - self.produced + 1)
                 self.produced += len(out)
                 if self.produced > self.limit:
-                    raise _Failure(
+                    raise _AttemptFailedError(
                         200, f"the gzip body decompresses to more than {self.limit} bytes", False, over_budget=True
                     )
                 parts.append(out)
@@ -329,13 +329,15 @@ class _Gunzip:
                 else:
                     data = self.decoder.unconsumed_tail
         except zlib.error as e:
-            raise _Failure(200, f"expected a gzip body (Content-Encoding: gzip), found corrupt data ({e})", False) from None
+            raise _AttemptFailedError(
+                200, f"expected a gzip body (Content-Encoding: gzip), found corrupt data ({e})", False
+            ) from None
         return b"".join(parts)
 
     def finish(self) -> None:
-        """Raise :class:`_Failure` when the body ended inside a gzip member."""
+        """Raise :class:`_AttemptFailedError` when the body ended inside a gzip member."""
         if not self.decoder.eof:
-            raise _Failure(200, "the gzip body is truncated (it ended inside a compressed member)", False)
+            raise _AttemptFailedError(200, "the gzip body is truncated (it ended inside a compressed member)", False)
 
 
 def _socket_of(resp: object) -> object | None:
@@ -476,7 +478,7 @@ class HttpClient:
             self.remaining_s(shown)
             try:
                 return self._follow(url, shown, data, sent)
-            except _Failure as e:
+            except _AttemptFailedError as e:
                 failure = e
             if not failure.retry or attempt >= self.conn.retries:
                 tries = f" (after {attempt + 1} attempts)" if attempt else ""
@@ -504,7 +506,11 @@ class HttpClient:
                     resp = self.opener.open(req, timeout=timeout)
                 except urllib.error.HTTPError as e:
                     if e.code not in _REDIRECTS:
-                        raise _Failure(e.code, self.scrub(_error_text(e)), e.code == 429 or e.code >= 500) from None
+                        try:
+                            message = self.scrub(_error_text(e))
+                        finally:
+                            e.close()  # the error holds the response and its socket
+                        raise _AttemptFailedError(e.code, message, e.code == 429 or e.code >= 500) from None
                     location = e.headers.get("Location", "")
                     e.close()
                     url = self._redirect_target(url, location, e.code)
@@ -519,34 +525,34 @@ class HttpClient:
                     continue
                 with resp:
                     return resp.status, self._read(resp, shown)
-            except (_Failure, RemoteError):
+            except (_AttemptFailedError, RemoteError):
                 raise
             except urllib.error.URLError as e:
                 reason = e.reason
                 if isinstance(reason, TimeoutError) and self._deadline_bound:
                     raise self._deadline_error(shown) from None
                 message = self.scrub(f"{type(reason).__name__}: {reason}")
-                raise _Failure(None, message, not isinstance(reason, ssl.SSLCertVerificationError)) from None
+                raise _AttemptFailedError(None, message, not isinstance(reason, ssl.SSLCertVerificationError)) from None
             except (TimeoutError, ConnectionError, OSError, http.client.HTTPException) as e:
                 if isinstance(e, TimeoutError) and self._deadline_bound:
                     raise self._deadline_error(shown) from None
-                raise _Failure(None, self.scrub(f"{type(e).__name__}: {e}"), True) from None
+                raise _AttemptFailedError(None, self.scrub(f"{type(e).__name__}: {e}"), True) from None
             except ValueError as e:
                 # http.client's refusals (a header value, a URL it cannot send) quote what they
                 # refuse: scrubbed, never retried.
-                raise _Failure(None, self.scrub(f"{type(e).__name__}: {e}"), False) from None
-        raise _Failure(None, f"more than {MAX_REDIRECTS} redirects", False)
+                raise _AttemptFailedError(None, self.scrub(f"{type(e).__name__}: {e}"), False) from None
+        raise _AttemptFailedError(None, f"more than {MAX_REDIRECTS} redirects", False)
 
     def _redirect_target(self, url: str, location: str, status: int) -> str:
         if not location:
-            raise _Failure(status, "a redirect without a Location header", False)
+            raise _AttemptFailedError(status, "a redirect without a Location header", False)
         target = urllib.parse.urljoin(url, location.strip())
         scheme = urllib.parse.urlsplit(target).scheme.lower()
         shown_target = redact(target)
         if scheme not in ("http", "https"):
-            raise _Failure(status, f"refused a redirect to {shown_target}: only http(s) is followed", False)
+            raise _AttemptFailedError(status, f"refused a redirect to {shown_target}: only http(s) is followed", False)
         if urllib.parse.urlsplit(url).scheme.lower() == "https" and scheme == "http":
-            raise _Failure(status, f"refused a redirect from https to plain http ({shown_target})", False)
+            raise _AttemptFailedError(status, f"refused a redirect from https to plain http ({shown_target})", False)
         p = urllib.parse.urlsplit(target)
         # User info in a Location is never sent (urllib would not send it as a header either).
         return urllib.parse.urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path, p.query, ""))
@@ -557,7 +563,9 @@ class HttpClient:
         too_big = f"more than {limit} bytes (max_document_bytes; raise it with --limit max_document_bytes=N)"
         length = resp.headers.get("Content-Length", "").strip()
         if length.isdigit() and int(length) > limit:
-            raise _Failure(resp.status, f"the response declares {length} bytes: {too_big}", False, over_budget=True)
+            raise _AttemptFailedError(
+                resp.status, f"the response declares {length} bytes: {too_big}", False, over_budget=True
+            )
         encoding = resp.headers.get("Content-Encoding", "").strip().lower()
         gunzip = _Gunzip(limit) if encoding in ("gzip", "x-gzip") else None
         sock = _socket_of(resp)
@@ -571,7 +579,7 @@ class HttpClient:
                 break
             wire += len(chunk)
             if wire > limit:
-                raise _Failure(resp.status, f"the response is {too_big}", False, over_budget=True)
+                raise _AttemptFailedError(resp.status, f"the response is {too_big}", False, over_budget=True)
             parts.append(gunzip.feed(chunk) if gunzip is not None else chunk)
         if gunzip is not None:
             gunzip.finish()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from fabricscope.cron.errors import LockedError
 
-
 #: The history directory's lock file: two runs with different ``--state`` but the same
 #: ``--history`` would otherwise write the same partitions and runs table at once.
 HISTORY_LOCK = ".cron.lock"
