@@ -260,3 +260,30 @@ def test_a_report_never_holds_the_credentials_of_its_inputs(tmp_path: Path) -> N
         text = out.read_text()
         assert f"{ep.url}/metrics" in text
         assert_no_secret(r.stdout, r.stderr, text)
+
+
+def test_a_chunk_whose_response_outgrows_the_budget_is_split() -> None:
+    from tests.hostile_http import QueryApi
+
+    api = QueryApi("node_infiniband_port_data_received_bytes_total", {"device": "mlx5_0", "port": "1"})
+    start_s = 1_796_400_000
+    api.samples = [((start_s + i) * 1000, str(1000 * i)) for i in range(600)]  # 10 min at 1 s
+    with Endpoint(api) as ep:
+        r = run(
+            "analyze",
+            ep.url,
+            "--since",
+            "2026-12-04T16:00:00Z",
+            "--until",
+            "2026-12-04T16:10:00Z",
+            "--limit",
+            "max_document_bytes=6000",
+            "--json",
+            "-",
+        )
+    # The first 15-minute chunk's JSON (~15 KB) is beyond 6000 bytes: pulled in halves, nothing lost.
+    assert r.returncode in (0, 1, 2), r.stderr
+    (server,) = json.loads(r.stdout)["inputs"]
+    assert server["records"] == 600 and server["rejected"] == 0
+    queries = [p for p, _ in ep.requests if p.startswith("/api/v1/query")]
+    assert len(queries) > 4
