@@ -402,7 +402,11 @@ class HttpClient:
         if deadline is None and connection.deadline_s is not None:
             deadline = _time.monotonic() + connection.deadline_s
         self.deadline = deadline
-        context = connection._ssl_context()
+        try:
+            # Also for an http:// URL: a redirect may lead to https.
+            context = connection._ssl_context()
+        except (OSError, ssl.SSLError) as e:
+            raise RemoteError(self.shown, None, f"cannot load the CA file {connection.ca_file}: {e}") from None
         self.opener = urllib.request.build_opener(_RefuseRedirects(), urllib.request.HTTPSHandler(context=context))
         self._deadline_bound = False
         self._credential_headers = {name.lower() for name, _ in connection.headers} | {"authorization", "cookie"}

@@ -141,7 +141,13 @@ def _run_locked(
             else empty_series()
         )
         prev = st.series.filter(pl.col("host").is_in(hosts))
-        window = pl.concat([back, prev, new]).unique(subset=[*SERIES_KEYS, "time"], keep="last", maintain_order=True)
+        # History and the last readings overlap each other and the new samples: one reading per
+        # series and time from them, none where the new samples have one. Readings within the new
+        # samples stay as read (two inputs may hold the same reading), as `analyze` keeps them.
+        key = [*SERIES_KEYS, "time"]
+        old = pl.concat([back, prev]).unique(subset=key, keep="last", maintain_order=True)
+        old = old.join(new.select(key), on=key, how="anti", nulls_equal=True)
+        window = pl.concat([old, new])
         analysis = run_analysis(
             to_canonical(window.sort("time")),
             profile=opts.profile,
