@@ -8,15 +8,18 @@ passed as ``FABRICSCOPE_REMOTE``), named by its URL without credentials; the bro
 them, a time range and label matchers (validated: no PromQL of its own), so it can neither send
 the configured credentials elsewhere nor query anything but the counters. Uploads are
 size-limited and written with their base name only into a fresh temporary directory (and parsed
-with ``strict=False``).
+with ``strict=False``); every upload directory of the server process lives under one parent that
+is removed when the process exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import hashlib
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -209,6 +212,23 @@ def list_sources(root: Path | None = None) -> list[str]:
     return out
 
 
+# The parent of this process's upload directories (created on the first upload).
+_upload_root: Path | None = None
+
+
+def _uploads_parent() -> Path:
+    """One private directory per server process for its uploads, removed when the process exits.
+
+    A replaced upload is removed at once (components.py); the rest (the last upload of each
+    session, a session that ends with the server) would otherwise stay in /tmp for good.
+    """
+    global _upload_root
+    if _upload_root is None or not _upload_root.is_dir():
+        _upload_root = Path(tempfile.mkdtemp(prefix="fabricscope-uploads-"))
+        atexit.register(shutil.rmtree, _upload_root, True)
+    return _upload_root
+
+
 def save_uploads(files: list[Any], limit: int | None = None) -> tuple[str, str, list[str]]:
     """Write uploaded files into a fresh temporary directory.
 
@@ -219,7 +239,7 @@ def save_uploads(files: list[Any], limit: int | None = None) -> tuple[str, str, 
         (directory, content digest, refused names with the reason).
     """
     limit = limit or max_upload_bytes()
-    directory = Path(tempfile.mkdtemp(prefix="fabricscope-upload-"))
+    directory = Path(tempfile.mkdtemp(prefix="fabricscope-upload-", dir=_uploads_parent()))
     digest = hashlib.sha256()
     refused = []
     for i, f in enumerate(files):

@@ -6,6 +6,11 @@ seeds) goes to ``fuzz/corpus/<target>/`` for its format, and to ``fuzz/corpus/de
 plus a gzip and a zstd copy of one seed per format so detection reaches the decompressors.
 
 Usage: ``python fuzz/seed_corpus.py [ROOT ...]`` (run from the repository; needs the venv).
+
+``python fuzz/seed_corpus.py --committed`` writes the small corpus kept in the repository,
+``fuzz/seeds/<target>/``: from this repository's fixtures only (provenance in their SOURCES
+files), at most :data:`COMMITTED_PER_TARGET` seeds of :data:`COMMITTED_SEED_BYTES` per target.
+The CI smoke run (``rust/fabricscope-core/tests/fuzz_smoke.rs``) starts from these.
 """
 
 from __future__ import annotations
@@ -22,6 +27,18 @@ from fabricscope.exceptions import FabricscopeError
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOTS = [REPO / "tests" / "fixtures", REPO / "sample_traces", Path("/work/shared/reference/fixtures")]
 MAX_SEED_BYTES = 8 << 10
+COMMITTED_PER_TARGET = 3
+COMMITTED_SEED_BYTES = 4 << 10
+# Readers detection does not pick from content alone (a protobuf body, an API document) take
+# their seeds from these fixtures.
+EXPLICIT = {
+    "prometheus_api": [
+        "tests/fixtures/prometheus-api/matrix.json",
+        "tests/fixtures/prometheus-api/vector.json",
+        "tests/fixtures/prometheus-api/error.json",
+    ],
+    "prometheus_remote_read": ["tests/fixtures/prometheus-api/read-response.bin"],
+}
 # Format name -> fuzz target; pcap and pcapng share the capture target.
 TARGETS = {"pcap": "capture", "pcapng": "capture"}
 
@@ -38,8 +55,46 @@ def put(corpus: Path, target: str, data: bytes) -> None:
     (d / hashlib.sha1(data).hexdigest()).write_bytes(data)
 
 
+def committed() -> int:
+    """Write ``fuzz/seeds/``: the small corpus kept in the repository."""
+    logging.getLogger("fabricscope").setLevel(logging.ERROR)
+    out = REPO / "fuzz" / "seeds"
+    counts: dict[str, int] = {}
+    for target, files in EXPLICIT.items():
+        for f in files:
+            put(out, target, (REPO / f).read_bytes()[:COMMITTED_SEED_BYTES])
+            counts[target] = counts.get(target, 0) + 1
+    for root in (REPO / "tests" / "fixtures", REPO / "sample_traces"):
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+            try:
+                res = fabricscope.load(path, strict=False, time=0)
+            except (FabricscopeError, ValueError, OSError):
+                continue
+            fmt = res.reports[0].format if res.reports else None
+            if not fmt or fmt == "sysfs":
+                continue
+            raw = path.read_bytes()
+            if raw[:2] == b"\x1f\x8b":
+                raw = gzip.decompress(raw)
+            data = raw[:COMMITTED_SEED_BYTES]
+            target = target_for(fmt)
+            if counts.get(target, 0) < COMMITTED_PER_TARGET:
+                put(out, target, data)
+                counts[target] = counts.get(target, 0) + 1
+            if counts.get("detect", 0) < 2 * len(counts) and f"detect-{fmt}" not in counts:
+                counts[f"detect-{fmt}"] = 1
+                put(out, "detect", data[:1024])
+                put(out, "detect", gzip.compress(data[:1024]))
+                counts["detect"] = counts.get("detect", 0) + 2
+    for d in sorted(out.iterdir()):
+        print(f"{d.name:24} {sum(1 for _ in d.iterdir()):3} seeds")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """Write the corpora; print the count per target."""
+    if argv == ["--committed"]:
+        return committed()
     logging.getLogger("fabricscope").setLevel(logging.ERROR)  # fixtures without hosts are fine here
     roots = [Path(a) for a in argv] or DEFAULT_ROOTS
     corpus = REPO / "fuzz" / "corpus"

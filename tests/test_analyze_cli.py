@@ -113,3 +113,42 @@ def test_analyze_summarises_inputs_per_format(samples_dir: Path, capsys: pytest.
     assert "pfcstorm-gpu01-eth0.log" not in text  # no per-file table without --verbose
     assert main(["analyze", str(samples_dir / "scenarios" / "pfc-storm"), "--verbose"]) == 2
     assert "pfcstorm-gpu01-eth0.log" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content", ["", "# HELP x only comments\n# TYPE x counter\n"], ids=["empty", "comments"])
+def test_nothing_analysed_is_unknown_not_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str) -> None:
+    f = tmp_path / "counters.prom"
+    f.write_text(content)
+    code = main(["analyze", str(f)])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "UNKNOWN - " in out.splitlines()[0]
+    assert "nothing was analysed: no input held telemetry (status UNKNOWN)" in out
+    code, doc = _doc(capsys, ["analyze", str(f), "--json", "-"])
+    assert code == 3 and doc["status"] == "unknown"
+
+
+def test_a_query_api_time_beyond_i64_nanoseconds_is_a_bad_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 10^10 s is 10^19 ns, past i64: a bad record naming the timestamp, never a wrapped time.
+    doc = {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [
+                {
+                    "metric": {"__name__": "node_infiniband_port_data_received_bytes_total", "device": "mlx5_0"},
+                    "values": [[1796400000, "10"], [1e10, "20"], [1796400030, "30"]],
+                }
+            ],
+        },
+    }
+    f = tmp_path / "range.json"
+    f.write_text(json.dumps(doc))
+    _, out = _doc(capsys, ["analyze", str(f), "--format", "prometheus-api", "--lenient", "--json", "-"])
+    assert out["inputs"] == [{"path": str(f), "format": "prometheus-api", "records": 2, "rejected": 1}]
+    code = main(["analyze", str(f), "--format", "prometheus-api"])
+    err = capsys.readouterr()
+    assert code == 3
+    assert "a timestamp in seconds since the epoch" in err.out + err.err

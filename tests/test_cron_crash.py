@@ -167,6 +167,9 @@ def test_random_sigkill_then_rerun_loses_and_duplicates_nothing(tmp_path: Path) 
 
 @pytest.mark.slow
 def test_random_sigkill_many(tmp_path: Path) -> None:
-    interrupted = _random_kills(tmp_path, steps=11, kills_per_step=20, seed=3)
-    print(f"random SIGKILLs that interrupted a run: {interrupted} of 200")
-    assert interrupted >= 100
+    # 200 kills by default; CI runs a shortened series (FABRICSCOPE_SIGKILL_STEPS=4: 60 kills).
+    steps = int(os.environ.get("FABRICSCOPE_SIGKILL_STEPS", "11"))
+    kills = (steps - 1) * 20
+    interrupted = _random_kills(tmp_path, steps=steps, kills_per_step=20, seed=3)
+    print(f"random SIGKILLs that interrupted a run: {interrupted} of {kills}")
+    assert interrupted >= kills // 2

@@ -4,7 +4,8 @@ allowed to move a single number).
 `tests/fixtures/golden/findings.json` holds the findings document of `fabricscope analyze` on each
 directory of `sample_traces/` and `sample_traces/scenarios/`, computed with the Polars rate engine
 (`rates_reference`; the first version was committed before the native kernel existed). Regenerate
-it only for an intended change of findings: `python tests/test_findings_golden.py --write`.
+it only for an intended change of findings: `python tests/test_findings_golden.py --write`, and add a
+row to `tests/fixtures/golden/CHANGES.md` with the reason and the independent check.
 """
 
 from __future__ import annotations
@@ -54,6 +55,25 @@ def _full(f: dict) -> str:
     return json.dumps(f, sort_keys=True)
 
 
+CHANGES = GOLDEN.with_name("CHANGES.md")
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_every_golden_version_states_its_reason_and_check() -> None:
+    # A row "| <sha256> | reason | independent check |" for the file as it is: golden findings
+    # never change silently, regenerated from the output they are meant to check.
+    digest = _sha256(GOLDEN)
+    rows = [line.split("|")[1:-1] for line in CHANGES.read_text().splitlines() if line.startswith(f"| {digest} ")]
+    assert rows, f"{GOLDEN.name} (sha256 {digest}) has no row in {CHANGES.name}: state the reason and the check"
+    _, reason, check = (cell.strip() for cell in rows[0])
+    assert reason and check
+
+
 def test_golden_covers_every_sample_directory() -> None:
     assert sorted(_golden()) == sorted(_targets())
     assert len(_targets()) >= 24
@@ -87,3 +107,4 @@ if __name__ == "__main__":
     engine_base.rates = rates_reference  # type: ignore[assignment]
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps({t: _findings(t) for t in _targets()}, indent=1, sort_keys=True) + "\n")
+    print(f"sha256 {_sha256(GOLDEN)}: add its row (reason, independent check) to {CHANGES}")

@@ -1,14 +1,10 @@
 //! Fuzz the pcap / pcapng reader: any bytes, strict and lenient, must give rows or an error,
-//! never a panic, an overflow or an unbounded allocation.
+//! never a panic, an overflow or an unbounded allocation (see `common/mod.rs`).
 #![no_main]
+
+#[path = "../common/mod.rs"]
+mod common;
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = fabricscope_core::packets::capture_stats(data, true);
-    let _ = fabricscope_core::packets::capture_stats(data, false);
-    // Also as if it were pcapng / pcap with a valid magic in front.
-    let mut ng = vec![0x0a, 0x0d, 0x0d, 0x0a];
-    ng.extend_from_slice(data);
-    let _ = fabricscope_core::packets::capture_stats(&ng, false);
-});
+fuzz_target!(|data: &[u8]| common::run_target("capture", data));

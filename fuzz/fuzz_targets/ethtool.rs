@@ -4,7 +4,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-use fabricscope_core::Format;
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| common::read_as(Some(Format::Ethtool), data));
+fuzz_target!(|data: &[u8]| common::run_target("ethtool", data));

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,7 +39,7 @@ import polars as pl
 
 from fabricscope import _atomic
 from fabricscope.exceptions import RemoteError
-from fabricscope.remote import Connection, _Http, redact
+from fabricscope.remote import Connection, HttpClient, redact
 
 __all__ = [
     "ALERTNAME",
@@ -290,7 +291,9 @@ def deliver(
             out.append(Delivery(shown, 0, 0))
             continue
         try:
-            http = _Http(url, conn)
+            # One policy for every request (redirects, byte budget, redaction); the deadline
+            # bounds a receiver that drips its answer, so a run never waits on Alertmanager.
+            http = HttpClient(url, conn, deadline=time.monotonic() + MAX_TIMEOUT_S)
             http.request(
                 "/api/v2/alerts", body=json.dumps(alerts).encode(), headers={"Content-Type": "application/json"}
             )

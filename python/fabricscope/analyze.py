@@ -17,7 +17,7 @@ from fabricscope.entities import apply as apply_entities
 from fabricscope.entities import resolve as resolve_entities
 from fabricscope.findings import FINDINGS_SCHEMA
 from fabricscope.incidents import Incident, correlate
-from fabricscope.io import InputReport, TimeLike, empty_attributes
+from fabricscope.io import InputReport, TimeLike, empty_attributes, input_set_mtime
 from fabricscope.profiles import get_profile
 from fabricscope.remote import RemoteOptions
 
@@ -156,12 +156,14 @@ def run_analysis(
         )
         inputs = [{"path": "<frame>", "format": "frame", "records": data.height, "rejected": 0}]
     else:
+        paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
         ran = get_engine(engine or "local", address=address, partitions=partitions).run(
-            [data] if isinstance(data, (str, os.PathLike)) else list(data),
+            paths,
             read=ReadOptions(
                 format=format,
                 host=host,
-                time=time,
+                # Timeless files take one time per input set, whichever engine splits the reading.
+                time=input_set_mtime(paths) if time is None else time,
                 strict=strict,
                 limits=tuple((limits or {}).items()),
                 remote=remote,

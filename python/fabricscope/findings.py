@@ -172,13 +172,14 @@ def merge_same_fault(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def overall_status(findings: pl.DataFrame, failed_inputs: int = 0) -> str:
+def overall_status(findings: pl.DataFrame, failed_inputs: int = 0, *, analysed: bool = True) -> str:
     """``ok`` when nothing is above info, else the worst severity; ``unknown`` for an unreadable input.
 
     An input that could not be read makes the verdict incomplete, so it raises the status to
     ``unknown`` unless a critical finding was made anyway: the order is the worst-state order of
     Nagios and Icinga (OK < WARNING < UNKNOWN < CRITICAL; Icinga 2 documentation, "Monitoring
-    Basics", state types and the `icinga` check's "worst state").
+    Basics", state types and the `icinga` check's "worst state"). A check that analysed nothing
+    (``analysed`` False: no input held telemetry) has no verdict either: ``unknown``, never ``ok``.
 
     Example:
         >>> from fabricscope.findings import make_findings, overall_status
@@ -189,17 +190,24 @@ def overall_status(findings: pl.DataFrame, failed_inputs: int = 0) -> str:
     """
     worst = max((_RANK[s] for s in findings["severity"].to_list()), default=0)
     status = {0: "ok", 1: "warning", 2: "critical"}[worst]
-    if failed_inputs and status != "critical":
+    if (failed_inputs or not analysed) and status != "critical":
         return "unknown"
     return status
 
 
-def exit_status(findings: pl.DataFrame, failed_inputs: int = 0) -> int:
+def exit_status(findings: pl.DataFrame, failed_inputs: int = 0, *, analysed: bool = True) -> int:
     """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical, 3 unknown.
 
-    3 means an unreadable input and no critical finding (see :func:`overall_status`).
+    3 means an unreadable input, or nothing analysed, and no critical finding (see
+    :func:`overall_status`).
     """
-    return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[overall_status(findings, failed_inputs)]
+    status = overall_status(findings, failed_inputs, analysed=analysed)
+    return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[status]
+
+
+def analysed_anything(inputs: Sequence[dict[str, Any]], tables: Iterable[pl.DataFrame] = ()) -> bool:
+    """Whether any input gave telemetry (a record, or a result table row): else no verdict exists."""
+    return any(int(i.get("records") or 0) > 0 for i in inputs) or any(t.height > 0 for t in tables)
 
 
 def _significant(value: Any) -> Any:
@@ -257,6 +265,7 @@ def document(
     incidents: Sequence[dict[str, Any]] | None = None,
     *,
     schema: str | None = None,
+    analysed: bool = True,
 ) -> dict[str, Any]:
     """The JSON document of the contract.
 
@@ -267,6 +276,8 @@ def document(
         incidents: Incident documents (:func:`fabricscope.incidents.incident_documents`).
         schema: :data:`SCHEMA_ID_V2` (with ``incidents``; the default when incidents are given) or
             :data:`SCHEMA_ID` (the version 1 shape, for existing consumers).
+        analysed: False when no input gave telemetry: the status is then ``unknown``
+            (see :func:`overall_status`).
 
     Raises:
         ValueError: an unknown schema.
@@ -314,7 +325,7 @@ def document(
     failed = sum(1 for i in inputs if i.get("error"))
     doc: dict[str, Any] = {
         "schema": schema,
-        "status": overall_status(findings, failed),
+        "status": overall_status(findings, failed, analysed=analysed),
         "inputs": [
             {
                 "path": i["path"],

@@ -9,8 +9,10 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 import polars as pl
@@ -171,10 +173,54 @@ def _paths(paths: PathLike | Sequence[PathLike]) -> list[str]:
     return out
 
 
+class SetMtime(int):
+    """The time of an input set's timeless files: its newest file mtime, in ns since the epoch.
+
+    A file without timestamps of its own (in its lines, its name or the ``time`` argument) is
+    dated by mtime. Each file's own mtime made the same input give different times through
+    different doors: git writes a checkout's files about 1 ms apart in an order of its own, and a
+    door that read the files in other groups (cron by format, Ray by file) dated a result shared
+    by two files from the other file. So the time is decided once per input set, before any
+    reading, and every door passes the same value down: :func:`input_set_mtime`.
+    """
+
+
+def input_set_mtime(paths: Sequence[PathLike]) -> SetMtime | None:
+    """The newest mtime of every file under ``paths`` (URLs skipped), or None without a file.
+
+    Example:
+        >>> from fabricscope.io import input_set_mtime
+        >>> input_set_mtime(["sample_traces/ethtool"]) > 0
+        True
+    """
+    newest: int | None = None
+    for raw in paths:
+        p = Path(os.fspath(raw))
+        if str(raw).lower().startswith(("http://", "https://")):
+            continue
+        try:
+            st = p.stat()
+        except OSError:
+            continue  # the reader reports the missing input
+        if stat.S_ISDIR(st.st_mode):
+            for root, _dirs, files in os.walk(p):
+                for name in files:
+                    try:
+                        t = (Path(root) / name).stat().st_mtime_ns
+                    except OSError:
+                        continue
+                    newest = t if newest is None else max(newest, t)
+        else:
+            newest = st.st_mtime_ns if newest is None else max(newest, st.st_mtime_ns)
+    return None if newest is None else SetMtime(newest)
+
+
 def _time_ns(time: TimeLike) -> int | None:
     """Convert a user-facing timestamp into integer nanoseconds since the epoch (UTC)."""
     if time is None:
         return None
+    if isinstance(time, SetMtime):
+        return int(time)
     if isinstance(time, _dt.datetime):
         if time.tzinfo is None:
             time = time.replace(tzinfo=_dt.timezone.utc)
@@ -228,8 +274,16 @@ def _native_kwargs(
     }
 
 
-def _reports(raw: list[dict[str, object]] | None) -> list[InputReport]:
+def _reports(raw: list[dict[str, object]] | None, set_mtime: SetMtime | None = None) -> list[InputReport]:
     reports = [InputReport(**r) for r in (raw or [])]  # type: ignore[arg-type]
+    if set_mtime is not None:
+        # The input set's mtime reached the reader as its time argument: say where it came from.
+        when = _dt.datetime.fromtimestamp(set_mtime / 1e9, tz=_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        note = f"no timestamp in the input or its name: using the newest mtime of the inputs read together ({when})"
+        reports = [
+            replace(r, time_source="mtime", warnings=[*r.warnings, note]) if r.time_source == "argument" else r
+            for r in reports
+        ]
     for r in reports:
         for w in r.warnings:
             # Skipped non-telemetry files (a README beside the dumps) are routine, not warnings.
@@ -285,6 +339,8 @@ def load(
     from fabricscope.remote import is_url
 
     every = _paths(paths)
+    if time is None:
+        time = input_set_mtime(every)
     if any(is_url(p) for p in every):
         return _load_mixed(every, format, host, time, strict, batch_rows, max_line_bytes, limits, remote)
     samples, attributes, tables, reports = _native.read(
@@ -293,7 +349,7 @@ def load(
     return ReadResult(
         pl.DataFrame(samples),
         pl.DataFrame(attributes),
-        _reports(reports),
+        _reports(reports, time if isinstance(time, SetMtime) else None),
         {name: pl.DataFrame(t) for name, t in tables.items()},
     )
 
@@ -377,9 +433,10 @@ def read(
 class Scan:
     """Iterator over bounded-size sample frames; see :func:`scan`."""
 
-    def __init__(self, scanner: _native.Scanner, include_attributes: bool) -> None:
+    def __init__(self, scanner: _native.Scanner, include_attributes: bool, set_mtime: SetMtime | None = None) -> None:
         self._scanner = scanner
         self._include_attributes = include_attributes
+        self._set_mtime = set_mtime
         self.reports: list[InputReport] | None = None
 
     def __iter__(self) -> Iterator[pl.DataFrame] | Iterator[tuple[str, pl.DataFrame]]:
@@ -388,7 +445,7 @@ class Scan:
                 yield kind, pl.DataFrame(batch)
             elif kind == "samples":
                 yield pl.DataFrame(batch)
-        self.reports = _reports(self._scanner.reports())
+        self.reports = _reports(self._scanner.reports(), self._set_mtime)
 
     @property
     def bytes_read(self) -> int:
@@ -437,5 +494,8 @@ def scan(
         >>> total > 0
         True
     """
+    every = _paths(paths)
+    if time is None:
+        time = input_set_mtime(every)
     kwargs = _native_kwargs(format, host, time, strict, batch_rows, LIMITS["max_line_bytes"], limits)
-    return Scan(_native.Scanner(_paths(paths), **kwargs), include_attributes)
+    return Scan(_native.Scanner(every, **kwargs), include_attributes, time if isinstance(time, SetMtime) else None)

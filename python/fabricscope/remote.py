@@ -29,7 +29,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures as _futures
 import datetime as _dt
-import gzip
+import http.client
 import json
 import logging
 import re
@@ -38,6 +38,7 @@ import time as _time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,11 +46,13 @@ from pathlib import Path
 import polars as pl
 
 from fabricscope import _native
-from fabricscope.exceptions import RemoteError
+from fabricscope.exceptions import LimitExceededError, RemoteError
+from fabricscope.redaction import redact_text, redact_url
 
 __all__ = [
     "APIS",
     "Connection",
+    "HttpClient",
     "RemoteError",
     "RemoteOptions",
     "is_url",
@@ -60,6 +63,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger("fabricscope")
+# Security warnings (certificates not verified, credentials over plain HTTP) are shown even when
+# the command line logs only errors: this logger's own level lets them through to the handlers.
+_security_log = logging.getLogger("fabricscope.security")
+_security_log.setLevel(logging.WARNING)
 
 #: Default pull range when no ``since`` is given: the last hour (fabricscope default: what an
 #: operator asks "what is the fabric doing now?" about, and a few dozen scrapes per series).
@@ -77,6 +84,19 @@ APIS = ("read", "query", "query_range")
 #: Statuses that say a server has no remote read endpoint (Thanos Query, VictoriaMetrics, some
 #: proxies): the pull goes on through ``/api/v1/query``.
 _NO_REMOTE_READ = (404, 405, 501)
+#: Redirects one request follows (fabricscope default: a server behind a proxy or a load
+#: balancer redirects once or twice; curl's ``--max-redirs`` default is 50, requests' 30).
+MAX_REDIRECTS = 5
+#: Largest response body, before and after gzip, when the reader limits name none: the readers'
+#: ``max_document_bytes`` default (a response is decoded as one document).
+DEFAULT_MAX_BODY_BYTES = 256 << 20
+#: Default overall deadline of one pull or scrape series (fabricscope default: the longest pull
+#: measured in BENCHMARKS.md, 10^8 samples, takes well under 10 minutes on one core).
+DEFAULT_DEADLINE_S = 3600.0
+# Bytes asked of the socket per read: small enough that the byte budget and the deadline are
+# checked often, large enough that a 256 MiB body takes a few thousand reads.
+_READ_BYTES = 1 << 16
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def is_url(source: object) -> bool:
@@ -93,17 +113,14 @@ def is_url(source: object) -> bool:
 def redact(url: str) -> str:
     """The URL as it may be shown: no user info, no query string, no fragment.
 
+    The one redaction every output uses (:func:`fabricscope.redaction.redact_url`).
+
     Example:
         >>> from fabricscope.remote import redact
         >>> redact("https://admin:s3cret@prom.example:9090/api?token=x")
         'https://prom.example:9090/api'
     """
-    p = urllib.parse.urlsplit(url)
-    host = p.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{p.port}" if p.port else host
-    return urllib.parse.urlunsplit((p.scheme, netloc, p.path, "", ""))
+    return redact_url(url)
 
 
 @dataclass(frozen=True)
@@ -116,7 +133,9 @@ class Connection:
         basic_auth_file: A file holding ``user:password`` on its first line.
         ca_file: A PEM CA bundle to verify the server with.
         insecure: Do not verify TLS certificates.
-        timeout_s: Seconds to wait for a response.
+        timeout_s: Seconds any one socket operation may wait (connect, each read).
+        deadline_s: Seconds one pull (or one series of scrapes) may take in all, retries and
+            redirects included; None: no overall deadline.
         retries: Extra attempts after a timeout, a refused connection, 429 or a 5xx status.
         backoff_s: First wait between attempts; doubled each retry.
         concurrency: Most requests in flight at once.
@@ -128,6 +147,7 @@ class Connection:
     ca_file: str | None = None
     insecure: bool = False
     timeout_s: float = 30.0
+    deadline_s: float | None = DEFAULT_DEADLINE_S
     retries: int = 3
     backoff_s: float = 0.5
     concurrency: int = 4
@@ -135,26 +155,45 @@ class Connection:
     def _secrets_and_headers(self, url: str) -> tuple[dict[str, str], list[str]]:
         headers = {"User-Agent": f"fabricscope/{_native.__version__}", "Accept-Encoding": "gzip"}
         secrets: list[str] = []
+        # Where each credential header came from, for a message that names it and not its value.
+        origin_of: dict[str, str] = {}
         # User info in the URL is the weakest: an explicit token or auth file replaces it.
         p = urllib.parse.urlsplit(url)
         if p.username or p.password:
             user = urllib.parse.unquote(p.username or "")
             password = urllib.parse.unquote(p.password or "")
-            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-            secrets.extend(s for s in (password, headers["Authorization"]) if s)
+            encoded = base64.b64encode(f"{user}:{password}".encode()).decode()
+            headers["Authorization"] = "Basic " + encoded
+            origin_of["Authorization"] = "user info of the URL"
+            secrets.extend([password, p.password or "", encoded])
         for name, value in self.headers:
             headers[name] = value
+            origin_of[name] = f"--prometheus-header {name}"
             secrets.append(value)
         if self.bearer_token_file:
             token = _read_secret(self.bearer_token_file, url, "bearer token file")
             headers["Authorization"] = f"Bearer {token}"
+            origin_of["Authorization"] = f"bearer token file {self.bearer_token_file}"
             secrets.append(token)
         if self.basic_auth_file:
             pair = _read_secret(self.basic_auth_file, url, "basic auth file").splitlines()[0]
             if ":" not in pair:
                 raise RemoteError(redact(url), None, "the basic auth file must hold `user:password` on its first line")
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-            secrets.extend([pair, pair.split(":", 1)[1], headers["Authorization"]])
+            encoded = base64.b64encode(pair.encode()).decode()
+            headers["Authorization"] = "Basic " + encoded
+            origin_of["Authorization"] = f"basic auth file {self.basic_auth_file}"
+            secrets.extend([pair, pair.split(":", 1)[1], encoded])
+        for name, value in headers.items():
+            # http.client refuses a header value with a line break (ValueError quoting the value:
+            # the secret) and latin-1 is all a header carries: refused here, naming the source.
+            if re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value) or not value.isascii():
+                what = origin_of.get(name, f"header {name}")
+                raise RemoteError(
+                    redact(url),
+                    None,
+                    f"the {what} holds a line break, a control or a non-ASCII character: "
+                    "expected one line of printable ASCII for the HTTP header",
+                )
         return headers, [s for s in secrets if s]
 
     def _ssl_context(self) -> ssl.SSLContext:
@@ -238,13 +277,114 @@ def _iso(ns: int) -> str:
     return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-class _Http:
-    """One source's requests: headers, TLS, retries with backoff; errors without secrets."""
+class _AttemptFailedError(Exception):
+    """One attempt failed: the status (None without a response), a safe message, retry or not."""
 
-    def __init__(self, base: str, conn: Connection) -> None:
-        self.conn = conn
-        self.headers, self.secrets = conn._secrets_and_headers(base)
-        self.ssl = conn._ssl_context() if base.lower().startswith("https://") else None
+    def __init__(self, status: int | None, message: str, retry: bool, *, over_budget: bool = False) -> None:
+        super().__init__(message)
+        self.status, self.message, self.retry, self.over_budget = status, message, retry, over_budget
+
+
+# URLs already warned about (insecure TLS, credentials over http) in this process.
+_WARNED: set[str] = set()
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    # Redirects come back as HTTPError and are followed by HttpClient, which re-checks each hop.
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    p = urllib.parse.urlsplit(url)
+    scheme = p.scheme.lower()
+    return scheme, (p.hostname or "").lower(), p.port or {"http": 80, "https": 443}.get(scheme)
+
+
+class _Gunzip:
+    """Incremental gzip decoding that never produces more than ``limit`` bytes in all."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.produced = 0
+        self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> bytes:
+        """The bytes ``data`` decodes to; raises :class:`_AttemptFailedError` beyond the limit or on corruption."""
+        parts = []
+        try:
+            while data:
+                # At most one byte beyond the budget is ever produced: a bomb is stopped there.
+                out = self.decoder.decompress(data, self.limit - self.produced + 1)
+                self.produced += len(out)
+                if self.produced > self.limit:
+                    raise _AttemptFailedError(
+                        200, f"the gzip body decompresses to more than {self.limit} bytes", False, over_budget=True
+                    )
+                parts.append(out)
+                if self.decoder.eof and self.decoder.unused_data:
+                    # A gzip file may hold several members, one after the other.
+                    data = self.decoder.unused_data
+                    self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                else:
+                    data = self.decoder.unconsumed_tail
+        except zlib.error as e:
+            raise _AttemptFailedError(
+                200, f"expected a gzip body (Content-Encoding: gzip), found corrupt data ({e})", False
+            ) from None
+        return b"".join(parts)
+
+    def finish(self) -> None:
+        """Raise :class:`_AttemptFailedError` when the body ended inside a gzip member."""
+        if not self.decoder.eof:
+            raise _AttemptFailedError(200, "the gzip body is truncated (it ended inside a compressed member)", False)
+
+
+def _socket_of(resp: object) -> object | None:
+    # http.client reads through a buffered SocketIO: its socket takes the remaining deadline as
+    # the timeout of each read, so a server dripping bytes cannot outlive the deadline.
+    raw = getattr(getattr(resp, "fp", None), "raw", None)
+    return getattr(raw, "_sock", None)
+
+
+class HttpClient:
+    """Every HTTP request fabricscope makes goes through here: one policy for every module.
+
+    * Credentials (bearer token, basic auth, header values, user info of the URL) are sent in
+      headers only, never shown: every message goes through :meth:`scrub`.
+    * Redirects are followed by hand, at most :data:`MAX_REDIRECTS`, each re-checked: never from
+      https to http, only to http(s), and a hop to another origin (scheme, host, port) drops
+      the credential headers for the rest of the request.
+    * Bodies are read in pieces within a byte budget, before and after gzip (``max_body_bytes``,
+      derived from the readers' ``max_document_bytes``), and within the deadline: each socket
+      operation waits at most ``timeout_s`` and all of them together end at ``deadline``.
+    * Every failure is a :class:`RemoteError` naming the URL without credentials.
+
+    Args:
+        base: The server's URL (may carry user info and a query string, both kept secret).
+        connection: Authentication, TLS, timeouts, retries.
+        max_body_bytes: Largest body accepted, on the wire and decompressed.
+        deadline: ``time.monotonic()`` value after which no request starts or continues; None:
+            ``connection.deadline_s`` from now.
+
+    Example:
+        >>> from fabricscope.remote import Connection, HttpClient
+        >>> client = HttpClient("http://ops:pw@127.0.0.1:1/?tenant=a", Connection(retries=0))
+        >>> client.shown
+        'http://127.0.0.1:1'
+        >>> client.request("/api/v1/alerts")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        base: str,
+        connection: Connection,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        deadline: float | None = None,
+    ) -> None:
+        self.conn = connection
+        self.headers, self.secrets = connection._secrets_and_headers(base)
         p = urllib.parse.urlsplit(base)
         # Credentials go in the header only: request URLs never carry user info. A query string
         # in the given URL (some proxies take parameters) is kept on every request, never shown.
@@ -252,12 +392,61 @@ class _Http:
         self.query = p.query
         if p.query:
             self.secrets.append(p.query)
+            # A value alone may come back in a message; values this short are no credential.
+            for _, value in urllib.parse.parse_qsl(p.query, keep_blank_values=True):
+                if len(value) >= 4:
+                    self.secrets.append(value)
         self.shown = redact(self.prefix)
+        self.origin = _origin(self.prefix)
+        self.max_body_bytes = max_body_bytes
+        if deadline is None and connection.deadline_s is not None:
+            deadline = _time.monotonic() + connection.deadline_s
+        self.deadline = deadline
+        try:
+            # Also for an http:// URL: a redirect may lead to https.
+            context = connection._ssl_context()
+        except (OSError, ssl.SSLError) as e:
+            raise RemoteError(self.shown, None, f"cannot load the CA file {connection.ca_file}: {e}") from None
+        self.opener = urllib.request.build_opener(_RefuseRedirects(), urllib.request.HTTPSHandler(context=context))
+        self._deadline_bound = False
+        self._credential_headers = {name.lower() for name, _ in connection.headers} | {"authorization", "cookie"}
+        self._warn_transport(p.scheme.lower(), bool(p.query))
+
+    def _warn_transport(self, scheme: str, query: bool) -> None:
+        # Once per URL and process: a pull builds a client for the probe and one for the data.
+        if self.shown in _WARNED:
+            return
+        _WARNED.add(self.shown)
+        if self.conn.insecure and scheme == "https":
+            _security_log.warning("%s: TLS certificates are not verified (--insecure)", self.shown)
+        if scheme == "http" and ("Authorization" in self.headers or self.conn.headers or query):
+            _security_log.warning(
+                "%s: credentials are sent over plain http:// (anyone on the path can read them); use https://",
+                self.shown,
+            )
 
     def scrub(self, text: str) -> str:
-        for s in self.secrets:
-            text = text.replace(s, "<redacted>")
-        return text
+        """``text`` safe to show: URLs redacted, this client's secrets replaced, control characters escaped."""
+        return redact_text(text, self.secrets)
+
+    def remaining_s(self, shown: str) -> float:
+        """Seconds left before the deadline (``inf`` without one); raises RemoteError once it passed."""
+        if self.deadline is None:
+            return float("inf")
+        left = self.deadline - _time.monotonic()
+        if left <= 0:
+            raise self._deadline_error(shown)
+        return left
+
+    def _deadline_error(self, shown: str) -> RemoteError:
+        return RemoteError(shown, None, f"the deadline of {self.conn.deadline_s:g} s passed (--deadline)")
+
+    def _socket_timeout(self, shown: str) -> float:
+        """The timeout of the next socket operation: ``timeout_s``, or less when the deadline is nearer."""
+        left = self.remaining_s(shown)
+        # A timeout cut short by the deadline is reported as the deadline, not as a slow socket.
+        self._deadline_bound = left < self.conn.timeout_s
+        return min(self.conn.timeout_s, left)
 
     def request(
         self,
@@ -270,6 +459,10 @@ class _Http:
         """GET ``path`` (or POST ``form`` or ``body``); returns ``(status, body)`` of a 2xx response.
 
         ``headers`` add to (or, with a None value, remove) the connection's headers.
+
+        Raises:
+            RemoteError: no 2xx response within the retries and the deadline, a redirect the
+                policy refuses, a body beyond the budget or not the gzip it claims to be.
         """
         path, _, query = path.partition("?")
         query = "&".join(q for q in (self.query, query) if q)
@@ -286,28 +479,119 @@ class _Http:
                 sent[name] = value
         attempt = 0
         while True:
-            req = urllib.request.Request(url, data=data, headers=sent, method="POST" if data else "GET")
-            status: int | None = None
+            self.remaining_s(shown)
             try:
-                with urllib.request.urlopen(req, timeout=self.conn.timeout_s, context=self.ssl) as resp:
-                    body = resp.read()
-                    if resp.headers.get("Content-Encoding", "").lower() == "gzip":
-                        body = gzip.decompress(body)
-                    return resp.status, body
-            except urllib.error.HTTPError as e:
-                status = e.code
-                message = self.scrub(_error_text(e))
-                retry = status == 429 or status >= 500
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-                reason = getattr(e, "reason", e)
-                message = self.scrub(f"{type(reason).__name__}: {reason}")
-                retry = not isinstance(reason, ssl.SSLCertVerificationError)
-            if not retry or attempt >= self.conn.retries:
+                return self._follow(url, shown, data, sent)
+            except _AttemptFailedError as e:
+                failure = e
+            if not failure.retry or attempt >= self.conn.retries:
                 tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise RemoteError(shown, status, message + tries)
-            _log.info("%s: %s; retrying", shown, f"HTTP {status}" if status else message)
-            _time.sleep(self.conn.backoff_s * 2**attempt)
+                error = RemoteError(shown, failure.status, failure.message + tries)
+                # The pull splits a chunk whose response outgrew the budget.
+                error.over_budget = failure.over_budget  # type: ignore[attr-defined]
+                raise error
+            status = failure.status
+            _log.info("%s: %s; retrying", shown, f"HTTP {status}" if status else failure.message)
+            pause = self.conn.backoff_s * 2**attempt
+            if pause >= self.remaining_s(shown):
+                left = f" (the deadline leaves no time to retry after {attempt + 1} attempts)"
+                raise RemoteError(shown, status, failure.message + left)
+            _time.sleep(pause)
             attempt += 1
+
+    def _follow(self, url: str, shown: str, data: bytes | None, sent: dict[str, str]) -> tuple[int, bytes]:
+        """One attempt: the request and the redirects it is allowed to follow."""
+        method = "POST" if data else "GET"
+        for _hop in range(MAX_REDIRECTS + 1):
+            timeout = self._socket_timeout(shown)
+            req = urllib.request.Request(url, data=data, headers=sent, method=method)
+            try:
+                try:
+                    resp = self.opener.open(req, timeout=timeout)
+                except urllib.error.HTTPError as e:
+                    if e.code not in _REDIRECTS:
+                        try:
+                            message = self.scrub(_error_text(e))
+                        finally:
+                            e.close()  # the error holds the response and its socket
+                        raise _AttemptFailedError(e.code, message, e.code == 429 or e.code >= 500) from None
+                    location = e.headers.get("Location", "")
+                    e.close()
+                    url = self._redirect_target(url, location, e.code)
+                    if _origin(url) != self.origin:
+                        # Another origin gets no credential: not the token, not the custom headers.
+                        sent = {k: v for k, v in sent.items() if k.lower() not in self._credential_headers}
+                    if e.code == 303 or (e.code in (301, 302) and method == "POST"):
+                        method, data = "GET", None
+                        sent.pop("Content-Type", None)
+                        sent.pop("Content-Encoding", None)
+                    _log.info("%s: HTTP %s redirect to %s", shown, e.code, redact(url))
+                    continue
+                with resp:
+                    return resp.status, self._read(resp, shown)
+            except (_AttemptFailedError, RemoteError):
+                raise
+            except urllib.error.URLError as e:
+                reason = e.reason
+                if isinstance(reason, TimeoutError) and self._deadline_bound:
+                    raise self._deadline_error(shown) from None
+                message = self.scrub(f"{type(reason).__name__}: {reason}")
+                raise _AttemptFailedError(None, message, not isinstance(reason, ssl.SSLCertVerificationError)) from None
+            except (TimeoutError, ConnectionError, OSError, http.client.HTTPException) as e:
+                if isinstance(e, TimeoutError) and self._deadline_bound:
+                    raise self._deadline_error(shown) from None
+                raise _AttemptFailedError(None, self.scrub(f"{type(e).__name__}: {e}"), True) from None
+            except ValueError as e:
+                # http.client's refusals (a header value, a URL it cannot send) quote what they
+                # refuse: scrubbed, never retried.
+                raise _AttemptFailedError(None, self.scrub(f"{type(e).__name__}: {e}"), False) from None
+        raise _AttemptFailedError(None, f"more than {MAX_REDIRECTS} redirects", False)
+
+    def _redirect_target(self, url: str, location: str, status: int) -> str:
+        if not location:
+            raise _AttemptFailedError(status, "a redirect without a Location header", False)
+        target = urllib.parse.urljoin(url, location.strip())
+        scheme = urllib.parse.urlsplit(target).scheme.lower()
+        shown_target = redact(target)
+        if scheme not in ("http", "https"):
+            raise _AttemptFailedError(status, f"refused a redirect to {shown_target}: only http(s) is followed", False)
+        if urllib.parse.urlsplit(url).scheme.lower() == "https" and scheme == "http":
+            raise _AttemptFailedError(status, f"refused a redirect from https to plain http ({shown_target})", False)
+        p = urllib.parse.urlsplit(target)
+        # User info in a Location is never sent (urllib would not send it as a header either).
+        return urllib.parse.urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path, p.query, ""))
+
+    def _read(self, resp: http.client.HTTPResponse, shown: str) -> bytes:
+        """The body, within the byte budget (wire and decompressed) and the deadline."""
+        limit = self.max_body_bytes
+        too_big = f"more than {limit} bytes (max_document_bytes; raise it with --limit max_document_bytes=N)"
+        length = resp.headers.get("Content-Length", "").strip()
+        if length.isdigit() and int(length) > limit:
+            raise _AttemptFailedError(
+                resp.status, f"the response declares {length} bytes: {too_big}", False, over_budget=True
+            )
+        encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+        gunzip = _Gunzip(limit) if encoding in ("gzip", "x-gzip") else None
+        sock = _socket_of(resp)
+        parts: list[bytes] = []
+        wire = 0
+        while True:
+            if sock is not None and self.deadline is not None:
+                sock.settimeout(self._socket_timeout(shown))  # type: ignore[attr-defined]
+            chunk = resp.read1(_READ_BYTES)
+            if not chunk:
+                break
+            wire += len(chunk)
+            if wire > limit:
+                raise _AttemptFailedError(resp.status, f"the response is {too_big}", False, over_budget=True)
+            parts.append(gunzip.feed(chunk) if gunzip is not None else chunk)
+        if gunzip is not None:
+            gunzip.finish()
+        return b"".join(parts)
+
+
+# The name the pull and scrape code uses.
+_Http = HttpClient
 
 
 def _error_text(e: urllib.error.HTTPError) -> str:
@@ -329,7 +613,7 @@ def _error_text(e: urllib.error.HTTPError) -> str:
 _REFUSED = frozenset({401, 403, 407})
 
 
-def probe(url: str, connection: Connection | None = None) -> str:
+def probe(url: str, connection: Connection | None = None, *, deadline: float | None = None) -> str:
     """What a URL is: ``"prometheus"`` when it answers the Prometheus API, else ``"exporter"``.
 
     The server is recognised by ``/api/v1/status/buildinfo`` answering a successful JSON
@@ -340,7 +624,7 @@ def probe(url: str, connection: Connection | None = None) -> str:
             the credentials (HTTP 401, 403, 407): a server behind authentication is not an
             exporter, and the user must see the refusal, not a scrape of the wrong path.
     """
-    http = _Http(url, replace(connection or Connection(), retries=0))
+    http = _Http(url, replace(connection or Connection(), retries=0), deadline=deadline)
     try:
         _, body = http.request("/api/v1/status/buildinfo")
     except RemoteError as e:
@@ -379,6 +663,22 @@ def _known_names(http: _Http, opts: RemoteOptions, since: int, until: int) -> li
     except (ValueError, KeyError, TypeError):
         raise RemoteError(http.shown + "/api/v1/label/__name__/values", 200, "not a label values response") from None
     return sorted(_native.known_prometheus_metrics(names))
+
+
+def _printable_report(report: dict[str, object]) -> dict[str, object]:
+    """A reader's report with a server's text (its ``warnings``, echoed values) escaped and redacted."""
+    out = dict(report)
+    for key in ("errors", "warnings"):
+        items = report.get(key)
+        if isinstance(items, list):
+            out[key] = [redact_text(x) if isinstance(x, str) else x for x in items]
+    return out
+
+
+def _body_budget(read_kwargs: Mapping[str, object]) -> int:
+    """Largest response body (wire and decompressed): the readers' document limit."""
+    limit = read_kwargs.get("max_document_bytes")
+    return int(limit) if isinstance(limit, int) and limit > 0 else DEFAULT_MAX_BODY_BYTES
 
 
 def _seconds(ns: int) -> str:
@@ -438,10 +738,10 @@ Progress = Callable[[int, int, int], None]
 
 
 def _pull(
-    url: str, opts: RemoteOptions, read_kwargs: Mapping[str, object], progress: Progress | None
+    url: str, opts: RemoteOptions, read_kwargs: Mapping[str, object], progress: Progress | None, deadline: float | None
 ) -> Iterator[tuple[str, pl.DataFrame, dict[str, object] | None]]:
     """Yield ``(kind, frame, report)`` for a server pull, chunk by chunk, in time order."""
-    http = _Http(url, opts.connection)
+    http = _Http(url, opts.connection, max_body_bytes=_body_budget(read_kwargs), deadline=deadline)
     # No gzip from a server: compressing tens of MB of JSON costs the server more CPU than the
     # transfer saves on a data-centre network (measured in BENCHMARKS.md: a 10^6-sample pull took
     # 3x longer with gzip); remote read bodies are snappy-compressed already.
@@ -501,6 +801,7 @@ def _pull(
     def decode(body: bytes, a_ms: int, b_ms: int) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, object] | None]:
         fmt = "prometheus-remote-read" if api == "read" else "prometheus-api"
         samples, attributes, _tables, reports = _native.read_buffer(body, http.shown, format=fmt, **read_kwargs)
+        reports = [_printable_report(r) for r in reports]
         frame = pl.DataFrame(samples)
         if frame.height:
             # Range selectors reach 1 ms before ``a``: cut to [a, b) (a no-op for remote read).
@@ -522,14 +823,24 @@ def _pull(
                 # Each request is decoded on its worker thread as soon as it arrives (the decoder
                 # releases the GIL), so decoding overlaps the server's work on the other groups.
                 results = list(pool.map(lambda g, a=a, b=b: decode(query(g, a, b), a, b), groups))
+            except LimitExceededError:
+                # A response within the byte budget that decodes beyond a reader limit (a
+                # remote read body's snappy expansion): the same range in halves.
+                if b - a > MIN_CHUNK_S * 1000:
+                    chunk_ms = max(MIN_CHUNK_S * 1000, (b - a) // 2)
+                    continue
+                raise
             except RemoteError as e:
                 if api == "read" and opts.api is None and a == start_ms and e.status in _NO_REMOTE_READ:
                     _log.info("%s: no remote read (HTTP %s); pulling through /api/v1/query", http.shown, e.status)
                     api = "query"
                     continue
-                # Too many samples for the server in one query: the same range in halves.
-                too_many = (e.status == 422 and "too many samples" in str(e)) or (
-                    e.status == 400 and "sample limit" in str(e)
+                # Too many samples for the server in one query, or a response beyond the byte
+                # budget: the same range in halves.
+                too_many = (
+                    (e.status == 422 and "too many samples" in str(e))
+                    or (e.status == 400 and "sample limit" in str(e))
+                    or getattr(e, "over_budget", False)
                 )
                 if too_many and b - a > MIN_CHUNK_S * 1000:
                     chunk_ms = max(MIN_CHUNK_S * 1000, (b - a) // 2)
@@ -553,10 +864,10 @@ def _pull(
 
 
 def _scrape(
-    url: str, opts: RemoteOptions, read_kwargs: Mapping[str, object], progress: Progress | None
+    url: str, opts: RemoteOptions, read_kwargs: Mapping[str, object], progress: Progress | None, deadline: float | None
 ) -> Iterator[tuple[str, pl.DataFrame, dict[str, object] | None]]:
     """Yield ``(kind, frame, report)`` for ``repeat`` scrapes of an exporter endpoint."""
-    http = _Http(url, opts.connection)
+    http = _Http(url, opts.connection, max_body_bytes=_body_budget(read_kwargs), deadline=deadline)
     http.headers["Accept"] = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
     kwargs = dict(read_kwargs)
     # node_exporter's samples carry no instance label (Prometheus adds it): the host is the
@@ -573,6 +884,7 @@ def _scrape(
         samples, attributes, _tables, reports = _native.read_buffer(
             body, http.shown, format=None if fmt in (None, "auto", "prometheus-api") else fmt, time_ns=now, **kwargs
         )
+        reports = [_printable_report(r) for r in reports]
         yield "samples", pl.DataFrame(samples), reports[0] if reports else None
         attrs = pl.DataFrame(attributes)
         if attrs.height:
@@ -608,12 +920,14 @@ def scan_url(
     read_kwargs: dict[str, object] = {"host": host, "strict": strict, **(limits or {})}
     if format not in ("auto", "prometheus-api"):
         read_kwargs["format"] = format
-    kind = probe(url, opts.connection)
+    # One deadline for the whole pull: the probe, every chunk, every retry and redirect.
+    deadline = None if opts.connection.deadline_s is None else _time.monotonic() + opts.connection.deadline_s
+    kind = probe(url, opts.connection, deadline=deadline)
     if kind == "prometheus":
         read_kwargs.pop("format", None)
-        yield from _pull(url, opts, read_kwargs, progress)
+        yield from _pull(url, opts, read_kwargs, progress, deadline)
     else:
-        yield from _scrape(url, opts, read_kwargs, progress)
+        yield from _scrape(url, opts, read_kwargs, progress, deadline)
 
 
 def load_url(

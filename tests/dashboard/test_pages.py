@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import aggregates
@@ -458,3 +461,21 @@ def test_upload_source_without_an_upload_falls_back_to_the_root() -> None:
     at = run("overview", components.UPLOAD)
     assert at.sidebar.selectbox[0].value == "."
     assert int(metrics(at)["Critical"]) >= 10
+
+
+def test_upload_directories_are_removed_when_the_server_process_exits(tmp_path: Path) -> None:
+    # The server process saves uploads, then exits (as streamlit does on SIGTERM or Ctrl-C).
+    code = (
+        "import sources\n"
+        "class F:\n"
+        "    name, size = 'x.prom', 2\n"
+        "    def getbuffer(self): return b'x\\n'\n"
+        "print(sources.save_uploads([F()])[0]); print(sources.save_uploads([F()])[0])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(APP.parent), "TMPDIR": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    made = [Path(line) for line in run.stdout.splitlines()]
+    assert len(made) == 2 and all(p.is_relative_to(tmp_path) for p in made)
+    assert not any(p.exists() for p in made)
+    assert list(tmp_path.iterdir()) == []

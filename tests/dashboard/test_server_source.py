@@ -304,3 +304,26 @@ def test_every_page_renders_from_the_server(page: str, prometheus: str, monkeypa
     assert [t.value for t in at.sidebar.text_input] == [PFC_STORM, SINCE, UNTIL]
     if page == "port":
         assert at.selectbox[0].value == "pfcstorm-gpu03/eth0"  # the worst port first, as for the files
+
+
+def test_a_server_echoing_a_query_token_shows_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    query_token = "qtok-9d21-never-shown"
+    echo = f"bad key {query_token} for tenant {SECRET_HEADER}\x1b[2J".encode()
+
+    def deny(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(403)
+        h.send_header("Content-Type", "text/plain")
+        h.send_header("Content-Length", str(len(echo)))
+        h.end_headers()
+        h.wfile.write(echo)
+
+    with Endpoint(deny) as ep:
+        conn = Connection(headers=(("X-Scope-OrgID", SECRET_HEADER),), retries=0)
+        configure(monkeypatch, f"{ep.url}/?key={query_token}", options=RemoteOptions(connection=conn))
+        at = run("overview", source=ep.url + "/")
+    assert not at.exception
+    (err,) = at.error
+    assert "HTTP 403: bad key <redacted> for tenant <redacted>\\x1b[2J" in err.value
+    text = every_text(at) + shown_state(at)
+    for secret in (query_token, SECRET_HEADER, "\x1b"):
+        assert secret not in text

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from fabricscope import __version__
 from fabricscope.cli import advise, analyze, catalog, cron, dashboard, parse, report, simulate, topology
 from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, ArgumentParser
+from fabricscope.redaction import redact_text
 
 __all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -63,18 +64,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except ValueError as e:
-        print(f"fabricscope: {e}", file=sys.stderr)
+        print(f"fabricscope: {redact_text(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as e:
         # A check's status must stay Nagios's: UNKNOWN, not a traceback's 1 (WARNING).
         print(
-            f"fabricscope {args.command}: internal error: {type(e).__name__}: {e} (rerun with -v for the trace)",
+            f"fabricscope {args.command}: internal error: {type(e).__name__}: {redact_text(str(e))} (rerun with -v for the trace)",
             file=sys.stderr,
         )
         if args.verbose:
             import traceback
 
-            traceback.print_exc()
+            print(redact_text(traceback.format_exc(), escape=False), file=sys.stderr, end="")
         return EXIT_USAGE if args.command in _NAGIOS_COMMANDS else EXIT_INTERNAL
 
 

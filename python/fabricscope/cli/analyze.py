@@ -17,8 +17,9 @@ from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_host_alias_argument, add_limit_argument, host_aliases
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.exceptions import FabricscopeError
-from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document, exit_status
+from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, analysed_anything, document, exit_status
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
+from fabricscope.redaction import redact_text
 
 _EPILOG_ANALYZE = """\
 examples:
@@ -159,14 +160,21 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         )
     except FabricscopeError as e:
         bar.close()
-        print(f"UNKNOWN - fabricscope cannot analyse: {e}", file=sys.stderr)
+        print(f"UNKNOWN - fabricscope cannot analyse: {redact_text(str(e))}", file=sys.stderr)
         return EXIT_INPUT
     except (OSError, ValueError) as e:
         bar.close()
-        print(f"UNKNOWN - fabricscope: {e}", file=sys.stderr)
+        print(f"UNKNOWN - fabricscope: {redact_text(str(e))}", file=sys.stderr)
         return EXIT_INPUT
     bar.close()
-    doc = document(analysis.findings, analysis.inputs, incident_documents(analysis.incidents), schema=args.schema)
+    analysed = analysed_anything(analysis.inputs, analysis.tables.values())
+    doc = document(
+        analysis.findings,
+        analysis.inputs,
+        incident_documents(analysis.incidents),
+        schema=args.schema,
+        analysed=analysed,
+    )
     if args.json:
         text = json.dumps(doc, indent=2)
         if args.json == "-":
@@ -183,8 +191,10 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     if failed and args.json != "-":
         print(f"\n{len(failed)} input(s) could not be read (status at least UNKNOWN):")
         for i in failed:
-            print(f"  {i['path']}: {i['error']}")
-    return exit_status(analysis.findings, len(failed))
+            print(f"  {redact_text(str(i['path']))}: {redact_text(str(i['error']))}")
+    if not analysed and args.json != "-":
+        print("\nnothing was analysed: no input held telemetry (status UNKNOWN)")
+    return exit_status(analysis.findings, len(failed), analysed=analysed)
 
 
 def add_parser(sub: Any) -> None:

@@ -12,8 +12,10 @@ from typing import Any
 from fabricscope.alertmanager import AlertmanagerOptions
 from fabricscope.cli.remote import add_remote_arguments, header_argument, remote_options
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
+from fabricscope.cron.options import SERVER_LOOKBACK_S
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.remote import Connection
+from fabricscope.redaction import redact_text
 
 _EPILOG = """\
 examples:
@@ -57,6 +59,14 @@ def add_parser(sub: Any) -> None:
         default=900.0,
         metavar="SECONDS",
         help="history prepended for the detectors (default 900)",
+    )
+    p.add_argument(
+        "--server-lookback",
+        type=float,
+        default=SERVER_LOOKBACK_S,
+        metavar="SECONDS",
+        help="each --prometheus pull starts this long before the last one ended, for samples that reached the "
+        f"server late; stored ones are dropped (default {SERVER_LOOKBACK_S:g})",
     )
     p.add_argument("--retain-days", type=float, metavar="DAYS", help="delete history older than this")
     p.add_argument(
@@ -161,21 +171,23 @@ def _cmd_cron(args: argparse.Namespace) -> int:
         prometheus=args.prometheus,
         remote=remote_options(args),
         alertmanager=_alertmanager_options(args),
+        server_lookback_s=max(0.0, args.server_lookback),
     )
     try:
         res = run_cron(opts)
     except (LockedError, StateError) as e:
-        print(f"FABRICSCOPE UNKNOWN - {e}")
+        print(f"FABRICSCOPE UNKNOWN - {redact_text(str(e))}")
         return EXIT_UNKNOWN
     except FabricscopeError as e:
-        print(f"FABRICSCOPE UNKNOWN - cannot read input: {e}")
+        print(f"FABRICSCOPE UNKNOWN - cannot read input: {redact_text(str(e))}")
         return EXIT_UNKNOWN
     except (OSError, ValueError) as e:
-        print(f"FABRICSCOPE UNKNOWN - {e}")
+        print(f"FABRICSCOPE UNKNOWN - {redact_text(str(e))}")
         return EXIT_UNKNOWN
     except Exception as e:  # Nagios must see UNKNOWN, not a traceback's exit status 1 (WARNING)
-        traceback.print_exc()
-        print(f"FABRICSCOPE UNKNOWN - internal error: {type(e).__name__}: {e}")
+        # The traceback's text may quote a URL with its credentials: redacted like every message.
+        print(redact_text(traceback.format_exc(), escape=False), file=sys.stderr, end="")
+        print(f"FABRICSCOPE UNKNOWN - internal error: {type(e).__name__}: {redact_text(str(e))}")
         return EXIT_UNKNOWN
     for d in res.deliveries:
         if d.error:

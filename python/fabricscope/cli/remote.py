@@ -9,7 +9,7 @@ import argparse
 import sys
 import time
 
-from fabricscope.remote import APIS, Connection, RemoteOptions
+from fabricscope.remote import APIS, DEFAULT_DEADLINE_S, Connection, RemoteOptions
 
 __all__ = ["add_remote_arguments", "progress_bar", "remote_options"]
 
@@ -62,7 +62,17 @@ def add_remote_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--basic-auth-file", metavar="PATH", help="send basic auth from this file (user:password)")
     g.add_argument("--ca-file", metavar="PATH", help="verify the server with this PEM CA bundle")
     g.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
-    g.add_argument("--timeout", type=float, default=30.0, metavar="S", help="seconds per request (default 30)")
+    g.add_argument(
+        "--timeout", type=float, default=30.0, metavar="S", help="seconds any socket operation may wait (default 30)"
+    )
+    g.add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE_S,
+        metavar="S",
+        help=f"seconds one pull may take in all, retries and redirects included (default {DEFAULT_DEADLINE_S:g}; "
+        "0: none)",
+    )
     g.add_argument(
         "--retries", type=int, default=3, metavar="N", help="retries after timeouts, 429 and 5xx (default 3)"
     )
@@ -85,6 +95,7 @@ def remote_options(args: argparse.Namespace) -> RemoteOptions:
             ca_file=args.ca_file,
             insecure=args.insecure,
             timeout_s=args.timeout,
+            deadline_s=args.deadline if args.deadline and args.deadline > 0 else None,
             retries=max(0, args.retries),
             concurrency=max(1, args.concurrency),
         ),

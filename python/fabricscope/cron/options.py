@@ -12,6 +12,12 @@ import polars as pl
 from fabricscope.alertmanager import AlertmanagerOptions, Delivery
 from fabricscope.remote import RemoteOptions
 
+#: How far before its watermark each server pull starts (seconds): Prometheus's own default
+#: ``--query.lookback-delta`` (5 minutes), the span in which the server still treats a sample
+#: as current (https://prometheus.io/docs/prometheus/latest/querying/basics/#staleness); a
+#: sample ingested later than that is one Prometheus's own queries would miss as well.
+SERVER_LOOKBACK_S = 300.0
+
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
 
 
@@ -39,6 +45,10 @@ class CronOptions:
             run commits.
         remote: Matchers, authentication, TLS for ``prometheus``.
         alertmanager: Send the open incidents to these Alertmanagers after the commit point.
+        server_lookback_s: Each server pull starts this many seconds before the watermark, so
+            samples stamped before it that reached the server later (a scrape in progress,
+            remote-write or federation lag) are pulled; what the history holds is dropped
+            (series and timestamp). Default :data:`SERVER_LOOKBACK_S`.
     """
 
     inputs: list[str]
@@ -58,6 +68,7 @@ class CronOptions:
     prometheus: list[str] = field(default_factory=list)
     remote: RemoteOptions | None = None
     alertmanager: AlertmanagerOptions | None = None
+    server_lookback_s: float = SERVER_LOOKBACK_S
 
 
 @dataclass

@@ -20,10 +20,16 @@ if TYPE_CHECKING:
 
 
 def read_plans(
-    plans: list[Plan], strict: bool
+    plans: list[Plan], strict: bool, watched: list[str] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, Any]], dict[str, str], dict[str, pl.DataFrame]]:
-    """Read every planned input; returns samples, attributes, the contract's inputs, formats, tables."""
-    from fabricscope.io import load
+    """Read every planned input; returns samples, attributes, the contract's inputs, formats, tables.
+
+    Timeless files take one time for the whole run, the newest mtime of the ``watched`` paths
+    (as ``fabricscope analyze`` of those paths does), although they are read in format groups.
+    """
+    from fabricscope.io import input_set_mtime, load
+
+    set_time = input_set_mtime(watched) if watched else None
 
     groups: dict[str | None, list[Plan]] = {}
     for p in plans:
@@ -33,7 +39,7 @@ def read_plans(
     tables: dict[str, list[pl.DataFrame]] = {}
     for fmt, ps in groups.items():
         back = {p.read_path: p.unit.path for p in ps}
-        res = load([p.read_path for p in ps], format=fmt or "auto", strict=strict)
+        res = load([p.read_path for p in ps], format=fmt or "auto", strict=strict, time=set_time)
         samples.append(res.samples)
         if not res.attributes.is_empty():
             attrs.append(res.attributes)
@@ -58,7 +64,13 @@ def pull_servers(
     new_attrs: pl.DataFrame,
     inputs: list[dict[str, Any]],
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, dict[str, Any]]]:
-    """Pull each Prometheus server from its watermark to ``now``.
+    """Pull each Prometheus server from its watermark (less ``opts.server_lookback_s``) to ``now``.
+
+    The watermark is the ``now`` of the last pull, but a sample stamped just before it may reach
+    the server later (a scrape still in progress, remote-write or federation lag): each pull
+    starts ``server_lookback_s`` earlier, and what the history already holds is dropped
+    afterwards by :func:`drop_stored` (per series, at or before its last stored time; a server
+    ingests each series in time order, so a late sample is always after its series' last one).
 
     Returns the samples and attributes with the pulled ones added, and each server's next
     watermark (its state entry, committed with the rest of the state).
@@ -70,16 +82,20 @@ def pull_servers(
     for url in opts.prometheus:
         key = redact(url)
         mark = files.get(key, {}).get("watermark_ns")
-        since = int(mark) if isinstance(mark, int) else until - DEFAULT_RANGE_S * 1_000_000_000
-        if since >= until:
-            marks[key] = files[key]
-            continue
+        if isinstance(mark, int):
+            if mark >= until:
+                marks[key] = files[key]
+                continue
+            since = mark - round(opts.server_lookback_s * 1e9)
+        else:
+            since = until - DEFAULT_RANGE_S * 1_000_000_000
         remote = replace(opts.remote or RemoteOptions(), since=since, until=until)
         s, a, report = load_url(url, remote, strict=opts.strict)
         samples.append(to_stored(s))
         if not a.is_empty():
             attrs.append(stored_attrs(a))
-        inputs.append({"path": key, "format": report["format"] or "-", "records": s.height, "rejected": 0})
+        rejected = int(report.get("bad_records") or 0)
+        inputs.append({"path": key, "format": report["format"] or "-", "records": s.height, "rejected": rejected})
         marks[key] = {"kind": "prometheus", "watermark_ns": until}
     out_s = pl.concat(samples) if len(samples) > 1 else new
     out_a = pl.concat(attrs) if attrs else new_attrs

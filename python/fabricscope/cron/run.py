@@ -15,7 +15,7 @@ import polars as pl
 from fabricscope import _atomic
 from fabricscope.cron.incidents import active_incidents, read_incidents, update_incidents
 from fabricscope.cron.lifecycle import active_findings, update_lifecycle
-from fabricscope.cron.lock import state_lock
+from fabricscope.cron.lock import history_lock, state_lock
 from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
 from fabricscope.cron.options import CronOptions, CronResult
 from fabricscope.cron.outputs import status_line
@@ -69,8 +69,8 @@ def run_cron(opts: CronOptions) -> CronResult:
     t0 = _time.monotonic()
     hist = History(opts.history)
     state, history = Path(opts.state), Path(opts.history)
-    with state_lock(state, opts.wait_s):
-        history.mkdir(parents=True, exist_ok=True)
+    # State first, then history, in every run: two runs never wait for each other in a cycle.
+    with state_lock(state, opts.wait_s), history_lock(history, opts.wait_s):
         if opts.reset_state:
             recover_quiet(state, history)
             rebuild_state(state, hist)
@@ -102,7 +102,7 @@ def _run_locked(
 
     run_id = _run_id(st.last_run_id, plans)
     plans = prepare_reads(plans, st.files, work)
-    new, new_attrs, inputs, formats, tables = read_plans(plans, opts.strict)
+    new, new_attrs, inputs, formats, tables = read_plans(plans, opts.strict, [str(p) for p in opts.inputs])
     new, new_attrs, marks = pull_servers(opts, st.files, started_wall, new, new_attrs, inputs)
     # Topology changes rarely and is read once: the latest links table stays in the state; the
     # other tables (perftest, nccl-tests results) belong to this run's inputs only.
@@ -141,7 +141,13 @@ def _run_locked(
             else empty_series()
         )
         prev = st.series.filter(pl.col("host").is_in(hosts))
-        window = pl.concat([back, prev, new]).unique(subset=[*SERIES_KEYS, "time"], keep="last", maintain_order=True)
+        # History and the last readings overlap each other and the new samples: one reading per
+        # series and time from them, none where the new samples have one. Readings within the new
+        # samples stay as read (two inputs may hold the same reading), as `analyze` keeps them.
+        key = [*SERIES_KEYS, "time"]
+        old = pl.concat([back, prev]).unique(subset=key, keep="last", maintain_order=True)
+        old = old.join(new.select(key), on=key, how="anti", nulls_equal=True)
+        window = pl.concat([old, new])
         analysis = run_analysis(
             to_canonical(window.sort("time")),
             profile=opts.profile,

@@ -22,6 +22,7 @@ from fabricscope.advise import advise
 from fabricscope.findings import overall_status
 from fabricscope.incidents import Incident
 from fabricscope.rates import value_as_float
+from fabricscope.redaction import redact_text
 
 if TYPE_CHECKING:
     from fabricscope.remote import RemoteOptions
@@ -220,13 +221,14 @@ def gather(
     )
     return ReportData(
         title="fabricscope report",
-        sources=paths,
+        # What the report shows of its inputs: a URL without its user info or query string.
+        sources=[redact_text(p) for p in paths],
         findings=analysis.findings,
         rates=analysis.rates,
         gauges=gauges,
         inputs=inputs,
         formats=pl.concat(formats, how="vertical_relaxed") if formats else None,
-        problems=trouble,
+        problems=[redact_text(t) for t in trouble],
         lifecycle=pl.concat(lifecycles) if lifecycles else None,
         layers=getattr(analysis, "layers", None),
         advice=_advice(analysis),

@@ -130,6 +130,21 @@ fn decompressed_size_limit_is_an_option() {
     assert!(matches!(err, Error::LimitExceeded { option: "max_decompressed_bytes", .. }), "{err}");
 }
 
+#[test]
+fn a_response_decodes_to_at_most_the_document_limit() {
+    // The decoded response is one document in memory: bounded by max_document_bytes (256 MiB),
+    // not only by max_decompressed_bytes (256 GiB, which let a 256 MiB body declare ~5.6 GiB).
+    let real = std::fs::read(fixture("prometheus-api/read-response.bin")).unwrap();
+    let declared = snap::raw::decompress_len(&real).unwrap() as u64;
+    let body = real.len() as u64;
+    assert!(declared > body, "the fixture must expand: {declared} <= {body}");
+    let tight = ReadOptions { limits: Limits { max_document_bytes: body, ..Limits::default() }, ..opts(true) };
+    let err = read_body(&real, &tight).err().unwrap();
+    assert!(matches!(err, Error::LimitExceeded { option: "max_document_bytes", limit, .. } if limit == body), "{err}");
+    let roomy = ReadOptions { limits: Limits { max_document_bytes: declared, ..Limits::default() }, ..opts(true) };
+    assert!(read_body(&real, &roomy).is_ok());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 

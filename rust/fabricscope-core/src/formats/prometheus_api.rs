@@ -229,10 +229,16 @@ pub(crate) fn api_value(v: f64) -> Value {
     Value::from_f64(v)
 }
 
-/// Seconds (as the API writes them: milliseconds with a fraction) to ns, exactly.
+/// Seconds (as the API writes them: milliseconds with a fraction) to ns, exactly; None when
+/// the time is not finite or beyond what i64 nanoseconds hold (about year 2262).
 fn time_ns(seconds: f64) -> Option<i64> {
     let ms = (seconds * 1000.0).round();
-    (ms.is_finite() && ms.abs() < 9.2e15).then(|| ms as i64 * NS_PER_MS)
+    // `as` saturates beyond i64 (never wraps); the product is checked, so a time past what i64
+    // nanoseconds hold is refused instead of wrapping (release) or panicking (debug).
+    if !ms.is_finite() {
+        return None;
+    }
+    (ms as i64).checked_mul(NS_PER_MS)
 }
 
 /// Is `name` a metric the counter vocabulary knows (a canonical counter, a `node_ethtool_*`
@@ -253,6 +259,12 @@ mod tests {
         assert_eq!(time_ns(1_796_400_000.032), Some(1_796_400_000_032_000_000));
         assert_eq!(time_ns(1_796_400_180.058), Some(1_796_400_180_058_000_000));
         assert_eq!(time_ns(0.001), Some(1_000_000));
+        // The largest ms whose ns fit in i64, and one past it: refused, never wrapped.
+        assert_eq!(time_ns(9_223_372_036.854), Some(9_223_372_036_854_000_000));
+        assert_eq!(time_ns(9_223_372_036.855), None);
+        assert_eq!(time_ns(-9_223_372_036.855), None);
+        // 10^13 ms passed the old range check (< 9.2e15 ms) and overflowed the multiplication.
+        assert_eq!(time_ns(1e10), None);
         assert_eq!(time_ns(f64::NAN), None);
         assert_eq!(time_ns(1e300), None);
     }

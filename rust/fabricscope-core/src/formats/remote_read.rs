@@ -190,7 +190,7 @@ pub fn encode_request(start_ms: i64, end_ms: i64, matchers: &[(String, MatchOp, 
 }
 
 /// Reader of one remote read response (bounded by `max_document_bytes` compressed and
-/// `max_decompressed_bytes` decompressed).
+/// `max_document_bytes` decompressed too, as one document in memory).
 pub struct RemoteReadReader;
 
 impl BinaryReader for RemoteReadReader {
@@ -218,7 +218,14 @@ fn decompress(buf: &[u8], ctx: &mut ReadContext<'_>) -> Result<Option<Vec<u8>>> 
         ctx.bad_record(Position::default(), EXPECTED, found.as_bytes())?;
         return Ok(None);
     }
-    let limit = ctx.options().limits.max_decompressed_bytes;
+    // The decoded response is one document held in memory: it is bounded by the document limit
+    // (256 MiB by default) as well as the decompression limit (256 GiB, sized for streams).
+    let limits = ctx.options().limits;
+    let (limit, option) = if limits.max_document_bytes <= limits.max_decompressed_bytes {
+        (limits.max_document_bytes, "max_document_bytes")
+    } else {
+        (limits.max_decompressed_bytes, "max_decompressed_bytes")
+    };
     if declared > limit {
         return ctx
             .bad_record_error(Error::LimitExceeded {
@@ -226,7 +233,7 @@ fn decompress(buf: &[u8], ctx: &mut ReadContext<'_>) -> Result<Option<Vec<u8>>> 
                 position: Position::default(),
                 what: "decompressed size of a remote read response",
                 limit,
-                option: "max_decompressed_bytes",
+                option,
             })
             .map(|()| None);
     }

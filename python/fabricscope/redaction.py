@@ -1,0 +1,82 @@
+"""One redaction for everything fabricscope prints, stores or renders.
+
+A URL given as an input may carry credentials (``http://user:password@host/?token=T``), and a
+server may echo a header value back in an error. Every place that shows an input's name or a
+server's text (reports, findings JSON, history, cron state, the Prometheus textfile, the
+dashboard, log lines and exception messages) passes it through :func:`redact_text`, which
+
+* drops the user info, the query string and the fragment of every ``http(s)://`` URL in it,
+* replaces each known secret value (tokens, passwords, header values) with ``<redacted>``,
+* escapes control characters (a server's text must not move a terminal's cursor or forge a
+  line in a Nagios status or a log).
+
+Standard library only: every module may import it without import cycles.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Iterable
+
+__all__ = ["REDACTED", "printable", "redact_text", "redact_url"]
+
+#: What a secret value is replaced with.
+REDACTED = "<redacted>"
+
+# An http(s) URL inside free text: up to whitespace, a quote or an angle bracket.
+_URL = re.compile(r"""(?i)\bhttps?://[^\s'"<>`]+""")
+# C0 and C1 control characters (and DEL); tab is shown escaped too, so one record stays one line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def redact_url(url: str) -> str:
+    """The URL as it may be shown: no user info, no query string, no fragment.
+
+    Example:
+        >>> from fabricscope.redaction import redact_url
+        >>> redact_url("https://admin:s3cret@prom.example:9090/api?token=x#f")
+        'https://prom.example:9090/api'
+        >>> redact_url("http://[::1]:9090")
+        'http://[::1]:9090'
+    """
+    try:
+        p = urllib.parse.urlsplit(url)
+        port = p.port
+    except ValueError:
+        # Not parseable (a bad port, a stray bracket): keep only the scheme and what precedes
+        # any user info, query or fragment.
+        scheme, _, rest = url.partition("://")
+        host = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+        return f"{scheme}://{host}"
+    host = p.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port else host
+    return urllib.parse.urlunsplit((p.scheme, netloc, p.path, "", ""))
+
+
+def printable(text: str) -> str:
+    r"""``text`` with control characters escaped (``\n`` as ``\x0a``), so it stays one line.
+
+    Example:
+        >>> from fabricscope.redaction import printable
+        >>> printable("bad\x1b[2Jvalue\nOK - all good")
+        'bad\\x1b[2Jvalue\\x0aOK - all good'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def redact_text(text: str, secrets: Iterable[str] = (), *, escape: bool = True) -> str:
+    """``text`` safe to show: URLs redacted, ``secrets`` replaced, control characters escaped.
+
+    Example:
+        >>> from fabricscope.redaction import redact_text
+        >>> redact_text("GET http://ops:pw@prom:9090/x?token=tok1 failed: bad token tok1", ["tok1"])
+        'GET http://prom:9090/x failed: bad token <redacted>'
+    """
+    out = _URL.sub(lambda m: redact_url(m.group()), str(text))
+    # Longest first: a secret that contains another is replaced whole.
+    for s in sorted({s for s in secrets if s}, key=len, reverse=True):
+        out = out.replace(s, REDACTED)
+    return printable(out) if escape else out
