@@ -68,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except Exception as e:
         # A check's status must stay Nagios's: UNKNOWN, not a traceback's 1 (WARNING).
+        message = redact_text(str(e))
         print(
-            f"fabricscope {args.command}: internal error: {type(e).__name__}: {redact_text(str(e))} (rerun with -v for the trace)",
+            f"fabricscope {args.command}: internal error: {type(e).__name__}: {message} (rerun with -v for the trace)",
             file=sys.stderr,
         )
         if args.verbose:

@@ -14,8 +14,8 @@ from fabricscope.cli.remote import add_remote_arguments, header_argument, remote
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
 from fabricscope.cron.options import SERVER_LOOKBACK_S
 from fabricscope.exceptions import FabricscopeError
-from fabricscope.remote import Connection
 from fabricscope.redaction import redact_text
+from fabricscope.remote import Connection
 
 _EPILOG = """\
 examples:

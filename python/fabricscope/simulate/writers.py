@@ -323,9 +323,7 @@ def _stamp(ms: int) -> str:
     return f"{ms // 1000}.{(ms % 1000) * 1_000_000:09d}"  # `date +%s.%N`
 
 
-def write_ethtool(
-    sim: Simulation, outdir: Path, *, driver: str = "mlx5", whole_seconds: bool = False
-) -> pl.DataFrame:
+def write_ethtool(sim: Simulation, outdir: Path, *, driver: str = "mlx5", whole_seconds: bool = False) -> pl.DataFrame:
     """``while sleep N; do date +%s; ethtool -S ethX; done >> host-ethX.log`` logs, one per netdev.
 
     Per-priority pause counters appear only for priorities with PFC enabled, as mlx5 prints them.
