@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricscope.alertmanager import AlertmanagerOptions
-from fabricscope.cli.remote import add_remote_arguments, header_argument, remote_options
+from fabricscope.cli.remote import add_credential_arguments, add_remote_arguments, credential_options, remote_options
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
 from fabricscope.cron.options import SERVER_LOOKBACK_S
 from fabricscope.exceptions import FabricscopeError
@@ -117,18 +117,7 @@ def _add_alertmanager_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="link sent with each alert (generatorURL and the evidence annotation); {incident_id} is replaced",
     )
-    g.add_argument(
-        "--alertmanager-header",
-        action="append",
-        type=header_argument,
-        default=[],
-        metavar="NAME=VALUE",
-        help="extra request header (repeatable; its value is never printed)",
-    )
-    g.add_argument("--alertmanager-bearer-token-file", metavar="PATH", help="bearer token for Alertmanager")
-    g.add_argument("--alertmanager-basic-auth-file", metavar="PATH", help="basic auth (user:password) for Alertmanager")
-    g.add_argument("--alertmanager-ca-file", metavar="PATH", help="verify Alertmanager with this PEM CA bundle")
-    g.add_argument("--alertmanager-insecure", action="store_true", help="do not verify Alertmanager's certificate")
+    add_credential_arguments(g, header_flag="--alertmanager-header", prefix="alertmanager-", what="Alertmanager")
 
 
 def _alertmanager_options(args: argparse.Namespace) -> AlertmanagerOptions | None:
@@ -137,11 +126,7 @@ def _alertmanager_options(args: argparse.Namespace) -> AlertmanagerOptions | Non
     return AlertmanagerOptions(
         urls=tuple(args.alertmanager),
         connection=Connection(
-            headers=tuple(args.alertmanager_header),
-            bearer_token_file=args.alertmanager_bearer_token_file,
-            basic_auth_file=args.alertmanager_basic_auth_file,
-            ca_file=args.alertmanager_ca_file,
-            insecure=args.alertmanager_insecure,
+            **credential_options(args, header_flag="--alertmanager-header", prefix="alertmanager-"),
             timeout_s=args.timeout,
         ),
         fabric=args.fabric,

@@ -11,7 +11,13 @@ import time
 
 from fabricscope.remote import APIS, DEFAULT_DEADLINE_S, Connection, RemoteOptions
 
-__all__ = ["add_remote_arguments", "progress_bar", "remote_options"]
+__all__ = [
+    "add_credential_arguments",
+    "add_remote_arguments",
+    "credential_options",
+    "progress_bar",
+    "remote_options",
+]
 
 
 def _header(text: str) -> tuple[str, str]:
@@ -21,6 +27,45 @@ def _header(text: str) -> tuple[str, str]:
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError("expected NAME=VALUE (or NAME: VALUE)")
     return name.strip(), value.strip()
+
+
+def add_credential_arguments(
+    g: argparse._ArgumentGroup, *, header_flag: str, prefix: str = "", what: str = "the server"
+) -> None:
+    """Header, bearer token, basic auth, CA and ``--insecure`` options: one spelling for every HTTP client.
+
+    Args:
+        g: The argument group to add them to.
+        header_flag: The repeatable ``NAME=VALUE`` header option (``--prometheus-header``).
+        prefix: Put before the other options' names (``alertmanager-`` gives ``--alertmanager-ca-file``).
+        what: The server, as the help texts name it.
+    """
+    g.add_argument(
+        header_flag,
+        action="append",
+        type=_header,
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra request header (repeatable; its value is never printed)",
+    )
+    g.add_argument(
+        f"--{prefix}bearer-token-file", metavar="PATH", help=f"send the token in this file as a bearer token to {what}"
+    )
+    g.add_argument(f"--{prefix}basic-auth-file", metavar="PATH", help=f"basic auth (user:password) for {what}")
+    g.add_argument(f"--{prefix}ca-file", metavar="PATH", help=f"verify {what} with this PEM CA bundle")
+    g.add_argument(f"--{prefix}insecure", action="store_true", help=f"do not verify the TLS certificate of {what}")
+
+
+def credential_options(args: argparse.Namespace, *, header_flag: str, prefix: str = "") -> dict[str, object]:
+    """The :class:`~fabricscope.remote.Connection` fields that :func:`add_credential_arguments` options give."""
+    dest = prefix.replace("-", "_")
+    return {
+        "headers": tuple(getattr(args, header_flag.lstrip("-").replace("-", "_"))),
+        "bearer_token_file": getattr(args, f"{dest}bearer_token_file"),
+        "basic_auth_file": getattr(args, f"{dest}basic_auth_file"),
+        "ca_file": getattr(args, f"{dest}ca_file"),
+        "insecure": getattr(args, f"{dest}insecure"),
+    }
 
 
 def add_remote_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,18 +95,7 @@ def add_remote_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--chunk", type=float, metavar="SECONDS", help="fixed time chunk per request (default: adaptive)")
     g.add_argument("--repeat", type=int, default=1, metavar="N", help="exporter URLs: scrapes to take (default 1)")
     g.add_argument("--interval", type=float, default=10.0, metavar="S", help="exporter URLs: seconds between scrapes")
-    g.add_argument(
-        "--prometheus-header",
-        action="append",
-        type=_header,
-        default=[],
-        metavar="NAME=VALUE",
-        help="extra request header (repeatable; its value is never printed)",
-    )
-    g.add_argument("--bearer-token-file", metavar="PATH", help="send the token in this file as a bearer token")
-    g.add_argument("--basic-auth-file", metavar="PATH", help="send basic auth from this file (user:password)")
-    g.add_argument("--ca-file", metavar="PATH", help="verify the server with this PEM CA bundle")
-    g.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
+    add_credential_arguments(g, header_flag="--prometheus-header")
     g.add_argument(
         "--timeout", type=float, default=30.0, metavar="S", help="seconds any socket operation may wait (default 30)"
     )
@@ -89,11 +123,7 @@ def remote_options(args: argparse.Namespace) -> RemoteOptions:
         repeat=args.repeat,
         interval_s=args.interval,
         connection=Connection(
-            headers=tuple(args.prometheus_header),
-            bearer_token_file=args.bearer_token_file,
-            basic_auth_file=args.basic_auth_file,
-            ca_file=args.ca_file,
-            insecure=args.insecure,
+            **credential_options(args, header_flag="--prometheus-header"),
             timeout_s=args.timeout,
             deadline_s=args.deadline if args.deadline and args.deadline > 0 else None,
             retries=max(0, args.retries),
@@ -130,7 +160,3 @@ class progress_bar:  # noqa: N801 - used as a callable, like a function
         if self.drawn:
             sys.stderr.write("\n")
             sys.stderr.flush()
-
-
-#: ``NAME=VALUE`` as a header pair, for other commands' header options (cron's Alertmanager).
-header_argument = _header
