@@ -264,8 +264,9 @@ def _netdev_rows(ent: Entities, attributes: pl.DataFrame | None, rows: list[tupl
         return
     cols = [pl.col(c).cast(pl.String) for c in ("host", "device", "value")]
     src = pl.col("source").cast(pl.String) if "source" in attributes.columns else pl.lit("port attributes")
+    port = pl.col("port").cast(pl.Int64) if "port" in attributes.columns else pl.lit(None, pl.Int64)
     a = attributes.filter(pl.col("key").cast(pl.String) == "netdev").select(
-        *cols, pl.col("port").cast(pl.Int64), src.alias("source")
+        *cols, port.alias("port"), src.alias("source")
     )
     claims: dict[tuple[str, str], set[tuple[str, int | None]]] = {}
     sources: dict[tuple[str, str], set[str]] = {}
