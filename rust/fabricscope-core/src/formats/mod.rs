@@ -309,14 +309,14 @@ pub static FORMATS: &[FormatInfo] = &[
         format: Format::Ibdev2netdev,
         name: "ibdev2netdev",
         produced_by: "`ibdev2netdev [-v]` (MLNX_OFED / mlnx-tools): which netdev each RDMA port drives; port attributes only",
-        detection: "`<dev> port <n> ==> <netdev> (<Up|Down>)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
+        detection: "`<dev> port <n> ==> <netdev> (Up)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
         timestamps: "timestamp line; else file name, argument, mtime",
     },
     FormatInfo {
         format: Format::RdmaLink,
         name: "rdma-link",
         produced_by: "`rdma [-j] [-d] link show` (iproute2 4.16+; any RDMA driver): port state, LID, netdev; port attributes only",
-        detection: "`link <dev>/<port> state|lid|subnet_prefix|netdev ...` lines (or `<i>/<p>: <dev>/<port>: ...`), or a JSON array of objects with `ifname` and `state`",
+        detection: "`link <dev>/<port>` lines whose first key is `state`, `lid`, `subnet_prefix` or `netdev` (or `<i>/<p>: <dev>/<port>: ...`), or a JSON array of objects with `ifname` and `state`",
         timestamps: "timestamp line; else file name, argument, mtime",
     },
 ];
