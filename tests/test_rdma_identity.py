@@ -244,3 +244,21 @@ def test_a_netdev_two_rdma_ports_claim_is_a_conflict_left_as_read() -> None:
         how="diagonal_relaxed",
     )
     assert apply(findings, ent)["device"].to_list() == ["eth0"]
+
+
+def test_cli_sysfs_tree_net_device_infiniband_link(tmp_path: Path) -> None:
+    """A copied sysfs tree: ``class/net/eth2/device/infiniband/mlx5_1`` and ``dev_port`` 0 -> port 1."""
+    root = tmp_path / "sys"
+    net = root / "class/net/eth2"
+    (net / "device/infiniband/mlx5_1").mkdir(parents=True)
+    (net / "dev_port").write_text("0\n")
+    (net / "operstate").write_text("up\n")
+    other = root / "class/net/eno1"  # a NIC without RDMA: no attribute
+    other.mkdir(parents=True)
+    (other / "operstate").write_text("up\n")
+    port = root / "class/infiniband/mlx5_1/ports/1/counters"
+    port.mkdir(parents=True)
+    (port / "port_rcv_data").write_text("1000\n")
+    fmt, rows = attributes(tmp_path, root)
+    assert fmt == "sysfs"
+    assert {k: v for k, v in rows.items() if k[2] == "netdev"} == {("mlx5_1", 1, "netdev"): "eth2"}
