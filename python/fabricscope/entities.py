@@ -85,6 +85,8 @@ class Entities:
         hcas: HCA node GUID -> (host, RDMA device) (from sysfs ``node_guid`` or an rdma-ndd description).
         lids: LID -> node GUID (from the links table).
         switches: Switch node GUID -> its name.
+        netdevs: (host, network device) -> (RDMA device, port) from ``ibdev2netdev`` and
+            ``rdma link show`` (the ``netdev`` attribute of an RDMA port): a RoCE NIC's two names.
         conflicts: Names two sources map differently; each is left as read, never guessed.
     """
 
@@ -93,6 +95,7 @@ class Entities:
     hcas: dict[str, tuple[str, str]] = field(default_factory=dict)
     lids: dict[int, str] = field(default_factory=dict)
     switches: dict[str, str] = field(default_factory=dict)
+    netdevs: dict[tuple[str, str], tuple[str, int | None]] = field(default_factory=dict)
     conflicts: list[str] = field(default_factory=list)
 
     def host(self, name: str | None) -> str | None:
@@ -207,6 +210,7 @@ def resolve(
                 sources_of.setdefault(g, []).append((ent.host(h) or h, d, "sysfs node_guid"))
     for g, h, d in described:
         sources_of.setdefault(g, []).append((ent.host(h) or h, d, "node description (rdma-ndd %h %d)"))
+    _netdev_rows(ent, attributes, rows)
     for g, seen_as in sorted(sources_of.items()):
         # the host's own sysfs comes first: a node description can be stale (set at boot, or by hand)
         h, d, src = seen_as[0]
@@ -218,6 +222,8 @@ def resolve(
         for _h, od, osrc in seen_as:
             rows.append((f"hca:{g}", "hca", name, g, "node_guid", osrc))
             rows.append((f"hca:{g}", "hca", name, od, "rdma_device", osrc))
+        # the netdev rows of this HCA join its GUID entity
+        rows[:] = [(f"hca:{g}", *r[1:]) if r[0] == f"hca:{h}/{d}" else r for r in rows]
     # switches, LIDs and cables from the links table
     if links is not None and not links.is_empty():
         for r in links.iter_rows(named=True):
@@ -244,6 +250,47 @@ def resolve(
             rows.append((f"{kind}:{g}", kind, name, f"lid:{lid}", "lid", "links"))
     ent.table = pl.DataFrame(rows, schema=ENTITIES_SCHEMA, orient="row").unique(maintain_order=True)
     return ent
+
+
+def _netdev_rows(ent: Entities, attributes: pl.DataFrame | None, rows: list[tuple[str, ...]]) -> None:
+    """RDMA device <-> network device of one host (``ibdev2netdev``, ``rdma link show``).
+
+    A RoCE NIC is ``eth0`` to ethtool and node_exporter and ``mlx5_0`` to sysfs hw_counters and
+    ``rdma statistic``: one entity named by its RDMA device (the name GUID-keyed sources resolve
+    to as well), its netdev an alias. A netdev two RDMA ports claim (or the reverse) is a conflict,
+    left as read.
+    """
+    if attributes is None or attributes.is_empty() or "key" not in attributes.columns:
+        return
+    cols = [pl.col(c).cast(pl.String) for c in ("host", "device", "value")]
+    src = pl.col("source").cast(pl.String) if "source" in attributes.columns else pl.lit("port attributes")
+    port = pl.col("port").cast(pl.Int64) if "port" in attributes.columns else pl.lit(None, pl.Int64)
+    a = attributes.filter(pl.col("key").cast(pl.String) == "netdev").select(
+        *cols, port.alias("port"), src.alias("source")
+    )
+    claims: dict[tuple[str, str], set[tuple[str, int | None]]] = {}
+    sources: dict[tuple[str, str], set[str]] = {}
+    for h, d, nd, p, source in a.unique().iter_rows():
+        if not (h and d and nd) or nd == d:
+            continue
+        key = (ent.host(h) or h, nd)
+        claims.setdefault(key, set()).add((d, p))
+        sources.setdefault(key, set()).add(source or "port attributes")
+    by_rdma: dict[tuple[str, str, int | None], set[str]] = {}
+    for (h, nd), devs in claims.items():
+        for d, p in devs:
+            by_rdma.setdefault((h, d, p), set()).add(nd)
+    for (h, nd), devs in sorted(claims.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        (d, p), *others = sorted(devs, key=lambda dp: (dp[0], dp[1] or 0))
+        if others or len(by_rdma[(h, d, p)]) > 1:
+            named = ", ".join(f"{od} port {op}" for od, op in sorted(devs, key=lambda dp: (dp[0], dp[1] or 0)))
+            ent.conflicts.append(f"netdev {nd} on {h} is {named}: not joined")
+            continue
+        ent.netdevs[(h, nd)] = (d, p)
+        name = f"{h} {d}"
+        for source in sorted(sources[(h, nd)]):
+            rows.append((f"hca:{h}/{d}", "hca", name, nd, "netdev", source))
+            rows.append((f"hca:{h}/{d}", "hca", name, d, "rdma_device", source))
 
 
 def _guid(text: str | None) -> str | None:
@@ -282,6 +329,10 @@ def apply(findings: pl.DataFrame, ent: Entities, links: pl.DataFrame | None = No
     * hosts become canonical (FQDN -> short name when joined, ``--host-alias``);
     * a finding on an HCA named by GUID or LID becomes the HCA's host and device (the name it was
       read under goes to ``evidence.seen_as``); one on a switch port read with no host names the switch;
+    * a finding on a RoCE NIC's netdev (``eth0``: ethtool, node_exporter) names its RDMA device and
+      port (``mlx5_0`` port 1) when ``ibdev2netdev`` or ``rdma link show`` maps them (the netdev
+      goes to ``evidence.seen_as``); findings of one kind on that NIC read under both names, whose
+      windows overlap, become one (the others under ``evidence.also_seen``);
     * findings of a cable kind (:data:`CABLE_KINDS`) on the two ends of one cable, or on one port
       from several sources, whose windows overlap, become one: the worst (a host's end on ties) is
       kept, the union window, the others under ``evidence.also_seen``, and ``evidence.cable`` names
@@ -305,11 +356,22 @@ def apply(findings: pl.DataFrame, ent: Entities, links: pl.DataFrame | None = No
             b = (str(r["peer_node_guid"]).lower(), int(r["peer_port"]))
             cable_of[a] = cable_of[b] = (a, b)
     rows = []
+    # RDMA ports that also have a netdev name: their findings from both names are one NIC's
+    nic_ports = {(h, d, p) for (h, _nd), (d, p) in ent.netdevs.items()}
     for i, r in enumerate(findings.iter_rows(named=True)):
         r = dict(r, _i=i)
         host, dev = r.get("host"), r.get("device")
         r["_read_as"] = (host, dev, r.get("port"))
         r["host"] = ent.host(host)
+        rdma = ent.netdevs.get((r["host"], dev)) if r["host"] and dev else None
+        if rdma is not None:
+            ev = _evidence(r.get("evidence"))
+            ev["seen_as"] = {"host": host, "device": dev}
+            r["device"] = rdma[0]
+            r["port"] = r.get("port") if r.get("port") is not None else rdma[1]
+            r["evidence"] = json.dumps(ev, sort_keys=True, default=str)
+        nic = (r["host"], r["device"], r.get("port"))
+        r["_nic"] = ("nic", *nic) if nic in nic_ports else None
         g = _port_guid(ent, dev)
         if g is not None and g in ent.hcas:
             ev = _evidence(r.get("evidence"))
@@ -348,15 +410,28 @@ def _one_per_cable(
 
     def rank(r: dict[str, Any]) -> tuple[Any, ...]:
         # the worst first; of equals, a port read under its host's own name before one a topology
-        # dump named by GUID or LID, then a fixed order (the engines' row order is not fixed)
+        # dump named by GUID or LID, one read under its RDMA device's name before one read under
+        # its netdev (the RDMA counters carry what relations match: out-of-sequence and
+        # retransmission counts), then a fixed order (the engines' row order is not fixed)
         read_host, read_dev, read_port = r["_read_as"]
         by_guid = str(read_dev or "").lower().startswith(("0x", "lid:"))
-        return (-_SEV.get(r["severity"], 0), by_guid, str(read_host), str(read_dev), read_port or 0, str(r["metric"]))
+        by_netdev = read_dev != r["device"] and not by_guid
+        return (
+            -_SEV.get(r["severity"], 0),
+            by_guid,
+            by_netdev,
+            str(read_host),
+            str(read_dev),
+            read_port or 0,
+            str(r["metric"]),
+        )
 
     kept: list[dict[str, Any]] = []
-    groups: dict[tuple[str, tuple[tuple[str, int], ...]], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]] = {}
     for r in sorted(rows, key=rank):
         c = cable(r) if r["kind"] in CABLE_KINDS else None
+        if c is None and r.get("_nic") is not None:
+            c = (r["_nic"],)  # one NIC under two names: one finding per kind
         if c is None:
             kept.append(r)
             continue
@@ -392,6 +467,6 @@ def _one_per_cable(
             kept.append(r)
     kept.sort(key=lambda r: r["_i"])  # the input's order
     for r in kept:
-        for k in ("_guid", "_read_as", "_i"):
+        for k in ("_guid", "_read_as", "_i", "_nic"):
             r.pop(k, None)
     return kept

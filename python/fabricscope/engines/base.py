@@ -42,6 +42,9 @@ __all__ = [
 
 PER_PARTITION = frozenset(s.name for s in detectors_in("partition"))
 """Detectors whose findings for a port depend only on that port's host: run inside partitions."""
+IDENTITY_KEYS = ("node_guid_hex", "netdev")
+"""Port attributes entity resolution reads: an HCA's GUID (sysfs), the netdev an RDMA port drives
+(``ibdev2netdev``, ``rdma link show``)."""
 
 FABRIC_WIDE: dict[str, Callable[[pl.DataFrame], pl.DataFrame] | None] = {
     s.name: s.rates_needed for s in detectors_in("fabric")
@@ -340,8 +343,9 @@ class EngineResult:
         sample_bytes: Arrow size of the samples read (after filters).
         views: The detectors' views (``layers`` ...), with ``keep_detail``.
         times: First and last sample time per reader (:func:`fabricscope.input_summary.format_times`).
-        identity: The port attributes that name an HCA (``node_guid_hex``: host, device -> GUID), for
-            entity resolution (:mod:`fabricscope.entities`); small, one row per device.
+        identity: The port attributes that name an HCA (:data:`IDENTITY_KEYS`: ``node_guid_hex``:
+            host, device -> GUID; ``netdev``: host, RDMA device -> its network device), for entity
+            resolution (:mod:`fabricscope.entities`); small, one row per device.
     """
 
     findings: pl.DataFrame
@@ -400,7 +404,7 @@ def reduce_results(
         views=views,
         times=merge_times([r.times for r in results]),
         identity=_concat(
-            [r.attributes.filter(pl.col("key").cast(pl.String) == "node_guid_hex") for r in results],
+            [r.attributes.filter(pl.col("key").cast(pl.String).is_in(IDENTITY_KEYS)) for r in results],
             empty_attributes(),
         ),
     )

@@ -257,6 +257,8 @@ SCENARIOS: dict[str, Scenario] = {
             ],
             formats=_ROCE_FMT,
             prefix="nolossless",
+            # ibdev2netdev joins each NIC's ethtool name (eth0) to its sysfs name (mlx5_0 port 1)
+            extra={"ibdev2netdev": True},
             incidents=lambda h, d: [
                 {
                     "rule": "lossless_off_drops",

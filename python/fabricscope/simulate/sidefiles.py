@@ -73,6 +73,22 @@ def write_ibnetdiscover(fabric: Fabric, out: Path, *, prefix: str, t_s: int, hos
     out.write_text("\n".join(lines) + "\n")
 
 
+def write_ibdev2netdev(fabric: Fabric, outdir: Path, *, t_s: int) -> None:
+    """``ibdev2netdev`` on each RoCE host (``# host:`` and ``date +%s`` first), one file per host.
+
+    Lines as MLNX_OFED's script prints them, ``mlx5_0 port 1 ==> eth0 (Up)``: what joins a NIC's
+    ethtool name to its sysfs hw_counters name.
+    """
+    outdir.mkdir(parents=True, exist_ok=True)
+    for h in fabric.hosts:
+        nics = [n for n in h.nics if n.netdev]
+        if not nics:
+            continue
+        lines = [f"# host: {h.name}", str(t_s)]
+        lines += [f"{n.device} port {n.port} ==> {n.netdev} (Up)" for n in nics]
+        (outdir / f"{h.name}-ibdev2netdev.txt").write_text("\n".join(lines) + "\n")
+
+
 def ring_busbw_bytes_per_s(fabric: Fabric, faults: list[Fault], hosts: list[int], t: float, end: float) -> float:
     """Bus bandwidth of a ring all-reduce over ``hosts`` at second ``t``: its slowest hop.
 

@@ -19,6 +19,9 @@ pub mod ibswinfo;
 pub mod netdump;
 pub mod perfquery;
 pub mod rdma_statistic;
+// RDMA device <-> network device identity.
+pub mod ibdev2netdev;
+pub mod rdma_link;
 pub mod telegraf;
 pub mod ufm;
 // Measured-performance and GPU/CXL sources.
@@ -91,6 +94,11 @@ pub enum Format {
     // --- vendor-neutral RDMA ---
     /// `rdma statistic show` (iproute2): RDMA port counters of any RDMA driver, text or `-j` JSON.
     RdmaStatistic,
+    // --- RDMA device <-> network device identity ---
+    /// `ibdev2netdev [-v]` (MLNX_OFED): `mlx5_0 port 1 ==> ens1f0 (Up)`, port attributes only.
+    Ibdev2netdev,
+    /// `rdma [-j] link show` (iproute2): port state and netdev, port attributes only.
+    RdmaLink,
 }
 
 /// Static description of a format for `fabricscope formats`.
@@ -296,6 +304,21 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`link <dev>/<port> <counter> <value> ...` records, or a JSON array of objects with `ifindex`, `ifname`, `port`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
     },
+    // --- RDMA device <-> network device identity ---
+    FormatInfo {
+        format: Format::Ibdev2netdev,
+        name: "ibdev2netdev",
+        produced_by: "`ibdev2netdev [-v]` (MLNX_OFED / mlnx-tools): which netdev each RDMA port drives; port attributes only",
+        detection: "`<dev> port <n> ==> <netdev> (Up)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
+        timestamps: "timestamp line; else file name, argument, mtime",
+    },
+    FormatInfo {
+        format: Format::RdmaLink,
+        name: "rdma-link",
+        produced_by: "`rdma [-j] [-d] link show` (iproute2 4.16+; any RDMA driver): port state, LID, netdev; port attributes only",
+        detection: "`link <dev>/<port>` lines whose first key is `state`, `lid`, `subnet_prefix` or `netdev` (or `<i>/<p>: <dev>/<port>: ...`), or a JSON array of objects with `ifname` and `state`",
+        timestamps: "timestamp line; else file name, argument, mtime",
+    },
 ];
 
 impl Format {
@@ -328,6 +351,8 @@ impl Format {
             Format::CxlList => "cxl-list",
             Format::PerfStatCxl => "perf-stat-cxl",
             Format::RdmaStatistic => "rdma-statistic",
+            Format::Ibdev2netdev => "ibdev2netdev",
+            Format::RdmaLink => "rdma-link",
         }
     }
 
@@ -387,6 +412,8 @@ impl Format {
             Format::Perftest => Some(Box::new(perftest::PerftestReader::new())),
             Format::PerfStatCxl => Some(Box::new(perf_stat::PerfStatReader::new())),
             Format::RdmaStatistic => Some(Box::new(rdma_statistic::RdmaStatisticReader::new())),
+            Format::Ibdev2netdev => Some(Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
+            Format::RdmaLink => Some(Box::new(rdma_link::RdmaLinkReader::new())),
             Format::SysfsTree
             | Format::UfmJson
             | Format::PrometheusApi
@@ -589,6 +616,12 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     let text = String::from_utf8_lossy(head);
     if rdma_statistic::looks_like(&text) {
         return Some(Format::RdmaStatistic);
+    }
+    if rdma_link::looks_like(&text) {
+        return Some(Format::RdmaLink);
+    }
+    if ibdev2netdev::looks_like(&text) {
+        return Some(Format::Ibdev2netdev);
     }
     // Measured-performance and GPU/CXL sources: strict signatures, checked before the
     // IB heuristics so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire.

@@ -18,6 +18,7 @@
 //! | IB device `fw_ver`, `board_id`, `hca_type`, `node_desc` | attributes (port null) |
 //! | net `statistics/*`, `carrier_changes`, `speed` | samples (`speed` -1 or unreadable: skipped) |
 //! | net `operstate`, `mtu`, `address`, `duplex` | attributes |
+//! | net `device/infiniband/<rdma dev>` (listed, not walked), `dev_port` | attribute `netdev` of the RDMA device's port `dev_port` + 1: a RoCE NIC's two names |
 //! | net `ecn/roce_{np,rp}/**` | attributes keyed `ecn.roce_np.enable.3`: DCQCN configuration |
 
 use std::fs::File;
@@ -524,6 +525,34 @@ impl Walk<'_> {
                 let quiet = NET_QUIET_FILES.contains(&name.as_str());
                 self.file(ctx, &path, device, Owner::Net, &name, quiet)?;
             }
+        }
+        self.rdma_of_netdev(ctx, dir, device)
+    }
+
+    /// `class/net/<if>/device/infiniband/<rdma dev>`: the RDMA device of the same PCI function (a
+    /// RoCE NIC's two names). Only that directory is listed, never walked. The port is
+    /// `dev_port` + 1 (`dev_port` numbers a function's ports from 0, RDMA ports from 1); without
+    /// `dev_port` it is left unknown. Emitted as the `netdev` attribute of the RDMA port, as
+    /// `ibdev2netdev` and `rdma link show` give it.
+    fn rdma_of_netdev(&self, ctx: &mut ReadContext<'_>, dir: &Path, netdev: &str) -> Result<()> {
+        let ib = dir.join("device").join("infiniband");
+        if !ib.is_dir() {
+            return Ok(());
+        }
+        let port = read_small(&dir.join("dev_port"))
+            .ok()
+            .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<u16>().ok())
+            .and_then(|p| p.checked_add(1));
+        for (rdma, _) in list_dir(ctx, &ib) {
+            let a = Attribute {
+                time_ns: self.time_ns,
+                host: ctx.samples.host(self.host),
+                device: ctx.samples.device(&rdma),
+                port,
+                key: "netdev",
+                value: netdev,
+            };
+            ctx.push_attribute(self.host, &rdma, &a)?;
         }
         Ok(())
     }
