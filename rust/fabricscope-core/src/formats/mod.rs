@@ -16,6 +16,7 @@ pub mod iblinkinfo;
 pub mod ibnetdiscover;
 pub mod ibqueryerrors;
 pub mod ibswinfo;
+pub mod lldpctl;
 pub mod netdump;
 pub mod perfquery;
 pub mod rdma_statistic;
@@ -91,6 +92,11 @@ pub enum Format {
     // --- vendor-neutral RDMA ---
     /// `rdma statistic show` (iproute2): RDMA port counters of any RDMA driver, text or `-j` JSON.
     RdmaStatistic,
+    // --- Ethernet (RoCE) topology ---
+    /// `lldpctl -f keyvalue` (lldpd) neighbours of one host: the `links` table.
+    LldpctlKeyvalue,
+    /// `lldpctl -f json` / `-f json0` (lldpd) neighbours of one host: the `links` table.
+    LldpctlJson,
 }
 
 /// Static description of a format for `fabricscope formats`.
@@ -296,6 +302,21 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`link <dev>/<port> <counter> <value> ...` records, or a JSON array of objects with `ifindex`, `ifname`, `port`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
     },
+    // --- Ethernet (RoCE) topology ---
+    FormatInfo {
+        format: Format::LldpctlKeyvalue,
+        name: "lldpctl-keyvalue",
+        produced_by: "`lldpctl -f keyvalue` / `lldpcli -f keyvalue show neighbors [details]` (lldpd) on a host; emits `links`",
+        detection: "`lldp.<interface>.<field>=<value>` lines",
+        timestamps: "none (topology table); host from `# host:` line or argument",
+    },
+    FormatInfo {
+        format: Format::LldpctlJson,
+        name: "lldpctl-json",
+        produced_by: "`lldpctl -f json` or `-f json0` (lldpd) on a host; emits `links`",
+        detection: "a JSON object starting `{\"lldp\": {` or `{\"lldp\": [`",
+        timestamps: "none (topology table); host from `# host:` line or argument",
+    },
 ];
 
 impl Format {
@@ -328,6 +349,8 @@ impl Format {
             Format::CxlList => "cxl-list",
             Format::PerfStatCxl => "perf-stat-cxl",
             Format::RdmaStatistic => "rdma-statistic",
+            Format::LldpctlKeyvalue => "lldpctl-keyvalue",
+            Format::LldpctlJson => "lldpctl-json",
         }
     }
 
@@ -348,6 +371,7 @@ impl Format {
             "nccl" | "rccl-tests" => Some(Format::NcclTests),
             "cxl" => Some(Format::CxlList),
             "perf-stat" => Some(Format::PerfStatCxl),
+            "lldpctl" | "lldp" | "lldpcli" => Some(Format::LldpctlKeyvalue),
             _ => None,
         })
     }
@@ -362,6 +386,7 @@ impl Format {
             Format::Pcap | Format::Pcapng => Some(Box::new(crate::packets::CaptureReader)),
             Format::NcclTestsJson => Some(Box::new(nccl_tests::NcclJsonReader)),
             Format::CxlList => Some(Box::new(cxl_list::CxlListReader::new())),
+            Format::LldpctlJson => Some(Box::new(lldpctl::LldpJsonReader)),
             _ => None,
         }
     }
@@ -387,6 +412,7 @@ impl Format {
             Format::Perftest => Some(Box::new(perftest::PerftestReader::new())),
             Format::PerfStatCxl => Some(Box::new(perf_stat::PerfStatReader::new())),
             Format::RdmaStatistic => Some(Box::new(rdma_statistic::RdmaStatisticReader::new())),
+            Format::LldpctlKeyvalue => Some(Box::new(lldpctl::LldpKeyValueReader::new())),
             Format::SysfsTree
             | Format::UfmJson
             | Format::PrometheusApi
@@ -394,7 +420,8 @@ impl Format {
             | Format::Pcap
             | Format::Pcapng
             | Format::NcclTestsJson
-            | Format::CxlList => None,
+            | Format::CxlList
+            | Format::LldpctlJson => None,
         }
     }
 }
@@ -589,6 +616,12 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     let text = String::from_utf8_lossy(head);
     if rdma_statistic::looks_like(&text) {
         return Some(Format::RdmaStatistic);
+    }
+    if lldpctl::looks_like_json(&text) {
+        return Some(Format::LldpctlJson);
+    }
+    if lldpctl::looks_like_keyvalue(&text) {
+        return Some(Format::LldpctlKeyvalue);
     }
     // Measured-performance and GPU/CXL sources: strict signatures, checked before the
     // IB heuristics so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire.
