@@ -31,7 +31,7 @@ import polars as pl
 from fabricscope.simulate.fabric import build_fabric
 from fabricscope.simulate.model import Fault, Simulation, Workload, run_model
 from fabricscope.simulate.scenarios import SCENARIOS, Scenario
-from fabricscope.simulate.sidefiles import _switch_name, write_ibnetdiscover, write_nccl_tests
+from fabricscope.simulate.sidefiles import _switch_name, write_ibnetdiscover, write_lldpctl, write_nccl_tests
 from fabricscope.simulate.writers import (
     write_ethtool,
     write_perfquery,
@@ -241,6 +241,9 @@ def simulate(
         write_ibnetdiscover(
             sim.fabric, out / "ibnetdiscover" / "fabric-ibnetdiscover-p.txt", prefix=sc.prefix or sc.name, t_s=T0
         )
+    if sc.topology and sim.fabric.tech.family == "roce":
+        shutil.rmtree(out / "lldpctl", ignore_errors=True)
+        write_lldpctl(sim.fabric, out / "lldpctl", prefix=sc.prefix or sc.name)
     runs = sc.jobs(h, d)
     if runs:
         shutil.rmtree(out / "nccl-tests", ignore_errors=True)
