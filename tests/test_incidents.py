@@ -384,12 +384,14 @@ def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) 
 
 
 def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
-    r = _cli("topology", str(COMMITTED / "chain-pause-storm" / "lldpctl"))
+    r = _cli("topology", str(COMMITTED / "chain-pause-storm" / "lldpctl"), "--json")
     assert r.returncode == 0, r.stderr
-    rows = [line.split() for line in r.stdout.splitlines() if line.startswith("hca ")]
-    assert [tuple(x[1:7]) for x in rows] == [
-        ("spread-gpu01", "eth0", "eth0", "leaf", "spread-leaf01", "Ethernet0"),
-        ("spread-gpu02", "eth0", "eth0", "leaf", "spread-leaf01", "Ethernet4"),
-        ("spread-gpu03", "eth0", "eth0", "leaf", "spread-leaf02", "Ethernet0"),
-        ("spread-gpu04", "eth0", "eth0", "leaf", "spread-leaf02", "Ethernet4"),
+    rows = json.loads(r.stdout)
+    cols = ("node_name", "port_name", "tier", "peer_node_name", "peer_port_name", "peer_tier", "node_guid", "port")
+    assert [tuple(x[c] for c in cols) for x in rows] == [
+        ("spread-gpu01 eth0", "eth0", "hca", "spread-leaf01", "Ethernet0", "leaf", None, None),
+        ("spread-gpu02 eth0", "eth0", "hca", "spread-leaf01", "Ethernet4", "leaf", None, None),
+        ("spread-gpu03 eth0", "eth0", "hca", "spread-leaf02", "Ethernet0", "leaf", None, None),
+        ("spread-gpu04 eth0", "eth0", "hca", "spread-leaf02", "Ethernet4", "leaf", None, None),
     ]
+    assert {x["source"] for x in rows} == {"lldpctl-keyvalue", "lldpctl-json"}
