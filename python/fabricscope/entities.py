@@ -108,8 +108,10 @@ class Entities:
 
 
 def ib_links(links: pl.DataFrame | None) -> pl.DataFrame | None:
-    """The links with a GUID and a port number at both ends (InfiniBand); Ethernet (LLDP) rows name
-    their ends by node and interface name instead and carry no GUID to resolve."""
+    """The links with a GUID and a port number at both ends (InfiniBand).
+
+    Ethernet (LLDP) rows name their ends by node and interface name and carry no GUID to resolve.
+    """
     if links is None or links.is_empty() or "port_name" not in links.columns:
         return links
     return links.filter(

@@ -209,9 +209,9 @@ def test_topology_known_fabric_matrix() -> None:
 def test_topology_draws_roce_leaves_from_lldpctl() -> None:
     # chain-pause-storm: four RoCE hosts under two SONiC leaves, known only from lldpctl files
     at = run("topology", "scenarios/chain-pause-storm")
-    assert any(
-        "4 cable(s) from lldpctl-json, lldpctl-keyvalue: 4 hca→leaf" in c.value for c in at.caption
-    ), [c.value for c in at.caption]
+    assert any("4 cable(s) from lldpctl-json, lldpctl-keyvalue: 4 hca→leaf" in c.value for c in at.caption), [
+        c.value for c in at.caption
+    ]
     cables = frame(at, "lower")
     assert set(zip(cables["lower"], cables["upper"], cables["health"], strict=True)) >= {
         ("spread-gpu03 eth0:eth0", "spread-leaf02:Ethernet0", "critical"),

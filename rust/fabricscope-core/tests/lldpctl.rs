@@ -112,7 +112,10 @@ fn detection_tells_json_from_keyvalue_and_from_other_json() {
     let js = std::fs::read(fixture("lldpctl/neighbors-json0-eth0.json")).unwrap();
     assert_eq!(detect(&js, "x"), Some(Format::LldpctlJson));
     assert_eq!(detect(b"# host: h1\n{\"lldp\": {\"interface\": {}}}\n", "x"), Some(Format::LldpctlJson));
-    assert_ne!(detect(b"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\"}}", "x"), Some(Format::LldpctlJson));
+    assert_ne!(
+        detect(b"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\"}}", "x"),
+        Some(Format::LldpctlJson)
+    );
     assert_ne!(detect(b"lldp_enabled=1\n", "x"), Some(Format::LldpctlKeyvalue));
     assert_eq!(Format::from_name("lldpctl-json"), Some(Format::LldpctlJson));
 }

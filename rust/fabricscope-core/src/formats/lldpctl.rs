@@ -113,6 +113,8 @@ pub struct LldpKeyValueReader {
     directives: DirectiveState,
     /// Records in order of first appearance, each with the host in force then.
     records: Vec<(String, Neighbor)>,
+    /// (host, interface) -> position in `records`.
+    index: ahash::AHashMap<(String, String), usize>,
 }
 
 impl LldpKeyValueReader {
@@ -136,10 +138,23 @@ impl LldpKeyValueReader {
             return ctx.bad_record(pos, "a key starting with `lldp.`", raw);
         };
         // `<iface>.<field path>`: the field path starts at the first known top-level element.
-        let split = ["chassis.", "port.", "via", "rid", "age", "status", "ttl", "vlan", "ppvid", "pi", "lldp-med", "unknown-tlvs"]
-            .iter()
-            .filter_map(|f| rest.find(&format!(".{f}")).map(|i| (i, *f)))
-            .min_by_key(|(i, _)| *i);
+        let split = [
+            "chassis.",
+            "port.",
+            "via",
+            "rid",
+            "age",
+            "status",
+            "ttl",
+            "vlan",
+            "ppvid",
+            "pi",
+            "lldp-med",
+            "unknown-tlvs",
+        ]
+        .iter()
+        .filter_map(|f| rest.find(&format!(".{f}")).map(|i| (i, *f)))
+        .min_by_key(|(i, _)| *i);
         let Some((i, _)) = split else {
             return ctx.bad_record(pos, "a `lldp.<interface>.chassis|port|via...` key", raw);
         };
@@ -148,13 +163,12 @@ impl LldpKeyValueReader {
             return ctx.bad_record(pos, "an interface name after `lldp.`", raw);
         }
         let host = self.directives.host(ctx);
-        let idx = match self.records.iter().position(|(h, n)| *h == host && n.iface == iface) {
-            Some(i) => i,
-            None => {
-                self.records.push((host, Neighbor { iface: iface.to_owned(), ..Neighbor::default() }));
-                self.records.len() - 1
-            }
-        };
+        // an index, not a scan: a hostile file may name a million interfaces
+        let next = self.records.len();
+        let idx = *self.index.entry((host.clone(), iface.to_owned())).or_insert(next);
+        if idx == next {
+            self.records.push((host, Neighbor { iface: iface.to_owned(), ..Neighbor::default() }));
+        }
         let Some((_, n)) = self.records.get_mut(idx) else { return Ok(()) };
         let value = value.trim();
         let mut parts = path.split('.');
@@ -169,7 +183,11 @@ impl LldpKeyValueReader {
                 _ => {}
             },
             (Some("port"), Some("descr"), None) => n.port_descr = Some(value.to_owned()),
-            (Some("port"), Some(kind @ ("ifname" | "local" | "ifalias" | "mac" | "ip" | "unhandled" | "agentcid")), None) => {
+            (
+                Some("port"),
+                Some(kind @ ("ifname" | "local" | "ifalias" | "mac" | "ip" | "unhandled" | "agentcid")),
+                None,
+            ) => {
                 n.port_id = Some((kind.to_owned(), value.to_owned()));
             }
             _ => {}
