@@ -395,14 +395,13 @@ def link_health(ds: Dataset) -> pl.DataFrame:
         pl.col("device").alias("node_guid"), "port", "_rank", "kind"
     )
     lk = links.with_row_index("_link").with_columns(pl.col("port").cast(pl.Int64), pl.col("peer_port").cast(pl.Int64))
+    # An Ethernet end (lldpctl) has no GUID and no port number: it is keyed by its node name
+    # ("<host> <netdev>", as rdma-ndd names an HCA) and matches that NIC's findings on any port.
+    key = {p: pl.coalesce(pl.col(f"{p}node_guid"), pl.col(f"{p}node_name")) for p in ("", "peer_")}
     both = pl.concat(
         [
-            lk.select("_link", "node_guid", "port"),
-            lk.select(
-                "_link",
-                pl.col("peer_node_guid").alias("node_guid"),
-                pl.col("peer_port").alias("port"),
-            ),
+            lk.select("_link", key[""].alias("node_guid"), "port"),
+            lk.select("_link", key["peer_"].alias("node_guid"), pl.col("peer_port").alias("port")),
         ]
     )
     # HCA node descriptions are "<hostname> <device>" (ibnetdiscover/iblinkinfo print what the
@@ -410,7 +409,7 @@ def link_health(ds: Dataset) -> pl.DataFrame:
     by_desc = pl.concat(
         [
             lk.select(
-                pl.col(f"{p}node_guid").alias("node_guid"),
+                key[p].alias("node_guid"),
                 pl.col(f"{p}node_name").alias("_n"),
                 pl.col(f"{p}node_type").alias("_t"),
             )
@@ -426,16 +425,24 @@ def link_health(ds: Dataset) -> pl.DataFrame:
     by_host = f.join(owners, on=["host", "device"], how="inner").select("node_guid", "port", "_rank", "kind")
     ends = pl.concat([by_guid, by_host])
     hit = (
-        both.join(ends, on=["node_guid", "port"], how="inner")
+        pl.concat(
+            [
+                both.join(ends, on=["node_guid", "port"], how="inner"),
+                both.filter(pl.col("port").is_null()).drop("port").join(ends.drop("port"), on="node_guid", how="inner"),
+            ],
+            how="diagonal",
+        )
         .group_by("_link")
         .agg(pl.col("_rank").max(), pl.col("kind").unique().sort().str.join(", ").alias("kinds"))
     )
 
     def name(prefix: str) -> pl.Expr:
         n = pl.col(f"{prefix}node_name").fill_null(pl.col(f"{prefix}node_guid"))
-        return pl.concat_str(
-            [n.str.replace(r"^MF0;", "").str.replace(r":.*$", ""), pl.lit(":"), pl.col(f"{prefix}port").cast(pl.String)]
-        )
+        port = pl.col(f"{prefix}port").cast(pl.String)
+        if f"{prefix}port_name" in lk.columns:
+            # an Ethernet end's node name already ends in its netdev; a switch port is named
+            port = pl.coalesce(port, pl.col(f"{prefix}port_name"))
+        return pl.concat_str([n.str.replace(r"^MF0;", "").str.replace(r":.*$", ""), pl.lit(":"), port])
 
     return (
         lk.join(hit, on="_link", how="left")

@@ -37,7 +37,7 @@ from fabricscope.rates import latest_gauges
 from fabricscope.remote import RemoteOptions, probe
 from sources import remote_sources
 
-TOPOLOGY_FORMATS = {"ibnetdiscover", "iblinkinfo", "ibdiagnet-db-csv"}
+TOPOLOGY_FORMATS = {"ibnetdiscover", "iblinkinfo", "ibdiagnet-db-csv", "lldpctl-keyvalue", "lldpctl-json"}
 
 
 def fingerprint(path: Path) -> tuple[int, int, int]:

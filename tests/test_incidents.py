@@ -333,3 +333,65 @@ def test_incast_senders_cnps_bounded_by_what_the_receiver_sent() -> None:
         ("s1", "sender handled 400 CNP/s <= receiver sent 1,000/s (+20%)")
     ]
     assert inc.decided[-1]["rejected"][0]["why"] == "sender handled 5,000 CNP/s > receiver sent 1,000/s (+20%)"
+
+
+def _pause_storm_inputs(tmp_path: Path, parts: tuple[str, ...]) -> Path:
+    """The committed chain-pause-storm inputs, only the given subdirectories."""
+    import shutil
+
+    d = tmp_path / "in"
+    for p in parts:
+        shutil.copytree(COMMITTED / "chain-pause-storm" / p, d / p)
+    return d
+
+
+def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) -> None:
+    # Without the nccl-tests job only the topology can relate hosts. The storming NIC
+    # spread-gpu03 and spread-gpu04 hang off spread-leaf02 (lldpctl); spread-gpu02, on
+    # spread-leaf01, is paused 7% in the same minutes: coincident, unrelated, never merged.
+    def incidents(parts: tuple[str, ...]) -> tuple[dict, list]:
+        out = tmp_path / f"{len(parts)}.json"
+        r = _cli("analyze", str(_pause_storm_inputs(tmp_path / str(len(parts)), parts)), "--json", str(out))
+        assert r.returncode == 2, r.stderr
+        doc = json.loads(out.read_text())
+        return doc, doc["incidents"]
+
+    doc, incs = incidents(("ethtool", "lldpctl"))
+    assert len(incs) == 1
+    inc = incs[0]
+    assert inc["rule"] == "pause_storm_head_of_line"
+    assert inc["root"]["host"] == "spread-gpu03"
+    members = {(c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in inc["consequences"]}
+    assert members == {
+        ("packet_loss", "spread-gpu03", "same_port"),
+        ("pfc_congestion", "spread-gpu03", "same_port"),
+        ("pfc_congestion", "spread-gpu04", "same_leaf"),
+    }
+    leaf = next(c for c in inc["consequences"] if c["relation"] == "same_leaf")
+    assert leaf["path"] == [
+        "spread-gpu03 eth0",
+        "cable to spread-leaf02 port Ethernet0",
+        "leaf spread-leaf02",
+        "host spread-gpu04 behind it",
+    ]
+    assert inc["topology"] == "links table (lldpctl-json, lldpctl-keyvalue)"
+    other_leaf = [f for f in doc["findings"] if f["host"] == "spread-gpu02" and f["kind"] == "pfc_congestion"]
+    assert [f["incident"] for f in other_leaf] == [None]
+    # without lldpctl the leaf-mate is not attached: the LLDP files are what relates it
+    _, incs = incidents(("ethtool",))
+    assert len(incs) == 1
+    assert {c["finding"]["host"] for c in incs[0]["consequences"]} == {"spread-gpu03"}
+
+
+def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
+    r = _cli("topology", str(COMMITTED / "chain-pause-storm" / "lldpctl"), "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    cols = ("node_name", "port_name", "tier", "peer_node_name", "peer_port_name", "peer_tier", "node_guid", "port")
+    assert [tuple(x[c] for c in cols) for x in rows] == [
+        ("spread-gpu01 eth0", "eth0", "hca", "spread-leaf01", "Ethernet0", "leaf", None, None),
+        ("spread-gpu02 eth0", "eth0", "hca", "spread-leaf01", "Ethernet4", "leaf", None, None),
+        ("spread-gpu03 eth0", "eth0", "hca", "spread-leaf02", "Ethernet0", "leaf", None, None),
+        ("spread-gpu04 eth0", "eth0", "hca", "spread-leaf02", "Ethernet4", "leaf", None, None),
+    ]
+    assert {x["source"] for x in rows} == {"lldpctl-keyvalue", "lldpctl-json"}

@@ -22,9 +22,11 @@ if links.height:
         + ", ".join(f"{r['len']} {r['tier']}→{r['peer_tier']}" for r in tiers.iter_rows(named=True))
     )
     fastest = links["data_rate_gbps"].max()
+    # LLDP says nothing of link speed: Ethernet cables alone have no rate to compare
+    slower = pl.col("data_rate_gbps") < fastest if fastest is not None else pl.lit(False)
     links = links.with_columns(
         (
-            (pl.col("data_rate_gbps") < fastest)
+            slower
             | (pl.col("supported_width").is_not_null() & (pl.col("supported_width") != pl.col("width")))
             | pl.col("kinds").str.contains("link_degraded")
         )
@@ -86,7 +88,8 @@ if links.height:
     )
 else:
     st.info(
-        "Topology unknown for this source (no ibnetdiscover -p, iblinkinfo or ibdiagnet2.db_csv input): ports by host."
+        "Topology unknown for this source (no ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv or lldpctl input): "
+        "ports by host."
     )
     ph = aggregates.port_health(ds)
     if not ph.height:

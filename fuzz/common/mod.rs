@@ -58,6 +58,8 @@ pub const TARGETS: &[&str] = &[
     "ibnetdiscover",
     "ibqueryerrors",
     "ibswinfo",
+    "lldpctl_json",
+    "lldpctl_keyvalue",
     "nccl_tests",
     "nccl_tests_json",
     "nvidia_smi_nvlink",

@@ -110,6 +110,21 @@ class Entities:
         return f"{self.switches.get(guid, guid)} port {port}"
 
 
+def ib_links(links: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The links with a GUID and a port number at both ends (InfiniBand).
+
+    Ethernet (LLDP) rows name their ends by node and interface name and carry no GUID to resolve.
+    """
+    if links is None or links.is_empty() or "port_name" not in links.columns:
+        return links
+    return links.filter(
+        pl.col("node_guid").is_not_null()
+        & pl.col("peer_node_guid").is_not_null()
+        & pl.col("port").is_not_null()
+        & pl.col("peer_port").is_not_null()
+    )
+
+
 def _hca_descriptions(links: pl.DataFrame | None) -> list[tuple[str, str, str]]:
     """(node GUID, host, device) from HCA NodeDescriptions ``"<host> <device>"`` (rdma-ndd's ``%h %d``)."""
     out: list[tuple[str, str, str]] = []
@@ -148,7 +163,7 @@ def resolve(
         The :class:`Entities`.
     """
     tables = tables or {}
-    links = tables.get("links")
+    links = ib_links(tables.get("links"))
     rows: list[tuple[str, str, str, str, str, str]] = []
     seen: dict[str, set[str]] = {}
 
@@ -350,6 +365,7 @@ def apply(findings: pl.DataFrame, ent: Entities, links: pl.DataFrame | None = No
         return findings
     # each port -> its cable's two ends, in the links table's order (the lower tier first)
     cable_of: dict[tuple[str, int], tuple[tuple[str, int], tuple[str, int]]] = {}
+    links = ib_links(links)
     if links is not None and not links.is_empty():
         for r in links.iter_rows(named=True):
             a = (str(r["node_guid"]).lower(), int(r["port"]))

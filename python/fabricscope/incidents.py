@@ -400,13 +400,19 @@ def _hosts(root: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[str]:
 
 @dataclass
 class _Topo:
-    leaf_of: dict[tuple[str, str | None], tuple[str, str, int | None]]  # (host, device) -> leaf guid, name, port
-    peer_of: dict[tuple[str, int], tuple[str, int, str]]  # (guid, port) -> peer guid, port, name
+    # (host, device) -> leaf (GUID, or LLDP name), name, port (number, or Ethernet port name)
+    leaf_of: dict[tuple[str, str | None], tuple[str, str, int | str | None]]
+    peer_of: dict[tuple[str, int | str], tuple[str, int | str, str]]  # (node, port) -> peer node, port, name
     tier_of: dict[str, str]
     guid_of: dict[tuple[str, str | None], str]
     below: dict[str, set[str]]  # spine guid -> leaf guids
     jobs: list[tuple[str, frozenset[str]]]  # (label, hosts)
     source: str
+
+
+def _node(pre: str) -> pl.Expr:
+    """A link end's node: its GUID, else (an Ethernet end from LLDP, which has none) its name."""
+    return pl.coalesce(pl.col(pre + "node_guid"), pl.col(pre + "node_name")).alias(pre + "_node")
 
 
 def _guid_map(
@@ -421,8 +427,9 @@ def _guid_map(
             out[(host_of(h) or h, d)] = v.lower()
     if links is not None and not links.is_empty():
         # rdma-ndd(8) sets an HCA's NodeDescription to "%h %d" (hostname, device): use it when no sysfs
+        # (an Ethernet NIC from LLDP is named the same way and has no GUID: its name is its key)
         for pre in ("", "peer_"):
-            rows = links.filter(pl.col(pre + "node_type") == "hca").select(pre + "node_name", pre + "node_guid")
+            rows = links.filter(pl.col(pre + "node_type") == "hca").select(pre + "node_name", _node(pre))
             for name, guid in rows.iter_rows():
                 parts = (name or "").split()
                 if len(parts) >= 2:
@@ -436,23 +443,27 @@ def _topology(
     links = tables.get("links")
     has_links = links is not None and not links.is_empty()
     guid_of = _guid_map(attributes, links if has_links else None, host_of)
-    peer_of: dict[tuple[str, int], tuple[str, int, str]] = {}
+    peer_of: dict[tuple[str, int | str], tuple[str, int | str, str]] = {}
     tier_of: dict[str, str] = {}
     below: dict[str, set[str]] = {}
     if has_links:
         assert links is not None
-        for r in links.iter_rows(named=True):
-            a = (r["node_guid"], int(r["port"]))
-            b = (r["peer_node_guid"], int(r["peer_port"]))
-            peer_of[a] = (b[0], b[1], r["peer_node_name"] or r["peer_node_guid"])
-            peer_of[b] = (a[0], a[1], r["node_name"] or r["node_guid"])
-            tier_of[r["node_guid"]] = r.get("tier") or ""
-            tier_of[r["peer_node_guid"]] = r.get("peer_tier") or ""
+        for r in links.with_columns(_a=_node(""), _b=_node("peer_")).iter_rows(named=True):
+            # a port is its number, or (an Ethernet end from LLDP) its interface name
+            pa = int(r["port"]) if r["port"] is not None else r.get("port_name")
+            pb = int(r["peer_port"]) if r["peer_port"] is not None else r.get("peer_port_name")
+            if r["_a"] is None or r["_b"] is None or pa is None or pb is None:
+                continue
+            a, b = (r["_a"], pa), (r["_b"], pb)
+            peer_of[a] = (b[0], b[1], r["peer_node_name"] or r["_b"])
+            peer_of[b] = (a[0], a[1], r["node_name"] or r["_a"])
+            tier_of[r["_a"]] = r.get("tier") or ""
+            tier_of[r["_b"]] = r.get("peer_tier") or ""
             if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
-                below.setdefault(r["peer_node_guid"], set()).add(r["node_guid"])
+                below.setdefault(r["_b"], set()).add(r["_a"])
     # an HCA's first port cabled to a leaf (findings naming no port use it)
-    leaf_by_guid: dict[str, tuple[str, str, int | None]] = {}
-    for (g, _port), (pg, pp, pname) in sorted(peer_of.items()):
+    leaf_by_guid: dict[str, tuple[str, str, int | str | None]] = {}
+    for (g, _port), (pg, pp, pname) in sorted(peer_of.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         if tier_of.get(pg) == "leaf":
             leaf_by_guid.setdefault(g, (pg, pname, pp))
     leaf_of = {k: leaf_by_guid[g] for k, g in guid_of.items() if g in leaf_by_guid}
@@ -485,7 +496,7 @@ def _port_text(f: dict[str, Any]) -> str:
     return " ".join(bits) or "(fabric)"
 
 
-def _leaf(topo: _Topo, f: dict[str, Any]) -> tuple[str, str, int | None] | None:
+def _leaf(topo: _Topo, f: dict[str, Any]) -> tuple[str, str, int | str | None] | None:
     """The leaf a finding's port hangs off: (leaf GUID, name, leaf port), or None when unknown."""
     dev = str(f.get("device") or "")
     if dev.startswith("0x") and topo.tier_of.get(dev.lower()) == "leaf":

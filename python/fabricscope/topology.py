@@ -27,6 +27,16 @@ LINKS_SCHEMA = links_schema()
 _TIER_RANK = {"hca": 0, "leaf": 1, "spine": 2, "router": 3}
 
 
+def node_key(prefix: str = "") -> pl.Expr:
+    """A link end's node: its GUID, else (an Ethernet end from LLDP) its name."""
+    return pl.coalesce(pl.col(prefix + "node_guid"), pl.col(prefix + "node_name"))
+
+
+def port_key(prefix: str = "") -> pl.Expr:
+    """A link end's port within its node: the number, else (Ethernet) the interface name."""
+    return pl.coalesce(pl.col(prefix + "port").cast(pl.String), pl.col(prefix + "port_name"))
+
+
 def _retier(df: pl.DataFrame) -> pl.DataFrame:
     """Recompute tiers over the union of inputs and re-orient ends, low tier first.
 
@@ -35,7 +45,7 @@ def _retier(df: pl.DataFrame) -> pl.DataFrame:
     ends = pl.concat(
         [
             df.select(
-                guid=pl.col(a + "node_guid"),
+                guid=node_key(a),
                 name=pl.col(a + "node_name"),
                 kind=pl.col(a + "node_type"),
                 peer_kind=pl.col(b + "node_type"),
@@ -56,7 +66,7 @@ def _retier(df: pl.DataFrame) -> pl.DataFrame:
             .then(pl.lit("hca"))
             .when(kind == "router")
             .then(pl.lit("router"))
-            .when((kind == "switch") & pl.col(prefix + "node_guid").is_in(list(leaves)))
+            .when((kind == "switch") & node_key(prefix).is_in(list(leaves)))
             .then(pl.lit("leaf"))
             .when(kind == "switch")
             .then(pl.lit("spine"))
@@ -69,11 +79,11 @@ def _retier(df: pl.DataFrame) -> pl.DataFrame:
     swap = (rank_b < rank_a) | (
         (rank_b == rank_a)
         & (
-            (pl.col("peer_node_guid") < pl.col("node_guid"))
-            | ((pl.col("peer_node_guid") == pl.col("node_guid")) & (pl.col("peer_port") < pl.col("port")))
+            (node_key("peer_") < node_key())
+            | ((node_key("peer_") == node_key()) & (pl.col("peer_port") < pl.col("port")))
         )
     )
-    end_cols = ["node_guid", "port", "node_name", "node_type", "lid", "tier"]
+    end_cols = ["node_guid", "port", "node_name", "node_type", "lid", "tier", "port_name"]
     df = df.with_columns(
         [pl.when(swap).then(pl.col("peer_" + c)).otherwise(pl.col(c)).alias(c) for c in end_cols]
         + [pl.when(swap).then(pl.col(c)).otherwise(pl.col("peer_" + c)).alias("peer_" + c) for c in end_cols]
@@ -84,8 +94,8 @@ def _retier(df: pl.DataFrame) -> pl.DataFrame:
 def topology(paths: str | PathLike[str] | Sequence[str | PathLike[str]], *, strict: bool = True) -> pl.DataFrame:
     """The links of a fabric, one row per cable.
 
-    Reads every input under ``paths`` (any format; only ``ibnetdiscover -p``, ``iblinkinfo`` and
-    ``ibdiagnet2.db_csv`` contribute links). A link seen in several inputs is kept once (the first
+    Reads every input under ``paths`` (any format; ``ibnetdiscover``, ``iblinkinfo``,
+    ``ibdiagnet2`` and, for RoCE, ``lldpctl`` contribute links). A link seen in several inputs is kept once (the first
     input that names it wins); tiers are recomputed over all inputs together.
 
     Args:
@@ -107,11 +117,12 @@ def topology(paths: str | PathLike[str] | Sequence[str | PathLike[str]], *, stri
     if links is None or links.height == 0:
         return pl.DataFrame(schema=LINKS_SCHEMA)
     links = links.select([pl.col(c).cast(t) for c, t in LINKS_SCHEMA.items()])
-    a = pl.concat_str([pl.col("node_guid"), pl.col("port").cast(pl.String)], separator=":")
-    b = pl.concat_str([pl.col("peer_node_guid"), pl.col("peer_port").cast(pl.String)], separator=":")
+    a = pl.concat_str([node_key(), port_key()], separator=":")
+    b = pl.concat_str([node_key("peer_"), port_key("peer_")], separator=":")
     key = pl.concat_str([pl.min_horizontal(a, b), pl.max_horizontal(a, b)], separator="|")
     links = links.with_columns(_key=key).unique(subset="_key", keep="first", maintain_order=True).drop("_key")
-    return _retier(links).sort("node_guid", "port", "peer_node_guid", "peer_port")
+    out = _retier(links).with_columns(_a=node_key(), _b=node_key("peer_"), _pa=port_key(), _pb=port_key("peer_"))
+    return out.sort("_a", "port", "_pa", "_b", "peer_port", "_pb").drop("_a", "_b", "_pa", "_pb")
 
 
 def format_topology(df: pl.DataFrame, *, width: int | None = None) -> str:
@@ -145,10 +156,10 @@ def format_topology(df: pl.DataFrame, *, width: int | None = None) -> str:
             [
                 r["tier"] or "?",
                 name(r["node_guid"], r["node_name"]),
-                r["port"],
+                r["port"] if r["port"] is not None else r.get("port_name"),
                 r["peer_tier"] or "?",
                 name(r["peer_node_guid"], r["peer_node_name"]),
-                r["peer_port"],
+                r["peer_port"] if r["peer_port"] is not None else r.get("peer_port_name"),
                 link,
                 None if r["data_rate_gbps"] is None else round(r["data_rate_gbps"]),
                 f"could be {could}" if could and could != link else "",

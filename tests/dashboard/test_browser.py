@@ -31,7 +31,7 @@ PAGES = [
     ("", ".", ["Fabric health", "all of sample_traces/", "CRITICAL", "Worst ports"]),
     ("port", "scenarios/pfc-storm", ["Throughput against line rate", "Pause ratio per priority", "pfc_storm"]),
     ("topology", "scenarios/link-flap", ["Topology unknown for this source", "Flapping", "flap-gpu03"]),
-    ("topology", ".", ["52 cable(s) from ibnetdiscover", "Cable matrix"]),
+    ("topology", ".", ["56 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue", "Cable matrix"]),
     ("layers", "scenarios/nvlink-saturated", ["Bottleneck verdicts", "nvlink saturates first"]),
     ("expected", "scenarios/link-degraded", ["Port throughput against line rate", "ndr200"]),
     (

@@ -195,11 +195,28 @@ def test_topology_link_degraded_marks_both_ports() -> None:
 
 def test_topology_known_fabric_matrix() -> None:
     at = run("topology", ".")
-    # sample_traces/ib (4 hca→leaf, 4 leaf→spine) and the six incident scenarios with a topology
-    assert any("52 cable(s) from ibnetdiscover: 28 hca→leaf, 24 leaf→spine" in c.value for c in at.caption)
+    # sample_traces/ib (4 hca→leaf, 4 leaf→spine), the six incident scenarios with an IB topology
+    # and chain-pause-storm's four RoCE NICs from lldpctl
+    caption = "56 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue: 32 hca→leaf, 24 leaf→spine"
+    assert any(caption in c.value for c in at.caption), [c.value for c in at.caption]
     bad = frame(at, "lower")
     congested = bad.filter(pl.col("kinds").str.contains("ib_congestion"))
     assert congested.select("lower", "upper").row(0) == ("gpu03 mlx5_0:1", "ib-leaf02:1")
+    matrix = [c for c in charts(at) if "layer" in c]
+    assert matrix and matrix[0]["layer"][0]["encoding"]["x"]["field"] == "upper_node"
+
+
+def test_topology_draws_roce_leaves_from_lldpctl() -> None:
+    # chain-pause-storm: four RoCE hosts under two SONiC leaves, known only from lldpctl files
+    at = run("topology", "scenarios/chain-pause-storm")
+    assert any("4 cable(s) from lldpctl-json, lldpctl-keyvalue: 4 hca→leaf" in c.value for c in at.caption), [
+        c.value for c in at.caption
+    ]
+    cables = frame(at, "lower")
+    assert set(zip(cables["lower"], cables["upper"], cables["health"], strict=True)) >= {
+        ("spread-gpu03 eth0:eth0", "spread-leaf02:Ethernet0", "critical"),
+        ("spread-gpu04 eth0:eth0", "spread-leaf02:Ethernet4", "warning"),
+    }
     matrix = [c for c in charts(at) if "layer" in c]
     assert matrix and matrix[0]["layer"][0]["encoding"]["x"]["field"] == "upper_node"
 

@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
     """Register ``fabricscope topology`` on the CLI's subparsers."""
     topo = sub.add_parser(
         "topology",
-        help="print which port is cabled to which (ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv)",
+        help="print which port is cabled to which (ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv, lldpctl)",
         description="Read topology sources and print the links table with tiers (hca, leaf, spine).",
     )
     topo.add_argument("inputs", nargs="+", metavar="INPUT")

@@ -31,7 +31,13 @@ import polars as pl
 from fabricscope.simulate.fabric import build_fabric
 from fabricscope.simulate.model import Fault, Simulation, Workload, run_model
 from fabricscope.simulate.scenarios import SCENARIOS, Scenario
-from fabricscope.simulate.sidefiles import _switch_name, write_ibdev2netdev, write_ibnetdiscover, write_nccl_tests
+from fabricscope.simulate.sidefiles import (
+    _switch_name,
+    write_ibdev2netdev,
+    write_ibnetdiscover,
+    write_lldpctl,
+    write_nccl_tests,
+)
 from fabricscope.simulate.writers import (
     write_ethtool,
     write_perfquery,
@@ -244,6 +250,9 @@ def simulate(
     if sc.extra.get("ibdev2netdev") and sim.fabric.tech.family != "infiniband":
         shutil.rmtree(out / "ibdev2netdev", ignore_errors=True)
         write_ibdev2netdev(sim.fabric, out / "ibdev2netdev", t_s=T0)
+    if sc.topology and sim.fabric.tech.family == "roce":
+        shutil.rmtree(out / "lldpctl", ignore_errors=True)
+        write_lldpctl(sim.fabric, out / "lldpctl", prefix=sc.prefix or sc.name)
     runs = sc.jobs(h, d)
     if runs:
         shutil.rmtree(out / "nccl-tests", ignore_errors=True)

@@ -596,6 +596,7 @@ SCENARIOS: dict[str, Scenario] = {
             prefix="spread",
             hosts_per_leaf=2,
             duration=180.0,
+            topology=True,
             jobs=lambda h, d: [{"hosts": list(range(h)), "at": 0.5 * d}],
             incidents=lambda h, d: [
                 {

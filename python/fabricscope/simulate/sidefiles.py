@@ -11,13 +11,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from fabricscope.simulate.fabric import Fabric
 from fabricscope.simulate.model import ACHIEVABLE, RTT_S, Fault
 
-__all__ = ["ring_busbw_bytes_per_s", "write_ibnetdiscover", "write_nccl_tests"]
+__all__ = ["ring_busbw_bytes_per_s", "write_ibnetdiscover", "write_lldpctl", "write_nccl_tests"]
 
 _SIZES = (1 << 30, 1 << 31, 1 << 32, 1 << 33)
 
@@ -28,6 +29,51 @@ def _switch_name(prefix: str, kind: str, i: int) -> str:
 
 def _switch_guid(fabric: Fabric, kind: str, i: int) -> str:
     return (fabric.leaf_guids if kind == "leaf" else fabric.spine_guids)[i]
+
+
+def write_lldpctl(fabric: Fabric, outdir: Path, *, prefix: str) -> None:
+    """``lldpctl`` on every RoCE host, one file per host: which leaf port each NIC is cabled to.
+
+    Even hosts get ``-f keyvalue``, odd hosts ``-f json`` (lldpd's layouts, ``tests/fixtures/lldpctl``),
+    each with a ``# host:`` line first. Leaves are SONiC switches (Bridge and Router capable) that
+    send their port name as an ``ifname`` port ID: NIC n under a leaf is on ``Ethernet{4(n-1)}``.
+    """
+    outdir.mkdir(parents=True, exist_ok=True)
+    pos: dict[int, int] = {}
+    for i, h in enumerate(fabric.hosts):
+        leaf = f"{prefix}-leaf{h.leaf + 1:02d}"
+        kv = [f"# host: {h.name}"]
+        interfaces: dict[str, Any] = {}
+        for nic in h.nics:
+            if nic.netdev is None:
+                continue
+            pos[h.leaf] = pos.get(h.leaf, 0) + 1
+            port = f"Ethernet{4 * (pos[h.leaf] - 1)}"
+            mac = f"1c:34:da:{h.leaf:02x}:00:{pos[h.leaf]:02x}"
+            kv += [
+                f"lldp.{nic.netdev}.via=LLDP",
+                f"lldp.{nic.netdev}.chassis.mac={mac}",
+                f"lldp.{nic.netdev}.chassis.name={leaf}",
+                f"lldp.{nic.netdev}.chassis.Bridge.enabled=on",
+                f"lldp.{nic.netdev}.chassis.Router.enabled=on",
+                f"lldp.{nic.netdev}.port.ifname={port}",
+                f"lldp.{nic.netdev}.port.ttl=120",
+            ]
+            interfaces[nic.netdev] = {
+                "via": "LLDP",
+                "chassis": {
+                    leaf: {
+                        "id": {"type": "mac", "value": mac},
+                        "capability": [{"type": "Bridge", "enabled": True}, {"type": "Router", "enabled": True}],
+                    }
+                },
+                "port": {"id": {"type": "ifname", "value": port}, "ttl": "120"},
+            }
+        if i % 2 == 0:
+            (outdir / f"{h.name}.lldpctl.txt").write_text("\n".join(kv) + "\n")
+        else:
+            doc = json.dumps({"lldp": {"interface": interfaces}}, indent=2)
+            (outdir / f"{h.name}.lldpctl.json").write_text(f"# host: {h.name}\n{doc}\n")
 
 
 def write_ibnetdiscover(fabric: Fabric, out: Path, *, prefix: str, t_s: int, host: str = "mgmt01") -> None:

@@ -3,8 +3,8 @@
 //!
 //! | column | Arrow type | notes |
 //! |---|---|---|
-//! | `node_guid`, `peer_node_guid` | utf8 | `0x` + 16 lowercase hex digits |
-//! | `port`, `peer_port` | uint16 | port numbers |
+//! | `node_guid`, `peer_node_guid` | utf8, nullable | `0x` + 16 lowercase hex digits; null on Ethernet (LLDP) ends |
+//! | `port`, `peer_port` | uint16, nullable | port numbers; null on Ethernet ends, which have a `port_name` |
 //! | `node_name`, `peer_node_name` | utf8, nullable | node description |
 //! | `node_type`, `peer_node_type` | utf8 | `switch`, `hca`, `router`, `unknown` |
 //! | `lid`, `peer_lid` | uint32, nullable | LID (base LID of the port) |
@@ -14,7 +14,12 @@
 //! | `lane_gbps` | float64, nullable | per-lane signalling rate (`iblinkinfo`'s number) |
 //! | `data_rate_gbps` | float64, nullable | width x effective per-lane data rate |
 //! | `supported_width`, `supported_speed` | utf8, nullable | what the link could run at ("Could be", `LinkWidthSup`) |
+//! | `port_name`, `peer_port_name` | utf8, nullable | Ethernet interface names (`eth0`, `Ethernet8`, `swp3`) from LLDP |
 //! | `source` | utf8 | reader name |
+//!
+//! An Ethernet end (from `lldpctl`) has no GUID: its node is known by `node_name` (a host's
+//! `<host> <netdev>` in rdma-ndd's `%h %d` shape, a switch's LLDP system name) and its port by
+//! `port_name`. Version 2 made the GUID and port columns nullable and added the port names.
 //!
 //! One row per physical link: both directions of `ibnetdiscover` merge into one. The end with the
 //! lower tier comes first (hca, leaf, spine, router), so an HCA link always starts at the HCA.
@@ -31,7 +36,7 @@ use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use crate::formats::ib;
 
 /// Version of the links schema. Bump on any incompatible change.
-pub const LINKS_SCHEMA_VERSION: u32 = 1;
+pub const LINKS_SCHEMA_VERSION: u32 = 2;
 
 /// Schema of the links table.
 pub fn links_schema() -> SchemaRef {
@@ -39,14 +44,14 @@ pub fn links_schema() -> SchemaRef {
     let meta = [(crate::schema::SCHEMA_VERSION_KEY.to_owned(), LINKS_SCHEMA_VERSION.to_string())].into_iter().collect();
     Arc::new(Schema::new_with_metadata(
         vec![
-            utf8("node_guid", false),
-            Field::new("port", DataType::UInt16, false),
+            utf8("node_guid", true),
+            Field::new("port", DataType::UInt16, true),
             utf8("node_name", true),
             utf8("node_type", false),
             Field::new("lid", DataType::UInt32, true),
             utf8("tier", true),
-            utf8("peer_node_guid", false),
-            Field::new("peer_port", DataType::UInt16, false),
+            utf8("peer_node_guid", true),
+            Field::new("peer_port", DataType::UInt16, true),
             utf8("peer_node_name", true),
             utf8("peer_node_type", false),
             Field::new("peer_lid", DataType::UInt32, true),
@@ -58,6 +63,8 @@ pub fn links_schema() -> SchemaRef {
             utf8("supported_width", true),
             utf8("supported_speed", true),
             utf8("source", false),
+            utf8("port_name", true),
+            utf8("peer_port_name", true),
         ],
         meta,
     ))
@@ -112,6 +119,20 @@ pub struct End {
     pub node_type: NodeType,
     /// LID.
     pub lid: Option<u32>,
+    /// Ethernet interface name (LLDP ends, which have no GUID and no port number).
+    pub port_name: Option<String>,
+}
+
+impl End {
+    /// The node's identity: its GUID, else (an Ethernet end) its name.
+    pub fn node_id(&self) -> &str {
+        if self.guid.is_empty() { self.name.as_deref().unwrap_or("") } else { &self.guid }
+    }
+
+    /// The port's identity within its node: the number, or the interface name of an Ethernet end.
+    fn port_key(&self) -> (u16, String) {
+        (self.port, self.port_name.clone().unwrap_or_default())
+    }
 }
 
 /// One link as a reader saw it.
@@ -134,11 +155,14 @@ pub struct Link {
 /// A finished row: first end, second end, and the link's facts.
 type Row<'a> = (&'a End, &'a End, &'a Link);
 
+/// A link's key: both ends' (node identity, port number, port name), the smaller first.
+type EndKey = ((String, u16, String), (String, u16, String));
+
 /// Collects the links of one input, merging duplicates (both directions).
 #[derive(Debug, Default)]
 pub struct LinkSet {
     links: Vec<Link>,
-    index: AHashMap<(String, u16, String, u16), usize>,
+    index: AHashMap<EndKey, usize>,
 }
 
 fn fill<T: Clone>(dst: &mut Option<T>, src: Option<&T>) {
@@ -173,13 +197,16 @@ impl LinkSet {
 
     /// Add a link; a link already seen (in either direction) is merged, filling missing facts.
     pub fn add(&mut self, link: Link) {
-        let ka = (link.a.guid.clone(), link.a.port);
-        let kb = (link.b.guid.clone(), link.b.port);
-        let key = if ka <= kb { (ka.0, ka.1, kb.0, kb.1) } else { (kb.0, kb.1, ka.0, ka.1) };
+        let end_key = |e: &End| {
+            let (p, n) = e.port_key();
+            (e.node_id().to_owned(), p, n)
+        };
+        let (ka, kb) = (end_key(&link.a), end_key(&link.b));
+        let key = if ka <= kb { (ka, kb) } else { (kb, ka) };
         if let Some(&i) = self.index.get(&key)
             && let Some(old) = self.links.get_mut(i)
         {
-            let (sa, sb) = if old.a.guid == link.a.guid && old.a.port == link.a.port {
+            let (sa, sb) = if old.a.node_id() == link.a.node_id() && old.a.port_key() == link.a.port_key() {
                 (&link.a, &link.b)
             } else {
                 (&link.b, &link.a)
@@ -208,21 +235,21 @@ impl LinkSet {
         for l in &self.links {
             for e in [&l.a, &l.b] {
                 if let Some(n) = &e.name {
-                    names.entry(e.guid.as_str()).or_insert(n.as_str());
+                    names.entry(e.node_id()).or_insert(n.as_str());
                 }
                 if e.node_type != NodeType::Unknown {
-                    types.entry(e.guid.as_str()).or_insert(e.node_type);
+                    types.entry(e.node_id()).or_insert(e.node_type);
                 }
             }
         }
         let is_aggregation =
             |guid: &str| names.get(guid).is_some_and(|n| n.to_ascii_lowercase().contains("aggregation node"));
-        let ty = |e: &End| types.get(e.guid.as_str()).copied().unwrap_or(e.node_type);
+        let ty = |e: &End| types.get(e.node_id()).copied().unwrap_or(e.node_type);
         let mut leaves: AHashSet<&str> = AHashSet::new();
         for l in &self.links {
             for (sw, other) in [(&l.a, &l.b), (&l.b, &l.a)] {
-                if ty(sw) == NodeType::Switch && ty(other) == NodeType::Hca && !is_aggregation(&other.guid) {
-                    leaves.insert(sw.guid.as_str());
+                if ty(sw) == NodeType::Switch && ty(other) == NodeType::Hca && !is_aggregation(other.node_id()) {
+                    leaves.insert(sw.node_id());
                 }
             }
         }
@@ -230,7 +257,7 @@ impl LinkSet {
             match ty(e) {
                 NodeType::Hca => Some("hca"),
                 NodeType::Router => Some("router"),
-                NodeType::Switch if leaves.contains(e.guid.as_str()) => Some("leaf"),
+                NodeType::Switch if leaves.contains(e.node_id()) => Some("leaf"),
                 NodeType::Switch => Some("spine"),
                 NodeType::Unknown => None,
             }
@@ -247,29 +274,32 @@ impl LinkSet {
             .iter()
             .map(|l| {
                 let (ra, rb) = (rank(tier(&l.a)), rank(tier(&l.b)));
-                if rb < ra || (rb == ra && (l.b.guid.as_str(), l.b.port) < (l.a.guid.as_str(), l.a.port)) {
+                if rb < ra || (rb == ra && (l.b.node_id(), l.b.port_key()) < (l.a.node_id(), l.a.port_key())) {
                     (&l.b, &l.a, l)
                 } else {
                     (&l.a, &l.b, l)
                 }
             })
             .collect();
-        rows.sort_by(|x, y| (x.0.guid.as_str(), x.0.port).cmp(&(y.0.guid.as_str(), y.0.port)));
+        rows.sort_by(|x, y| (x.0.node_id(), x.0.port_key()).cmp(&(y.0.node_id(), y.0.port_key())));
 
-        let name_of = |e: &End| e.name.clone().or_else(|| names.get(e.guid.as_str()).map(|s| (*s).to_owned()));
+        let name_of = |e: &End| e.name.clone().or_else(|| names.get(e.node_id()).map(|s| (*s).to_owned()));
+        let guid_of = |e: &End| (!e.guid.is_empty()).then(|| e.guid.clone());
+        // an Ethernet end is named, not numbered
+        let port_of = |e: &End| if e.port_name.is_some() && e.port == 0 { None } else { Some(e.port) };
         let strings = |f: &dyn Fn(&Row<'_>) -> Option<String>| -> ArrayRef {
             Arc::new(rows.iter().map(f).collect::<StringArray>())
         };
         let lanes = |l: &Link| l.width.as_deref().and_then(ib::width).map(|(_, n)| f64::from(n));
         let columns: Vec<ArrayRef> = vec![
-            strings(&|r| Some(r.0.guid.clone())),
-            Arc::new(rows.iter().map(|r| r.0.port).collect::<UInt16Array>()),
+            strings(&|r| guid_of(r.0)),
+            Arc::new(rows.iter().map(|r| port_of(r.0)).collect::<UInt16Array>()),
             strings(&|r| name_of(r.0)),
             strings(&|r| Some(ty(r.0).as_str().to_owned())),
             Arc::new(rows.iter().map(|r| r.0.lid).collect::<UInt32Array>()),
             strings(&|r| tier(r.0).map(str::to_owned)),
-            strings(&|r| Some(r.1.guid.clone())),
-            Arc::new(rows.iter().map(|r| r.1.port).collect::<UInt16Array>()),
+            strings(&|r| guid_of(r.1)),
+            Arc::new(rows.iter().map(|r| port_of(r.1)).collect::<UInt16Array>()),
             strings(&|r| name_of(r.1)),
             strings(&|r| Some(ty(r.1).as_str().to_owned())),
             Arc::new(rows.iter().map(|r| r.1.lid).collect::<UInt32Array>()),
@@ -287,6 +317,8 @@ impl LinkSet {
             strings(&|r| r.2.supported_width.clone()),
             strings(&|r| r.2.supported_speed.clone()),
             strings(&|_| Some(source.to_owned())),
+            strings(&|r| r.0.port_name.clone()),
+            strings(&|r| r.1.port_name.clone()),
         ];
         RecordBatch::try_new(links_schema(), columns).map(Some)
     }

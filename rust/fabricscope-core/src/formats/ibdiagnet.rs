@@ -392,7 +392,7 @@ impl DbCsvReader {
         let end = |guid: &str, port: u16| {
             let (name, node_type) = self.nodes.get(guid).cloned().unwrap_or((None, NodeType::Unknown));
             let lid = self.ports.get(&(guid.to_owned(), port)).and_then(|f| f.lid);
-            End { guid: guid.to_owned(), port, name, node_type, lid }
+            End { guid: guid.to_owned(), port, name, node_type, lid, port_name: None }
         };
         for (a, pa, b, pb) in &self.links {
             let facts = self

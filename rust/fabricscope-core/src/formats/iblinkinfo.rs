@@ -153,7 +153,7 @@ impl IblinkinfoReader {
         }
         let diag = peer.rsplit_once('"').map_or("", |(_, d)| d);
         let (supported_width, supported_speed) = could_be(diag);
-        let local = End { guid, port, name: local_name.or(block.name), node_type, lid: Some(lid) };
+        let local = End { guid, port, name: local_name.or(block.name), node_type, lid: Some(lid), port_name: None };
         let time_ns = self.directives.time_ns(ctx)?;
         let host_name = self.directives.host(ctx);
         let host = ctx.samples.host(&host_name);
@@ -288,6 +288,7 @@ impl LineReader for IblinkinfoReader {
                 name: p.peer_name,
                 node_type: peer_type,
                 lid: Some(p.peer_lid),
+                port_name: None,
             };
             set.add(Link {
                 a: p.local,

@@ -88,7 +88,7 @@ pub fn parse_line(t: &str) -> Option<PortLine> {
     let guid = ib::normalize_guid(w.next()?)?;
     let width = w.next().and_then(ib::width).map(|(s, _)| s);
     let speed = w.next().and_then(ib::speed_name).map(str::to_owned);
-    let mut local = End { guid, port, name: None, node_type, lid: Some(lid) };
+    let mut local = End { guid, port, name: None, node_type, lid: Some(lid), port_name: None };
     let rest: Vec<&str> = w.collect();
     if rest.first() != Some(&"-") {
         // Unconnected: the rest is the node description, quoted or not.
@@ -101,7 +101,14 @@ pub fn parse_line(t: &str) -> Option<PortLine> {
     let peer_lid: u32 = rest.get(2)?.parse().ok()?;
     let peer_port: u16 = rest.get(3)?.parse().ok()?;
     let peer_guid = ib::normalize_guid(rest.get(4)?)?;
-    let mut peer = End { guid: peer_guid, port: peer_port, name: None, node_type: peer_type, lid: Some(peer_lid) };
+    let mut peer = End {
+        guid: peer_guid,
+        port: peer_port,
+        name: None,
+        node_type: peer_type,
+        lid: Some(peer_lid),
+        port_name: None,
+    };
     // `( 'desc' - 'peerdesc' )`: descriptions may hold spaces, so split on the quoted separator.
     // ibnetdiscover always prints it after a peer (`" ( '%s' - '%s' )\n"`): a line without it was
     // cut, and its peer GUID or port may be cut short too (`0x5`), so it is not a link.
@@ -255,7 +262,8 @@ pub fn parse_topology_port(t: &str) -> Option<TopologyPort> {
     let peer_lid: u32 = w.next()?.parse().ok()?;
     let (width, speed) = width_speed(w.next()?)?;
     let name = Some(name.trim().to_owned()).filter(|n| !n.is_empty());
-    let peer = End { guid: peer_guid, port: peer_port, name, node_type: peer_type, lid: Some(peer_lid) };
+    let peer =
+        End { guid: peer_guid, port: peer_port, name, node_type: peer_type, lid: Some(peer_lid), port_name: None };
     Some(TopologyPort { port, lid, peer, width, speed })
 }
 
@@ -376,7 +384,14 @@ impl IbnetdiscoverReader {
             let a = Attribute { time_ns, host: 0, device: 0, port: None, key, value: &value };
             ctx.push_attribute(&host_name, &h.guid, &a)?;
         }
-        let end = End { guid: h.guid.clone(), port: 0, name: h.name.clone(), node_type: h.node_type, lid: h.lid };
+        let end = End {
+            guid: h.guid.clone(),
+            port: 0,
+            name: h.name.clone(),
+            node_type: h.node_type,
+            lid: h.lid,
+            port_name: None,
+        };
         self.describe(&end, time_ns, &host_name, ctx)?;
         self.node.header = Some(h);
         Ok(())
@@ -396,6 +411,7 @@ impl IbnetdiscoverReader {
             name: h.name.clone(),
             node_type: h.node_type,
             lid: p.lid.or(h.lid),
+            port_name: None,
         };
         self.link(local, p.peer, p.width, p.speed, ctx)
     }

@@ -16,6 +16,7 @@ pub mod iblinkinfo;
 pub mod ibnetdiscover;
 pub mod ibqueryerrors;
 pub mod ibswinfo;
+pub mod lldpctl;
 pub mod netdump;
 pub mod perfquery;
 pub mod rdma_statistic;
@@ -99,6 +100,11 @@ pub enum Format {
     Ibdev2netdev,
     /// `rdma [-j] link show` (iproute2): port state and netdev, port attributes only.
     RdmaLink,
+    // --- Ethernet (RoCE) topology ---
+    /// `lldpctl -f keyvalue` (lldpd) neighbours of one host: the `links` table.
+    LldpctlKeyvalue,
+    /// `lldpctl -f json` / `-f json0` (lldpd) neighbours of one host: the `links` table.
+    LldpctlJson,
 }
 
 /// Static description of a format for `fabricscope formats`.
@@ -319,6 +325,21 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`link <dev>/<port>` lines whose first key is `state`, `lid`, `subnet_prefix` or `netdev` (or `<i>/<p>: <dev>/<port>: ...`), or a JSON array of objects with `ifname` and `state`",
         timestamps: "timestamp line; else file name, argument, mtime",
     },
+    // --- Ethernet (RoCE) topology ---
+    FormatInfo {
+        format: Format::LldpctlKeyvalue,
+        name: "lldpctl-keyvalue",
+        produced_by: "`lldpctl -f keyvalue` / `lldpcli -f keyvalue show neighbors [details]` (lldpd) on a host; emits `links`",
+        detection: "`lldp.<interface>.<field>=<value>` lines",
+        timestamps: "none (topology table); host from `# host:` line or argument",
+    },
+    FormatInfo {
+        format: Format::LldpctlJson,
+        name: "lldpctl-json",
+        produced_by: "`lldpctl -f json` or `-f json0` (lldpd) on a host; emits `links`",
+        detection: "a JSON object starting `{\"lldp\": {` or `{\"lldp\": [`",
+        timestamps: "none (topology table); host from `# host:` line or argument",
+    },
 ];
 
 impl Format {
@@ -353,6 +374,8 @@ impl Format {
             Format::RdmaStatistic => "rdma-statistic",
             Format::Ibdev2netdev => "ibdev2netdev",
             Format::RdmaLink => "rdma-link",
+            Format::LldpctlKeyvalue => "lldpctl-keyvalue",
+            Format::LldpctlJson => "lldpctl-json",
         }
     }
 
@@ -373,6 +396,7 @@ impl Format {
             "nccl" | "rccl-tests" => Some(Format::NcclTests),
             "cxl" => Some(Format::CxlList),
             "perf-stat" => Some(Format::PerfStatCxl),
+            "lldpctl" | "lldp" | "lldpcli" => Some(Format::LldpctlKeyvalue),
             _ => None,
         })
     }
@@ -387,6 +411,7 @@ impl Format {
             Format::Pcap | Format::Pcapng => Some(Box::new(crate::packets::CaptureReader)),
             Format::NcclTestsJson => Some(Box::new(nccl_tests::NcclJsonReader)),
             Format::CxlList => Some(Box::new(cxl_list::CxlListReader::new())),
+            Format::LldpctlJson => Some(Box::new(lldpctl::LldpJsonReader)),
             _ => None,
         }
     }
@@ -414,6 +439,7 @@ impl Format {
             Format::RdmaStatistic => Some(Box::new(rdma_statistic::RdmaStatisticReader::new())),
             Format::Ibdev2netdev => Some(Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
             Format::RdmaLink => Some(Box::new(rdma_link::RdmaLinkReader::new())),
+            Format::LldpctlKeyvalue => Some(Box::new(lldpctl::LldpKeyValueReader::new())),
             Format::SysfsTree
             | Format::UfmJson
             | Format::PrometheusApi
@@ -421,7 +447,8 @@ impl Format {
             | Format::Pcap
             | Format::Pcapng
             | Format::NcclTestsJson
-            | Format::CxlList => None,
+            | Format::CxlList
+            | Format::LldpctlJson => None,
         }
     }
 }
@@ -622,6 +649,12 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     }
     if ibdev2netdev::looks_like(&text) {
         return Some(Format::Ibdev2netdev);
+    }
+    if lldpctl::looks_like_json(&text) {
+        return Some(Format::LldpctlJson);
+    }
+    if lldpctl::looks_like_keyvalue(&text) {
+        return Some(Format::LldpctlKeyvalue);
     }
     // Measured-performance and GPU/CXL sources: strict signatures, checked before the
     // IB heuristics so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire.

@@ -276,13 +276,15 @@ impl NetDumpReader {
             (ib::normalize_guid(cell(NEIGHBOR_GUID)), cell(NEIGHBOR_PORT).parse::<u16>())
         {
             let peer_name = cell(NEIGHBOR_DESCRIPTION).trim_matches('"').trim();
-            let local = End { guid, port, name: b.name.clone(), node_type: NodeType::Unknown, lid: b.lid };
+            let local =
+                End { guid, port, name: b.name.clone(), node_type: NodeType::Unknown, lid: b.lid, port_name: None };
             let peer = End {
                 guid: peer_guid,
                 port: peer_port,
                 name: (!empty(peer_name)).then(|| peer_name.to_owned()),
                 node_type: NodeType::Unknown,
                 lid: cell(NEIGHBOR_LID).parse().ok(),
+                port_name: None,
             };
             self.links.push(Link {
                 a: local,
