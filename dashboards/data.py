@@ -37,7 +37,8 @@ from fabricscope.rates import latest_gauges
 from fabricscope.remote import RemoteOptions, probe
 from sources import remote_sources
 
-TOPOLOGY_FORMATS = {"ibnetdiscover", "iblinkinfo", "ibdiagnet-db-csv", "lldpctl-keyvalue", "lldpctl-json"}
+# The formats whose reader fills the `links` table, as the core declares them.
+TOPOLOGY_FORMATS = frozenset(f["name"] for f in fabricscope.formats().to_dicts() if f["emits_links"])
 
 
 def fingerprint(path: Path) -> tuple[int, int, int]:

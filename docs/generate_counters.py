@@ -35,10 +35,11 @@ def main() -> None:
         print()
     print("## Formats")
     print()
-    print("| format | produced by | detection | timestamps |")
-    print("|---|---|---|---|")
+    print("| format | also accepted as | produced by | detection | timestamps |")
+    print("|---|---|---|---|---|")
     for r in fabricscope.formats().iter_rows(named=True):
-        print(f"| `{r['name']}` | {r['produced_by']} | {r['detection']} | {r['timestamps']} |")
+        aliases = ", ".join(f"`{a}`" for a in r["aliases"])
+        print(f"| `{r['name']}` | {aliases} | {r['produced_by']} | {r['detection']} | {r['timestamps']} |")
 
 
 if __name__ == "__main__":

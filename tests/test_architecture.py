@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from fabricscope import _native
 from fabricscope.config import DEFAULTS
 from fabricscope.detect import SPECS
 
@@ -138,3 +139,32 @@ def test_every_threshold_source_is_public_or_a_stated_default() -> None:
     public = re.compile(r"https?://|\(\d\)|Documentation/|drivers/|SIGCOMM|Manual|fabricscope default: \w")
     bad = [(k, v) for k, v in sources if internal.search(v) or not public.search(v)]
     assert bad == []
+
+
+def format_name_collections(source: str, names: set[str]) -> list[int]:
+    """Lines of literal sets, lists, tuples and dict keys naming three or more formats the core declares."""
+    hits = []
+    for node in ast.walk(ast.parse(source)):
+        items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if not isinstance(node, (ast.Set, ast.List, ast.Tuple, ast.Dict)) or items is None:
+            continue
+        named = {i.value for i in items if isinstance(i, ast.Constant) and i.value in names}
+        if len(named) >= 3:
+            hits.append(node.lineno)
+    return hits
+
+
+# The formats the simulator can write: its own writers, not a copy of what the core reads.
+OWN_FORMAT_LISTS = {"python/fabricscope/simulate/__init__.py"}
+
+
+def test_format_facts_are_read_from_the_core_not_copied() -> None:
+    names = {f["name"] for f in _native.formats()}
+    assert format_name_collections('TOPOLOGY = {"ibnetdiscover", "iblinkinfo", "lldpctl-json"}', names) == [1]
+    hits = []
+    for tree in ["python", "dashboards"]:
+        for p in sorted((ROOT / tree).rglob("*.py")):
+            if str(p.relative_to(ROOT)) in OWN_FORMAT_LISTS:
+                continue
+            hits += [f"{p.relative_to(ROOT)}:{n}" for n in format_name_collections(p.read_text(encoding="utf-8"), names)]
+    assert hits == []

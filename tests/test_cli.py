@@ -76,6 +76,40 @@ def test_formats_and_counters_commands(capsys: pytest.CaptureFixture[str]) -> No
     assert "nvlink_tx_bytes_per_s" in names and "port_xmit_data_bytes" not in names
 
 
+def test_formats_command_declares_each_format_fact_once() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "fabricscope", "formats", "--json"], capture_output=True, text=True, check=True
+    ).stdout
+    rows = {r["name"]: r for r in json.loads(out)}
+    # Cron mode reads only the appended tail of these; the rest are read whole when they change.
+    assert {n for n, r in rows.items() if r["appendable"]} == {
+        "prometheus",
+        "openmetrics",
+        "ethtool",
+        "sysfs-grep",
+        "telegraf",
+    }
+    # The topology readers, ibdiagnet's net_dump included (the dashboard's topology page uses this).
+    assert {n for n, r in rows.items() if r["emits_links"]} == {
+        "iblinkinfo",
+        "ibnetdiscover",
+        "ibdiagnet-db-csv",
+        "ibdiagnet-net-dump",
+        "lldpctl-keyvalue",
+        "lldpctl-json",
+    }
+    assert rows["ibdiagnet-net-dump"]["aliases"] == ["net_dump", "net-dump", "ibdiagnet-net_dump"]
+    assert rows["perfquery"]["aliases"] == []
+    # An alias is accepted wherever a format name is.
+    parsed = subprocess.run(
+        [sys.executable, "-m", "fabricscope", "parse", "tests/fixtures/ib/constructed/ibdiagnet2.net_dump", "--format", "net-dump", "-q", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert parsed.returncode == 0, parsed.stderr
+    assert json.loads(parsed.stdout)["inputs"][0]["format"] == "ibdiagnet-net-dump"
+
+
 @pytest.mark.parametrize("command", [["formats"], ["counters", "--layer", "network"], ["topology", "sample_traces/ib"]])
 def test_tables_for_people_and_machines(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(command) == 0

@@ -34,8 +34,9 @@ def formats() -> pl.DataFrame:
     """The supported input formats.
 
     Returns:
-        One row per format: ``name`` (for ``format=``), ``produced_by``, ``detection``,
-        ``timestamps``.
+        One row per format: ``name`` (for ``format=``), ``aliases`` (other accepted names),
+        ``appendable`` (cron mode reads only an appended tail), ``emits_links`` (fills the
+        ``links`` topology table), ``produced_by``, ``detection``, ``timestamps``.
 
     Example:
         >>> import fabricscope

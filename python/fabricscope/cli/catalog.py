@@ -13,7 +13,10 @@ from fabricscope.cli._common import EXIT_OK, EXIT_USAGE, add_output_arguments, p
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
-    print_table(pl.DataFrame(_native.formats()), args.output_format)
+    table = pl.DataFrame(_native.formats())
+    if args.output_format != "json":  # text and CSV cells hold one string
+        table = table.with_columns(pl.col("aliases").list.join(", "))
+    print_table(table, args.output_format)
     return EXIT_OK
 
 

@@ -13,16 +13,13 @@ from fabricscope.cron.directives import context_lines, directive_region
 from fabricscope.exceptions import FabricscopeError
 
 # Formats whose files are line-oriented and self-describing per line (plus a few directives), so
-# an appended tail can be read on its own.
-APPENDABLE = frozenset({"prometheus", "openmetrics", "ethtool", "sysfs-grep", "telegraf"})
+# an appended tail can be read on its own: the core declares it per format.
+APPENDABLE = frozenset(f["name"] for f in _native.formats() if f["appendable"])
 
 
 # The prefix fingerprint hashes this much of the start and of the end of the consumed prefix:
 # rewriting or rotating a log changes one of them, and hashing a 10 GB log every minute would not.
 _FINGERPRINT_BYTES = 64 * 1024
-
-
-COMPRESSED_MAGIC = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")
 
 
 @dataclass
@@ -194,7 +191,7 @@ def _partial_last_line(path: str, size: int) -> bool:
         head = f.read(8192)
         f.seek(size - 1)
         last = f.read(1)
-    if last == b"\n" or head.startswith(COMPRESSED_MAGIC) or b"\0" in head:
+    if last == b"\n" or _native.compression(head) is not None or b"\0" in head:
         return False
     from fabricscope.io import load
 
@@ -231,7 +228,7 @@ def finish_entry(p: Plan, fmt: str | None, old_context: list[str]) -> dict[str, 
     e["format"] = fmt or e.get("format")
     with Path(p.unit.path).open("rb") as f:
         head = f.read(4)
-    appendable = e["format"] in APPENDABLE and not head.startswith(COMPRESSED_MAGIC)
+    appendable = e["format"] in APPENDABLE and _native.compression(head) is None
     end = p.end
     e["appendable"] = appendable
     e["offset"] = end

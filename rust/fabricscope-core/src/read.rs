@@ -802,7 +802,27 @@ enum Codec {
     Zstd,
 }
 
+/// The compression a stream starting with `head` uses (`"gzip"`, `"zstd"`), or `None` when it is
+/// not compressed: the same test the reader applies before decompressing.
+pub fn compression_of(head: &[u8]) -> Option<&'static str> {
+    match Codec::of(head) {
+        Codec::Plain => None,
+        codec => Some(codec.name()),
+    }
+}
+
 impl Codec {
+    /// The codec whose magic number `head` starts with (RFC 1952 gzip, RFC 8878 zstd frame).
+    fn of(head: &[u8]) -> Codec {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Codec::Gzip
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Codec::Zstd
+        } else {
+            Codec::Plain
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Codec::Plain => "plain",
@@ -828,13 +848,7 @@ fn decoder<R: Read + Send + 'static>(
     let counting = Counting { inner: source, progress: opts.progress.clone(), consumed: consumed.clone() };
     let mut buffered = BufReader::with_capacity(1 << 20, counting);
     let head = buffered.fill_buf().map_err(io)?;
-    let codec = if head.starts_with(&[0x1f, 0x8b]) {
-        Codec::Gzip
-    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Codec::Zstd
-    } else {
-        Codec::Plain
-    };
+    let codec = Codec::of(head);
     let reader: Box<dyn Read + Send> = match codec {
         Codec::Plain => Box::new(buffered),
         Codec::Gzip => Box::new(Bounded {

@@ -21,6 +21,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reader::known_prometheus_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(reader::remote_read_request, m)?)?;
     m.add_function(wrap_pyfunction!(reader::formats, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::compression, m)?)?;
     m.add_function(wrap_pyfunction!(reader::counters, m)?)?;
     m.add_function(wrap_pyfunction!(reader::samples_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(reader::attributes_schema_arrow, m)?)?;

@@ -368,6 +368,12 @@ impl Scanner {
     }
 }
 
+/// The compression a file starting with `head` uses (`"gzip"`, `"zstd"`), or `None`.
+#[pyfunction]
+pub fn compression(head: &[u8]) -> Option<&'static str> {
+    fabricscope_core::read::compression_of(head)
+}
+
 /// The supported formats.
 #[pyfunction]
 pub fn formats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
@@ -376,6 +382,9 @@ pub fn formats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .map(|f| {
             let d = PyDict::new(py);
             d.set_item("name", f.name)?;
+            d.set_item("aliases", f.aliases.to_vec())?;
+            d.set_item("appendable", f.appendable)?;
+            d.set_item("emits_links", f.emits_links)?;
             d.set_item("produced_by", f.produced_by)?;
             d.set_item("detection", f.detection)?;
             d.set_item("timestamps", f.timestamps)?;

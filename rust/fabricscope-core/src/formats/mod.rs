@@ -114,6 +114,13 @@ pub struct FormatInfo {
     pub format: Format,
     /// Name used by `format=`.
     pub name: &'static str,
+    /// Other names `format=` accepts (case-insensitive).
+    pub aliases: &'static [&'static str],
+    /// Whether a file of this format only ever grows by whole appended records, so cron mode may
+    /// read just the new tail instead of the whole file again.
+    pub appendable: bool,
+    /// Whether the reader fills the `links` (topology) table.
+    pub emits_links: bool,
     /// What produces it.
     pub produced_by: &'static str,
     /// How detection recognises it.
@@ -127,6 +134,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Prometheus,
         name: "prometheus",
+        aliases: &["prom", "node_exporter", "federate"],
+        appendable: true,
+        emits_links: false,
         produced_by: "node_exporter (infiniband, ethtool), infiniband_exporter, DCGM exporter, Prometheus /federate",
         detection: "`# HELP`/`# TYPE` lines or `name{labels} value` samples",
         timestamps: "per-sample (ms); else timestamp lines, file name, argument, mtime",
@@ -134,6 +144,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::OpenMetrics,
         name: "openmetrics",
+        aliases: &["om"],
+        appendable: true,
+        emits_links: false,
         produced_by: "OpenMetrics 1.0 exporters and scrapes (`# EOF` terminated)",
         detection: "as prometheus, plus `# EOF` or `# UNIT`",
         timestamps: "per-sample (s); else timestamp lines, file name, argument, mtime",
@@ -141,6 +154,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::PrometheusApi,
         name: "prometheus-api",
+        aliases: &["prometheus-http", "prometheus-json"],
+        appendable: false,
+        emits_links: false,
         produced_by: "a Prometheus server's HTTP API (`/api/v1/query` with a range selector, `/api/v1/query_range`): what `fabricscope analyze http://prometheus:9090` pulls, or a saved response",
         detection: "a JSON object with `\"status\"` and `\"resultType\"`",
         timestamps: "per-sample (s with ms precision)",
@@ -148,6 +164,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::PrometheusRemoteRead,
         name: "prometheus-remote-read",
+        aliases: &["remote-read", "prometheus-read"],
+        appendable: false,
+        emits_links: false,
         produced_by: "a Prometheus server's remote read API (`POST /api/v1/read`, snappy-compressed protobuf `ReadResponse`): what `fabricscope analyze http://prometheus:9090` pulls by default",
         detection: "none (binary without a magic number): name it with format=prometheus-remote-read",
         timestamps: "per-sample (ms)",
@@ -155,6 +174,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Ethtool,
         name: "ethtool",
+        aliases: &["ethtool-s"],
+        appendable: true,
+        emits_links: false,
         produced_by: "`ethtool -S <iface>` (mlx5 and generic drivers), appended snapshots",
         detection: "a `NIC statistics:` line, or only `<name>: <integer>` lines (the header cut off)",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
@@ -162,6 +184,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::SysfsTree,
         name: "sysfs",
+        aliases: &["sysfs-tree"],
+        appendable: false,
+        emits_links: false,
         produced_by: "a copy of /sys/class/infiniband and /sys/class/net (directory)",
         detection: "a directory containing class/infiniband or class/net, or ports/<n>/counters",
         timestamps: "a `timestamp` file at the tree root; else directory name, argument, mtime",
@@ -169,6 +194,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::SysfsGrep,
         name: "sysfs-grep",
+        aliases: &[],
+        appendable: true,
+        emits_links: false,
         produced_by: "`grep -H . /sys/class/infiniband/*/ports/*/{counters,hw_counters}/*` (path:value lines)",
         detection: "lines `/sys/class/.../<counter>:<value>` or `.../ports/<n>/...:<value>`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
@@ -177,6 +205,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Perfquery,
         name: "perfquery",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "`perfquery [-x] [-E] [-l] <lid|guid> [ports]` (infiniband-diags), appended snapshots",
         detection: "a `# Port counters:`/`# Port extended counters:`/`# <X> counters: ... port N` header or `Name:....value` lines",
         timestamps: "timestamp line before each block; else file name, argument, mtime",
@@ -184,6 +215,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Ibqueryerrors,
         name: "ibqueryerrors",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "`ibqueryerrors [--data]` (infiniband-diags)",
         detection: "`Errors for ...` lines or `GUID 0x... port N: [Name == value]` lines",
         timestamps: "timestamp line before the run; else file name, argument, mtime",
@@ -191,6 +225,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Iblinkinfo,
         name: "iblinkinfo",
+        aliases: &[],
+        appendable: false,
+        emits_links: true,
         produced_by: "`iblinkinfo [-l]` (infiniband-diags); also emits the `links` table",
         detection: "`Switch: 0x...`/`CA: ...` block headers or `==( ... )==>` link lines",
         timestamps: "timestamp line; else file name, argument, mtime",
@@ -198,6 +235,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Ibnetdiscover,
         name: "ibnetdiscover",
+        aliases: &[],
+        appendable: false,
+        emits_links: true,
         produced_by: "`ibnetdiscover` topology file (default output, `-g` grouped too) and `ibnetdiscover -p` (ports report); emits the `links` table",
         detection: "`switchguid=0x...`/`caguid=0x...` lines, `Switch|Ca <ports> \"S-|H-<guid>\" # ...` node headers, `[<port>] \"S-<guid>\"[<port>] # ...` port lines, or `-p` lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
         timestamps: "timestamp line; else `# Topology file: generated on <ctime>` (local time read as UTC); else file name, argument, mtime",
@@ -205,6 +245,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::IbdiagnetDbCsv,
         name: "ibdiagnet-db-csv",
+        aliases: &["db_csv", "db-csv", "ibdiagnet", "ibdiagnet2"],
+        appendable: false,
+        emits_links: true,
         produced_by: "`ibdiagnet` → `ibdiagnet2.db_csv` (NODES, PORTS, LINKS, PM_INFO; others skipped); emits `links`",
         detection: "a `START_<SECTION>` line",
         timestamps: "none in the file: file name, argument, mtime",
@@ -212,6 +255,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::UfmCsv,
         name: "ufm-csv",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "UFM telemetry `/csv/metrics`, `/csv/xcset/<name>` (header, one row per port)",
         detection: "a comma-separated header with `timestamp` and `node_guid`/`Node_GUID`",
         timestamps: "per-row `timestamp` (µs epoch); else file name, argument, mtime",
@@ -219,6 +265,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::UfmJson,
         name: "ufm-json",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "UFM telemetry JSON (fluentd telemetry plugin messages, REST), at most `max_document_bytes` (256 MiB) per document",
         detection: "a JSON document whose head contains `\"node_guid\"` and `\"port_num\"`",
         timestamps: "per-record `timestamp` (µs epoch); else file name, argument, mtime",
@@ -226,6 +275,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Telegraf,
         name: "telegraf",
+        aliases: &["influx", "line-protocol"],
+        appendable: true,
+        emits_links: false,
         produced_by: "telegraf `infiniband` and `ethtool` inputs (Influx line protocol)",
         detection: "line protocol `infiniband,...`/`ethtool,...` lines (`measurement,tags fields timestamp`)",
         timestamps: "per-line timestamp (ns; s/ms/µs by magnitude); else file name, argument, mtime",
@@ -233,6 +285,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::IbdiagnetNetDump,
         name: "ibdiagnet-net-dump",
+        aliases: &["net_dump", "net-dump", "ibdiagnet-net_dump"],
+        appendable: false,
+        emits_links: true,
         produced_by: "`ibdiagnet` → `ibdiagnet2.net_dump` (per-port state, width, speed, FEC, neighbor)",
         detection: "a block header `\"<description>\", <vendor>, 0x<guid>, LID <n>`",
         timestamps: "none in the file: file name, argument, mtime",
@@ -240,6 +295,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Ibswinfo,
         name: "ibswinfo",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "`ibswinfo -d <lid>` (unmanaged switch vitals: part/serial/firmware, PSUs, fans, temperatures, uptime), also `-o vitals`",
         detection: "`part number | ...`, `fan#N (rpm) | ...`, `cur.temp (C) : ...` and similar vitals lines",
         timestamps: "timestamp line; else file name, argument, mtime",
@@ -248,6 +306,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Pcap,
         name: "pcap",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "tcpdump/dumpcap/NIC sniffers: classic pcap (Ethernet, Linux cooked v1/v2); emits `packet_events`, `packet_flows`",
         detection: "magic a1b2c3d4 / a1b23c4d / a1b2cd34 in either byte order",
         timestamps: "per-packet (µs or ns, integer)",
@@ -255,6 +316,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Pcapng,
         name: "pcapng",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "dumpcap/Wireshark/tcpdump pcapng; emits `packet_events`, `packet_flows`",
         detection: "a Section Header Block (0a0d0d0a + byte-order magic)",
         timestamps: "per-packet, per-interface if_tsresol/if_tsoffset (integer ns)",
@@ -263,6 +327,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::NvidiaSmiNvlink,
         name: "nvidia-smi-nvlink",
+        aliases: &["nvidia-smi", "nvlink"],
+        appendable: false,
+        emits_links: false,
         produced_by: "`nvidia-smi nvlink -gt d|r`, `-g <set>` (KiB counters), `-s` (link speed), `-e` (error counters)",
         detection: "a `GPU <n>: <name> (UUID: GPU-...)` line followed by `Link <n>: ...` lines",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
@@ -270,6 +337,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::NcclTests,
         name: "nccl-tests",
+        aliases: &["nccl", "rccl-tests"],
+        appendable: false,
+        emits_links: false,
         produced_by: "nccl-tests/rccl-tests `*_perf` logs; emits `nccl_results`, `nccl_ranks`",
         detection: "`# Collective test starting`, `# nThread ... nGpus`, `#  Rank N ... on HOST device N` or a `size count type ... busbw` header",
         timestamps: "the `timestamp` column (local time read as UTC); else timestamp line, file name, argument, mtime",
@@ -277,6 +347,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::NcclTestsJson,
         name: "nccl-tests-json",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "nccl-tests `-J <file>` JSON report; emits `nccl_results`, `nccl_ranks`",
         detection: "a JSON object with `\"nccl_version\"` and `\"start_time\"`/`\"results\"`",
         timestamps: "`start_time` (local time read as UTC); else file name, argument, mtime",
@@ -284,6 +357,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Perftest,
         name: "perftest",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "perftest `ib_{write,read,send,atomic}_{bw,lat}` client/server output; emits `perftest_results`",
         detection: "a ` #bytes #iterations ...` results header or a `... BW Test`/`... Latency Test` banner",
         timestamps: "timestamp line before each run; else file name, argument, mtime",
@@ -291,6 +367,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::CxlList,
         name: "cxl-list",
+        aliases: &["cxl"],
+        appendable: false,
+        emits_links: false,
         produced_by: "`cxl list [-M] [-u] [-BEMP]` (ndctl cxl-cli) JSON; emits `cxl_devices`",
         detection: "a JSON array/object containing `\"memdev\"`",
         timestamps: "none (inventory table)",
@@ -298,6 +377,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::PerfStatCxl,
         name: "perf-stat-cxl",
+        aliases: &["perf-stat"],
+        appendable: false,
+        emits_links: false,
         produced_by: "`perf stat [-x,] [-I ms] -e cxl_pmu_mem<X>.<Y>/<event>/` (CXL PMU)",
         detection: "a line naming a `cxl_pmu_<pmu>/<event>/` event",
         timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
@@ -306,6 +388,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::RdmaStatistic,
         name: "rdma-statistic",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "`rdma [-j] statistic [qp] show [link <dev>/<port>]` (iproute2 5.3+; any RDMA driver: mlx5, bnxt_re, irdma, ionic, qedr)",
         detection: "`link <dev>/<port> <counter> <value> ...` records, or a JSON array of objects with `ifindex`, `ifname`, `port`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
@@ -314,6 +399,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Ibdev2netdev,
         name: "ibdev2netdev",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "`ibdev2netdev [-v]` (MLNX_OFED / mlnx-tools): which netdev each RDMA port drives; port attributes only",
         detection: "`<dev> port <n> ==> <netdev> (Up)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
         timestamps: "timestamp line; else file name, argument, mtime",
@@ -321,6 +409,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::RdmaLink,
         name: "rdma-link",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
         produced_by: "`rdma [-j] [-d] link show` (iproute2 4.16+; any RDMA driver): port state, LID, netdev; port attributes only",
         detection: "`link <dev>/<port>` lines whose first key is `state`, `lid`, `subnet_prefix` or `netdev` (or `<i>/<p>: <dev>/<port>: ...`), or a JSON array of objects with `ifname` and `state`",
         timestamps: "timestamp line; else file name, argument, mtime",
@@ -329,6 +420,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::LldpctlKeyvalue,
         name: "lldpctl-keyvalue",
+        aliases: &["lldpctl", "lldp", "lldpcli"],
+        appendable: false,
+        emits_links: true,
         produced_by: "`lldpctl -f keyvalue` / `lldpcli -f keyvalue show neighbors [details]` (lldpd) on a host; emits `links`",
         detection: "`lldp.<interface>.<field>=<value>` lines",
         timestamps: "none (topology table); host from `# host:` line or argument",
@@ -336,6 +430,9 @@ pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::LldpctlJson,
         name: "lldpctl-json",
+        aliases: &[],
+        appendable: false,
+        emits_links: true,
         produced_by: "`lldpctl -f json` or `-f json0` (lldpd) on a host; emits `links`",
         detection: "a JSON object starting `{\"lldp\": {` or `{\"lldp\": [`",
         timestamps: "none (topology table); host from `# host:` line or argument",
@@ -345,60 +442,19 @@ pub static FORMATS: &[FormatInfo] = &[
 impl Format {
     /// Name used by `format=`.
     pub fn name(self) -> &'static str {
-        match self {
-            Format::Prometheus => "prometheus",
-            Format::OpenMetrics => "openmetrics",
-            Format::PrometheusApi => "prometheus-api",
-            Format::PrometheusRemoteRead => "prometheus-remote-read",
-            Format::Ethtool => "ethtool",
-            Format::SysfsTree => "sysfs",
-            Format::SysfsGrep => "sysfs-grep",
-            Format::Perfquery => "perfquery",
-            Format::Ibqueryerrors => "ibqueryerrors",
-            Format::Iblinkinfo => "iblinkinfo",
-            Format::Ibnetdiscover => "ibnetdiscover",
-            Format::IbdiagnetDbCsv => "ibdiagnet-db-csv",
-            Format::UfmCsv => "ufm-csv",
-            Format::UfmJson => "ufm-json",
-            Format::Telegraf => "telegraf",
-            Format::IbdiagnetNetDump => "ibdiagnet-net-dump",
-            Format::Ibswinfo => "ibswinfo",
-            Format::Pcap => "pcap",
-            Format::Pcapng => "pcapng",
-            Format::NvidiaSmiNvlink => "nvidia-smi-nvlink",
-            Format::NcclTests => "nccl-tests",
-            Format::NcclTestsJson => "nccl-tests-json",
-            Format::Perftest => "perftest",
-            Format::CxlList => "cxl-list",
-            Format::PerfStatCxl => "perf-stat-cxl",
-            Format::RdmaStatistic => "rdma-statistic",
-            Format::Ibdev2netdev => "ibdev2netdev",
-            Format::RdmaLink => "rdma-link",
-            Format::LldpctlKeyvalue => "lldpctl-keyvalue",
-            Format::LldpctlJson => "lldpctl-json",
-        }
+        self.info().name
+    }
+
+    /// This format's entry in [`FORMATS`].
+    pub fn info(self) -> &'static FormatInfo {
+        // Every variant is registered once in FORMATS (the `every_format_is_registered` test).
+        FORMATS.iter().find(|f| f.format == self).unwrap_or(&FORMATS[0])
     }
 
     /// Parse a `format=` name (case-insensitive; `auto` is handled by the caller).
     pub fn from_name(name: &str) -> Option<Format> {
         let lower = name.to_ascii_lowercase();
-        FORMATS.iter().find(|f| f.name == lower).map(|f| f.format).or(match lower.as_str() {
-            "prom" | "node_exporter" | "federate" => Some(Format::Prometheus),
-            "om" => Some(Format::OpenMetrics),
-            "prometheus-http" | "prometheus-json" => Some(Format::PrometheusApi),
-            "remote-read" | "prometheus-read" => Some(Format::PrometheusRemoteRead),
-            "ethtool-s" => Some(Format::Ethtool),
-            "sysfs-tree" => Some(Format::SysfsTree),
-            "db_csv" | "db-csv" | "ibdiagnet" | "ibdiagnet2" => Some(Format::IbdiagnetDbCsv),
-            "net_dump" | "net-dump" | "ibdiagnet-net_dump" => Some(Format::IbdiagnetNetDump),
-            "influx" | "line-protocol" => Some(Format::Telegraf),
-            "nvidia-smi" | "nvlink" => Some(Format::NvidiaSmiNvlink),
-            "nccl" | "rccl-tests" => Some(Format::NcclTests),
-            "cxl" => Some(Format::CxlList),
-            "perf-stat" => Some(Format::PerfStatCxl),
-            "lldpctl" | "lldp" | "lldpcli" => Some(Format::LldpctlKeyvalue),
-            _ => None,
-        })
+        FORMATS.iter().find(|f| f.name == lower || f.aliases.contains(&lower.as_str())).map(|f| f.format)
     }
 
     /// A fresh binary reader for this format (`None` for text and directory formats).
@@ -802,6 +858,22 @@ fn looks_like_prom_sample(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_format_is_registered_once_with_unique_names() {
+        let mut names = std::collections::HashSet::new();
+        for f in FORMATS {
+            assert!(std::ptr::eq(f.format.info(), f), "{} registered twice", f.name);
+            assert_eq!(Format::from_name(f.name), Some(f.format));
+            assert!(names.insert(f.name), "{} used twice", f.name);
+            for alias in f.aliases {
+                assert_eq!(Format::from_name(alias), Some(f.format));
+                assert!(names.insert(alias), "{alias} used twice");
+            }
+        }
+        assert_eq!(Format::from_name("LLDP"), Some(Format::LldpctlKeyvalue));
+        assert_eq!(Format::from_name("no-such-format"), None);
+    }
 
     #[test]
     fn detects_formats_from_content() {
