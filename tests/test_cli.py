@@ -76,6 +76,9 @@ def test_formats_and_counters_commands(capsys: pytest.CaptureFixture[str]) -> No
     assert "nvlink_tx_bytes_per_s" in names and "port_xmit_data_bytes" not in names
 
 
+NET_DUMP = Path(__file__).parent / "fixtures" / "ib" / "constructed" / "ibdiagnet2.net_dump"
+
+
 def test_formats_command_declares_each_format_fact_once() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "fabricscope", "formats", "--json"], capture_output=True, text=True, check=True
@@ -102,7 +105,7 @@ def test_formats_command_declares_each_format_fact_once() -> None:
     assert rows["perfquery"]["aliases"] == []
     # An alias is accepted wherever a format name is.
     parsed = subprocess.run(
-        [sys.executable, "-m", "fabricscope", "parse", "tests/fixtures/ib/constructed/ibdiagnet2.net_dump", "--format", "net-dump", "-q", "--json"],
+        [sys.executable, "-m", "fabricscope", "parse", str(NET_DUMP), "--format", "net-dump", "-q", "--json"],
         capture_output=True,
         text=True,
     )
