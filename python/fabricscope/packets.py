@@ -32,28 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EVENTS_SCHEMA", "PcapResult", "read_pcap"]
 
-_DICT = pl.Categorical
-#: Columns of the ``packet_events`` table (``docs/schema.md``), for empty results.
-EVENTS_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "time": pl.Datetime("ns", "UTC"),
-    "host": _DICT,
-    "interface": _DICT,
-    "frame": pl.UInt64,
-    "kind": _DICT,
-    "src_ip": pl.String,
-    "dst_ip": pl.String,
-    "vlan": pl.UInt16,
-    "priority": pl.UInt8,
-    "opcode": pl.UInt8,
-    "dest_qp": pl.UInt32,
-    "psn": pl.UInt32,
-    "expected_psn": pl.UInt32,
-    "ecn": pl.UInt8,
-    "syndrome": pl.UInt8,
-    "quanta": pl.UInt16,
-    "pause_ns": pl.UInt64,
-    "length": pl.UInt32,
-}
+#: Columns of the ``packet_events`` table (``docs/schema.md``), for empty results: the core's schema.
+EVENTS_SCHEMA = pl.Schema(_native.events_schema_arrow())  # type: ignore[arg-type]
 
 
 @dataclass

@@ -24,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reader::compression, m)?)?;
     m.add_function(wrap_pyfunction!(reader::counters, m)?)?;
     m.add_function(wrap_pyfunction!(reader::samples_schema_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::events_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(reader::attributes_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(rates::rates, m)?)?;
     m.add_function(wrap_pyfunction!(rules::limits, m)?)?;

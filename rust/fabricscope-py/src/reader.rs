@@ -437,6 +437,12 @@ pub fn samples_schema_arrow() -> PySchema {
     PySchema::new(samples_schema())
 }
 
+/// Arrow schema of the `packet_events` table.
+#[pyfunction]
+pub fn events_schema_arrow() -> PySchema {
+    PySchema::new(fabricscope_core::packets::events_schema())
+}
+
 /// Arrow schema of the port-attributes table.
 #[pyfunction]
 pub fn attributes_schema_arrow() -> PySchema {
