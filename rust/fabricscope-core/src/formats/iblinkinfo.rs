@@ -213,10 +213,10 @@ impl IblinkinfoReader {
         let host = ctx.samples.host(&host_name);
         let device = ctx.samples.device(guid);
         let mut gauges = Vec::with_capacity(2);
-        if let Some(v) = crate::formats::netdump::state_id(state) {
+        if let Some(v) = crate::formats::common::state_id(state) {
             gauges.push(("port_state_id", Value::U64(v)));
         }
-        if let Some(v) = crate::formats::netdump::phys_state_id(phys) {
+        if let Some(v) = crate::formats::common::phys_state_id(phys) {
             gauges.push(("port_phys_state_id", Value::U64(v)));
         }
         ib::push_port_gauges(ctx, time_ns, host, device, port, &gauges)?;

@@ -455,7 +455,7 @@ impl IbnetdiscoverReader {
             };
         }
         if let Some(when) = t.strip_prefix("# Topology file: generated on") {
-            if let Some(ns) = crate::formats::perf_stat::parse_started(when) {
+            if let Some(ns) = crate::formats::common::parse_started(when) {
                 ctx.warn("ibnetdiscover `generated on` is local time without a zone: read as UTC");
                 self.generated_ns = Some(ns);
             }

@@ -4,6 +4,8 @@
 //! complete lines in bounded chunks, so a 10 GB file never sits in memory. Directory-shaped
 //! inputs (a copied sysfs tree) are read by [`sysfs::read_tree`].
 
+// Helpers several readers share.
+pub mod common;
 pub mod ethtool;
 pub mod prometheus;
 pub mod prometheus_api;

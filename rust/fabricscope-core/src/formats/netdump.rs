@@ -36,6 +36,7 @@
 //!   a header row without `IB#`, a port that is not a number, a block without a column header.
 
 use crate::error::{Position, Result};
+use crate::formats::common::{phys_state_id, state_id};
 use crate::formats::ib;
 use crate::formats::{LineReader, feed_lines};
 use crate::read::ReadContext;
@@ -107,34 +108,6 @@ pub fn parse_block_header(t: &str) -> Option<(&str, &str, &str, &str)> {
         return None;
     }
     Some((desc, vendor, guid, lid))
-}
-
-/// Logical port state id (IBA PortInfo:PortState) from ibdiagnet's short names or libibmad's
-/// long ones (`Down`, `Initialize`, `Armed`, `Active`).
-pub(crate) fn state_id(s: &str) -> Option<u64> {
-    match s.to_ascii_uppercase().as_str() {
-        "DOWN" => Some(1),
-        "INI" | "INIT" | "INITIALIZE" => Some(2),
-        "ARM" | "ARMED" => Some(3),
-        "ACT" | "ACTIVE" => Some(4),
-        "ACT_DEFER" | "ACTIVE_DEFER" => Some(5),
-        _ => None,
-    }
-}
-
-/// Physical port state id (IBA PortInfo:PortPhysicalState).
-pub(crate) fn phys_state_id(s: &str) -> Option<u64> {
-    let u = s.to_ascii_uppercase().replace(['_', ' '], "");
-    match u.as_str() {
-        "SLEEP" => Some(1),
-        "POLLING" | "POLL" => Some(2),
-        "DISABLED" | "DISABLE" => Some(3),
-        "TRAINING" | "PORTCONFIGURATIONTRAINING" => Some(4),
-        "LINKUP" | "UP" => Some(5),
-        "LINKERRORRECOVERY" | "ERRORRECOVERY" => Some(6),
-        "PHYTEST" => Some(7),
-        _ => None,
-    }
 }
 
 /// Speed name from `LSA`: per-lane Gb/s as ibdiagnet prints it, or a name (`FDR10`).

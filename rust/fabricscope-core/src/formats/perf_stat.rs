@@ -25,6 +25,7 @@
 use ahash::AHashMap;
 
 use crate::error::{Position, Result};
+use crate::formats::common::parse_started;
 use crate::formats::{DirectiveState, LineReader, feed_lines};
 use crate::read::ReadContext;
 use crate::schema::{Sample, Value};
@@ -45,13 +46,6 @@ fn split_event(line: &str) -> Option<(&str, &str)> {
         && pmu["cxl_pmu_".len()..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_');
     let ev_ok = !event.is_empty() && event.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'=');
     (pmu_ok && ev_ok).then_some((pmu, event))
-}
-
-/// `Wed Dec  2 14:00:00 2026` → ns (read as UTC).
-pub(crate) fn parse_started(s: &str) -> Option<i64> {
-    let norm = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let t = chrono::NaiveDateTime::parse_from_str(&norm, "%a %b %d %H:%M:%S %Y").ok()?;
-    t.and_utc().timestamp_nanos_opt()
 }
 
 /// One reading: value (None = not counted), interval stamp in seconds.
