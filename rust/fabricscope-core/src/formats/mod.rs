@@ -116,6 +116,8 @@ pub struct FormatInfo {
     pub format: Format,
     /// Name used by `format=`.
     pub name: &'static str,
+    /// How its input is read.
+    pub reader: Reader,
     /// Other names `format=` accepts (case-insensitive).
     pub aliases: &'static [&'static str],
     /// Whether a file of this format only ever grows by whole appended records, so cron mode may
@@ -131,10 +133,22 @@ pub struct FormatInfo {
     pub timestamps: &'static str,
 }
 
+/// How a format's input is read: the constructor of a fresh reader.
+#[derive(Debug, Clone, Copy)]
+pub enum Reader {
+    /// Complete lines in bounded chunks.
+    Lines(fn() -> Box<dyn LineReader>),
+    /// The whole (decompressed) byte stream.
+    Binary(fn() -> Box<dyn BinaryReader>),
+    /// A directory (read by [`sysfs::read_tree`]).
+    Tree,
+}
+
 /// Every format, in the order `fabricscope formats` lists them.
 pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Prometheus,
+        reader: Reader::Lines(|| Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::Prometheus))),
         name: "prometheus",
         aliases: &["prom", "node_exporter", "federate"],
         appendable: true,
@@ -145,6 +159,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::OpenMetrics,
+        reader: Reader::Lines(|| Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::OpenMetrics))),
         name: "openmetrics",
         aliases: &["om"],
         appendable: true,
@@ -155,6 +170,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::PrometheusApi,
+        reader: Reader::Binary(|| Box::new(prometheus_api::PrometheusApiReader)),
         name: "prometheus-api",
         aliases: &["prometheus-http", "prometheus-json"],
         appendable: false,
@@ -165,6 +181,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::PrometheusRemoteRead,
+        reader: Reader::Binary(|| Box::new(remote_read::RemoteReadReader)),
         name: "prometheus-remote-read",
         aliases: &["remote-read", "prometheus-read"],
         appendable: false,
@@ -175,6 +192,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::Ethtool,
+        reader: Reader::Lines(|| Box::new(ethtool::EthtoolReader::new())),
         name: "ethtool",
         aliases: &["ethtool-s"],
         appendable: true,
@@ -185,6 +203,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::SysfsTree,
+        reader: Reader::Tree,
         name: "sysfs",
         aliases: &["sysfs-tree"],
         appendable: false,
@@ -195,6 +214,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::SysfsGrep,
+        reader: Reader::Lines(|| Box::new(sysfs::SysfsGrepReader::new())),
         name: "sysfs-grep",
         aliases: &[],
         appendable: true,
@@ -206,6 +226,7 @@ pub static FORMATS: &[FormatInfo] = &[
     // --- InfiniBand diagnostic sources ---
     FormatInfo {
         format: Format::Perfquery,
+        reader: Reader::Lines(|| Box::new(perfquery::PerfqueryReader::new())),
         name: "perfquery",
         aliases: &[],
         appendable: false,
@@ -216,6 +237,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::Ibqueryerrors,
+        reader: Reader::Lines(|| Box::new(ibqueryerrors::IbqueryerrorsReader::new())),
         name: "ibqueryerrors",
         aliases: &[],
         appendable: false,
@@ -226,6 +248,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::Iblinkinfo,
+        reader: Reader::Lines(|| Box::new(iblinkinfo::IblinkinfoReader::new())),
         name: "iblinkinfo",
         aliases: &[],
         appendable: false,
@@ -236,6 +259,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::Ibnetdiscover,
+        reader: Reader::Lines(|| Box::new(ibnetdiscover::IbnetdiscoverReader::new())),
         name: "ibnetdiscover",
         aliases: &[],
         appendable: false,
@@ -246,6 +270,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::IbdiagnetDbCsv,
+        reader: Reader::Lines(|| Box::new(ibdiagnet::DbCsvReader::new())),
         name: "ibdiagnet-db-csv",
         aliases: &["db_csv", "db-csv", "ibdiagnet", "ibdiagnet2"],
         appendable: false,
@@ -256,6 +281,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::UfmCsv,
+        reader: Reader::Lines(|| Box::new(ufm::UfmCsvReader::new())),
         name: "ufm-csv",
         aliases: &[],
         appendable: false,
@@ -266,6 +292,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::UfmJson,
+        reader: Reader::Binary(|| Box::new(ufm::UfmJsonReader::new())),
         name: "ufm-json",
         aliases: &[],
         appendable: false,
@@ -276,6 +303,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::Telegraf,
+        reader: Reader::Lines(|| Box::new(telegraf::TelegrafReader::new())),
         name: "telegraf",
         aliases: &["influx", "line-protocol"],
         appendable: true,
@@ -286,6 +314,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::IbdiagnetNetDump,
+        reader: Reader::Lines(|| Box::new(netdump::NetDumpReader::new())),
         name: "ibdiagnet-net-dump",
         aliases: &["net_dump", "net-dump", "ibdiagnet-net_dump"],
         appendable: false,
@@ -296,6 +325,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::Ibswinfo,
+        reader: Reader::Lines(|| Box::new(ibswinfo::IbswinfoReader::new())),
         name: "ibswinfo",
         aliases: &[],
         appendable: false,
@@ -307,6 +337,7 @@ pub static FORMATS: &[FormatInfo] = &[
     // --- packet captures ---
     FormatInfo {
         format: Format::Pcap,
+        reader: Reader::Binary(|| Box::new(crate::packets::CaptureReader)),
         name: "pcap",
         aliases: &[],
         appendable: false,
@@ -317,6 +348,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::Pcapng,
+        reader: Reader::Binary(|| Box::new(crate::packets::CaptureReader)),
         name: "pcapng",
         aliases: &[],
         appendable: false,
@@ -328,6 +360,7 @@ pub static FORMATS: &[FormatInfo] = &[
     // --- measured performance, GPU and CXL sources ---
     FormatInfo {
         format: Format::NvidiaSmiNvlink,
+        reader: Reader::Lines(|| Box::new(nvidia_smi::NvidiaSmiReader::new())),
         name: "nvidia-smi-nvlink",
         aliases: &["nvidia-smi", "nvlink"],
         appendable: false,
@@ -338,6 +371,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::NcclTests,
+        reader: Reader::Lines(|| Box::new(nccl_tests::NcclTestsReader::new())),
         name: "nccl-tests",
         aliases: &["nccl", "rccl-tests"],
         appendable: false,
@@ -348,6 +382,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::NcclTestsJson,
+        reader: Reader::Binary(|| Box::new(nccl_tests::NcclJsonReader)),
         name: "nccl-tests-json",
         aliases: &[],
         appendable: false,
@@ -358,6 +393,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::Perftest,
+        reader: Reader::Lines(|| Box::new(perftest::PerftestReader::new())),
         name: "perftest",
         aliases: &[],
         appendable: false,
@@ -368,6 +404,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::CxlList,
+        reader: Reader::Binary(|| Box::new(cxl_list::CxlListReader::new())),
         name: "cxl-list",
         aliases: &["cxl"],
         appendable: false,
@@ -378,6 +415,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::PerfStatCxl,
+        reader: Reader::Lines(|| Box::new(perf_stat::PerfStatReader::new())),
         name: "perf-stat-cxl",
         aliases: &["perf-stat"],
         appendable: false,
@@ -389,6 +427,7 @@ pub static FORMATS: &[FormatInfo] = &[
     // --- vendor-neutral RDMA ---
     FormatInfo {
         format: Format::RdmaStatistic,
+        reader: Reader::Lines(|| Box::new(rdma_statistic::RdmaStatisticReader::new())),
         name: "rdma-statistic",
         aliases: &[],
         appendable: false,
@@ -400,6 +439,7 @@ pub static FORMATS: &[FormatInfo] = &[
     // --- RDMA device <-> network device identity ---
     FormatInfo {
         format: Format::Ibdev2netdev,
+        reader: Reader::Lines(|| Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
         name: "ibdev2netdev",
         aliases: &[],
         appendable: false,
@@ -410,6 +450,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::RdmaLink,
+        reader: Reader::Lines(|| Box::new(rdma_link::RdmaLinkReader::new())),
         name: "rdma-link",
         aliases: &[],
         appendable: false,
@@ -421,6 +462,7 @@ pub static FORMATS: &[FormatInfo] = &[
     // --- Ethernet (RoCE) topology ---
     FormatInfo {
         format: Format::LldpctlKeyvalue,
+        reader: Reader::Lines(|| Box::new(lldpctl::LldpKeyValueReader::new())),
         name: "lldpctl-keyvalue",
         aliases: &["lldpctl", "lldp", "lldpcli"],
         appendable: false,
@@ -431,6 +473,7 @@ pub static FORMATS: &[FormatInfo] = &[
     },
     FormatInfo {
         format: Format::LldpctlJson,
+        reader: Reader::Binary(|| Box::new(lldpctl::LldpJsonReader)),
         name: "lldpctl-json",
         aliases: &[],
         appendable: false,
@@ -461,52 +504,17 @@ impl Format {
 
     /// A fresh binary reader for this format (`None` for text and directory formats).
     pub fn binary_reader(self) -> Option<Box<dyn BinaryReader>> {
-        match self {
-            // JSON is not line oriented: the UFM reader takes the whole stream (bounded).
-            Format::UfmJson => Some(Box::new(ufm::UfmJsonReader::new())),
-            Format::PrometheusApi => Some(Box::new(prometheus_api::PrometheusApiReader)),
-            Format::PrometheusRemoteRead => Some(Box::new(remote_read::RemoteReadReader)),
-            Format::Pcap | Format::Pcapng => Some(Box::new(crate::packets::CaptureReader)),
-            Format::NcclTestsJson => Some(Box::new(nccl_tests::NcclJsonReader)),
-            Format::CxlList => Some(Box::new(cxl_list::CxlListReader::new())),
-            Format::LldpctlJson => Some(Box::new(lldpctl::LldpJsonReader)),
-            _ => None,
+        match self.info().reader {
+            Reader::Binary(new) => Some(new()),
+            Reader::Lines(_) | Reader::Tree => None,
         }
     }
 
     /// A fresh line reader for this format (`None` for directory and binary formats).
     pub fn line_reader(self) -> Option<Box<dyn LineReader>> {
-        match self {
-            Format::Prometheus => Some(Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::Prometheus))),
-            Format::OpenMetrics => Some(Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::OpenMetrics))),
-            Format::Ethtool => Some(Box::new(ethtool::EthtoolReader::new())),
-            Format::SysfsGrep => Some(Box::new(sysfs::SysfsGrepReader::new())),
-            Format::Perfquery => Some(Box::new(perfquery::PerfqueryReader::new())),
-            Format::Ibqueryerrors => Some(Box::new(ibqueryerrors::IbqueryerrorsReader::new())),
-            Format::Iblinkinfo => Some(Box::new(iblinkinfo::IblinkinfoReader::new())),
-            Format::Ibnetdiscover => Some(Box::new(ibnetdiscover::IbnetdiscoverReader::new())),
-            Format::IbdiagnetDbCsv => Some(Box::new(ibdiagnet::DbCsvReader::new())),
-            Format::UfmCsv => Some(Box::new(ufm::UfmCsvReader::new())),
-            Format::Telegraf => Some(Box::new(telegraf::TelegrafReader::new())),
-            Format::IbdiagnetNetDump => Some(Box::new(netdump::NetDumpReader::new())),
-            Format::Ibswinfo => Some(Box::new(ibswinfo::IbswinfoReader::new())),
-            Format::NvidiaSmiNvlink => Some(Box::new(nvidia_smi::NvidiaSmiReader::new())),
-            Format::NcclTests => Some(Box::new(nccl_tests::NcclTestsReader::new())),
-            Format::Perftest => Some(Box::new(perftest::PerftestReader::new())),
-            Format::PerfStatCxl => Some(Box::new(perf_stat::PerfStatReader::new())),
-            Format::RdmaStatistic => Some(Box::new(rdma_statistic::RdmaStatisticReader::new())),
-            Format::Ibdev2netdev => Some(Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
-            Format::RdmaLink => Some(Box::new(rdma_link::RdmaLinkReader::new())),
-            Format::LldpctlKeyvalue => Some(Box::new(lldpctl::LldpKeyValueReader::new())),
-            Format::SysfsTree
-            | Format::UfmJson
-            | Format::PrometheusApi
-            | Format::PrometheusRemoteRead
-            | Format::Pcap
-            | Format::Pcapng
-            | Format::NcclTestsJson
-            | Format::CxlList
-            | Format::LldpctlJson => None,
+        match self.info().reader {
+            Reader::Lines(new) => Some(new()),
+            Reader::Binary(_) | Reader::Tree => None,
         }
     }
 }
