@@ -21,7 +21,7 @@ from fabricscope.findings import empty_findings
 from fabricscope.input_summary import format_times, merge_times
 from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
 from fabricscope.profiles import Profile
-from fabricscope.rates import rates, value_as_float
+from fabricscope.rates import latest_gauges, rates, value_as_float
 from fabricscope.remote import RemoteOptions
 
 __all__ = [
@@ -346,6 +346,9 @@ class EngineResult:
         identity: The port attributes that name an HCA (:data:`IDENTITY_KEYS`: ``node_guid_hex``:
             host, device -> GUID; ``netdev``: host, RDMA device -> its network device), for entity
             resolution (:mod:`fabricscope.entities`); small, one row per device.
+        gauges: The last reading of every gauge series (:func:`fabricscope.rates.latest_gauges`), with
+            ``keep_detail``.
+        attributes: Every port attribute read, with ``keep_detail``.
     """
 
     findings: pl.DataFrame
@@ -359,6 +362,8 @@ class EngineResult:
     views: dict[str, pl.DataFrame] = field(default_factory=dict)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
     identity: pl.DataFrame = field(default_factory=empty_attributes)
+    gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
+    attributes: pl.DataFrame = field(default_factory=empty_attributes)
 
 
 def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
@@ -383,6 +388,7 @@ def reduce_results(
 ) -> EngineResult:
     """The last step of every engine: fabric-wide detectors on the partitions' results, then one result."""
     t = time.perf_counter()
+    empty = _no_partition(config)
     findings, fabric_views = fabric_wide(results, tables, config, profile, keep_detail=keep_detail)
     names = dict.fromkeys([*(n for r in results for n in r.views), *fabric_views])
     views = {
@@ -395,7 +401,7 @@ def reduce_results(
     return EngineResult(
         findings=_concat_findings([*(r.findings for r in results), findings]),
         reports=reports,
-        rates=_concat([r.rates for r in results], _no_partition(config).rates),
+        rates=_concat([r.rates for r in results], empty.rates),
         rows=sum(r.rows for r in results),
         partitions=len(results),
         tables=tables,
@@ -407,6 +413,9 @@ def reduce_results(
             [r.attributes.filter(pl.col("key").cast(pl.String).is_in(IDENTITY_KEYS)) for r in results],
             empty_attributes(),
         ),
+        # What the report and the dashboard show beside the findings, so that they never read again.
+        gauges=latest_gauges(_concat([r.gauges for r in results], empty.gauges)) if keep_detail else pl.DataFrame(),
+        attributes=_concat([r.attributes for r in results], empty_attributes()) if keep_detail else empty_attributes(),
     )
 
 
