@@ -75,8 +75,10 @@ def add_input_format_argument(p: argparse.ArgumentParser) -> None:
 
 
 def add_reading_arguments(p: argparse.ArgumentParser, *, input_format: bool = True) -> None:
-    """How inputs are read: ``--format`` (unless the command's ``--format`` is its output), ``--host``,
-    ``--time``, ``--lenient``, ``--limit``."""
+    """How inputs are read: ``--format``, ``--host``, ``--time``, ``--lenient``, ``--limit``.
+
+    ``input_format`` False leaves ``--format`` to a command whose ``--format`` is its output's.
+    """
     if input_format:
         add_input_format_argument(p)
     p.add_argument("--host", help="host for inputs that name none")

@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -178,11 +179,11 @@ def gather(
 
 def _shown_inputs(inputs: list[dict[str, Any]], histories: list[str]) -> list[dict[str, Any]]:
     """The analysis's inputs, each history as one row (its runs counted) instead of one per Parquet part."""
-    roots = [(h, os.path.join(h, "")) for h in histories]
     shown: list[dict[str, Any]] = []
     folded: dict[str, dict[str, Any]] = {}
     for i in inputs:
-        root = next((h for h, prefix in roots if str(i["path"]).startswith(prefix) or i["path"] == h), None)
+        path = Path(i["path"])
+        root = next((h for h in histories if path == Path(h) or Path(h) in path.parents), None)
         if root is None:
             shown.append(i)
             continue
