@@ -21,7 +21,7 @@ from fabricscope.io import InputReport, ReadResult, TimeLike, empty_attributes, 
 from fabricscope.profiles import get_profile
 from fabricscope.remote import RemoteOptions
 
-__all__ = ["Analysis", "Source", "analyze", "run_analysis"]
+__all__ = ["Analysis", "Source", "analyze", "ordered_findings", "run_analysis"]
 
 Source = str | os.PathLike[str] | pl.DataFrame | ReadResult
 """What :func:`run_analysis` analyses: a path, URL or ``fabricscope cron`` history (read by the engine),
@@ -95,8 +95,8 @@ def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
     ]
 
 
-def _ordered(findings: pl.DataFrame) -> pl.DataFrame:
-    """Worst first, then by kind and entity (the contract's order)."""
+def ordered_findings(findings: pl.DataFrame) -> pl.DataFrame:
+    """Worst first, then by kind and entity (the contract's order), in the findings schema's columns."""
     order = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
     return findings.sort([order, "kind", "host", "device", "port"], nulls_last=True).select(FINDINGS_SCHEMA.names())
 
@@ -222,7 +222,7 @@ def run_analysis(
         tables=ran.tables,
         host_aliases=host_aliases,
     )
-    findings = _ordered(apply_entities(ran.findings, entities, ran.tables.get("links")))
+    findings = ordered_findings(apply_entities(ran.findings, entities, ran.tables.get("links")))
     tables = {**ran.tables, "entities": entities.table}
     analysed = analysed_anything(inputs, tables.values())
     # The correlation step, once, whichever front door and engine computed the findings.
