@@ -21,7 +21,7 @@ from fabricscope.io import InputReport, ReadResult, TimeLike, empty_attributes, 
 from fabricscope.profiles import get_profile
 from fabricscope.remote import RemoteOptions
 
-__all__ = ["Analysis", "Source", "analyze", "ordered_findings", "run_analysis"]
+__all__ = ["Analysis", "Source", "analyze", "input_rows", "ordered_findings", "run_analysis"]
 
 Source = str | os.PathLike[str] | pl.DataFrame | ReadResult
 """What :func:`run_analysis` analyses: a path, URL or ``fabricscope cron`` history (read by the engine),
@@ -80,8 +80,8 @@ class Analysis:
         return STATUS_EXIT[self.status]
 
 
-def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
-    """The findings document's ``inputs``: every input that was recognised or failed."""
+def input_rows(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
+    """The findings document's ``inputs``: every input that was recognised or failed, failed ones with their error."""
     return [
         {
             "path": r.path,
@@ -181,7 +181,7 @@ def run_analysis(
             keep_detail=keep,
         )
         ran.reports = list(data.reports)
-        inputs = _inputs(ran.reports)
+        inputs = input_rows(ran.reports)
     elif isinstance(data, pl.DataFrame):
         # Tables already in memory: the local engine's steps on one partition.
         ran = analyze_tables(
@@ -213,7 +213,7 @@ def run_analysis(
             keep_detail=keep,
         )
         raise_if_nothing_read(ran.reports)
-        inputs = _inputs(ran.reports)
+        inputs = input_rows(ran.reports)
     # One identity per host, HCA and cable: findings under their best names, one per cable.
     identity = ran.identity
     entities = resolve_entities(

@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from fabricscope.analyze import input_rows
 from fabricscope.cron.manifest import Plan
 from fabricscope.cron.state import empty_series, stored_attrs
-from fabricscope.history import (
-    to_stored,
-)
+from fabricscope.history import to_stored
+from fabricscope.io import InputReport, input_set_mtime, load
 from fabricscope.rates import SERIES_KEYS
+from fabricscope.remote import DEFAULT_RANGE_S, RemoteOptions, load_url, redact
 
 if TYPE_CHECKING:
     from fabricscope.cron.options import CronOptions
@@ -27,8 +28,6 @@ def read_plans(
     Timeless files take one time for the whole run, the newest mtime of the ``watched`` paths
     (as ``fabricscope analyze`` of those paths does), although they are read in format groups.
     """
-    from fabricscope.io import input_set_mtime, load
-
     set_time = input_set_mtime(watched) if watched else None
 
     groups: dict[str | None, list[Plan]] = {}
@@ -46,11 +45,10 @@ def read_plans(
         for name, t in res.tables.items():
             tables.setdefault(name, []).append(t)
         for r in res.reports:
-            orig = back.get(r.path, r.path)
             if r.format:
-                formats[orig] = r.format
-            if r.format is not None or r.failed:
-                inputs.append({"path": orig, "format": r.format or "-", "records": r.rows, "rejected": r.bad_records})
+                formats[back.get(r.path, r.path)] = r.format
+        # The same rows as every other front door's (failed inputs with their error), under the watched path.
+        inputs += [{**row, "path": back.get(row["path"], row["path"])} for row in input_rows(res.reports)]
     s = pl.concat([to_stored(x) for x in samples]) if samples else empty_series()
     a = pl.concat([stored_attrs(x) for x in attrs]) if attrs else pl.DataFrame()
     return s, a, inputs, formats, {n: pl.concat(ts, how="diagonal_relaxed") for n, ts in tables.items()}
@@ -75,8 +73,6 @@ def pull_servers(
     Returns the samples and attributes with the pulled ones added, and each server's next
     watermark (its state entry, committed with the rest of the state).
     """
-    from fabricscope.remote import DEFAULT_RANGE_S, RemoteOptions, load_url, redact
-
     samples, attrs, marks = [new], [new_attrs] if not new_attrs.is_empty() else [], {}
     until = (now - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1) * 1000
     for url in opts.prometheus:
@@ -94,8 +90,7 @@ def pull_servers(
         samples.append(to_stored(s))
         if not a.is_empty():
             attrs.append(stored_attrs(a))
-        rejected = int(report.get("bad_records") or 0)
-        inputs.append({"path": key, "format": report["format"] or "-", "records": s.height, "rejected": rejected})
+        inputs += [{**row, "path": key} for row in input_rows([InputReport(**report)])]
         marks[key] = {"kind": "prometheus", "watermark_ns": until}
     out_s = pl.concat(samples) if len(samples) > 1 else new
     out_a = pl.concat(attrs) if attrs else new_attrs
