@@ -29,6 +29,7 @@ from pathlib import Path
 import polars as pl
 
 from fabricscope.findings import FINDINGS_SCHEMA
+from fabricscope.io import samples_schema
 
 __all__ = [
     "LIFECYCLE_SCHEMA",
@@ -47,10 +48,8 @@ _DICT_COLUMNS = ("host", "device", "counter", "source")
 
 def _stored_samples_schema() -> pl.Schema:
     """The canonical samples schema (owned by the Rust core) with dictionary columns as strings."""
-    # Through the Arrow C interface, not pyarrow: importing pyarrow (and the pandas it pulls in)
-    # would cost every command that imports fabricscope a quarter of a second.
-    from fabricscope.io import samples_schema
-
+    # Through the Arrow C interface (fabricscope.io), not pyarrow: importing pyarrow (and the pandas
+    # it pulls in) would cost every command that imports fabricscope a quarter of a second.
     return pl.Schema({n: pl.String if n in _DICT_COLUMNS else t for n, t in samples_schema().items()})
 
 

@@ -16,10 +16,12 @@ import polars as pl
 
 from fabricscope import __version__, _native
 from fabricscope._atomic import write_parquet
+from fabricscope._text_table import terminal_width, text_table
 from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, add_limit_argument
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.entities import resolve
 from fabricscope.exceptions import FabricscopeError, InternalError
+from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
 from fabricscope.io import LIMITS, InputReport, _limits, _paths, _reports, _time_ns
 from fabricscope.remote import is_url, redact, scan_url
 
@@ -85,9 +87,6 @@ def _summary(
     verbose: bool = False,
 ) -> str:
     """One line per format and the problems; ``verbose`` adds the per-input and per-device tables."""
-    from fabricscope._text_table import terminal_width, text_table
-    from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
-
     width = terminal_width()
     lines: list[str] = []
     total_bytes = sum(r.bytes for r in reports)

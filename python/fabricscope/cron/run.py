@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope import _atomic
+from fabricscope.alertmanager import deliver
 from fabricscope.analyze import run_analysis
 from fabricscope.config import load_config
 from fabricscope.cron.incidents import active_incidents, read_incidents, update_incidents
@@ -36,6 +37,7 @@ from fabricscope.history import (
 )
 from fabricscope.incidents import Incident
 from fabricscope.rates import SERIES_KEYS
+from fabricscope.textfile import write_textfile
 
 
 def _run_id(prev: str | None, plans: list[Plan]) -> str:
@@ -280,8 +282,6 @@ def _run_locked(
     doc["incident_lifecycle"] = active_incidents(incident_lifecycle)
     deliveries = []
     if opts.alertmanager is not None and opts.alertmanager.urls:
-        from fabricscope.alertmanager import deliver
-
         # After the commit point: a receiver that is down costs this run nothing but the attempt.
         deliveries = deliver(opts.alertmanager, incident_lifecycle, state, finished, lifecycle)
         doc["alertmanager"] = [d.as_dict() for d in deliveries]
@@ -289,7 +289,5 @@ def _run_locked(
     if opts.json_path and opts.json_path != "-":
         _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")
     if opts.textfile:
-        from fabricscope.textfile import write_textfile
-
         write_textfile(opts.textfile, active, series, finished, duration)
     return result
