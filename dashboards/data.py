@@ -9,7 +9,7 @@ Everything the pages show comes through here, from fabricscope's public API only
 * **history**: when the chosen directory is a ``fabricscope cron`` history
   (``fabricscope.history.is_history``), its stored samples and findings are shown.
 
-What may be read is decided in :mod:`sources`; the sidebar widgets are in :mod:`components`; the
+What may be read is decided in :mod:`allowed_sources`; the sidebar widgets are in :mod:`components`; the
 plot-ready aggregates in :mod:`aggregates`.
 
 Caching: the expensive analysis is a ``st.cache_resource`` keyed by the resolved path and a
@@ -30,13 +30,13 @@ from typing import Any
 import fabricscope
 import polars as pl
 import streamlit as st
+from allowed_sources import remote_sources
 from fabricscope.analyze import ordered_findings
 from fabricscope.dashboard import analysis_from_environment
 from fabricscope.detect.bottleneck import empty_layers
 from fabricscope.findings import overall_status
 from fabricscope.history import History, is_history
 from fabricscope.remote import RemoteOptions, probe
-from sources import remote_sources
 
 TOPOLOGY_FORMATS = {"ibnetdiscover", "iblinkinfo", "ibdiagnet-db-csv", "lldpctl-keyvalue", "lldpctl-json"}
 
