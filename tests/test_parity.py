@@ -126,6 +126,7 @@ def _cli_view(paths: Sequence[Path], out: Path) -> tuple[pl.DataFrame, View]:
     run = subprocess.run(
         [CLI, "analyze", *map(str, paths), "--lenient", "--json", str(doc)], capture_output=True, text=True, cwd=REPO
     )
+    assert doc.is_file(), run.stdout + run.stderr
     found = json.loads(doc.read_text())
     # The exit status is the document's status (Nagios), whatever it is.
     assert run.returncode == STATUS_EXIT[found["status"]], run.stdout + run.stderr
@@ -162,6 +163,7 @@ def _cron_view(paths: Sequence[Path], out: Path) -> tuple[pl.DataFrame, View]:
         text=True,
         cwd=REPO,
     )
+    assert doc.is_file(), run.stdout + run.stderr
     found = json.loads(doc.read_text())
     assert run.returncode == STATUS_EXIT[found["status"]], run.stdout + run.stderr
     findings = _from_document(doc)

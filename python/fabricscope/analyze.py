@@ -226,7 +226,8 @@ def run_analysis(
     tables = {**ran.tables, "entities": entities.table}
     analysed = analysed_anything(inputs, tables.values())
     # The correlation step, once, whichever front door and engine computed the findings.
-    interval = ran.rates["interval_s"].median() if "interval_s" in ran.rates.columns and ran.rates.height else None
+    # The interval of every rate row, not of the rows kept: the same with or without the detail.
+    interval = ran.interval_s
     incidents = correlate(
         findings,
         tables=tables,

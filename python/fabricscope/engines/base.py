@@ -179,6 +179,34 @@ class PartitionResult:
     rows: int
     views: dict[str, pl.DataFrame] = field(default_factory=dict)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
+    intervals: pl.DataFrame = field(default_factory=lambda: _interval_counts(pl.DataFrame()))
+
+
+def _interval_counts(rates: pl.DataFrame) -> pl.DataFrame:
+    """Rate rows per sampling interval (to the millisecond): small, whatever the rows kept."""
+    if "interval_s" not in rates.columns or not rates.height:
+        return pl.DataFrame(schema={"interval_s": pl.Float64, "len": pl.UInt32})
+    return rates.group_by(pl.col("interval_s").round(3)).len()
+
+
+def median_interval(counts: Sequence[pl.DataFrame]) -> float | None:
+    """The median sampling interval of every rate row of all partitions, from their interval counts.
+
+    The same whether the rates were kept whole or reduced for the fabric-wide detectors, and
+    whichever engine partitioned them (the interval the incident rules' timing tolerance uses).
+    """
+    merged = pl.concat([c for c in counts if c.height] or [_interval_counts(pl.DataFrame())])
+    merged = merged.group_by("interval_s").agg(pl.col("len").sum()).sort("interval_s")
+    total = int(merged["len"].sum() or 0)
+    if not total:
+        return None
+    cum = merged["len"].cum_sum().to_list()
+    values = merged["interval_s"].to_list()
+
+    def nth(i: int) -> float:
+        return float(next(v for v, c in zip(values, cum, strict=True) if c > i))
+
+    return (nth((total - 1) // 2) + nth(total // 2)) / 2
 
 
 def _reads_everything() -> bool:
@@ -253,6 +281,7 @@ def analyze_partition(
         rows=samples.height,
         views=_views(local, inp) if keep_detail else {},
         times=_times(samples),
+        intervals=_interval_counts(r),
     )
 
 
@@ -349,6 +378,7 @@ class EngineResult:
         gauges: The last reading of every gauge series (:func:`fabricscope.rates.latest_gauges`), with
             ``keep_detail``.
         attributes: Every port attribute read, with ``keep_detail``.
+        interval_s: The median sampling interval of all rate rows (:func:`median_interval`), None without rates.
     """
 
     findings: pl.DataFrame
@@ -364,6 +394,7 @@ class EngineResult:
     identity: pl.DataFrame = field(default_factory=empty_attributes)
     gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
     attributes: pl.DataFrame = field(default_factory=empty_attributes)
+    interval_s: float | None = None
 
 
 def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
@@ -416,6 +447,7 @@ def reduce_results(
         # What the report and the dashboard show beside the findings, so that they never read again.
         gauges=latest_gauges(_concat([r.gauges for r in results], empty.gauges)) if keep_detail else pl.DataFrame(),
         attributes=_concat([r.attributes for r in results], empty_attributes()) if keep_detail else empty_attributes(),
+        interval_s=median_interval([r.intervals for r in results]),
     )
 
 
