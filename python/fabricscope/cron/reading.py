@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -11,8 +12,11 @@ import polars as pl
 from fabricscope.analyze import input_rows
 from fabricscope.cron.manifest import Plan
 from fabricscope.cron.state import empty_series, stored_attrs
+from fabricscope.engines import Filters, ReadOptions
+from fabricscope.engines.units import FILE, WALKED, read_units
+from fabricscope.exceptions import FabricscopeError
 from fabricscope.history import to_stored
-from fabricscope.io import InputReport, input_set_mtime, load
+from fabricscope.io import InputReport, input_set_mtime
 from fabricscope.rates import SERIES_KEYS
 from fabricscope.remote import DEFAULT_RANGE_S, RemoteOptions, load_url, redact
 
@@ -29,26 +33,34 @@ def read_plans(
     (as ``fabricscope analyze`` of those paths does), although they are read in format groups.
     """
     set_time = input_set_mtime(watched) if watched else None
-
-    groups: dict[str | None, list[Plan]] = {}
-    for p in plans:
-        if p.read_path:
-            groups.setdefault(p.format, []).append(p)
-    samples, attrs, inputs, formats = [], [], [], {}
+    named = {os.path.normpath(w) for w in watched or []}
+    samples: list[pl.DataFrame] = []
+    attrs: list[pl.DataFrame] = []
+    inputs: list[dict[str, Any]] = []
+    formats: dict[str, str] = {}
     tables: dict[str, list[pl.DataFrame]] = {}
-    for fmt, ps in groups.items():
-        back = {p.read_path: p.unit.path for p in ps}
-        res = load([p.read_path for p in ps], format=fmt or "auto", strict=strict, time=set_time)
-        samples.append(res.samples)
-        if not res.attributes.is_empty():
-            attrs.append(res.attributes)
-        for name, t in res.tables.items():
+    # The analysis engine's unit reader, one unit at a time in the order the watched paths expand
+    # to: the same reports as `analyze` (a file found by walking whose format cannot be detected is
+    # skipped, one that cannot be read is listed with its error).
+    for p in plans:
+        if not p.read_path:
+            continue
+        kind = FILE if p.format or os.path.normpath(p.unit.path) in named else WALKED
+        read = ReadOptions(format=p.format or "auto", time=set_time, strict=strict)
+        reports, unit_tables, unit_samples, unit_attrs = read_units([(p.read_path, kind)], read, Filters(), 1)
+        failed = next((r for r in reports if r.failed), None)
+        if strict and failed is not None:
+            # --strict: the run fails before anything is stored (the file is read again next run).
+            raise failed.exception or FabricscopeError(f"{p.unit.path}: {'; '.join(failed.errors)}")
+        samples += unit_samples[0]
+        attrs += [a for a in unit_attrs[0] if a.height]
+        for name, t in unit_tables.items():
             tables.setdefault(name, []).append(t)
-        for r in res.reports:
+        for r in reports:
             if r.format:
-                formats[back.get(r.path, r.path)] = r.format
-        # The same rows as every other front door's (failed inputs with their error), under the watched path.
-        inputs += [{**row, "path": back.get(row["path"], row["path"])} for row in input_rows(res.reports)]
+                formats[p.unit.path] = r.format
+        # The same rows as every other front door's, under the watched path.
+        inputs += [{**row, "path": p.unit.path} for row in input_rows(reports)]
     s = pl.concat([to_stored(x) for x in samples]) if samples else empty_series()
     a = pl.concat([stored_attrs(x) for x in attrs]) if attrs else pl.DataFrame()
     return s, a, inputs, formats, {n: pl.concat(ts, how="diagonal_relaxed") for n, ts in tables.items()}
