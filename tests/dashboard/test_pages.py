@@ -496,3 +496,22 @@ def test_upload_directories_are_removed_when_the_server_process_exits(tmp_path: 
     assert len(made) == 2 and all(p.is_relative_to(tmp_path) for p in made)
     assert not any(p.exists() for p in made)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_analysis_options_of_the_command_apply_to_the_data_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `fabricscope dashboard --hosts H` shows what `fabricscope analyze --hosts H` finds, status included.
+    from fabricscope.dashboard import ENV_ANALYSIS, analysis_environment
+
+    source = SAMPLES / "scenarios/pfc-storm"
+    monkeypatch.setenv(ENV_ANALYSIS, analysis_environment({"hosts": ["pfcstorm-gpu03"]}))
+    ds = data._analyse([str(source)], "pfc-storm", "analysis")
+    cli = str(Path(sys.executable).with_name("fabricscope"))
+    run = subprocess.run(
+        [cli, "analyze", str(source), "--lenient", "--hosts", "pfcstorm-gpu03", "--json", "-"],
+        capture_output=True,
+        text=True,
+    )
+    doc = json.loads(run.stdout)
+    assert ds.findings.height == len(doc["findings"]) > 0
+    assert set(ds.findings["host"].to_list()) == {"pfcstorm-gpu03"}
+    assert ds.status == doc["status"]
