@@ -145,7 +145,7 @@ def gather(
     Example:
         >>> d = gather(["sample_traces/ethtool"])
         >>> d.rates.height > 0, d.status
-        (True, 'ok')
+        (True, 'critical')
     """
     paths = [os.fspath(s) for s in sources]
     analysis = run_analysis(paths, remote=remote, keep_detail=True, **options)
