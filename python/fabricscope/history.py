@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -196,6 +197,17 @@ class History:
         if hosts is not None:
             lf = lf.filter(pl.col("host").is_in(list(hosts)))
         return lf
+
+    @staticmethod
+    def read_part(path: str | os.PathLike[str], where: Sequence[pl.Expr] = ()) -> pl.DataFrame:
+        """One stored samples file in the canonical schema, only the rows all of ``where`` select.
+
+        The analysis engines read a history one part at a time through here (the filters are
+        pushed into the Parquet scan: row groups outside the window are never decoded).
+        """
+        lf = pl.scan_parquet(path, hive_partitioning=False)
+        df = to_canonical(lf.filter(*where) if where else lf)
+        return df.collect() if isinstance(df, pl.LazyFrame) else df
 
     def _files(self, table: str, first: dt.date | None, last: dt.date | None, hosts: set[str] | None) -> list[Path]:
         """Part files of the partitions in a date range and host set (pruning by directory name)."""

@@ -12,7 +12,7 @@ import polars as pl
 from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
-from fabricscope.history import History, is_history, partition_dir, to_canonical
+from fabricscope.history import History, is_history, partition_dir
 from fabricscope.io import InputReport, _limits, scan
 from fabricscope.remote import RemoteOptions, is_url, load_url
 
@@ -205,11 +205,7 @@ def _read_history(
             for i, df in split_by_partition(filters.apply(a, timed=False), partitions).items():
                 attrs[i].append(df)
         return
-    # Filters are pushed into the Parquet scan (row groups outside the window are never decoded).
-    lf = pl.scan_parquet(path, hive_partitioning=False)
-    cond = filters.predicates()
-    df = to_canonical(lf.filter(cond) if cond else lf)
-    df = df.collect() if isinstance(df, pl.LazyFrame) else df
+    df = History.read_part(path, filters.predicates())
     reports.append(InputReport(path, "parquet", Path(path).stat().st_size, df.height, 0, 0))
     for i, part in split_by_partition(df, partitions).items():
         samples[i].append(part)
