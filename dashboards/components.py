@@ -10,8 +10,7 @@ from pathlib import Path
 
 import fabricscope
 import streamlit as st
-from data import Dataset, fingerprint, load_remote, load_source, load_upload, source_kind
-from sources import (
+from allowed_sources import (
     MAX_RANGE_S,
     MAX_SCRAPE_INTERVAL_S,
     MAX_SCRAPES,
@@ -26,6 +25,7 @@ from sources import (
     resolve_source,
     save_uploads,
 )
+from data import Dataset, fingerprint, load_remote, load_source, load_upload, source_kind
 
 _log = logging.getLogger("fabricscope.dashboard")
 

@@ -5,11 +5,11 @@ Everything the pages show comes through here, from fabricscope's public API only
 * **analysis**: files under the configured data directory (``FABRICSCOPE_DATA``, default the
   repository's ``sample_traces/``) are read leniently and analysed (``fabricscope.run_analysis``);
 * **server**: a configured Prometheus server pulled over a time range (or an exporter endpoint
-  scraped), read by the same ``fabricscope.load`` and analysed by the same ``run_analysis``;
+  scraped), read and analysed by the same ``run_analysis``;
 * **history**: when the chosen directory is a ``fabricscope cron`` history
   (``fabricscope.history.is_history``), its stored samples and findings are shown.
 
-What may be read is decided in :mod:`sources`; the sidebar widgets are in :mod:`components`; the
+What may be read is decided in :mod:`allowed_sources`; the sidebar widgets are in :mod:`components`; the
 plot-ready aggregates in :mod:`aggregates`.
 
 Caching: the expensive analysis is a ``st.cache_resource`` keyed by the resolved path and a
@@ -30,12 +30,13 @@ from typing import Any
 import fabricscope
 import polars as pl
 import streamlit as st
+from allowed_sources import remote_sources
+from fabricscope.analyze import ordered_findings
+from fabricscope.dashboard import analysis_from_environment
 from fabricscope.detect.bottleneck import empty_layers
-from fabricscope.findings import FINDINGS_SCHEMA, overall_status
+from fabricscope.findings import overall_status
 from fabricscope.history import History, is_history
-from fabricscope.rates import latest_gauges
 from fabricscope.remote import RemoteOptions, probe
-from sources import remote_sources
 
 # The formats whose reader fills the `links` table, as the core declares them.
 TOPOLOGY_FORMATS = frozenset(f["name"] for f in fabricscope.formats().to_dicts() if f["emits_links"])
@@ -68,7 +69,7 @@ class Dataset:
         attributes: Port attributes (link layer, GUIDs, ...).
         tables: Side tables by name (``links``, ``nccl_results``, ``perftest_results``, ...).
         layers: Layer utilisation (host, window, layer, utilisation_ratio, ...).
-        inputs: Per input: path, format, records, rejected.
+        inputs: Per input: path, format, records, rejected, and the error of one that could not be read.
         lifecycle: History mode: one row per fault (first/last seen, resolved); else None.
         runs: History mode: the cron runs; else None.
         analysis: The :class:`fabricscope.Analysis` (for the advisor), when there is one.
@@ -86,6 +87,8 @@ class Dataset:
     lifecycle: pl.DataFrame | None = None
     runs: pl.DataFrame | None = None
     analysis: Any = None
+    status: str = "ok"
+    """``ok``, ``warning``, ``critical`` or ``unknown``: :attr:`fabricscope.Analysis.status`, as ``analyze`` says."""
     derived: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     """Frames computed from the dataset once and kept with it (it is shared and never modified)."""
 
@@ -115,26 +118,19 @@ class Dataset:
         )
 
     @property
-    def status(self) -> str:
-        """``ok``, ``warning`` or ``critical``."""
-        return overall_status(self.findings)
-
-    @property
     def last_data(self) -> Any:
         """Time of the newest reading (None when there is none)."""
         return self.rates["end"].max() if self.rates.height else None
 
 
 def _analyse(paths: list[str], label: str, mode: str, remote: RemoteOptions | None = None) -> Dataset:
-    res = fabricscope.load(paths, strict=False, remote=remote)
-    analysis = fabricscope.run_analysis(res.samples, attributes=res.attributes, tables=res.tables)
-    inputs = [
-        {"path": r.path, "format": r.format or "-", "records": r.rows + r.attribute_rows, "rejected": r.bad_records}
-        for r in res.reports
-        if r.format is not None or r.failed
-    ]
+    # The one pipeline, with the options `fabricscope dashboard` was given (those of `analyze`):
+    # inputs that cannot be read are listed with their error and make the status unknown.
+    analysis = fabricscope.run_analysis(
+        paths, **{"strict": False, **analysis_from_environment()}, remote=remote, keep_detail=True
+    )
     tables = dict(analysis.tables)
-    links_from = [r.path for r in res.reports if r.format in TOPOLOGY_FORMATS]
+    links_from = [r.path for r in analysis.reports if r.format in TOPOLOGY_FORMATS]
     if links_from:
         # topology() recomputes tiers over all topology inputs together and keeps each cable once.
         tables["links"] = fabricscope.topology(links_from, strict=False)
@@ -143,12 +139,13 @@ def _analyse(paths: list[str], label: str, mode: str, remote: RemoteOptions | No
         mode=mode,
         findings=analysis.findings,
         rates=analysis.rates,
-        gauges=latest_gauges(res.samples),
-        attributes=res.attributes,
+        gauges=analysis.gauges,
+        attributes=analysis.attributes,
         tables=tables,
         layers=analysis.layers,
-        inputs=inputs,
+        inputs=analysis.inputs,
         analysis=analysis,
+        status=analysis.status,
     )
 
 
@@ -156,27 +153,26 @@ def _from_history(path: Path, label: str) -> Dataset:
     hist = History(path)
     # One analysis over everything stored gives the rates and layers behind the Port and Layers
     # pages; the findings shown are the ones cron raised, once per fault (its latest report).
-    analysis = fabricscope.run_analysis(path)
+    analysis = fabricscope.run_analysis(path, **analysis_from_environment(), keep_detail=True)
     stored = hist.findings().collect()
     if "fault_id" in stored.columns and stored.height:
         stored = stored.sort("end", nulls_last=False).unique("fault_id", keep="last")
-    rank = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, default=3, return_dtype=pl.Int8)
-    findings = stored.sort([rank, "kind", "host", "device", "port"], nulls_last=True).select(FINDINGS_SCHEMA.names())
-    attributes = hist.attributes()
-    runs = hist.runs()
+    findings = ordered_findings(stored)
     return Dataset(
         label=f"history: {label}",
         mode="history",
         findings=findings,
         rates=analysis.rates,
-        gauges=latest_gauges(hist.samples().filter(~pl.col("is_counter"))),
-        attributes=attributes if attributes is not None else pl.DataFrame(),
+        gauges=analysis.gauges,
+        attributes=analysis.attributes,
         tables=dict(analysis.tables),
         layers=analysis.layers,
-        inputs=[{"path": str(path), "format": "history", "records": analysis.rates.height, "rejected": 0}],
+        inputs=analysis.inputs,
         lifecycle=hist.lifecycle(),
-        runs=runs,
+        runs=hist.runs(),
         analysis=analysis,
+        # cron's findings, judged with the inputs by the same rule as every other front door
+        status=overall_status(findings, len(analysis.failed_inputs), analysed=analysis.analysed),
     )
 
 

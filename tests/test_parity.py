@@ -1,20 +1,27 @@
-"""Every front door runs the same analysis: the CLI, the Python API, the Ray engine and a one-shot cron
-give identical findings (kind, severity, entity, window) on every fixture directory, sample trace and
-scenario, and on benchmark-only, capture-only and mixed inputs."""
+"""Every front door runs the same analysis: the CLI, the Python API, the Ray engine, a one-shot cron,
+the report and the dashboard's data layer give identical findings (kind, severity, entity, window),
+incidents, status and inputs (errors included) on every fixture directory, sample trace and scenario,
+on benchmark-only, capture-only and mixed inputs, and on a directory with one unreadable file."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import fabricscope
 import polars as pl
 import pytest
+from fabricscope.findings import STATUS_EXIT
+from fabricscope.incidents import incident_documents
+from fabricscope.report.build import gather
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -47,7 +54,23 @@ INPUTS: dict[str, list[Path]] = {
     ],
 }
 
+# A directory with one unreadable input beside readable ones: every door lists it with its error and
+# says UNKNOWN (nothing critical is found in sample_traces/ib).
+CORRUPT = "corrupt/ib-plus-truncated-gz"
+# A gzip stream cut in the middle of its deflate data.
+TRUNCATED_GZ = gzip.compress(b"# HELP node_infiniband_port_data_transmitted_bytes_total\n" * 50, mtime=0)[:40]
+
 KEY = ["kind", "severity", "host", "device", "port", "priority", "start", "end"]
+
+View = dict[str, Any]
+"""What one door says about one input set: findings, incidents, status and inputs (errors included)."""
+
+
+def _corrupt_dir(root: Path) -> Path:
+    d = root / "ib-plus-truncated-gz"
+    shutil.copytree(TRACES / "ib", d)
+    (d / "counters.prom.gz").write_bytes(TRUNCATED_GZ)
+    return d
 
 
 def _key(findings: pl.DataFrame) -> list[tuple[object, ...]]:
@@ -55,6 +78,24 @@ def _key(findings: pl.DataFrame) -> list[tuple[object, ...]]:
         findings.select(KEY).with_columns(pl.col("start", "end").dt.epoch("us")).rows(),
         key=lambda r: tuple("" if v is None else str(v) for v in r),
     )
+
+
+def _inputs(rows: Sequence[dict[str, Any]]) -> list[tuple[object, ...]]:
+    return [(str(i["path"]), i["format"], i["records"], i["rejected"], i.get("error")) for i in rows]
+
+
+def _incidents(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Through JSON, as the document carries them.
+    return json.loads(json.dumps(list(docs)))
+
+
+def _view(analysis: fabricscope.Analysis) -> View:
+    return {
+        "findings": _key(analysis.findings),
+        "incidents": _incidents(incident_documents(analysis.incidents)),
+        "status": analysis.status,
+        "inputs": _inputs(analysis.inputs),
+    }
 
 
 def _from_document(path: Path) -> pl.DataFrame:
@@ -77,17 +118,33 @@ def _from_document(path: Path) -> pl.DataFrame:
 
 
 def _cli(paths: Sequence[Path], out: Path) -> pl.DataFrame:
+    return _cli_view(paths, out)[0]
+
+
+def _cli_view(paths: Sequence[Path], out: Path) -> tuple[pl.DataFrame, View]:
     doc = out / "analyze.json"
     run = subprocess.run(
         [CLI, "analyze", *map(str, paths), "--lenient", "--json", str(doc)], capture_output=True, text=True, cwd=REPO
     )
-    # An input set without telemetry (fixtures/golden) analyses nothing: UNKNOWN, no findings.
-    nothing = run.returncode == 3 and "nothing was analysed" in run.stdout
-    assert run.returncode in (0, 1, 2) or nothing, run.stdout + run.stderr
-    return _from_document(doc)
+    assert doc.is_file(), run.stdout + run.stderr
+    found = json.loads(doc.read_text())
+    # The exit status is the document's status (Nagios), whatever it is.
+    assert run.returncode == STATUS_EXIT[found["status"]], run.stdout + run.stderr
+    findings = _from_document(doc)
+    view = {
+        "findings": _key(findings),
+        "incidents": found["incidents"],
+        "status": found["status"],
+        "inputs": _inputs(found["inputs"]),
+    }
+    return findings, view
 
 
 def _cron(paths: Sequence[Path], out: Path) -> pl.DataFrame:
+    return _cron_view(paths, out)[0]
+
+
+def _cron_view(paths: Sequence[Path], out: Path) -> tuple[pl.DataFrame, View]:
     doc = out / "cron.json"
     run = subprocess.run(
         [
@@ -106,53 +163,117 @@ def _cron(paths: Sequence[Path], out: Path) -> pl.DataFrame:
         text=True,
         cwd=REPO,
     )
-    assert run.returncode in (0, 1, 2), run.stderr
-    return _from_document(doc)
+    assert doc.is_file(), run.stdout + run.stderr
+    found = json.loads(doc.read_text())
+    assert run.returncode == STATUS_EXIT[found["status"]], run.stdout + run.stderr
+    findings = _from_document(doc)
+    # cron's document tracks incidents across runs (incident_lifecycle): no per-run incidents to compare.
+    return findings, {"findings": _key(findings), "status": found["status"], "inputs": _inputs(found["inputs"])}
+
+
+def _report_exit(paths: Sequence[Path], out: Path) -> int:
+    # No plots: the exit status and the verdict line are what is compared.
+    run = subprocess.run(
+        [CLI, "report", *map(str, paths), "--lenient", "--max-ports", "0", "-q", "-o", str(out / "report.md")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert (out / "report.md").is_file(), run.stdout + run.stderr
+    return run.returncode
 
 
 @pytest.fixture(scope="module")
-def doors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[tuple[object, ...]]]]:
-    """Findings per input and door; the subprocess doors run two at a time."""
+def doors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, View]]:
+    """Every door's view per input set; the subprocess doors run two at a time."""
     ray = pytest.importorskip("ray")
-    out: dict[str, dict[str, list[tuple[object, ...]]]] = {name: {} for name in INPUTS}
+    pytest.importorskip("streamlit")
+    if str(REPO / "dashboards") not in sys.path:
+        sys.path.insert(0, str(REPO / "dashboards"))
+    import data as dashboard_data  # the dashboard's data layer, as its pages import it
+
+    inputs = {**INPUTS, CORRUPT: [_corrupt_dir(tmp_path_factory.mktemp("corrupt"))]}
+    out: dict[str, dict[str, View]] = {name: {} for name in inputs}
     jobs = []
-    for name, paths in INPUTS.items():
+    for name, paths in inputs.items():
         d = tmp_path_factory.mktemp(name.replace("/", "-"))
-        jobs += [(name, "cli", _cli, paths, d), (name, "cron", _cron, paths, d)]
+        jobs += [(name, "cli", _cli_view, paths, d), (name, "cron", _cron_view, paths, d)]
+        jobs += [(name, "report-exit", _report_exit, paths, d)]
     with ThreadPoolExecutor(2) as pool:
         futures = {(n, door): pool.submit(fn, p, d) for n, door, fn, p, d in jobs}
-        for name, paths in INPUTS.items():
-            out[name]["api"] = _key(fabricscope.run_analysis(list(map(str, paths)), strict=False).findings)
+        for name, paths in inputs.items():
+            strs = list(map(str, paths))
+            out[name]["api"] = _view(fabricscope.run_analysis(strs, strict=False))
+            rep = gather(strs, strict=False)
+            out[name]["report"] = {
+                "findings": _key(rep.findings),
+                "incidents": _incidents(incident_documents(rep.incidents)),
+                "status": rep.status,
+                "inputs": _inputs(rep.inputs),
+            }
+            ds = dashboard_data._analyse(strs, name, "analysis")
+            out[name]["dashboard"] = {
+                "findings": _key(ds.findings),
+                "incidents": _incidents(incident_documents(ds.analysis.incidents)),
+                "status": ds.status,
+                "inputs": _inputs(ds.inputs),
+            }
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
         try:
-            for name, paths in INPUTS.items():
-                out[name]["ray"] = _key(
-                    fabricscope.run_analysis(list(map(str, paths)), strict=False, engine="ray").findings
-                )
+            for name, paths in inputs.items():
+                out[name]["ray"] = _view(fabricscope.run_analysis(list(map(str, paths)), strict=False, engine="ray"))
         finally:
             ray.shutdown()
         for (name, door), fut in futures.items():
-            out[name][door] = _key(fut.result())
+            got = fut.result()
+            out[name][door] = got if door == "report-exit" else got[1]
     return out
 
 
-@pytest.mark.parametrize("name", list(INPUTS))
-@pytest.mark.parametrize("door", ["cli", "ray", "cron"])
-def test_every_door_gives_the_api_findings(
-    doors: dict[str, dict[str, list[tuple[object, ...]]]], name: str, door: str
-) -> None:
+NAMES = [*INPUTS, CORRUPT]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("door", ["cli", "ray", "report", "dashboard"])
+def test_every_door_says_what_the_api_says(doors: dict[str, dict[str, View]], name: str, door: str) -> None:
     assert doors[name][door] == doors[name]["api"]
 
 
-Doors = dict[str, dict[str, list[tuple[object, ...]]]]
+@pytest.mark.parametrize("name", NAMES)
+def test_report_exits_with_the_analysis_status(doors: dict[str, dict[str, View]], name: str) -> None:
+    assert doors[name]["report-exit"] == STATUS_EXIT[doors[name]["api"]["status"]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cron_finds_and_reads_what_the_api_does(doors: dict[str, dict[str, View]], name: str) -> None:
+    cron, api = doors[name]["cron"], doors[name]["api"]
+    assert cron["findings"] == api["findings"]
+    assert cron["inputs"] == api["inputs"]
+    # A cron run with no telemetry has no active fault (its next run may bring some): OK where a
+    # one-shot analysis has no verdict; otherwise the same status.
+    expected = "ok" if api["status"] == "unknown" and not any(i[2] for i in api["inputs"]) else api["status"]
+    assert cron["status"] == expected
+
+
+def test_one_unreadable_input_makes_every_door_unknown(doors: dict[str, dict[str, View]]) -> None:
+    views = doors[CORRUPT]
+    for door in ("api", "cli", "ray", "cron", "report", "dashboard"):
+        assert views[door]["status"] == "unknown", door
+        (failed,) = [i for i in views[door]["inputs"] if i[4]]
+        assert failed[0].endswith("counters.prom.gz") and failed[3] == 0, door
+        assert "gzip" in str(failed[4]), door
+    assert views["report-exit"] == 3
+
+
+Doors = dict[str, dict[str, View]]
 
 
 def test_benchmark_and_capture_inputs_alone_have_findings(doors: Doors) -> None:
     # The regression this test exists for: a benchmark log alone gave no findings on the command line.
-    perftest = doors["benchmark-only/perftest"]["cli"]
+    perftest = doors["benchmark-only/perftest"]["cli"]["findings"]
     assert [(k, s, d) for k, s, _h, d, *_ in perftest] == [("underperformance", "warning", "rxe0")]
-    assert doors["capture-only"]["cli"] != []
-    assert set(perftest) <= set(doors["mixed"]["cli"])
+    assert doors["capture-only"]["cli"]["findings"] != []
+    assert set(perftest) <= set(doors["mixed"]["cli"]["findings"])
 
 
 def test_ray_engine_without_ray_is_unknown(tmp_path: Path) -> None:
@@ -174,8 +295,6 @@ def test_timeless_files_take_one_time_per_input_set(tmp_path: Path, order: str) 
     # A fresh clone writes files ~1 ms apart in git's order: the same logs, dated by mtime, must
     # give the same findings through every door whatever that order (the nccl-tests logs here
     # share a host across files, and cron reads them in other groups than the API).
-    import shutil
-
     src = tmp_path / "nccl-tests"
     shutil.copytree(FIXTURES / "nccl-tests", src)
     files = sorted(p for p in src.iterdir() if p.is_file())

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import html
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -221,3 +223,26 @@ def test_report_without_matplotlib_is_whole_but_for_its_plots(tmp_path: Path) ->
     text = html.unescape(out.read_text())
     assert "Plots omitted: matplotlib is not installed (pip install 'fabricscope[report]' adds them)." in text
     assert "<svg" not in text and "pfc_storm" in text
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+def test_report_with_an_unreadable_input_is_unknown_as_analyze_says(tmp_path: Path, lenient: bool) -> None:
+    # sample_traces/ib has no critical finding: one truncated .gz beside it makes the verdict UNKNOWN
+    # (exit 3) with and without --lenient, and the report is still written with the other inputs.
+    src = tmp_path / "ib"
+    shutil.copytree(SAMPLES / "ib", src)
+    (src / "counters.prom.gz").write_bytes(gzip.compress(b"x 1\n" * 200, mtime=0)[:30])
+    out = tmp_path / "r.md"
+    flags = ["--lenient"] if lenient else []
+    cmd = [sys.executable, "-m", "fabricscope"]
+    r = subprocess.run(
+        [*cmd, "report", str(src), "-o", str(out), "--max-ports", "0", "-q", *flags],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    a = subprocess.run([*cmd, "analyze", str(src), *flags], capture_output=True, text=True, timeout=300)
+    assert r.returncode == a.returncode == 3, r.stdout + r.stderr
+    assert "UNKNOWN, 0 incident(s), 1 finding(s)" in r.stdout
+    assert f"could not read {src / 'counters.prom.gz'}: " in r.stdout
+    assert "## Status: UNKNOWN" in out.read_text()

@@ -15,13 +15,17 @@ from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine
 from fabricscope.engines.units import raise_if_nothing_read
 from fabricscope.entities import apply as apply_entities
 from fabricscope.entities import resolve as resolve_entities
-from fabricscope.findings import FINDINGS_SCHEMA
+from fabricscope.findings import FINDINGS_SCHEMA, STATUS_EXIT, analysed_anything, overall_status
 from fabricscope.incidents import Incident, correlate
-from fabricscope.io import InputReport, TimeLike, empty_attributes, input_set_mtime
+from fabricscope.io import InputReport, ReadResult, TimeLike, empty_attributes, input_set_mtime
 from fabricscope.profiles import get_profile
 from fabricscope.remote import RemoteOptions
 
-__all__ = ["Analysis", "analyze", "run_analysis"]
+__all__ = ["Analysis", "Source", "analyze", "input_rows", "ordered_findings", "run_analysis"]
+
+Source = str | os.PathLike[str] | pl.DataFrame | ReadResult
+"""What :func:`run_analysis` analyses: a path, URL or ``fabricscope cron`` history (read by the engine),
+a samples frame, or a :class:`fabricscope.io.ReadResult` already read (its reports become ``inputs``)."""
 
 
 @dataclass
@@ -42,6 +46,12 @@ class Analysis:
         times: First and last sample time per reader format (after filters), for summaries.
         incidents: Findings grouped by root cause (:func:`fabricscope.incidents.correlate`), worst
             first; findings in none stay standalone.
+        status: The verdict from the findings and the inputs together
+            (:func:`fabricscope.findings.overall_status`): ``unknown`` when an input could not be
+            read or nothing was analysed, unless a finding is critical. Every front door shows this one.
+        analysed: Whether any input gave telemetry (:func:`fabricscope.findings.analysed_anything`).
+        gauges: The last reading of every gauge series (link rate, width, state ...), with the detail kept.
+        attributes: Every port attribute read, with the detail kept.
     """
 
     findings: pl.DataFrame
@@ -54,10 +64,24 @@ class Analysis:
     incidents: list[Incident] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     """Names two inputs map differently (left as read, never guessed; :mod:`fabricscope.entities`)."""
+    status: str = "ok"
+    analysed: bool = True
+    gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
+    attributes: pl.DataFrame = field(default_factory=empty_attributes)
+
+    @property
+    def failed_inputs(self) -> list[dict[str, Any]]:
+        """The inputs that could not be read (each with its ``error``)."""
+        return [i for i in self.inputs if i.get("error")]
+
+    @property
+    def exit_status(self) -> int:
+        """The Nagios exit status of :attr:`status` (0 ok, 1 warning, 2 critical, 3 unknown)."""
+        return STATUS_EXIT[self.status]
 
 
-def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
-    """The findings document's ``inputs``: every input that was recognised or failed."""
+def input_rows(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
+    """The findings document's ``inputs``: every input that was recognised or failed, failed ones with their error."""
     return [
         {
             "path": r.path,
@@ -71,14 +95,14 @@ def _inputs(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
     ]
 
 
-def _ordered(findings: pl.DataFrame) -> pl.DataFrame:
-    """Worst first, then by kind and entity (the contract's order)."""
+def ordered_findings(findings: pl.DataFrame) -> pl.DataFrame:
+    """Worst first, then by kind and entity (the contract's order), in the findings schema's columns."""
     order = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
     return findings.sort([order, "kind", "host", "device", "port"], nulls_last=True).select(FINDINGS_SCHEMA.names())
 
 
 def run_analysis(
-    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | pl.DataFrame,
+    data: Source | Sequence[str | os.PathLike[str]],
     *,
     profile: str | None = None,
     config: str | os.PathLike[str] | dict[str, Any] | None = None,
@@ -107,7 +131,8 @@ def run_analysis(
     counters, so any mix of inputs gives the same findings on every path.
 
     Args:
-        data: Paths to read, or a samples frame.
+        data: Paths, URLs or ``fabricscope cron`` history directories to read (one or a list), a
+            samples frame, or a :class:`fabricscope.io.ReadResult` already read.
         profile: Force a technology profile (``ndr400``, ``roce400``...); default: per port.
         config: A TOML path or an already-loaded config dict.
         strict: Reader strictness (see :func:`fabricscope.load`).
@@ -143,7 +168,21 @@ def run_analysis(
     prof = get_profile(profile) if profile else None
     filters = Filters.make(since, until, hosts)
     keep = engine is None if keep_detail is None else keep_detail
-    if isinstance(data, pl.DataFrame):
+    if isinstance(data, ReadResult):
+        # Read already (io.load): its reports are the inputs, failed ones included.
+        raise_if_nothing_read(data.reports)
+        ran = analyze_tables(
+            data.samples,
+            data.attributes if attributes is None else attributes,
+            {**data.tables, **(tables or {})},
+            filters=filters,
+            config=cfg,
+            profile=prof,
+            keep_detail=keep,
+        )
+        ran.reports = list(data.reports)
+        inputs = input_rows(ran.reports)
+    elif isinstance(data, pl.DataFrame):
         # Tables already in memory: the local engine's steps on one partition.
         ran = analyze_tables(
             data,
@@ -174,7 +213,7 @@ def run_analysis(
             keep_detail=keep,
         )
         raise_if_nothing_read(ran.reports)
-        inputs = _inputs(ran.reports)
+        inputs = input_rows(ran.reports)
     # One identity per host, HCA and cable: findings under their best names, one per cable.
     identity = ran.identity
     entities = resolve_entities(
@@ -183,10 +222,12 @@ def run_analysis(
         tables=ran.tables,
         host_aliases=host_aliases,
     )
-    findings = _ordered(apply_entities(ran.findings, entities, ran.tables.get("links")))
+    findings = ordered_findings(apply_entities(ran.findings, entities, ran.tables.get("links")))
     tables = {**ran.tables, "entities": entities.table}
+    analysed = analysed_anything(inputs, tables.values())
     # The correlation step, once, whichever front door and engine computed the findings.
-    interval = ran.rates["interval_s"].median() if "interval_s" in ran.rates.columns and ran.rates.height else None
+    # The interval of every rate row, not of the rows kept: the same with or without the detail.
+    interval = ran.interval_s
     incidents = correlate(
         findings,
         tables=tables,
@@ -204,6 +245,11 @@ def run_analysis(
         times=ran.times,
         incidents=incidents,
         conflicts=entities.conflicts,
+        # The one verdict, from the findings and the inputs together.
+        status=overall_status(findings, sum(1 for i in inputs if i.get("error")), analysed=analysed),
+        analysed=analysed,
+        gauges=ran.gauges,
+        attributes=ran.attributes,
     )
 
 

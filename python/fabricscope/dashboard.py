@@ -32,9 +32,10 @@ import signal
 import subprocess
 import sys
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from fabricscope.remote import Connection, RemoteOptions, is_url
 
@@ -44,6 +45,8 @@ __all__ = [
     "ENV_DATA",
     "ENV_MAX_UPLOAD_MB",
     "ENV_REMOTE",
+    "analysis_environment",
+    "analysis_from_environment",
     "default_data_dir",
     "find_app",
     "remote_environment",
@@ -59,6 +62,8 @@ ENV_MAX_UPLOAD_MB = "FABRICSCOPE_MAX_UPLOAD_MB"
 # environment variable rather than arguments: another user's `ps` shows a command line, never
 # the environment (/proc/PID/environ is readable by the owner only).
 ENV_REMOTE = "FABRICSCOPE_REMOTE"
+# The analysis options the app passes to every fabricscope.run_analysis (JSON): the same as analyze's.
+ENV_ANALYSIS = "FABRICSCOPE_ANALYSIS"
 # Where the wheel carries the app, inside the package (rust/fabricscope-py/build.rs, pyproject.toml).
 BUNDLED_APP_DIR = "_dashboard_app"
 # Signals that stop the server: passed on to Streamlit (it shuts down cleanly on SIGINT and SIGTERM;
@@ -263,3 +268,29 @@ def run_server(cmd: list[str], env: dict[str, str]) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     return 128 - status if status < 0 else status
+
+
+def analysis_environment(options: Mapping[str, Any]) -> str:
+    """The :func:`fabricscope.run_analysis` options of ``fabricscope dashboard`` as :data:`ENV_ANALYSIS` text.
+
+    Example:
+        >>> from fabricscope.dashboard import analysis_environment, analysis_from_environment
+        >>> analysis_from_environment(analysis_environment({"config": "t.toml", "hosts": ["gpu01"]}))
+        {'config': 't.toml', 'hosts': ['gpu01']}
+    """
+    return json.dumps({k: v for k, v in options.items() if v not in (None, {}, [])}, sort_keys=True)
+
+
+def analysis_from_environment(text: str | None = None) -> dict[str, Any]:
+    """The options :func:`analysis_environment` wrote (from :data:`ENV_ANALYSIS` when ``text`` is None).
+
+    Raises:
+        ValueError: the value is not what :func:`analysis_environment` writes.
+    """
+    text = os.environ.get(ENV_ANALYSIS, "") if text is None else text
+    if not text:
+        return {}
+    options = json.loads(text)
+    if not isinstance(options, dict):
+        raise ValueError(f"{ENV_ANALYSIS}: expected a JSON object")
+    return options

@@ -195,14 +195,17 @@ def overall_status(findings: pl.DataFrame, failed_inputs: int = 0, *, analysed: 
     return status
 
 
+STATUS_EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
+"""The Nagios exit status of each :func:`overall_status` verdict."""
+
+
 def exit_status(findings: pl.DataFrame, failed_inputs: int = 0, *, analysed: bool = True) -> int:
     """Nagios convention: 0 nothing above info, 1 a warning, 2 a critical, 3 unknown.
 
     3 means an unreadable input, or nothing analysed, and no critical finding (see
     :func:`overall_status`).
     """
-    status = overall_status(findings, failed_inputs, analysed=analysed)
-    return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[status]
+    return STATUS_EXIT[overall_status(findings, failed_inputs, analysed=analysed)]
 
 
 def analysed_anything(inputs: Sequence[dict[str, Any]], tables: Iterable[pl.DataFrame] = ()) -> bool:

@@ -24,11 +24,13 @@ from __future__ import annotations
 import datetime as dt
 import os
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
 from fabricscope.findings import FINDINGS_SCHEMA
+from fabricscope.io import samples_schema
 
 __all__ = [
     "LIFECYCLE_SCHEMA",
@@ -47,10 +49,8 @@ _DICT_COLUMNS = ("host", "device", "counter", "source")
 
 def _stored_samples_schema() -> pl.Schema:
     """The canonical samples schema (owned by the Rust core) with dictionary columns as strings."""
-    # Through the Arrow C interface, not pyarrow: importing pyarrow (and the pandas it pulls in)
-    # would cost every command that imports fabricscope a quarter of a second.
-    from fabricscope.io import samples_schema
-
+    # Through the Arrow C interface (fabricscope.io), not pyarrow: importing pyarrow (and the pandas
+    # it pulls in) would cost every command that imports fabricscope a quarter of a second.
     return pl.Schema({n: pl.String if n in _DICT_COLUMNS else t for n, t in samples_schema().items()})
 
 
@@ -197,6 +197,17 @@ class History:
         if hosts is not None:
             lf = lf.filter(pl.col("host").is_in(list(hosts)))
         return lf
+
+    @staticmethod
+    def read_part(path: str | os.PathLike[str], where: Sequence[pl.Expr] = ()) -> pl.DataFrame:
+        """One stored samples file in the canonical schema, only the rows all of ``where`` select.
+
+        The analysis engines read a history one part at a time through here (the filters are
+        pushed into the Parquet scan: row groups outside the window are never decoded).
+        """
+        lf = pl.scan_parquet(path, hive_partitioning=False)
+        df = to_canonical(lf.filter(*where) if where else lf)
+        return df.collect() if isinstance(df, pl.LazyFrame) else df
 
     def _files(self, table: str, first: dt.date | None, last: dt.date | None, hosts: set[str] | None) -> list[Path]:
         """Part files of the partitions in a date range and host set (pruning by directory name)."""

@@ -13,14 +13,12 @@ import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 import polars as pl
 
 from fabricscope import _native
-
-if TYPE_CHECKING:
-    from fabricscope.remote import RemoteOptions
+from fabricscope.remote import RemoteOptions, is_url, load_url
 
 __all__ = [
     "LIMITS",
@@ -336,8 +334,6 @@ def load(
         >>> res.samples.columns[:4]
         ['time', 'host', 'device', 'port']
     """
-    from fabricscope.remote import is_url
-
     every = _paths(paths)
     if time is None:
         time = input_set_mtime(every)
@@ -366,8 +362,6 @@ def _load_mixed(
     remote: RemoteOptions | None,
 ) -> ReadResult:
     """Paths and URLs together, in input order (URLs through :mod:`fabricscope.remote`)."""
-    from fabricscope.remote import is_url, load_url
-
     samples: list[pl.DataFrame] = []
     attrs: list[pl.DataFrame] = []
     reports: list[InputReport] = []

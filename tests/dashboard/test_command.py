@@ -177,3 +177,31 @@ def test_no_data_outside_a_checkout_says_what_to_point_it_at(
     assert err.count("\n") == 1
     assert "pass --data DIR (counter files or a `fabricscope cron` history;" in err
     assert "`fabricscope simulate demo --scenario pfc-storm` writes a demo one) or --prometheus URL" in err
+
+
+def test_analysis_options_reach_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The options of `analyze` the dashboard takes travel to every run_analysis of the app.
+    import fabricscope.cli.dashboard as cli_dashboard
+    from fabricscope.dashboard import ENV_ANALYSIS, analysis_from_environment
+
+    seen: dict[str, dict[str, str]] = {}
+
+    def run_server(cmd: list[str], env: dict[str, str]) -> int:
+        seen["env"] = env
+        return 0
+
+    monkeypatch.setattr(cli_dashboard, "run_server", run_server)
+    config = tmp_path / "thresholds.toml"
+    config.write_text("")
+    argv = ["dashboard", "--data", str(tmp_path), "--config", str(config), "--hosts", "gpu01,gpu02"]
+    argv += ["--limit", "max_labels=512", "--host-alias", "gpu01.lab=gpu01", "--host", "127.0.0.1"]
+    assert main(argv) == 0
+    assert analysis_from_environment(seen["env"][ENV_ANALYSIS]) == {
+        "config": str(config),
+        "engine": "local",
+        "hosts": ["gpu01", "gpu02"],
+        "limits": {"max_labels": 512},
+        "host_aliases": {"gpu01.lab": "gpu01"},
+    }

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import aggregates
+import allowed_sources
 import components
 import data
 import polars as pl
 import pytest
-import sources
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import APP, SAMPLES
@@ -357,27 +357,27 @@ def test_resolve_source_refuses_symlinks_leading_out(tmp_path: Path) -> None:
     (root / "ok" / "escape").symlink_to(outside)
     (root / "direct").symlink_to(outside)
     (root / "inner").symlink_to(root / "ok", target_is_directory=True)
-    with pytest.raises(sources.OutsideDataDirError, match="outside"):
-        sources.resolve_source("direct", root)
-    with pytest.raises(sources.OutsideDataDirError, match=r"symlinks leading outside.*ok/escape"):
-        sources.resolve_source("ok", root)
-    with pytest.raises(sources.OutsideDataDirError, match="not relative"):
-        sources.resolve_source(str(outside), root)
-    with pytest.raises(sources.OutsideDataDirError, match="NUL"):
-        sources.resolve_source("ok\x00", root)
-    with pytest.raises(sources.OutsideDataDirError):
-        sources.resolve_source(".", root)  # the root itself contains links leading out
-    assert "direct" not in sources.list_sources(root) and "inner" not in sources.list_sources(root)
+    with pytest.raises(allowed_sources.OutsideDataDirError, match="outside"):
+        allowed_sources.resolve_source("direct", root)
+    with pytest.raises(allowed_sources.OutsideDataDirError, match=r"symlinks leading outside.*ok/escape"):
+        allowed_sources.resolve_source("ok", root)
+    with pytest.raises(allowed_sources.OutsideDataDirError, match="not relative"):
+        allowed_sources.resolve_source(str(outside), root)
+    with pytest.raises(allowed_sources.OutsideDataDirError, match="NUL"):
+        allowed_sources.resolve_source("ok\x00", root)
+    with pytest.raises(allowed_sources.OutsideDataDirError):
+        allowed_sources.resolve_source(".", root)  # the root itself contains links leading out
+    assert "direct" not in allowed_sources.list_sources(root) and "inner" not in allowed_sources.list_sources(root)
 
 
 def test_resolve_source_inside(tmp_path: Path) -> None:
     root = tmp_path / "data"
     (root / "a" / "b").mkdir(parents=True)
     (root / "a" / "link").symlink_to(root / "a" / "b", target_is_directory=True)
-    assert sources.resolve_source("a/b", root) == (root / "a" / "b").resolve()
-    assert sources.resolve_source("a/./b/../b", root) == (root / "a" / "b").resolve()
-    assert sources.resolve_source("a/link", root) == (root / "a" / "b").resolve()
-    assert sources.list_sources(root) == [".", "a", "a/b"]
+    assert allowed_sources.resolve_source("a/b", root) == (root / "a" / "b").resolve()
+    assert allowed_sources.resolve_source("a/./b/../b", root) == (root / "a" / "b").resolve()
+    assert allowed_sources.resolve_source("a/link", root) == (root / "a" / "b").resolve()
+    assert allowed_sources.list_sources(root) == [".", "a", "a/b"]
 
 
 def test_fingerprint_changes_when_a_file_is_appended(tmp_path: Path) -> None:
@@ -412,7 +412,7 @@ def test_uploads_are_size_limited_base_named_and_parsed_leniently() -> None:
         _uploaded("broken.prom", bad, "2"),
         _uploaded("huge.prom", b"x" * (len(good) + 1), "3"),
     ]
-    directory, digest, refused = sources.save_uploads(files, limit=len(good))
+    directory, digest, refused = allowed_sources.save_uploads(files, limit=len(good))
     try:
         assert sorted(p.name for p in Path(directory).iterdir()) == ["000-roce01-eth2.log", "001-broken.prom"]
         assert len(refused) == 1 and refused[0].startswith("huge.prom: ") and "above the" in refused[0]
@@ -460,7 +460,7 @@ def test_history_mode_reads_a_cron_history(tmp_path: Path, monkeypatch: pytest.M
     cmd += ["--state", str(tmp_path / "state"), "--history", str(root / "hist")]
     assert subprocess.run(cmd, capture_output=True, check=False).returncode == 2  # CRITICAL
     monkeypatch.setenv("FABRICSCOPE_DATA", str(root))
-    assert sources.list_sources(root) == [".", "hist"]
+    assert allowed_sources.list_sources(root) == [".", "hist"]
     at = run("overview", "hist")
     assert at.markdown[0].value.endswith("— history: hist")
     m = metrics(at)
@@ -487,7 +487,7 @@ def test_upload_directories_are_removed_when_the_server_process_exits(tmp_path: 
         "class F:\n"
         "    name, size = 'x.prom', 2\n"
         "    def getbuffer(self): return b'x\\n'\n"
-        "print(sources.save_uploads([F()])[0]); print(sources.save_uploads([F()])[0])\n"
+        "print(allowed_sources.save_uploads([F()])[0]); print(allowed_sources.save_uploads([F()])[0])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(APP.parent), "TMPDIR": str(tmp_path)}
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
@@ -496,3 +496,22 @@ def test_upload_directories_are_removed_when_the_server_process_exits(tmp_path: 
     assert len(made) == 2 and all(p.is_relative_to(tmp_path) for p in made)
     assert not any(p.exists() for p in made)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_analysis_options_of_the_command_apply_to_the_data_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `fabricscope dashboard --hosts H` shows what `fabricscope analyze --hosts H` finds, status included.
+    from fabricscope.dashboard import ENV_ANALYSIS, analysis_environment
+
+    source = SAMPLES / "scenarios/pfc-storm"
+    monkeypatch.setenv(ENV_ANALYSIS, analysis_environment({"hosts": ["pfcstorm-gpu03"]}))
+    ds = data._analyse([str(source)], "pfc-storm", "analysis")
+    cli = str(Path(sys.executable).with_name("fabricscope"))
+    run = subprocess.run(
+        [cli, "analyze", str(source), "--lenient", "--hosts", "pfcstorm-gpu03", "--json", "-"],
+        capture_output=True,
+        text=True,
+    )
+    doc = json.loads(run.stdout)
+    assert ds.findings.height == len(doc["findings"]) > 0
+    assert set(ds.findings["host"].to_list()) == {"pfcstorm-gpu03"}
+    assert ds.status == doc["status"]

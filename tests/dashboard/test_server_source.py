@@ -11,10 +11,10 @@ import http.server
 import time
 from pathlib import Path
 
+import allowed_sources
 import data
 import polars as pl
 import pytest
-import sources
 from fabricscope.dashboard import remote_environment
 from fabricscope.remote import Connection, RemoteOptions
 from streamlit.testing.v1 import AppTest
@@ -104,7 +104,7 @@ def test_server_source_shows_the_findings_of_the_scenario_files(
 
 
 def _range_ns() -> tuple[int, int]:
-    return sources.parse_time(SINCE), sources.parse_time(UNTIL)
+    return allowed_sources.parse_time(SINCE), allowed_sources.parse_time(UNTIL)
 
 
 def test_matchers_pick_the_scenario_out_of_the_server(prometheus: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,7 +133,7 @@ def test_presets_count_back_from_the_anchor_and_refresh_moves_it(
     at.query_params["range"] = "15m"
     at.query_params["match"] = PFC_STORM
     # Pin the anchor just after pfc-storm's end: "last 15 min" then covers the whole scenario.
-    at.session_state["remote_anchor_ns"] = sources.parse_time("2026-12-04T16:10:00Z")
+    at.session_state["remote_anchor_ns"] = allowed_sources.parse_time("2026-12-04T16:10:00Z")
     at.run()
     assert not at.exception and not at.error
     assert at.sidebar.selectbox[1].value == "Last 15 min"
@@ -156,7 +156,7 @@ def test_presets_count_back_from_the_anchor_and_refresh_moves_it(
 def test_server_only_dashboard_offers_no_files(prometheus: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FABRICSCOPE_DATA")
     configure(monkeypatch, prometheus)
-    assert sources.list_sources() == [prometheus]
+    assert allowed_sources.list_sources() == [prometheus]
     at = run("overview", since=SINCE, until=UNTIL)  # no ?source=: the server is the default
     assert at.sidebar.selectbox[0].options == [prometheus]
     assert {"pfcstorm-gpu03", "flap-gpu03"} <= set(frame(at, "message")["host"])

@@ -1,16 +1,24 @@
-"""What every ``fabricscope`` command shares: exit statuses, the ``--limit`` argument, table output."""
+"""What every ``fabricscope`` command shares: exit statuses, the analysis options, table output.
+
+The options every command that analyses takes (``analyze``, ``report``, ``dashboard``, ``cron``,
+``parse``, ``topology``, ``advise``) are declared here once, in groups, and turned into the keyword
+arguments of :func:`fabricscope.run_analysis` by :func:`analysis_options`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import polars as pl
 
 from fabricscope._text_table import cell_text, terminal_width, text_table
+from fabricscope.analyze import Analysis
+from fabricscope.exceptions import FabricscopeError
 from fabricscope.io import LIMITS
+from fabricscope.redaction import redact_text
 
 # One rule for every command, Nagios's (analyze, cron and report are Nagios checks): a run that
 # could not judge the fabric is UNKNOWN (3), a bad command line included, as the Nagios plugin
@@ -43,6 +51,114 @@ def limit_arg(text: str) -> tuple[str, int]:
     if number <= 0:
         raise argparse.ArgumentTypeError(f"{name}: expected a positive integer, got {number}")
     return name, number
+
+
+def add_lenient_argument(p: argparse.ArgumentParser, help: str = "skip and count bad records") -> None:
+    """``--lenient``: skip and count malformed records instead of failing on the first."""
+    p.add_argument("--lenient", action="store_true", help=help)
+
+
+def add_config_argument(p: argparse.ArgumentParser, help: str = "TOML thresholds (see docs/detectors.md)") -> None:
+    """``--config PATH``."""
+    p.add_argument("--config", metavar="PATH", help=help)
+
+
+def add_profile_argument(p: argparse.ArgumentParser) -> None:
+    """``--profile``: force a technology profile instead of detecting one per port."""
+    p.add_argument("--profile", help="force a technology profile (ndr400, hdr200, roce400, ...)")
+
+
+def add_input_format_argument(p: argparse.ArgumentParser) -> None:
+    """``--format``: the input format (``auto`` detects it)."""
+    p.add_argument("--format", default="auto", help="input format (default: detect); see `fabricscope formats`")
+    p.set_defaults(input_format_declared=True)
+
+
+def add_reading_arguments(p: argparse.ArgumentParser, *, input_format: bool = True) -> None:
+    """How inputs are read: ``--format``, ``--host``, ``--time``, ``--lenient``, ``--limit``.
+
+    ``input_format`` False leaves ``--format`` to a command whose ``--format`` is its output's.
+    """
+    if input_format:
+        add_input_format_argument(p)
+    p.add_argument("--host", help="host for inputs that name none")
+    p.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
+    add_lenient_argument(p)
+    add_limit_argument(p)
+
+
+def add_window_arguments(p: argparse.ArgumentParser, *, hosts: bool = True) -> None:
+    """Which samples are analysed: ``--since``, ``--until`` (a server URL is pulled over them) and ``--hosts``."""
+    p.add_argument("--since", help="only samples at or after this time (epoch seconds or ISO 8601)")
+    p.add_argument("--until", help="only samples before this time (epoch seconds or ISO 8601)")
+    if hosts:
+        p.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """``--engine`` and ``--address``: who runs the partitions (docs/scale.md)."""
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="run partitioned by host in this process (default) or as Ray tasks (docs/scale.md)",
+    )
+    p.add_argument("--address", help="Ray cluster address for --engine ray (default: start a local Ray)")
+
+
+def add_analysis_arguments(p: argparse.ArgumentParser, *, input_format: bool = True) -> None:
+    """Every option of :func:`fabricscope.run_analysis` a command line can give, as ``analyze`` takes them."""
+    add_profile_argument(p)
+    add_config_argument(p)
+    add_reading_arguments(p, input_format=input_format)
+    add_window_arguments(p)
+    add_engine_arguments(p)
+    add_host_alias_argument(p)
+
+
+def analysis_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :func:`fabricscope.run_analysis` from the options of :func:`add_analysis_arguments`.
+
+    An option a command does not declare keeps the analysis default; ``format`` (the input format)
+    is given only where :func:`add_input_format_argument` declared ``--format``.
+    """
+    hosts = getattr(args, "hosts", None)
+    options: dict[str, Any] = {
+        "profile": getattr(args, "profile", None),
+        "config": getattr(args, "config", None),
+        "strict": not getattr(args, "lenient", False),
+        "host": getattr(args, "host", None),
+        "time": getattr(args, "time", None),
+        "engine": getattr(args, "engine", None),
+        "address": getattr(args, "address", None),
+        "since": getattr(args, "since", None),
+        "until": getattr(args, "until", None),
+        "hosts": hosts.split(",") if hosts else None,
+        "limits": dict(getattr(args, "limit", None) or []),
+        "host_aliases": host_aliases(getattr(args, "host_alias", None) or []),
+    }
+    if getattr(args, "input_format_declared", False):
+        options["format"] = args.format
+    return options
+
+
+def cannot_analyse(err: BaseException) -> str:
+    """The one stderr line of a run that could not analyse at all (exit :data:`EXIT_INPUT`)."""
+    if isinstance(err, FabricscopeError):
+        return f"UNKNOWN - fabricscope cannot analyse: {redact_text(str(err))}"
+    return f"UNKNOWN - fabricscope: {redact_text(str(err))}"
+
+
+def status_notes(analysis: Analysis) -> str:
+    """Why a status is UNKNOWN beyond the findings: inputs that could not be read, nothing analysed."""
+    lines = []
+    failed = analysis.failed_inputs
+    if failed:
+        lines.append(f"\n{len(failed)} input(s) could not be read (status at least UNKNOWN):")
+        lines += [f"  {redact_text(str(i['path']))}: {redact_text(str(i['error']))}" for i in failed]
+    if not analysis.analysed:
+        lines.append("\nnothing was analysed: no input held telemetry (status UNKNOWN)")
+    return "\n".join(lines)
 
 
 def add_limit_argument(p: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ import polars as pl
 from fabricscope._atomic import write_text
 from fabricscope.advise import advise, load_inputs
 from fabricscope.analyze import run_analysis
+from fabricscope.cli._common import add_config_argument, add_lenient_argument
 from fabricscope.exceptions import FabricscopeError
 
 
@@ -111,7 +112,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", metavar="F", help="TOML file of inputs (keys as in docs/advise.md)")
+    add_config_argument(p, help="TOML file of inputs (keys as in docs/advise.md)")
     p.add_argument("--gpus", type=int, nargs="+", metavar="N", help="GPU counts")
     p.add_argument("--gpus-per-node", type=int, metavar="G", help="GPUs per node (NVLink domain)")
     p.add_argument("--gradient-gb", type=float, nargs="+", metavar="X", help="gradient GB all-reduced per step")
@@ -119,7 +120,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--utilisation", type=float, nargs="+", metavar="U", help="cluster utilisations (0-1)")
     p.add_argument("--gpu-hour-usd", type=float, metavar="USD", help="value of one GPU-hour")
     p.add_argument("--from", dest="inputs", nargs="+", metavar="INPUT", help="measured bandwidths from these inputs")
-    p.add_argument("--lenient", action="store_true", help="skip and count bad records in --from inputs")
+    add_lenient_argument(p, help="skip and count bad records in --from inputs")
     p.add_argument("--json", metavar="PATH|-", help="write the advice document (fabricscope.advice/1)")
     p.set_defaults(func=_cmd_advise)
     return p

@@ -12,14 +12,15 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope import __version__
+from fabricscope import __version__, _atomic
+from fabricscope._text_table import terminal_width, text_table
 from fabricscope.analyze import Analysis, run_analysis
-from fabricscope.cli._common import EXIT_INPUT, add_host_alias_argument, add_limit_argument, host_aliases
+from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis_options, cannot_analyse, status_notes
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.exceptions import FabricscopeError
-from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, analysed_anything, document, exit_status
+from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
-from fabricscope.redaction import redact_text
+from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
 
 _EPILOG_ANALYZE = """\
 examples:
@@ -65,9 +66,6 @@ def _where(f: dict[str, Any]) -> str:
 
 def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
     """Status, the findings (info ones with ``verbose``), then what was read: one line per format."""
-    from fabricscope._text_table import terminal_width, text_table
-    from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
-
     findings, inputs, reports = analysis.findings, analysis.inputs, analysis.reports
     incidents = analysis.incidents
     width = terminal_width()
@@ -142,38 +140,19 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     bar = progress_bar()
     try:
         analysis = run_analysis(
-            args.inputs,
-            profile=args.profile,
-            config=args.config,
-            strict=not args.lenient,
-            host=args.host,
-            format=args.format,
-            time=args.time,
-            engine=args.engine,
-            address=args.address,
-            since=args.since,
-            until=args.until,
-            hosts=args.hosts.split(",") if args.hosts else None,
-            limits=dict(args.limit),
-            remote=replace(remote_options(args), progress=bar),
-            host_aliases=host_aliases(args.host_alias),
+            args.inputs, **analysis_options(args), remote=replace(remote_options(args), progress=bar)
         )
-    except FabricscopeError as e:
+    except (FabricscopeError, OSError, ValueError) as e:
         bar.close()
-        print(f"UNKNOWN - fabricscope cannot analyse: {redact_text(str(e))}", file=sys.stderr)
-        return EXIT_INPUT
-    except (OSError, ValueError) as e:
-        bar.close()
-        print(f"UNKNOWN - fabricscope: {redact_text(str(e))}", file=sys.stderr)
+        print(cannot_analyse(e), file=sys.stderr)
         return EXIT_INPUT
     bar.close()
-    analysed = analysed_anything(analysis.inputs, analysis.tables.values())
     doc = document(
         analysis.findings,
         analysis.inputs,
         incident_documents(analysis.incidents),
         schema=args.schema,
-        analysed=analysed,
+        analysed=analysis.analysed,
     )
     if args.json:
         text = json.dumps(doc, indent=2)
@@ -182,19 +161,13 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         else:
             target = Path(args.json)
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + ".tmp")
-            tmp.write_text(text + "\n")
-            tmp.replace(target)
+            _atomic.write_text(target, text + "\n")
     if args.json != "-":
-        print(_analysis_summary(analysis, doc["status"], args.verbose))
-    failed = [i for i in analysis.inputs if i.get("error")]
-    if failed and args.json != "-":
-        print(f"\n{len(failed)} input(s) could not be read (status at least UNKNOWN):")
-        for i in failed:
-            print(f"  {redact_text(str(i['path']))}: {redact_text(str(i['error']))}")
-    if not analysed and args.json != "-":
-        print("\nnothing was analysed: no input held telemetry (status UNKNOWN)")
-    return exit_status(analysis.findings, len(failed), analysed=analysed)
+        print(_analysis_summary(analysis, analysis.status, args.verbose))
+        notes = status_notes(analysis)
+        if notes:
+            print(notes)
+    return analysis.exit_status
 
 
 def add_parser(sub: Any) -> None:
@@ -216,24 +189,7 @@ def add_parser(sub: Any) -> None:
         default=SCHEMA_ID_V2,
         help="findings document version: /2 adds incidents (default); /1 for existing consumers",
     )
-    an.add_argument("--profile", help="force a technology profile (ndr400, hdr200, roce400, ...)")
-    an.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
-    an.add_argument("--format", default="auto", help="input format (default: detect)")
-    an.add_argument("--host", help="host for inputs that name none")
-    an.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
-    an.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    add_analysis_arguments(an)
     an.add_argument("--verbose", action="store_true", help="also list info findings (data quality) and every input")
-    an.add_argument(
-        "--engine",
-        choices=["local", "ray"],
-        default="local",
-        help="run partitioned by host in this process (default) or as Ray tasks (docs/scale.md)",
-    )
-    an.add_argument("--address", help="Ray cluster address for --engine ray (default: start a local Ray)")
-    an.add_argument("--since", help="analyse samples at or after this time (epoch seconds or ISO 8601)")
-    an.add_argument("--until", help="analyse samples before this time (epoch seconds or ISO 8601)")
-    an.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
-    add_host_alias_argument(an)
-    add_limit_argument(an)
     add_remote_arguments(an)
     an.set_defaults(func=_cmd_analyze)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricscope.alertmanager import AlertmanagerOptions
+from fabricscope.cli._common import add_config_argument, add_profile_argument
 from fabricscope.cli.remote import add_credential_arguments, add_remote_arguments, credential_options, remote_options
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
 from fabricscope.cron.options import SERVER_LOOKBACK_S
@@ -51,8 +52,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--state", required=True, metavar="DIR", help="state directory (manifest, lock)")
     p.add_argument("--history", required=True, metavar="DIR", help="history directory (Hive-partitioned Parquet)")
-    p.add_argument("--config", metavar="PATH", help="TOML thresholds (see docs/detectors.md)")
-    p.add_argument("--profile", help="force a technology profile (ndr400, roce400, ...)")
+    add_config_argument(p)
+    add_profile_argument(p)
     p.add_argument(
         "--lookback",
         type=float,

@@ -9,13 +9,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fabricscope.cli._common import EXIT_USAGE
+from fabricscope.cli._common import (
+    EXIT_USAGE,
+    add_config_argument,
+    add_engine_arguments,
+    add_host_alias_argument,
+    add_limit_argument,
+    add_profile_argument,
+    add_window_arguments,
+    analysis_options,
+)
 from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.dashboard import (
+    ENV_ANALYSIS,
     ENV_APP,
     ENV_DATA,
     ENV_MAX_UPLOAD_MB,
     ENV_REMOTE,
+    analysis_environment,
     default_data_dir,
     find_app,
     remote_environment,
@@ -106,6 +117,10 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     env = {**os.environ, ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
+    # The dashboard reads leniently (an upload is whatever the browser sent): strictness is not an
+    # option; its --host is the address to bind, not the host of inputs that name none.
+    options = {k: v for k, v in analysis_options(args).items() if k not in ("strict", "host")}
+    env[ENV_ANALYSIS] = analysis_environment(options)
     if data is not None:
         env[ENV_DATA] = str(data)
     if remote is not None:
@@ -151,6 +166,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="PATH",
         help=f"the dashboards/ directory or app.py (default: ${ENV_APP}, else the checkout's, else the installed copy)",
     )
+    # The analysis options of `analyze` (lenient always; --host is the address to bind here).
+    add_profile_argument(p)
+    add_config_argument(p)
+    add_limit_argument(p)
+    add_window_arguments(p)
+    add_engine_arguments(p)
+    add_host_alias_argument(p)
     add_remote_arguments(p)
     p.set_defaults(func=_cmd_dashboard)
     return p

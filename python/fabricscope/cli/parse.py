@@ -16,10 +16,19 @@ import polars as pl
 
 from fabricscope import __version__, _native
 from fabricscope._atomic import write_parquet
-from fabricscope.cli._common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, add_limit_argument
+from fabricscope._text_table import terminal_width, text_table
+from fabricscope.cli._common import (
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_reading_arguments,
+    add_window_arguments,
+)
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
 from fabricscope.entities import resolve
 from fabricscope.exceptions import FabricscopeError, InternalError
+from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
 from fabricscope.io import LIMITS, InputReport, _limits, _paths, _reports, _time_ns
 from fabricscope.remote import is_url, redact, scan_url
 
@@ -85,9 +94,6 @@ def _summary(
     verbose: bool = False,
 ) -> str:
     """One line per format and the problems; ``verbose`` adds the per-input and per-device tables."""
-    from fabricscope._text_table import terminal_width, text_table
-    from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
-
     width = terminal_width()
     lines: list[str] = []
     total_bytes = sum(r.bytes for r in reports)
@@ -389,10 +395,7 @@ def add_parser(sub: Any) -> None:
         "inputs", nargs="+", metavar="INPUT", help="files or directories (.gz/.zst ok), or a Prometheus/exporter URL"
     )
     parse.add_argument("-o", "--output", metavar="OUT.parquet", help="write samples here (atomically)")
-    parse.add_argument("--format", default="auto", help="input format (default: detect); see `formats`")
-    parse.add_argument("--host", help="host for inputs that name none")
-    parse.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
-    parse.add_argument("--lenient", action="store_true", help="skip and count bad records instead of failing")
+    add_reading_arguments(parse)
     parse.add_argument("--json", action="store_true", help="print the summary as JSON")
     parse.add_argument(
         "-v", "--verbose", action="store_true", help="also list every input and every host/device; log warnings"
@@ -406,8 +409,7 @@ def add_parser(sub: Any) -> None:
         default=LIMITS["max_line_bytes"],
         help=f"longest accepted line (default {LIMITS['max_line_bytes']:,} bytes)",
     )
-    parse.add_argument("--since", help="server URLs: pull from this time (default: an hour before --until)")
-    parse.add_argument("--until", help="server URLs: pull up to this time, exclusive (default: now)")
-    add_limit_argument(parse)
+    # A server URL is pulled over --since/--until (default: the last hour).
+    add_window_arguments(parse, hosts=False)
     add_remote_arguments(parse)
     parse.set_defaults(func=_cmd_parse)

@@ -8,11 +8,19 @@ import time as _time
 from pathlib import Path
 from typing import Any
 
+from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis_options, cannot_analyse
 from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.exceptions import FabricscopeError
+from fabricscope.findings import STATUS_EXIT
+from fabricscope.redaction import redact_text
 from fabricscope.report.build import write_report
 
-_NAGIOS = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
+_EPILOG = """\
+exit status (Nagios), as analyze: 0 OK (nothing above info), 1 WARNING, 2 CRITICAL, 3 UNKNOWN
+an input that cannot be read (or, without --lenient, has a malformed record) is listed with its error
+and the others are reported; the status is then UNKNOWN (3) unless a finding is CRITICAL (2);
+no report is written (exit 3) only when no input could be read at all
+"""
 
 
 class _StageLine:
@@ -41,6 +49,8 @@ def add_parser(sub: Any) -> None:
         help="one self-contained HTML (or Markdown) report: findings, per-port plots, bottlenecks, advice",
         description="Analyse inputs (or a cron history) and write a report with the findings, their evidence "
         "and threshold sources, per-port time series with fault windows, the bottleneck view and the advisor.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "inputs",
@@ -50,12 +60,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("-o", "--output", required=True, metavar="report.html", help="the report file (atomically)")
     p.add_argument("--format", choices=["html", "md"], default=None, help="default: from the output's suffix")
-    p.add_argument("--profile", help="force a technology profile")
-    p.add_argument("--config", metavar="PATH", help="TOML thresholds")
-    p.add_argument("--since", help="for histories and URLs: only samples from this time (ISO 8601)")
-    p.add_argument("--until", help="for URLs: only samples before this time (ISO 8601)")
     p.add_argument("--max-ports", type=int, default=12, help="most ports plotted (default 12; flagged first)")
-    p.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    # The same analysis options as `analyze` (its --format is the report's: the input format is detected).
+    add_analysis_arguments(p, input_format=False)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_remote_arguments(p)
     p.set_defaults(func=_cmd_report)
@@ -72,22 +79,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
             format=fmt,
             progress=None if quiet else stages.show,
             max_ports=args.max_ports,
-            profile=args.profile,
-            config=args.config,
-            strict=not args.lenient,
-            since=args.since,
-            until=args.until,
             remote=remote_options(args),
+            **analysis_options(args),
         )
-    except FabricscopeError as e:
+    except (FabricscopeError, OSError, ValueError) as e:
         stages.close()
-        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
-        return 3
+        print(cannot_analyse(e), file=sys.stderr)
+        return EXIT_INPUT
     stages.close()
     plots = f"{len(data.plots)} port plot(s)" if not data.plot_note else "no plots (the `report` extra adds them)"
     print(
         f"wrote {Path(args.output)}: {data.status.upper()}, {len(data.incidents)} incident(s), "
         f"{data.findings.height} finding(s), {plots}"
     )
-    # Nagios, like analyze: the report's verdict is its exit status.
-    return _NAGIOS[data.status]
+    for i in data.inputs:
+        if i.get("error"):
+            print(f"  could not read {redact_text(str(i['path']))}: {redact_text(str(i['error']))}")
+    # Nagios, with analyze's rules: the report's verdict is its exit status.
+    return STATUS_EXIT[data.status]

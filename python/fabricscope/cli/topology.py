@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from fabricscope._text_table import terminal_width
-from fabricscope.cli._common import EXIT_INPUT, EXIT_OK, add_output_arguments, print_table
+from fabricscope.cli._common import EXIT_INPUT, EXIT_OK, add_lenient_argument, add_output_arguments, print_table
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.topology import format_topology, topology
 
@@ -34,5 +34,5 @@ def add_parser(sub: Any) -> None:
     )
     topo.add_argument("inputs", nargs="+", metavar="INPUT")
     add_output_arguments(topo, "the links")
-    topo.add_argument("--lenient", action="store_true", help="skip and count bad records")
+    add_lenient_argument(topo)
     topo.set_defaults(func=_cmd_topology)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from fabricscope.analyze import input_rows
 from fabricscope.cron.manifest import Plan
 from fabricscope.cron.state import empty_series, stored_attrs
-from fabricscope.history import (
-    to_stored,
-)
+from fabricscope.engines import Filters, ReadOptions
+from fabricscope.engines.units import FILE, WALKED, read_units
+from fabricscope.exceptions import FabricscopeError
+from fabricscope.history import to_stored
+from fabricscope.io import InputReport, input_set_mtime
 from fabricscope.rates import SERIES_KEYS
+from fabricscope.remote import DEFAULT_RANGE_S, RemoteOptions, load_url, redact
 
 if TYPE_CHECKING:
     from fabricscope.cron.options import CronOptions
@@ -27,30 +32,35 @@ def read_plans(
     Timeless files take one time for the whole run, the newest mtime of the ``watched`` paths
     (as ``fabricscope analyze`` of those paths does), although they are read in format groups.
     """
-    from fabricscope.io import input_set_mtime, load
-
     set_time = input_set_mtime(watched) if watched else None
-
-    groups: dict[str | None, list[Plan]] = {}
-    for p in plans:
-        if p.read_path:
-            groups.setdefault(p.format, []).append(p)
-    samples, attrs, inputs, formats = [], [], [], {}
+    named = {os.path.normpath(w) for w in watched or []}
+    samples: list[pl.DataFrame] = []
+    attrs: list[pl.DataFrame] = []
+    inputs: list[dict[str, Any]] = []
+    formats: dict[str, str] = {}
     tables: dict[str, list[pl.DataFrame]] = {}
-    for fmt, ps in groups.items():
-        back = {p.read_path: p.unit.path for p in ps}
-        res = load([p.read_path for p in ps], format=fmt or "auto", strict=strict, time=set_time)
-        samples.append(res.samples)
-        if not res.attributes.is_empty():
-            attrs.append(res.attributes)
-        for name, t in res.tables.items():
+    # The analysis engine's unit reader, one unit at a time in the order the watched paths expand
+    # to: the same reports as `analyze` (a file found by walking whose format cannot be detected is
+    # skipped, one that cannot be read is listed with its error).
+    for p in plans:
+        if not p.read_path:
+            continue
+        kind = FILE if p.format or os.path.normpath(p.unit.path) in named else WALKED
+        read = ReadOptions(format=p.format or "auto", time=set_time, strict=strict)
+        reports, unit_tables, unit_samples, unit_attrs = read_units([(p.read_path, kind)], read, Filters(), 1)
+        failed = next((r for r in reports if r.failed), None)
+        if strict and failed is not None:
+            # --strict: the run fails before anything is stored (the file is read again next run).
+            raise failed.exception or FabricscopeError(f"{p.unit.path}: {'; '.join(failed.errors)}")
+        samples += unit_samples[0]
+        attrs += [a for a in unit_attrs[0] if a.height]
+        for name, t in unit_tables.items():
             tables.setdefault(name, []).append(t)
-        for r in res.reports:
-            orig = back.get(r.path, r.path)
+        for r in reports:
             if r.format:
-                formats[orig] = r.format
-            if r.format is not None or r.failed:
-                inputs.append({"path": orig, "format": r.format or "-", "records": r.rows, "rejected": r.bad_records})
+                formats[p.unit.path] = r.format
+        # The same rows as every other front door's, under the watched path.
+        inputs += [{**row, "path": p.unit.path} for row in input_rows(reports)]
     s = pl.concat([to_stored(x) for x in samples]) if samples else empty_series()
     a = pl.concat([stored_attrs(x) for x in attrs]) if attrs else pl.DataFrame()
     return s, a, inputs, formats, {n: pl.concat(ts, how="diagonal_relaxed") for n, ts in tables.items()}
@@ -75,8 +85,6 @@ def pull_servers(
     Returns the samples and attributes with the pulled ones added, and each server's next
     watermark (its state entry, committed with the rest of the state).
     """
-    from fabricscope.remote import DEFAULT_RANGE_S, RemoteOptions, load_url, redact
-
     samples, attrs, marks = [new], [new_attrs] if not new_attrs.is_empty() else [], {}
     until = (now - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1) * 1000
     for url in opts.prometheus:
@@ -94,8 +102,7 @@ def pull_servers(
         samples.append(to_stored(s))
         if not a.is_empty():
             attrs.append(stored_attrs(a))
-        rejected = int(report.get("bad_records") or 0)
-        inputs.append({"path": key, "format": report["format"] or "-", "records": s.height, "rejected": rejected})
+        inputs += [{**row, "path": key} for row in input_rows([InputReport(**report)])]
         marks[key] = {"kind": "prometheus", "watermark_ns": until}
     out_s = pl.concat(samples) if len(samples) > 1 else new
     out_a = pl.concat(attrs) if attrs else new_attrs

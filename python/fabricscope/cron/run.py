@@ -13,11 +13,14 @@ from typing import Any
 import polars as pl
 
 from fabricscope import _atomic
+from fabricscope.alertmanager import deliver
+from fabricscope.analyze import run_analysis
+from fabricscope.config import load_config
 from fabricscope.cron.incidents import active_incidents, read_incidents, update_incidents
 from fabricscope.cron.lifecycle import active_findings, update_lifecycle
 from fabricscope.cron.lock import history_lock, state_lock
 from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
-from fabricscope.cron.options import CronOptions, CronResult
+from fabricscope.cron.options import EXIT_CRITICAL, EXIT_UNKNOWN, CronOptions, CronResult
 from fabricscope.cron.outputs import status_line
 from fabricscope.cron.reading import drop_stored, pull_servers, read_plans
 from fabricscope.cron.recovery import crash_point, recover, recover_quiet
@@ -34,6 +37,7 @@ from fabricscope.history import (
 )
 from fabricscope.incidents import Incident
 from fabricscope.rates import SERIES_KEYS
+from fabricscope.textfile import write_textfile
 
 
 def _run_id(prev: str | None, plans: list[Plan]) -> str:
@@ -97,9 +101,6 @@ def _run_locked(
     started_wall: dt.datetime,
     t0: float,
 ) -> CronResult:
-    from fabricscope.analyze import run_analysis
-    from fabricscope.config import load_config
-
     run_id = _run_id(st.last_run_id, plans)
     plans = prepare_reads(plans, st.files, work)
     new, new_attrs, inputs, formats, tables = read_plans(plans, opts.strict, [str(p) for p in opts.inputs])
@@ -194,6 +195,12 @@ def _run_locked(
 
     files_read = sum(1 for p in plans if p.read_path)
     code, line = status_line(active_findings(lifecycle))
+    failed = sum(1 for i in inputs if i.get("error"))
+    if failed and code != EXIT_CRITICAL:
+        # An input that could not be read leaves the verdict incomplete: UNKNOWN, as analyze says
+        # (fabricscope.findings.overall_status).
+        code = EXIT_UNKNOWN
+        line = f"FABRICSCOPE UNKNOWN - {failed} input(s) could not be read; " + line.split(" - ", 1)[1]
     finished = dt.datetime.now(dt.timezone.utc) if opts.now is None else started_wall
     duration = _time.monotonic() - t0
     run_row = pl.DataFrame(
@@ -205,7 +212,7 @@ def _run_locked(
                 "duration_s": duration,
                 "files_read": files_read,
                 "samples": new.height,
-                "status": {0: "ok", 1: "warning", 2: "critical"}[code],
+                "status": {0: "ok", 1: "warning", 2: "critical", 3: "unknown"}[code],
                 "exit_code": code,
             }
         ],
@@ -261,7 +268,7 @@ def _run_locked(
     # `fabricscope analyze` gives on the same data); ``faults`` are the faults still active across runs.
     raised = document_order(tagged)
     doc = document(raised.drop("fault_id", "run_id", strict=False), inputs)
-    doc["status"] = overall_status(active)  # the run's verdict, as its exit status
+    doc["status"] = overall_status(active, failed)  # the run's verdict, as its exit status
     doc["run"] = run_row.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")).to_dicts()[0]
     doc["run"]["duplicates_dropped"] = dropped
     doc["fault_ids"] = raised["fault_id"].to_list()
@@ -275,8 +282,6 @@ def _run_locked(
     doc["incident_lifecycle"] = active_incidents(incident_lifecycle)
     deliveries = []
     if opts.alertmanager is not None and opts.alertmanager.urls:
-        from fabricscope.alertmanager import deliver
-
         # After the commit point: a receiver that is down costs this run nothing but the attempt.
         deliveries = deliver(opts.alertmanager, incident_lifecycle, state, finished, lifecycle)
         doc["alertmanager"] = [d.as_dict() for d in deliveries]
@@ -284,7 +289,5 @@ def _run_locked(
     if opts.json_path and opts.json_path != "-":
         _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")
     if opts.textfile:
-        from fabricscope.textfile import write_textfile
-
         write_textfile(opts.textfile, active, series, finished, duration)
     return result

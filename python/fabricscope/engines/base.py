@@ -21,7 +21,7 @@ from fabricscope.findings import empty_findings
 from fabricscope.input_summary import format_times, merge_times
 from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
 from fabricscope.profiles import Profile
-from fabricscope.rates import rates, value_as_float
+from fabricscope.rates import latest_gauges, rates, value_as_float
 from fabricscope.remote import RemoteOptions
 
 __all__ = [
@@ -179,6 +179,34 @@ class PartitionResult:
     rows: int
     views: dict[str, pl.DataFrame] = field(default_factory=dict)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
+    intervals: pl.DataFrame = field(default_factory=lambda: _interval_counts(pl.DataFrame()))
+
+
+def _interval_counts(rates: pl.DataFrame) -> pl.DataFrame:
+    """Rate rows per sampling interval (to the millisecond): small, whatever the rows kept."""
+    if "interval_s" not in rates.columns or not rates.height:
+        return pl.DataFrame(schema={"interval_s": pl.Float64, "len": pl.UInt32})
+    return rates.group_by(pl.col("interval_s").round(3)).len()
+
+
+def median_interval(counts: Sequence[pl.DataFrame]) -> float | None:
+    """The median sampling interval of every rate row of all partitions, from their interval counts.
+
+    The same whether the rates were kept whole or reduced for the fabric-wide detectors, and
+    whichever engine partitioned them (the interval the incident rules' timing tolerance uses).
+    """
+    merged = pl.concat([c for c in counts if c.height] or [_interval_counts(pl.DataFrame())])
+    merged = merged.group_by("interval_s").agg(pl.col("len").sum()).sort("interval_s")
+    total = int(merged["len"].sum() or 0)
+    if not total:
+        return None
+    cum = merged["len"].cum_sum().to_list()
+    values = merged["interval_s"].to_list()
+
+    def nth(i: int) -> float:
+        return float(next(v for v, c in zip(values, cum, strict=True) if c > i))
+
+    return (nth((total - 1) // 2) + nth(total // 2)) / 2
 
 
 def _reads_everything() -> bool:
@@ -253,6 +281,7 @@ def analyze_partition(
         rows=samples.height,
         views=_views(local, inp) if keep_detail else {},
         times=_times(samples),
+        intervals=_interval_counts(r),
     )
 
 
@@ -346,6 +375,10 @@ class EngineResult:
         identity: The port attributes that name an HCA (:data:`IDENTITY_KEYS`: ``node_guid_hex``:
             host, device -> GUID; ``netdev``: host, RDMA device -> its network device), for entity
             resolution (:mod:`fabricscope.entities`); small, one row per device.
+        gauges: The last reading of every gauge series (:func:`fabricscope.rates.latest_gauges`), with
+            ``keep_detail``.
+        attributes: Every port attribute read, with ``keep_detail``.
+        interval_s: The median sampling interval of all rate rows (:func:`median_interval`), None without rates.
     """
 
     findings: pl.DataFrame
@@ -359,6 +392,9 @@ class EngineResult:
     views: dict[str, pl.DataFrame] = field(default_factory=dict)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
     identity: pl.DataFrame = field(default_factory=empty_attributes)
+    gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
+    attributes: pl.DataFrame = field(default_factory=empty_attributes)
+    interval_s: float | None = None
 
 
 def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
@@ -383,6 +419,7 @@ def reduce_results(
 ) -> EngineResult:
     """The last step of every engine: fabric-wide detectors on the partitions' results, then one result."""
     t = time.perf_counter()
+    empty = _no_partition(config)
     findings, fabric_views = fabric_wide(results, tables, config, profile, keep_detail=keep_detail)
     names = dict.fromkeys([*(n for r in results for n in r.views), *fabric_views])
     views = {
@@ -395,7 +432,7 @@ def reduce_results(
     return EngineResult(
         findings=_concat_findings([*(r.findings for r in results), findings]),
         reports=reports,
-        rates=_concat([r.rates for r in results], _no_partition(config).rates),
+        rates=_concat([r.rates for r in results], empty.rates),
         rows=sum(r.rows for r in results),
         partitions=len(results),
         tables=tables,
@@ -407,6 +444,10 @@ def reduce_results(
             [r.attributes.filter(pl.col("key").cast(pl.String).is_in(IDENTITY_KEYS)) for r in results],
             empty_attributes(),
         ),
+        # What the report and the dashboard show beside the findings, so that they never read again.
+        gauges=latest_gauges(_concat([r.gauges for r in results], empty.gauges)) if keep_detail else pl.DataFrame(),
+        attributes=_concat([r.attributes for r in results], empty_attributes()) if keep_detail else empty_attributes(),
+        interval_s=median_interval([r.intervals for r in results]),
     )
 
 

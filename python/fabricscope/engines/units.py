@@ -12,6 +12,7 @@ import polars as pl
 from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
+from fabricscope.history import History, is_history, partition_dir
 from fabricscope.io import InputReport, _limits, scan
 from fabricscope.remote import RemoteOptions, is_url, load_url
 
@@ -29,8 +30,6 @@ FILE, WALKED, HISTORY, HISTORY_ATTRIBUTES, URL = "file", "walked", "history", "h
 def _history_units(root: Path, filters: Filters) -> list[Unit]:
     # The history's Hive layout (samples/date=YYYY-MM-DD/host=H/part-*.parquet) prunes whole
     # directories by the filters before any file is opened.
-    from fabricscope.history import partition_dir
-
     first = _date(filters.since)
     last = _date(filters.until)
     hosts = {partition_dir(root, "samples", dt.date(2000, 1, 1), h).name for h in filters.hosts or ()}
@@ -70,8 +69,6 @@ def work_units(
         >>> work_units(["sample_traces/ethtool"])
         [('sample_traces/ethtool/roce01-eth2.log', 'walked')]
     """
-    from fabricscope.history import is_history
-
     units: list[Unit] = []
     pending: list[str] = []
 
@@ -202,19 +199,13 @@ def _read_history(
     samples: list[list[pl.DataFrame]],
     attrs: list[list[pl.DataFrame]],
 ) -> None:
-    from fabricscope.history import History, to_canonical
-
     if kind == HISTORY_ATTRIBUTES:
         a = History(path).attributes()
         if a is not None:
             for i, df in split_by_partition(filters.apply(a, timed=False), partitions).items():
                 attrs[i].append(df)
         return
-    # Filters are pushed into the Parquet scan (row groups outside the window are never decoded).
-    lf = pl.scan_parquet(path, hive_partitioning=False)
-    cond = filters.predicates()
-    df = to_canonical(lf.filter(cond) if cond else lf)
-    df = df.collect() if isinstance(df, pl.LazyFrame) else df
+    df = History.read_part(path, filters.predicates())
     reports.append(InputReport(path, "parquet", Path(path).stat().st_size, df.height, 0, 0))
     for i, part in split_by_partition(df, partitions).items():
         samples[i].append(part)

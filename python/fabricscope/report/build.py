@@ -13,19 +13,19 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from fabricscope import __version__
+from fabricscope import __version__, _atomic
 from fabricscope.advise import advise
-from fabricscope.findings import overall_status
+from fabricscope.analyze import run_analysis
+from fabricscope.history import History, is_history
 from fabricscope.incidents import Incident
-from fabricscope.rates import value_as_float
+from fabricscope.input_summary import by_format, problems, time_range
 from fabricscope.redaction import redact_text
-
-if TYPE_CHECKING:
-    from fabricscope.remote import RemoteOptions
+from fabricscope.remote import RemoteOptions
 
 _log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class ReportData:
         advice: Advisor tables by name, or a note why there are none.
         plots: Per port: title and SVG text.
         incidents: ``Analysis.incidents``: the report's first screen.
-        failed_inputs: Inputs that could not be read (lenient runs): the status is at least unknown.
+        failed_inputs: Inputs that could not be read: the status is at least unknown.
         plot_note: Why there are no plots although there are ports to plot (empty: plots drawn).
     """
 
@@ -93,11 +93,8 @@ class ReportData:
     incidents: list[Incident] = field(default_factory=list)
     failed_inputs: int = 0
     plot_note: str = ""
-
-    @property
-    def status(self) -> str:
-        """``ok``, ``warning``, ``critical`` or ``unknown`` (:func:`fabricscope.findings.overall_status`)."""
-        return overall_status(self.findings, self.failed_inputs)
+    status: str = "ok"
+    """``ok``, ``warning``, ``critical`` or ``unknown``: :attr:`fabricscope.Analysis.status`, as ``analyze`` says."""
 
 
 #: What a report without matplotlib says where its plots would be.
@@ -126,97 +123,39 @@ class _Stages:
 def gather(
     sources: Sequence[str | os.PathLike[str]],
     *,
-    profile: str | None = None,
-    config: str | None = None,
-    strict: bool = True,
-    since: str | None = None,
-    until: str | None = None,
     remote: RemoteOptions | None = None,
+    **options: Any,
 ) -> ReportData:
-    """Analyse inputs (or read histories) into :class:`ReportData`.
+    """Analyse inputs and histories (:func:`fabricscope.run_analysis`) into :class:`ReportData`.
 
     Args:
-        sources: Input files/directories, or history directories written by ``fabricscope cron``.
-        profile: Force a technology profile.
-        config: Thresholds TOML.
-        strict: Reader strictness.
-        since: For histories and URLs: only samples from this time (ISO 8601).
-        until: For URLs: only samples before this time (ISO 8601).
+        sources: Input files/directories, URLs, or history directories written by ``fabricscope cron``.
         remote: How to read URLs (a Prometheus server pulled over ``since``/``until``, default
             the last hour; an exporter endpoint scraped): :class:`fabricscope.remote.RemoteOptions`.
+        **options: The options of :func:`fabricscope.run_analysis` (``profile``, ``config``,
+            ``strict``, ``since``, ``until``, ``hosts``, ``limits``, ``engine`` ...), as ``analyze``
+            takes them; the report keeps every rate, whichever engine runs.
 
     Returns:
-        The report's data (plots not yet drawn).
+        The report's data (plots not yet drawn); its ``status`` is the analysis's.
+
+    Raises:
+        fabricscope.exceptions.FabricscopeError: no input could be read at all.
 
     Example:
         >>> d = gather(["sample_traces/ethtool"])
-        >>> d.rates.height > 0
-        True
+        >>> d.rates.height > 0, d.status
+        (True, 'critical')
     """
-    from fabricscope.analyze import run_analysis
-    from fabricscope.history import History, is_history, to_canonical
-    from fabricscope.input_summary import by_format, format_times, problems
-    from fabricscope.io import _time_ns, load
-    from fabricscope.remote import RemoteOptions
-
-    remote = (remote or RemoteOptions()).with_range(_time_ns(since), _time_ns(until))
     paths = [os.fspath(s) for s in sources]
+    analysis = run_analysis(paths, remote=remote, keep_detail=True, **options)
     histories = [p for p in paths if is_history(p)]
-    others = [p for p in paths if p not in histories]
-    frames, attrs, tables, inputs, lifecycles = [], [], {}, [], []
-    failed = 0
-    formats: list[pl.DataFrame] = []
-    trouble: list[str] = []
-    for h in histories:
-        hist = History(h)
-        frames.append(to_canonical(hist.samples(since=since).collect()))
-        a = hist.attributes()
-        if a is not None:
-            attrs.append(a)
-        lifecycles.append(hist.lifecycle())
-        runs = hist.runs()
-        inputs.append(
-            {"path": h, "format": "history", "records": frames[-1].height, "rejected": 0, "runs": runs.height}
-        )
-        first, last = (frames[-1]["time"].min(), frames[-1]["time"].max()) if frames[-1].height else (None, None)
-        formats.append(
-            pl.DataFrame(
-                [{"format": "history", "files": 1, "failed": 0, "samples": frames[-1].height, "bad_records": 0}]
-            ).with_columns(
-                pl.lit(first, dtype=pl.Datetime("ns", "UTC")).alias("first"),
-                pl.lit(last, dtype=pl.Datetime("ns", "UTC")).alias("last"),
-            )
-        )
-    if others:
-        res = load(others, strict=strict, remote=remote)
-        frames.append(res.samples)
-        if not res.attributes.is_empty():
-            attrs.append(res.attributes)
-        tables = res.tables
-        inputs += [
-            {"path": r.path, "format": r.format or "-", "records": r.rows + r.attribute_rows, "rejected": r.bad_records}
-            for r in res.reports
-            if r.format is not None or r.failed
-        ]
-        formats.append(by_format(res.reports, format_times(res.samples)))
-        trouble = problems(res.reports)
-        failed = sum(1 for r in res.reports if r.failed)
-    samples = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
-    analysis = run_analysis(
-        samples,
-        profile=profile,
-        config=config,
-        attributes=pl.concat(attrs, how="vertical_relaxed") if attrs else None,
-        tables=tables,
-    )
     gauges = (
-        samples.lazy()
-        .filter(~pl.col("is_counter") & (pl.col("counter") == "link_rate_bytes_per_s"))
+        analysis.gauges.filter(pl.col("counter").cast(pl.String) == "link_rate_bytes_per_s")
         .group_by("host", "device", "port")
-        .agg(value_as_float().sort_by(pl.col("time")).last().alias("link_rate_bytes_per_s"))
+        .agg(pl.col("value").sort_by("time").last().alias("link_rate_bytes_per_s"))
         .with_columns([pl.col(c).cast(pl.String) for c in ("host", "device")])
-        .collect()
-        if samples.height
+        if analysis.gauges.height
         else pl.DataFrame(schema={"host": pl.String, "device": pl.String, "port": pl.UInt16})
     )
     return ReportData(
@@ -226,15 +165,42 @@ def gather(
         findings=analysis.findings,
         rates=analysis.rates,
         gauges=gauges,
-        inputs=inputs,
-        formats=pl.concat(formats, how="vertical_relaxed") if formats else None,
-        problems=[redact_text(t) for t in trouble],
-        lifecycle=pl.concat(lifecycles) if lifecycles else None,
-        layers=getattr(analysis, "layers", None),
+        inputs=_shown_inputs(analysis.inputs, histories),
+        formats=by_format(analysis.reports, analysis.times) if analysis.reports else None,
+        problems=[redact_text(t) for t in problems(analysis.reports)],
+        lifecycle=pl.concat([History(h).lifecycle() for h in histories]) if histories else None,
+        layers=analysis.layers,
         advice=_advice(analysis),
-        incidents=list(getattr(analysis, "incidents", [])),
-        failed_inputs=failed,
+        incidents=list(analysis.incidents),
+        failed_inputs=len(analysis.failed_inputs),
+        status=analysis.status,
     )
+
+
+def _shown_inputs(inputs: list[dict[str, Any]], histories: list[str]) -> list[dict[str, Any]]:
+    """The analysis's inputs, each history as one row (its runs counted) instead of one per Parquet part."""
+    shown: list[dict[str, Any]] = []
+    folded: dict[str, dict[str, Any]] = {}
+    for i in inputs:
+        path = Path(i["path"])
+        root = next((h for h in histories if path == Path(h) or Path(h) in path.parents), None)
+        if root is None:
+            shown.append(i)
+            continue
+        if root not in folded:
+            folded[root] = {
+                "path": root,
+                "format": "history",
+                "records": 0,
+                "rejected": 0,
+                "runs": History(root).runs().height,
+            }
+            shown.append(folded[root])
+        folded[root]["records"] += int(i["records"] or 0)
+        folded[root]["rejected"] += int(i["rejected"] or 0)
+        if i.get("error") and not folded[root].get("error"):
+            folded[root]["error"] = i["error"]
+    return shown
 
 
 def _advice(analysis: Any) -> dict[str, pl.DataFrame] | str:
@@ -446,8 +412,6 @@ def _fmt(v: Any) -> str:
 
 
 def _window(r: dict[str, Any]) -> str:
-    from fabricscope.input_summary import time_range
-
     return time_range(r["start"], r["end"])
 
 
@@ -656,8 +620,6 @@ def _findings_html(rows: list[dict[str, Any]]) -> str:
 
 def _formats_rows(data: ReportData) -> pl.DataFrame | None:
     """The per-format input summary as a table for people (time range in one column)."""
-    from fabricscope.input_summary import time_range
-
     if data.formats is None or not data.formats.height:
         return None
     return data.formats.select(
@@ -875,8 +837,6 @@ def write_report(
         >>> out.read_text().startswith("<!DOCTYPE html>")
         True
     """
-    from fabricscope import _atomic
-
     stages = _Stages(progress)
     stages.step("analysing")
     data = gather(sources, **kwargs)

@@ -148,7 +148,7 @@ mod never_panic {
         #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
 
         #[test]
-        fn issue8_readers_never_panic(bytes in fragments()) {
+        fn benchmark_and_cxl_readers_never_panic_on_fragments(bytes in fragments()) {
             let p = temp_file("prop.txt", &bytes);
             for format in [
                 Format::NvidiaSmiNvlink,
