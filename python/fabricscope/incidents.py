@@ -19,7 +19,9 @@ public source (``docs/incidents.md`` lists them). A consequence is attached only
 
 When several roots could explain a finding, the strongest relation wins (same port, then cable, then
 leaf, then spine, then job), then the earlier root; the incident records the competitors and what
-decided. Findings no rule explains, and roots that explain nothing, stay standalone.
+decided. A warning or critical fault no rule relates to another finding is an incident of its own
+(one finding, no consequence), so the incident list counts the independent things that are broken;
+load findings (a busy layer) and info findings no rule explains stay standalone context.
 
 Example:
     >>> from fabricscope.findings import make_findings
@@ -49,7 +51,7 @@ import polars as pl
 
 from fabricscope.findings import SEVERITIES, finding_key, rfc3339
 
-__all__ = ["RELATIONS", "RULES", "Incident", "Rule", "correlate", "incident_documents", "standalone_mask"]
+__all__ = ["RELATIONS", "RULES", "SINGLE", "Incident", "Rule", "correlate", "incident_documents", "standalone_mask"]
 
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -199,7 +201,7 @@ RULES: tuple[Rule, ...] = (
             # the errors pegged the port's 16-bit PortCounters register: the same fault, counted to the limit
             "counter_anomaly": ("same_port",),
             # a down port holds its ring predecessor's data: the predecessor waits for credits
-            "ib_congestion": ("cable", "job"),
+            "ib_congestion": ("cable", "same_leaf", "job"),
             **_SLOW,
         },
         argument=(
@@ -664,7 +666,9 @@ def correlate(
             rank lines and node descriptions that use the short name meet findings named by FQDN.
 
     Returns:
-        Incidents, worst first; each has at least one consequence.
+        Incidents, worst first. Every warning or critical finding of a fault kind
+        (:attr:`fabricscope.detect.DetectorSpec.fault`) belongs to exactly one: as root, as
+        consequence, or alone (rule :data:`SINGLE`, no consequence).
     """
     tables = tables or {}
     topo = _topology(tables, attributes, host_of or (lambda h: h))
@@ -827,9 +831,44 @@ def correlate(
                 topology=topo.source,
             )
         )
+    # The list answers "how many independent things are broken": a fault no rule relates to another
+    # finding is an incident of its own (one finding, no consequence).
+    held = set(by_root) | set(chosen)
+    faults = _fault_kinds()
+    for r in rows:
+        if r["_i"] in held or r["severity"] == "info" or r["kind"] not in faults:
+            continue
+        entity = _entity(topo, r)
+        out.append(
+            Incident(
+                id=_fid(r),
+                rule=SINGLE,
+                root=_clean(r),
+                entity=entity,
+                consequences=[],
+                start=r.get("start"),
+                end=r.get("end"),
+                severity=r["severity"],
+                title=f"{r['kind']} on {entity}: {r.get('message') or r.get('metric') or ''}".rstrip(": "),
+                action=f"investigate {entity}: no other finding is explained by it or explains it",
+                decided=[d for i, d in sorted(decided.items()) if i == r["_i"]],
+                topology=topo.source,
+            )
+        )
     never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
     out.sort(key=lambda x: (-_RANK[x.severity], x.start or never, x.id))
     return out
+
+
+SINGLE = "single_finding"
+"""The rule name of an incident that is one fault alone (no rule related it to another finding)."""
+
+
+def _fault_kinds() -> set[str]:
+    """Finding kinds that say something is broken (each detector declares it: ``DetectorSpec.fault``)."""
+    from fabricscope.detect import SPECS
+
+    return {k for spec in SPECS.values() if spec.fault for k in spec.kinds}
 
 
 def _why(best: dict[str, Any], runner: dict[str, Any] | None) -> str:

@@ -68,6 +68,10 @@ class DetectorSpec:
         views: Frames the detector can explain itself with, by name (e.g. the bottleneck detector's
             per-layer ``layers``): computed on the same input as the detector when an analysis keeps
             its detail.
+        fault: Whether a warning or critical finding of it says something is broken. Each such
+            finding belongs to exactly one incident (alone when nothing explains it); findings of a
+            detector that measures load (a layer busy near its capacity is working, not broken) join
+            an incident only when a rule explains them, and otherwise stay context.
     """
 
     name: str
@@ -78,6 +82,7 @@ class DetectorSpec:
     rates_needed: Callable[[pl.DataFrame], pl.DataFrame] | None = None
     defaults: Mapping[str, Any] = field(default_factory=dict)
     views: Mapping[str, Callable[[AnalysisInput], pl.DataFrame]] = field(default_factory=dict)
+    fault: bool = True
 
     def __post_init__(self) -> None:
         if self.scope not in ("partition", "fabric"):

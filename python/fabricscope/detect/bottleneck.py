@@ -654,6 +654,8 @@ SPEC = DetectorSpec(
     detect=detect,
     scope="partition",
     views={"layers": layer_utilisation},
+    # a saturated layer is a busy one: the job's load, not a fault (an incident only when a fault explains it)
+    fault=False,
     defaults={
         # windows on a grid of window_s; a layer at or above saturated_ratio of its capacity is saturated
         "window_s": 60.0,
