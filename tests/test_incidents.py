@@ -160,7 +160,12 @@ def test_consequence_before_its_root_is_rejected_with_the_reason() -> None:
         ]
     )
     inc = correlate(f, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
-    assert inc == []  # the loss began 100 s before the errors: not their consequence
+    # the loss began 100 s before the errors: not their consequence, so two faults, each alone
+    assert [(i.rule, i.root["kind"], i.consequences) for i in inc] == [
+        ("single_finding", "link_errors", []),
+        ("single_finding", "packet_loss", []),
+    ]
+    assert inc[1].decided[0]["rejected"][0]["why"] == "starts 100 s before the root"
     later = f.with_columns(
         pl.when(pl.col("host") == "b").then(pl.col("start") + dt.timedelta(seconds=105)).otherwise(pl.col("start"))
     )
@@ -202,7 +207,11 @@ def test_victim_losing_more_than_the_link_is_not_its_consequence() -> None:
             _f("packet_loss", "b", at=5, metric="loss_rate_tx", observed=5e-3, evidence={"direction": "tx"}),
         ]
     )
-    assert correlate(f, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10) == []
+    alone = correlate(f, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
+    assert sorted((i.rule, i.root["host"], len(i.consequences)) for i in alone) == [
+        ("single_finding", "a", 0),
+        ("single_finding", "b", 0),
+    ]
     f2 = f.with_columns(pl.when(pl.col("host") == "b").then(1.5e-4).otherwise(pl.col("observed")).alias("observed"))
     (inc,) = correlate(f2, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
     assert inc.consequences[0]["magnitude"] == "victim loss p = 1.50e-04 <= 2 x root p = 1.00e-04"
@@ -216,11 +225,14 @@ def test_without_topology_or_job_hosts_are_never_merged_and_the_fallback_is_stat
             _f("packet_loss", "a", at=10, metric="loss_rate_rx", observed=1e-3, evidence={"direction": "rx"}),
         ]
     )
-    (inc,) = correlate(f, interval_s=10)
+    inc, alone = correlate(f, interval_s=10)
     assert inc.rule == "pause_storm_head_of_line"
     assert [(c["finding"]["host"], c["relation"]) for c in inc.consequences] == [("a", "same_port")]
     assert "same host = same leaf" in inc.topology
     assert standalone_mask(f, [inc]).to_list() == [False, True, False]
+    # the other host's pause is not merged into the storm: it is an incident of its own
+    assert (alone.rule, alone.root["host"], alone.consequences) == ("single_finding", "b", [])
+    assert standalone_mask(f, [inc, alone]).to_list() == [False, False, False]
 
 
 def test_spine_credit_starvation_reaches_the_leaves_below_only() -> None:
@@ -263,12 +275,15 @@ def test_document_v2_marks_roles_and_v1_is_unchanged() -> None:
     )
     incs = correlate(f, interval_s=10)
     v2 = document(f, [], incident_documents(incs))
-    assert v2["schema"] == SCHEMA_ID_V2 and len(v2["incidents"]) == 1
+    assert v2["schema"] == SCHEMA_ID_V2 and sorted(i["rule"] for i in v2["incidents"]) == [
+        "link_loss_go_back_n",
+        "single_finding",
+    ]
     roles = {(x["kind"], x["host"]): (x["incident"] is not None, x["role"]) for x in v2["findings"]}
     assert roles == {
         ("link_errors", "a"): (True, "root"),
         ("packet_loss", "a"): (True, "consequence"),
-        ("link_flap", "z"): (False, None),
+        ("link_flap", "z"): (True, "root"),
     }
     assert document(f, []) == document(f, [], incident_documents(incs), schema=SCHEMA_ID)
     with pytest.raises(ValueError, match="unknown findings schema"):
@@ -357,7 +372,10 @@ def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) 
         return doc, doc["incidents"]
 
     doc, incs = incidents(("ethtool", "lldpctl"))
-    assert len(incs) == 1
+    assert [(i["rule"], i["root"]["host"]) for i in incs] == [
+        ("pause_storm_head_of_line", "spread-gpu03"),
+        ("single_finding", "spread-gpu02"),
+    ]
     inc = incs[0]
     assert inc["rule"] == "pause_storm_head_of_line"
     assert inc["root"]["host"] == "spread-gpu03"
@@ -376,11 +394,15 @@ def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) 
     ]
     assert inc["topology"] == "links table (lldpctl-json, lldpctl-keyvalue)"
     other_leaf = [f for f in doc["findings"] if f["host"] == "spread-gpu02" and f["kind"] == "pfc_congestion"]
-    assert [f["incident"] for f in other_leaf] == [None]
+    # the other leaf's pause is a fault of its own: its own incident, never merged into the storm
+    assert [f["incident"] for f in other_leaf] == [incs[1]["id"]]
     # without lldpctl the leaf-mate is not attached: the LLDP files are what relates it
     _, incs = incidents(("ethtool",))
-    assert len(incs) == 1
     assert {c["finding"]["host"] for c in incs[0]["consequences"]} == {"spread-gpu03"}
+    assert sorted((i["rule"], i["root"]["host"]) for i in incs[1:]) == [
+        ("single_finding", "spread-gpu02"),
+        ("single_finding", "spread-gpu04"),
+    ]
 
 
 def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:

@@ -51,7 +51,7 @@ import polars as pl
 
 from fabricscope.findings import SEVERITIES, finding_key, rfc3339
 
-__all__ = ["RELATIONS", "RULES", "SINGLE", "Incident", "Rule", "correlate", "incident_documents", "standalone_mask"]
+__all__ = ["RELATIONS", "RULES", "SINGLE", "Incident", "fault_kinds", "Rule", "correlate", "incident_documents", "standalone_mask"]
 
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -834,7 +834,7 @@ def correlate(
     # The list answers "how many independent things are broken": a fault no rule relates to another
     # finding is an incident of its own (one finding, no consequence).
     held = set(by_root) | set(chosen)
-    faults = _fault_kinds()
+    faults = fault_kinds()
     for r in rows:
         if r["_i"] in held or r["severity"] == "info" or r["kind"] not in faults:
             continue
@@ -864,7 +864,7 @@ SINGLE = "single_finding"
 """The rule name of an incident that is one fault alone (no rule related it to another finding)."""
 
 
-def _fault_kinds() -> set[str]:
+def fault_kinds() -> set[str]:
     """Finding kinds that say something is broken (each detector declares it: ``DetectorSpec.fault``)."""
     from fabricscope.detect import SPECS
 
