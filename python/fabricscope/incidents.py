@@ -51,7 +51,17 @@ import polars as pl
 
 from fabricscope.findings import SEVERITIES, finding_key, rfc3339
 
-__all__ = ["RELATIONS", "RULES", "SINGLE", "Incident", "fault_kinds", "Rule", "correlate", "incident_documents", "standalone_mask"]
+__all__ = [
+    "RELATIONS",
+    "RULES",
+    "SINGLE",
+    "Incident",
+    "Rule",
+    "correlate",
+    "fault_kinds",
+    "incident_documents",
+    "standalone_mask",
+]
 
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -835,23 +845,43 @@ def correlate(
     # finding is an incident of its own (one finding, no consequence).
     held = set(by_root) | set(chosen)
     faults = fault_kinds()
-    for r in rows:
+    alone: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in sorted(rows, key=_order):
         if r["_i"] in held or r["severity"] == "info" or r["kind"] not in faults:
             continue
-        entity = _entity(topo, r)
+        # windows of one fault (its kind on one entity: cron's fault identity) are one incident
+        key = tuple(r.get(k) for k in ("kind", "host", "device", "port", "priority", "metric"))
+        alone.setdefault(key, []).append(r)
+    for first, *again in alone.values():
+        entity = _entity(topo, first)
+        cons = [
+            {
+                "finding": _clean(r),
+                "rule": SINGLE,
+                "relation": "same_port",
+                "via": None,
+                "path": [_port_text(first), "the same fault again, in a later window"],
+                "timing": "not timed (the same fault)",
+                "magnitude": "no magnitude bound for the same fault",
+            }
+            for r in again
+        ]
+        members = [first, *(c["finding"] for c in cons)]
+        starts = [x for x in (m.get("start") for m in members) if x is not None]
+        ends = [x for x in (m.get("end") for m in members) if x is not None]
         out.append(
             Incident(
-                id=_fid(r),
+                id=_fid(first),
                 rule=SINGLE,
-                root=_clean(r),
+                root=_clean(first),
                 entity=entity,
-                consequences=[],
-                start=r.get("start"),
-                end=r.get("end"),
-                severity=r["severity"],
-                title=f"{r['kind']} on {entity}: {r.get('message') or r.get('metric') or ''}".rstrip(": "),
+                consequences=cons,
+                start=min(starts) if starts else None,
+                end=max(ends) if ends else None,
+                severity=max((m["severity"] for m in members), key=lambda v: _RANK[v]),
+                title=f"{first['kind']} on {entity}: {first.get('message') or first.get('metric') or ''}".rstrip(": "),
                 action=f"investigate {entity}: no other finding is explained by it or explains it",
-                decided=[d for i, d in sorted(decided.items()) if i == r["_i"]],
+                decided=[d for i, d in sorted(decided.items()) if i in {m["_i"] for m in (first, *again)}],
                 topology=topo.source,
             )
         )
@@ -860,8 +890,9 @@ def correlate(
     return out
 
 
-SINGLE = "single_finding"
-"""The rule name of an incident that is one fault alone (no rule related it to another finding)."""
+SINGLE = "single_fault"
+"""The rule name of an incident that is one fault alone: no rule related it to another finding (its
+consequences, if any, are the same fault found again in later windows)."""
 
 
 def fault_kinds() -> set[str]:
