@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from fabricscope.detect._relations import Chain, Relation
 from fabricscope.profiles import Profile
 
 __all__ = ["AnalysisInput", "DetectorSpec", "Scope"]
@@ -72,6 +73,13 @@ class DetectorSpec:
             finding belongs to exactly one incident (alone when nothing explains it); findings of a
             detector that measures load (a layer busy near its capacity is working, not broken) join
             an incident only when a rule explains them, and otherwise stay context.
+        chains: The causal chains this detector is the primary root of (their argument, source,
+            action, title and magnitude bound).
+        relations: Every chain in which its findings may be a root or a consequence.
+        root_order: Precedence among roots (lower is more fundamental: a physical fault explains
+            the loss it causes, the loss explains congestion); None when it never roots a chain.
+        direction: ``rx``/``tx`` of one of its findings when the evidence and metric name do not
+            say it (None: read ``direction`` from the evidence, else the metric's prefix).
     """
 
     name: str
@@ -83,6 +91,10 @@ class DetectorSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     views: Mapping[str, Callable[[AnalysisInput], pl.DataFrame]] = field(default_factory=dict)
     fault: bool = True
+    chains: tuple[Chain, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    root_order: int | None = None
+    direction: Callable[[dict[str, Any]], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.scope not in ("partition", "fabric"):

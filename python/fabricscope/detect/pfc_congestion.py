@@ -16,6 +16,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import keyed, rate_rows
+from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import MLX5_PAUSE, default
 
@@ -155,11 +156,20 @@ def _pause(r: pl.DataFrame) -> pl.DataFrame:
     return rate_rows(r, list(PAUSE))
 
 
+# pause received behind a storming port or an incast's leaf; the storm itself seen as a pause ratio
+RELATIONS = (
+    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:tx", ("same_port",)),
+    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:rx", ("cable", "same_leaf", "job")),
+    Relation("incast_ecn", "consequence", "pfc_congestion:rx", ("same_leaf", "job")),
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="sustained pause (rx: network can't absorb the NIC; tx: the NIC can't absorb the network)",
     detect=detect,
     scope="fabric",
+    relations=RELATIONS,
     rates_needed=_pause,
     defaults={
         # time-weighted pause ratio over the trailing sustain_s (or one longer interval)
