@@ -314,9 +314,10 @@ def test_rules_name_only_metrics_the_textfile_writes(tmp_path: Path) -> None:
     assert used and used <= written, used - written
 
 
-def test_faults_no_incident_holds_are_alerts_too(tmp_path: Path) -> None:
-    # sample_traces/ethtool: a storm on roce01 with no rule chaining its findings into an incident.
-    # Each warning/critical fault is then its own alert, so nothing analyze reports goes unpaged.
+def test_faults_no_rule_chains_are_one_alert_each_as_incidents(tmp_path: Path) -> None:
+    # sample_traces/ethtool: a storm on roce01 with no rule chaining its findings. Each warning or
+    # critical fault is then a one-fault incident, and one alert, so nothing analyze reports goes
+    # unpaged and nothing is paged twice (alone and inside an incident).
     (tmp_path / "in").mkdir()
     src = SAMPLES / "ethtool"
     for f in src.iterdir():
@@ -325,20 +326,24 @@ def test_faults_no_incident_holds_are_alerts_too(tmp_path: Path) -> None:
         r = cron(tmp_path, "--alertmanager", url, "--fabric", "lab-b")
         assert r.returncode == 2, r.stdout + r.stderr
         doc = json.loads((tmp_path / "run.json").read_text())
-        assert doc["incident_lifecycle"] == []
-        faults = {f["fault_id"]: f for f in doc["faults"] if f["severity"] != "info"}
+        lifecycle = {i["incident_id"]: i for i in doc["incident_lifecycle"]}
+        assert sorted((i["rule"], i["root_kind"]) for i in lifecycle.values()) == [
+            ("single_fault", "pfc_congestion"),
+            ("single_fault", "pfc_storm"),
+        ]
+        faults = [f for f in doc["faults"] if f["severity"] != "info"]
+        assert sorted(f["kind"] for f in faults) == ["pfc_congestion", "pfc_storm"]
         alerts = am.get(url, "/api/v2/alerts")
-        assert {a["labels"]["fault_id"] for a in alerts} == set(faults)
+        assert {a["labels"]["incident_id"] for a in alerts} == set(lifecycle)
         for a in alerts:
-            f = faults[a["labels"]["fault_id"]]
-            assert a["labels"]["alertname"] == "FabricscopeFault"
+            i = lifecycle[a["labels"]["incident_id"]]
+            assert a["labels"]["alertname"] == "FabricscopeIncident"
             assert (a["labels"]["kind"], a["labels"]["host"], a["labels"]["severity"]) == (
-                f["kind"],
-                f["host"],
-                f["severity"],
+                i["root_kind"],
+                "roce01",
+                i["severity"],
             )
-            assert "incident_id" not in a["labels"]
-        assert sorted(a["labels"]["kind"] for a in alerts) == ["pfc_congestion", "pfc_storm"]
+            assert "fault_id" not in a["labels"]
 
 
 def test_credentials_never_shown_in_errors_or_state(tmp_path: Path) -> None:
