@@ -314,10 +314,10 @@ def test_rules_name_only_metrics_the_textfile_writes(tmp_path: Path) -> None:
     assert used and used <= written, used - written
 
 
-def test_faults_no_rule_chains_are_one_alert_each_as_incidents(tmp_path: Path) -> None:
-    # sample_traces/ethtool: a storm on roce01 with no rule chaining its findings. Each warning or
-    # critical fault is then a one-fault incident, and one alert, so nothing analyze reports goes
-    # unpaged and nothing is paged twice (alone and inside an incident).
+def test_a_received_storm_is_one_incident_and_one_alert(tmp_path: Path) -> None:
+    # sample_traces/ethtool: roce01 eth2 receives pause without end on priority 3. The storm and its
+    # pause ratio on the same port are one fault: one incident, one alert, and neither finding is
+    # paged alone beside it.
     (tmp_path / "in").mkdir()
     src = SAMPLES / "ethtool"
     for f in src.iterdir():
@@ -326,24 +326,19 @@ def test_faults_no_rule_chains_are_one_alert_each_as_incidents(tmp_path: Path) -
         r = cron(tmp_path, "--alertmanager", url, "--fabric", "lab-b")
         assert r.returncode == 2, r.stdout + r.stderr
         doc = json.loads((tmp_path / "run.json").read_text())
-        lifecycle = {i["incident_id"]: i for i in doc["incident_lifecycle"]}
-        assert sorted((i["rule"], i["root_kind"]) for i in lifecycle.values()) == [
-            ("single_fault", "pfc_congestion"),
-            ("single_fault", "pfc_storm"),
-        ]
-        faults = [f for f in doc["faults"] if f["severity"] != "info"]
-        assert sorted(f["kind"] for f in faults) == ["pfc_congestion", "pfc_storm"]
-        alerts = am.get(url, "/api/v2/alerts")
-        assert {a["labels"]["incident_id"] for a in alerts} == set(lifecycle)
-        for a in alerts:
-            i = lifecycle[a["labels"]["incident_id"]]
-            assert a["labels"]["alertname"] == "FabricscopeIncident"
-            assert (a["labels"]["kind"], a["labels"]["host"], a["labels"]["severity"]) == (
-                i["root_kind"],
-                "roce01",
-                i["severity"],
-            )
-            assert "fault_id" not in a["labels"]
+        (inc,) = doc["incident_lifecycle"]
+        assert (inc["rule"], inc["root_kind"], inc["host"]) == ("pause_storm_received", "pfc_storm", "roce01")
+        assert [(m["kind"], m["relation"]) for m in inc["members"]] == [("pfc_congestion", "same_port")]
+        assert sorted(f["kind"] for f in doc["faults"] if f["severity"] != "info") == ["pfc_congestion", "pfc_storm"]
+        (alert,) = am.get(url, "/api/v2/alerts")
+        assert alert["labels"]["alertname"] == "FabricscopeIncident"
+        assert alert["labels"]["incident_id"] == inc["incident_id"]
+        assert (alert["labels"]["kind"], alert["labels"]["host"], alert["labels"]["fabric"]) == (
+            "pfc_storm",
+            "roce01",
+            "lab-b",
+        )
+        assert "fault_id" not in alert["labels"]
 
 
 def test_credentials_never_shown_in_errors_or_state(tmp_path: Path) -> None:

@@ -177,6 +177,7 @@ def test_every_chain_has_roots_and_its_relations_name_declared_chains() -> None:
     assert names == {
         "link_loss_go_back_n",
         "pause_storm_head_of_line",
+        "pause_storm_received",
         "lossless_off_drops",
         "incast_ecn",
         "degraded_link_ring",

@@ -161,6 +161,7 @@ RELATIONS = (
     Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:tx", ("same_port",)),
     Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:rx", ("cable", "same_leaf", "job")),
     Relation("incast_ecn", "consequence", "pfc_congestion:rx", ("same_leaf", "job")),
+    Relation("pause_storm_received", "consequence", "pfc_congestion:rx", ("same_port",)),
 )
 
 

@@ -661,6 +661,27 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 RELATIONS = (
     Relation("pause_storm_head_of_line", "root", "pfc_storm:tx"),
     Relation("pause_storm_head_of_line", "consequence", "pfc_storm:rx", ("cable", "same_leaf", "job")),
+    # a storm received: the port is the victim; its pause ratio is the same storm measured in time
+    Relation("pause_storm_received", "root", "pfc_storm:rx"),
+)
+
+PAUSE_STORM_RECEIVED = Chain(
+    name="pause_storm_received",
+    argument=(
+        "A port that receives PFC pause frames without end is held by its peer: the switch queue toward "
+        "it cannot drain, or a storming device behind the switch holds that queue. The port is paused for "
+        "nearly all of the time, so the pause-ratio finding on the same port and priority is the same "
+        "storm measured as a share of time, not a second fault. The port itself is healthy; the fix is "
+        "where the pause comes from."
+    ),
+    source=(
+        "IEEE 802.1Qbb-2011 Priority-based Flow Control; "
+        + PFCWD
+        + "; Guo et al., 'RDMA over Commodity Ethernet at Scale', SIGCOMM 2016"
+    ),
+    action="find what pauses {entity}: its switch port's PFC watchdog, and the NIC behind that switch sending pause",
+    title="PFC pause storm received on {entity}: paused with {hosts}",
+    title_local="PFC pause storm received on {entity}",
 )
 
 PAUSE_STORM_HEAD_OF_LINE = Chain(
@@ -689,7 +710,7 @@ SPEC = DetectorSpec(
     detect=detect,
     scope="partition",
     relations=RELATIONS,
-    chains=(PAUSE_STORM_HEAD_OF_LINE,),
+    chains=(PAUSE_STORM_HEAD_OF_LINE, PAUSE_STORM_RECEIVED),
     root_order=3,
     defaults={
         # storm_ratio of at least window_s (or one sampling interval when longer); NIC watchdog
