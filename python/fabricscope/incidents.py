@@ -78,22 +78,17 @@ _FALLBACK = "no links table: leaves unknown (same host = same leaf assumed); oth
 
 @dataclass(frozen=True)
 class Rule:
-    """One causal chain: which findings can be a root, which consequences it explains, and why.
+    """One causal chain as the algorithm uses it.
+
+    A detector's :class:`~fabricscope.detect._relations.Chain` (name, argument, source, action,
+    titles and magnitude bound: see there) with the roles every detector declares in it
+    (:class:`~fabricscope.detect._relations.Relation`).
 
     Attributes:
-        name: Stable identifier (in the incident evidence and ``docs/incidents.md``).
         root: ``kind`` or ``kind:direction`` (the ``direction`` of the finding's evidence) a root may have.
         consequences: Consequence ``kind`` (or ``kind:direction``) -> the relations accepted for it.
-        argument: The physical argument, one paragraph.
-        source: Public documents a user can open.
-        action: What fixes the root (``{entity}`` is replaced by the root's entity).
-        title: One-line title template (``{entity}``, ``{hosts}``, ``{n}`` consequences).
-        title_local: The title when every consequence is on the root's own host (a root is never
-            named as its own victim).
         info: Consequence specs whose info findings count too (a sender's DCQCN loop numbers are
             info findings, yet they are the incast's footprint); otherwise info findings are context.
-        magnitude: Optional check ``(root, consequence) -> (ok, text)``: can the root explain the size?
-            ``ok`` is None when no bound applies or a number is missing (the consequence is kept).
     """
 
     name: str
