@@ -79,7 +79,12 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     p = pause_intervals(inp).filter(pl.col("ratio").is_not_null() & (pl.col("interval_s") > 0))
     if p.is_empty():
         return make_findings([])
-    flagged = p.filter(pl.col("ratio") >= cfg["warning_ratio"])
+    # Timestamp resolution, as for pfc_storm: an interval whose length is known only to its
+    # timestamps' resolution (1 s for `date +%s`) joins a window when the ratio over the shortest
+    # length it may have had reaches the threshold (a 15.07 s loop reads some intervals as 16 s); a
+    # window still needs one interval measured at the threshold, and it is judged critical over its
+    # whole span, known to the same resolution once (the inner timestamps cancel).
+    flagged = p.filter(pl.col("ratio_upper") >= cfg["warning_ratio"])
     if flagged.is_empty():
         return make_findings([])
     # Only contiguous intervals join (a missing reading makes one longer interval, still contiguous).
@@ -93,9 +98,19 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             pl.col("ratio").max().alias("peak_ratio"),
             pl.col("interval_s").sum().alias("covered_s"),
             pl.col("interval_s").min().alias("min_interval_s"),
+            pl.col("resolution_s").max().alias("resolution_s"),
         ],
     )
-    stats = stats.filter(pl.col("covered_s") >= cfg["sustain_s"] * 0.999).sort("start")
+    stats = stats.filter(
+        (pl.col("covered_s") >= cfg["sustain_s"] * 0.999) & (pl.col("peak_ratio") >= cfg["warning_ratio"])
+    ).sort("start")
+    shortest = pl.col("covered_s") - pl.col("resolution_s")
+    stats = stats.with_columns(
+        pl.when(shortest > 0)
+        .then(pl.col("mean_ratio") * pl.col("covered_s") / shortest)
+        .otherwise(pl.col("mean_ratio"))
+        .alias("mean_upper")
+    )
     wins = list(stats.iter_rows(named=True))
     rows = []
     for w in wins:
@@ -113,7 +128,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
         hosts = sorted({t.split("/")[0] for t in together} - {w["host"]})
-        critical = w["mean_ratio"] >= cfg["critical_ratio"]
+        critical = w["mean_upper"] >= cfg["critical_ratio"]
         ratio = min(w["mean_ratio"], 1.0)
         msg = (
             f"{w['direction']} pause on {prio_name(w['priority_'])} held {ratio:.0%} of {w['covered_s']:,.0f} s "
