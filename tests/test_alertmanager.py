@@ -314,9 +314,10 @@ def test_rules_name_only_metrics_the_textfile_writes(tmp_path: Path) -> None:
     assert used and used <= written, used - written
 
 
-def test_faults_no_incident_holds_are_alerts_too(tmp_path: Path) -> None:
-    # sample_traces/ethtool: a storm on roce01 with no rule chaining its findings into an incident.
-    # Each warning/critical fault is then its own alert, so nothing analyze reports goes unpaged.
+def test_a_received_storm_is_one_incident_and_one_alert(tmp_path: Path) -> None:
+    # sample_traces/ethtool: roce01 eth2 receives pause without end on priority 3. The storm and its
+    # pause ratio on the same port are one fault: one incident, one alert, and neither finding is
+    # paged alone beside it.
     (tmp_path / "in").mkdir()
     src = SAMPLES / "ethtool"
     for f in src.iterdir():
@@ -325,20 +326,19 @@ def test_faults_no_incident_holds_are_alerts_too(tmp_path: Path) -> None:
         r = cron(tmp_path, "--alertmanager", url, "--fabric", "lab-b")
         assert r.returncode == 2, r.stdout + r.stderr
         doc = json.loads((tmp_path / "run.json").read_text())
-        assert doc["incident_lifecycle"] == []
-        faults = {f["fault_id"]: f for f in doc["faults"] if f["severity"] != "info"}
-        alerts = am.get(url, "/api/v2/alerts")
-        assert {a["labels"]["fault_id"] for a in alerts} == set(faults)
-        for a in alerts:
-            f = faults[a["labels"]["fault_id"]]
-            assert a["labels"]["alertname"] == "FabricscopeFault"
-            assert (a["labels"]["kind"], a["labels"]["host"], a["labels"]["severity"]) == (
-                f["kind"],
-                f["host"],
-                f["severity"],
-            )
-            assert "incident_id" not in a["labels"]
-        assert sorted(a["labels"]["kind"] for a in alerts) == ["pfc_congestion", "pfc_storm"]
+        (inc,) = doc["incident_lifecycle"]
+        assert (inc["rule"], inc["root_kind"], inc["host"]) == ("pause_storm_received", "pfc_storm", "roce01")
+        assert [(m["kind"], m["relation"]) for m in inc["members"]] == [("pfc_congestion", "same_port")]
+        assert sorted(f["kind"] for f in doc["faults"] if f["severity"] != "info") == ["pfc_congestion", "pfc_storm"]
+        (alert,) = am.get(url, "/api/v2/alerts")
+        assert alert["labels"]["alertname"] == "FabricscopeIncident"
+        assert alert["labels"]["incident_id"] == inc["incident_id"]
+        assert (alert["labels"]["kind"], alert["labels"]["host"], alert["labels"]["fabric"]) == (
+            "pfc_storm",
+            "roce01",
+            "lab-b",
+        )
+        assert "fault_id" not in alert["labels"]
 
 
 def test_credentials_never_shown_in_errors_or_state(tmp_path: Path) -> None:

@@ -168,3 +168,48 @@ def test_format_facts_are_read_from_the_core_not_copied() -> None:
             if rel not in OWN_FORMAT_LISTS:
                 hits += [f"{rel}:{n}" for n in format_name_collections(p.read_text(encoding="utf-8"), names)]
     assert hits == []
+
+
+def test_incidents_module_names_no_detector_kind() -> None:
+    """The correlation keeps the algorithm only: every chain, root and consequence is declared by the
+    detectors (``DetectorSpec.chains``/``relations``), so no finding kind is spelled in its code."""
+    from fabricscope.detect import KINDS
+
+    tree = ast.parse((PACKAGE / "incidents.py").read_text(encoding="utf-8"))
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+    words = {
+        w
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+        for w in re.findall(r"[a-z_]+", n.value)
+    }
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert len(KINDS) > 10
+    assert sorted(set(KINDS) & (words | names)) == []
+
+
+def test_every_chain_has_roots_and_its_relations_name_declared_chains() -> None:
+    from fabricscope.incidents import RULES
+
+    names = {r.name for r in RULES}
+    for spec in SPECS.values():
+        for rel in spec.relations:
+            assert rel.chain in names, (spec.name, rel)
+            assert rel.spec.partition(":")[0] in spec.kinds, (spec.name, rel)
+    assert all(r.root for r in RULES)
+    assert names == {
+        "link_loss_go_back_n",
+        "pause_storm_head_of_line",
+        "pause_storm_received",
+        "lossless_off_drops",
+        "incast_ecn",
+        "degraded_link_ring",
+        "spine_credit_starvation",
+    }

@@ -493,3 +493,24 @@ def test_captures_are_judged_like_counters(samples_dir: Path) -> None:
     assert ev(loss)["p"] == pytest.approx(4 / 397, rel=1e-3)
     assert ev(loss)["packets"] == 397
     assert loss["device"] == "capture0"
+
+
+def test_pause_ratio_read_through_one_second_stamps_is_one_window() -> None:
+    # 5.15% pause in a 15.07 s loop stamped to the second: 15 s intervals read 5.17%, the one 16 s
+    # interval reads 4.85%, under the 5% warning. Judged with the stamps' 1 s, it is one window.
+    rows = _sleep_loop(0.0515, period_s=15.07, n=20, whole_seconds=True)
+    times = [r[0] for r in rows]
+    assert sorted({b - a for a, b in itertools.pairwise(times)}) == [15.0, 16.0]
+    assert 0.0515 * 15.07 / 16 < 0.05 < 0.0515 * 15.07 / 15
+    f = only(run(rows), "pfc_congestion")
+    assert f.height == 1
+    row = f.row(0, named=True)
+    assert (row["severity"], row["metric"]) == ("warning", "tx_pause_ratio")
+    assert row["start"] == samples(rows)["time"][0] and row["end"] == samples(rows)["time"][-1]
+    assert row["observed"] == pytest.approx(0.0515, abs=0.001)
+
+
+def test_steady_pause_under_the_threshold_on_one_second_stamps_stays_quiet() -> None:
+    # 4.8%: every 15 s interval could be 14 s long (bound 5.17%), but none is measured at 5%
+    rows = _sleep_loop(0.048, period_s=15.07, n=20, whole_seconds=True)
+    assert only(run(rows), "pfc_congestion").is_empty()

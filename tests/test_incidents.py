@@ -160,7 +160,12 @@ def test_consequence_before_its_root_is_rejected_with_the_reason() -> None:
         ]
     )
     inc = correlate(f, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
-    assert inc == []  # the loss began 100 s before the errors: not their consequence
+    # the loss began 100 s before the errors: not their consequence, so two faults, each alone
+    assert [(i.rule, i.root["kind"], i.consequences) for i in inc] == [
+        ("single_fault", "link_errors", []),
+        ("single_fault", "packet_loss", []),
+    ]
+    assert inc[1].decided[0]["rejected"][0]["why"] == "starts 100 s before the root"
     later = f.with_columns(
         pl.when(pl.col("host") == "b").then(pl.col("start") + dt.timedelta(seconds=105)).otherwise(pl.col("start"))
     )
@@ -202,7 +207,11 @@ def test_victim_losing_more_than_the_link_is_not_its_consequence() -> None:
             _f("packet_loss", "b", at=5, metric="loss_rate_tx", observed=5e-3, evidence={"direction": "tx"}),
         ]
     )
-    assert correlate(f, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10) == []
+    alone = correlate(f, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
+    assert sorted((i.rule, i.root["host"], len(i.consequences)) for i in alone) == [
+        ("single_fault", "a", 0),
+        ("single_fault", "b", 0),
+    ]
     f2 = f.with_columns(pl.when(pl.col("host") == "b").then(1.5e-4).otherwise(pl.col("observed")).alias("observed"))
     (inc,) = correlate(f2, tables={"nccl_ranks": _ranks("a", "b")}, interval_s=10)
     assert inc.consequences[0]["magnitude"] == "victim loss p = 1.50e-04 <= 2 x root p = 1.00e-04"
@@ -216,11 +225,14 @@ def test_without_topology_or_job_hosts_are_never_merged_and_the_fallback_is_stat
             _f("packet_loss", "a", at=10, metric="loss_rate_rx", observed=1e-3, evidence={"direction": "rx"}),
         ]
     )
-    (inc,) = correlate(f, interval_s=10)
+    inc, alone = correlate(f, interval_s=10)
     assert inc.rule == "pause_storm_head_of_line"
     assert [(c["finding"]["host"], c["relation"]) for c in inc.consequences] == [("a", "same_port")]
     assert "same host = same leaf" in inc.topology
     assert standalone_mask(f, [inc]).to_list() == [False, True, False]
+    # the other host's pause is not merged into the storm: it is an incident of its own
+    assert (alone.rule, alone.root["host"], alone.consequences) == ("single_fault", "b", [])
+    assert standalone_mask(f, [inc, alone]).to_list() == [False, False, False]
 
 
 def test_spine_credit_starvation_reaches_the_leaves_below_only() -> None:
@@ -263,12 +275,15 @@ def test_document_v2_marks_roles_and_v1_is_unchanged() -> None:
     )
     incs = correlate(f, interval_s=10)
     v2 = document(f, [], incident_documents(incs))
-    assert v2["schema"] == SCHEMA_ID_V2 and len(v2["incidents"]) == 1
+    assert v2["schema"] == SCHEMA_ID_V2 and sorted(i["rule"] for i in v2["incidents"]) == [
+        "link_loss_go_back_n",
+        "single_fault",
+    ]
     roles = {(x["kind"], x["host"]): (x["incident"] is not None, x["role"]) for x in v2["findings"]}
     assert roles == {
         ("link_errors", "a"): (True, "root"),
         ("packet_loss", "a"): (True, "consequence"),
-        ("link_flap", "z"): (False, None),
+        ("link_flap", "z"): (True, "root"),
     }
     assert document(f, []) == document(f, [], incident_documents(incs), schema=SCHEMA_ID)
     with pytest.raises(ValueError, match="unknown findings schema"):
@@ -357,7 +372,10 @@ def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) 
         return doc, doc["incidents"]
 
     doc, incs = incidents(("ethtool", "lldpctl"))
-    assert len(incs) == 1
+    assert [(i["rule"], i["root"]["host"]) for i in incs] == [
+        ("pause_storm_head_of_line", "spread-gpu03"),
+        ("single_fault", "spread-gpu02"),
+    ]
     inc = incs[0]
     assert inc["rule"] == "pause_storm_head_of_line"
     assert inc["root"]["host"] == "spread-gpu03"
@@ -376,11 +394,15 @@ def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) 
     ]
     assert inc["topology"] == "links table (lldpctl-json, lldpctl-keyvalue)"
     other_leaf = [f for f in doc["findings"] if f["host"] == "spread-gpu02" and f["kind"] == "pfc_congestion"]
-    assert [f["incident"] for f in other_leaf] == [None]
+    # the other leaf's pause is a fault of its own: its own incident, never merged into the storm
+    assert [f["incident"] for f in other_leaf] == [incs[1]["id"]]
     # without lldpctl the leaf-mate is not attached: the LLDP files are what relates it
     _, incs = incidents(("ethtool",))
-    assert len(incs) == 1
     assert {c["finding"]["host"] for c in incs[0]["consequences"]} == {"spread-gpu03"}
+    assert sorted((i["rule"], i["root"]["host"]) for i in incs[1:]) == [
+        ("single_fault", "spread-gpu02"),
+        ("single_fault", "spread-gpu04"),
+    ]
 
 
 def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
@@ -395,3 +417,61 @@ def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
         ("spread-gpu04 eth0", "eth0", "hca", "spread-leaf02", "Ethernet4", "leaf", None, None),
     ]
     assert {x["source"] for x in rows} == {"lldpctl-keyvalue", "lldpctl-json"}
+
+
+@pytest.mark.parametrize("scenario", ["trap-coincident-leaves", "link-flap"])
+def test_analyze_report_cron_and_alerts_show_the_same_incidents(tmp_path: Path, scenario: str) -> None:
+    """One incident per independent fault, the same through every front door.
+
+    trap-coincident-leaves: two unrelated faults on two leaves, two incidents; link-flap: flaps and
+    credit waits nothing relates (no topology, no job): each port's fault one incident, its two windows
+    in it (the fault identity cron tracks).
+    """
+    from fabricscope.alertmanager import AlertmanagerOptions, incident_alerts
+    from fabricscope.cron.incidents import read_incidents
+
+    src = COMMITTED / scenario
+    out = tmp_path / "a.json"
+    assert _cli("analyze", str(src), "--json", str(out)).returncode == 2
+    doc = json.loads(out.read_text())
+    expected = {"trap-coincident-leaves": 2, "link-flap": 2}[scenario]
+    assert len(doc["incidents"]) == expected
+    # every warning/critical finding belongs to exactly one incident
+    held = [f["incident"] for f in doc["findings"] if f["severity"] != "info"]
+    assert None not in held and set(held) == {i["id"] for i in doc["incidents"]}
+    titles = sorted(i["title"] for i in doc["incidents"])
+
+    text = _cli("analyze", str(src)).stdout
+    assert sum("INCIDENT" in line for line in text.splitlines()) == expected
+    assert "standalone findings:" not in text
+
+    md = tmp_path / "r.md"
+    assert _cli("report", str(src), "-o", str(md), "-q").returncode in (0, 1, 2)
+    report = md.read_text()
+    assert f"## Incidents ({expected})" in report
+    assert (
+        sorted(
+            t
+            for line in report.splitlines()
+            if line.startswith("### ") and ": " in line
+            for t in [line.split(": ", 1)[1]]
+            if t in titles
+        )
+        == titles
+    )
+
+    cron_json = tmp_path / "c.json"
+    args = ["cron", "--inputs", str(src), "--state", str(tmp_path / "s"), "--history", str(tmp_path / "h")]
+    assert _cli(*args, "--json", str(cron_json)).returncode == 2
+    lifecycle = json.loads(cron_json.read_text())["incident_lifecycle"]
+    assert sorted(i["title"] for i in lifecycle) == titles
+    assert sorted((i["root_kind"], i["host"]) for i in lifecycle) == sorted(
+        (i["root"]["kind"], i["root"]["host"]) for i in doc["incidents"]
+    )
+    # Alertmanager gets one alert per incident, and no fault alone beside them
+    faults = pl.read_parquet(tmp_path / "h" / "lifecycle.parquet")
+    alerts, _, _ = incident_alerts(
+        read_incidents(tmp_path / "h"), {}, dt.datetime.now(dt.timezone.utc), AlertmanagerOptions(()), faults
+    )
+    assert sorted(a["annotations"]["title"] for a in alerts) == titles
+    assert all("incident_id" in a["labels"] for a in alerts)

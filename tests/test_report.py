@@ -82,7 +82,8 @@ def test_report_cli_html_and_markdown(tmp_path: Path) -> None:
     )
     assert r.returncode == 2, r.stderr  # Nagios CRITICAL: the storm, as analyze says
     assert r.stderr == ""  # --quiet: no progress
-    assert "CRITICAL, 1 incident(s), 8 finding(s), 2 port plot(s)" in r.stdout
+    # the storm, and the pause gpu02 receives (no LLDP or job relates it to the storm): two incidents
+    assert "CRITICAL, 2 incident(s), 8 finding(s), 2 port plot(s)" in r.stdout
     doc = out.read_text()
     parsed = _parse(doc)
     assert parsed.tags.count("svg") == 2
@@ -172,9 +173,10 @@ def test_report_leads_with_the_verdict_and_keeps_inputs_last() -> None:
     worst = data.findings.row(0, named=True)
     assert worst["severity"] == "critical"
     head = html.unescape(doc[: doc.index("id='findings'")])
-    [incident] = data.incidents
+    incident, alone = data.incidents
     assert incident.root["kind"] == "pfc_storm"
-    assert "1 incident(s), root cause(s): pfc_storm on pfcstorm-gpu03" in head
+    assert (alone.rule, alone.root["kind"], alone.root["host"]) == ("single_fault", "pfc_congestion", "pfcstorm-gpu02")
+    assert "2 incident(s), root cause(s): pfc_storm on pfcstorm-gpu03" in head
     assert f"First action: {incident.action}" in head
     groups = _groups(data.findings.filter(pl.col("severity") != "info"))
     assert groups[0][1][0]["severity"] == "critical"

@@ -1,9 +1,12 @@
 """Alertmanager: cron's open incidents as alerts, through the v2 API (``POST /api/v2/alerts``).
 
-Each active incident of cron's incident lifecycle is one alert; so is each active warning or
-critical fault that no active incident holds (a standalone finding: no rule explains it or by it),
-as ``FabricscopeFault`` with a ``fault_id`` label instead of ``incident_id`` and ``rule``, so that
-nothing ``fabricscope analyze`` reports is missing from Alertmanager. Its labels are stable for the life
+Each active incident of cron's incident lifecycle is one alert. Every warning or critical fault is
+an incident's root or member (a fault nothing relates to another finding is a one-finding incident),
+so one alert per incident covers them all, and no finding is sent both alone and inside an
+incident. A fault of a lifecycle stored before that (an active warning or critical fault no active
+incident holds) is still sent, as ``FabricscopeFault`` with a ``fault_id`` label instead of
+``incident_id`` and ``rule``, so that nothing ``fabricscope analyze`` reports is missing from
+Alertmanager. Its labels are stable for the life
 of the incident (``alertname``, ``fabric``, ``incident_id``, ``rule``, ``kind`` of the root,
 ``host``, ``device``, ``port``, ``priority`` where the root names them, and ``severity``), so
 Alertmanager deduplicates the re-sends of every run into one alert and groups them by whatever its
@@ -39,6 +42,7 @@ import polars as pl
 
 from fabricscope import _atomic
 from fabricscope.exceptions import RemoteError
+from fabricscope.incidents import fault_kinds
 from fabricscope.remote import Connection, HttpClient, redact
 
 __all__ = [
@@ -163,7 +167,9 @@ def _standalone_faults(incidents: pl.DataFrame, faults: pl.DataFrame | None) -> 
         with contextlib.suppress(ValueError):  # members are written by cron; a damaged one holds none
             held.update(_where(m) for m in json.loads(r["members"] or "[]"))
     rows = []
-    for f in faults.filter(pl.col("severity") != "info").iter_rows(named=True):
+    # load findings (a busy layer) are context, not faults: they are alerted only inside an incident
+    kinds = list(fault_kinds())
+    for f in faults.filter((pl.col("severity") != "info") & pl.col("kind").is_in(kinds)).iter_rows(named=True):
         if f["resolved_at"] is None and _where(f) in held:
             continue
         rows.append(

@@ -19,7 +19,9 @@ public source (``docs/incidents.md`` lists them). A consequence is attached only
 
 When several roots could explain a finding, the strongest relation wins (same port, then cable, then
 leaf, then spine, then job), then the earlier root; the incident records the competitors and what
-decided. Findings no rule explains, and roots that explain nothing, stay standalone.
+decided. A warning or critical fault no rule relates to another finding is an incident of its own
+(one finding, no consequence), so the incident list counts the independent things that are broken;
+load findings (a busy layer) and info findings no rule explains stay standalone context.
 
 Example:
     >>> from fabricscope.findings import make_findings
@@ -40,16 +42,29 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
+from fabricscope.detect import SPECS, DetectorSpec
+from fabricscope.detect._relations import Chain, Relation
+from fabricscope.detect._relations import evidence as _evidence
+from fabricscope.detect._relations import loss_rate as _loss_rate
 from fabricscope.findings import SEVERITIES, finding_key, rfc3339
 
-__all__ = ["RELATIONS", "RULES", "Incident", "Rule", "correlate", "incident_documents", "standalone_mask"]
+__all__ = [
+    "RELATIONS",
+    "RULES",
+    "SINGLE",
+    "Incident",
+    "Rule",
+    "correlate",
+    "fault_kinds",
+    "incident_documents",
+    "standalone_mask",
+]
 
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -63,22 +78,17 @@ _FALLBACK = "no links table: leaves unknown (same host = same leaf assumed); oth
 
 @dataclass(frozen=True)
 class Rule:
-    """One causal chain: which findings can be a root, which consequences it explains, and why.
+    """One causal chain as the algorithm uses it.
+
+    A detector's :class:`~fabricscope.detect._relations.Chain` (name, argument, source, action,
+    titles and magnitude bound: see there) with the roles every detector declares in it
+    (:class:`~fabricscope.detect._relations.Relation`).
 
     Attributes:
-        name: Stable identifier (in the incident evidence and ``docs/incidents.md``).
         root: ``kind`` or ``kind:direction`` (the ``direction`` of the finding's evidence) a root may have.
         consequences: Consequence ``kind`` (or ``kind:direction``) -> the relations accepted for it.
-        argument: The physical argument, one paragraph.
-        source: Public documents a user can open.
-        action: What fixes the root (``{entity}`` is replaced by the root's entity).
-        title: One-line title template (``{entity}``, ``{hosts}``, ``{n}`` consequences).
-        title_local: The title when every consequence is on the root's own host (a root is never
-            named as its own victim).
         info: Consequence specs whose info findings count too (a sender's DCQCN loop numbers are
             info findings, yet they are the incast's footprint); otherwise info findings are context.
-        magnitude: Optional check ``(root, consequence) -> (ok, text)``: can the root explain the size?
-            ``ok`` is None when no bound applies or a number is missing (the consequence is kept).
     """
 
     name: str
@@ -93,30 +103,14 @@ class Rule:
     magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool | None, str]] | None = None
 
 
-def _evidence(f: dict[str, Any]) -> dict[str, Any]:
-    ev = f.get("evidence")
-    if isinstance(ev, dict):
-        return ev
-    try:
-        out = json.loads(ev) if ev else {}
-    except ValueError:
-        return {}
-    return out if isinstance(out, dict) else {}
-
-
 def _direction(f: dict[str, Any]) -> str | None:
-    """``rx``/``tx`` from the evidence, else from the metric's name (``tx_pause_storm_warning_events``)."""
-    ev = _evidence(f)
-    d = ev.get("direction")
+    """``rx``/``tx``: the detector's own reading, else the evidence, else the metric's name (``tx_pause_...``)."""
+    spec = _SPEC_OF.get(f["kind"])
+    if spec is not None and spec.direction is not None:
+        return spec.direction(f)
+    d = _evidence(f).get("direction")
     if isinstance(d, str):
         return d
-    if f["kind"] == "ecn_congestion":
-        # marks arrive at the receiver (notification point); CNPs are handled by senders (reaction points)
-        rule = ev.get("rule")
-        if rule == "ecn_congestion.dcqcn_active":
-            sent, handled = ev.get("cnp_sent_per_s") or 0.0, ev.get("cnp_handled_per_s") or 0.0
-            return "tx" if handled > sent else "rx"
-        return "tx" if rule == "ecn_congestion.cnp_ignored" else "rx"
     head = (f.get("metric") or "").split("_", 1)[0]
     return head if head in ("rx", "tx") else None
 
@@ -126,218 +120,38 @@ def _matches(spec: str, f: dict[str, Any]) -> bool:
     return f["kind"] == kind and (not direction or _direction(f) == direction)
 
 
-def _loss_rate(f: dict[str, Any]) -> float | None:
-    """Loss probability a finding measured (packet_loss observes p; lossy_collapse keeps it in evidence)."""
-    if f["kind"] == "packet_loss" and f.get("observed") is not None and f.get("metric", "").startswith("loss_rate"):
-        return float(f["observed"])
-    p = _evidence(f).get("p")
-    return float(p) if isinstance(p, (int, float)) else None
+_SPEC_OF: dict[str, DetectorSpec] = {k: spec for spec in SPECS.values() for k in spec.kinds}
 
 
-def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
-    """A victim cannot lose more of its packets than the faulty link loses of the packets crossing it.
-
-    Traffic a sender puts across the bad link meets the link's loss probability; a sender also
-    talking to healthy peers sees the same or less. Twice the root's rate absorbs estimator noise
-    (both are lower bounds from 10 s counter deltas).
-    """
-    if c["kind"] not in ("packet_loss", "lossy_collapse"):
-        return None, "not a loss finding: no loss-rate bound applies"
-    pr, pc = root.get("_link_p", _loss_rate(root)), _loss_rate(c)
-    if pr is None or pc is None:
-        return None, "loss rate of root or consequence unknown: magnitude not checked"
-    ok = pc <= 2.0 * pr
-    return ok, f"victim loss p = {pc:.2e} {'<=' if ok else '>'} 2 x root p = {pr:.2e}"
-
-
-def _ratio(f: dict[str, Any]) -> float | None:
-    r = _evidence(f).get("ratio")
-    if isinstance(r, (int, float)):
-        return float(r)
-    if f.get("observed") is not None and f.get("expected"):
-        return float(f["observed"]) / float(f["expected"])
-    return None
-
-
-def _degraded_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
-    """A ring through a link at fraction x of its peers' rate moves at most ~x of the expected bandwidth.
-
-    If the collective reached clearly more than the degraded link allows, its ring does not cross
-    that link (the counter-factual: with the link in the ring it could not have been that fast).
-    """
-    if c["kind"] != "underperformance":
-        return None, "not a bandwidth measurement: no ring bound applies"
-    rr, rc = _ratio(root), _ratio(c)
-    if rr is None or rc is None:
-        return None, "rate ratio of root or consequence unknown: magnitude not checked"
-    ok = rc <= rr * 1.15
-    return ok, f"collective at {rc:.0%} of expected {'<=' if ok else '>'} the degraded link's {rr:.0%} (+15%)"
+def _rules(specs: Mapping[str, DetectorSpec]) -> tuple[Rule, ...]:
+    """The chains the detectors declare, each with the roots and consequences every detector places in it."""
+    chains: dict[str, Chain] = {c.name: c for spec in specs.values() for c in spec.chains}
+    relations: list[Relation] = [r for spec in specs.values() for r in spec.relations]
+    for r in relations:
+        if r.chain not in chains:
+            raise ValueError(f"a detector declares a relation in chain {r.chain!r}, which no detector defines")
+    out = []
+    for name, c in chains.items():
+        mine = [r for r in relations if r.chain == name]
+        out.append(
+            Rule(
+                name=name,
+                root=tuple(r.spec for r in mine if r.role == "root"),
+                consequences={r.spec: r.via for r in mine if r.role == "consequence"},
+                argument=c.argument,
+                source=c.source,
+                action=c.action,
+                title=c.title,
+                title_local=c.title_local,
+                info=tuple(r.spec for r in mine if r.role == "consequence" and r.info),
+                magnitude=c.magnitude,
+            )
+        )
+    return tuple(out)
 
 
-def _cnp_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
-    """CNPs a sender handles were sent by a notification point: no more than the congested receiver sent."""
-    sent = _evidence(root).get("cnp_sent_per_s")
-    handled = _evidence(c).get("cnp_handled_per_s")
-    if not isinstance(sent, (int, float)) or not isinstance(handled, (int, float)):
-        return None, "CNP rates not both known: magnitude not checked"
-    ok = handled <= 1.2 * sent
-    return ok, f"sender handled {handled:,.0f} CNP/s {'<=' if ok else '>'} receiver sent {sent:,.0f}/s (+20%)"
-
-
-_SLOW = {"underperformance": ("same_port", "same_host", "job"), "bottleneck": ("same_port", "same_host", "job")}
-
-RULES: tuple[Rule, ...] = (
-    Rule(
-        name="link_loss_go_back_n",
-        root=("link_flap", "link_errors", "lossy_collapse:rx", "packet_loss:rx"),
-        consequences={
-            # a sender's retransmissions: its own port, the far end of the cable, the same count of
-            # events as the receiver lost, a host behind the same leaf, or a rank of the same job
-            "packet_loss": ("same_port", "cable", "same_count", "same_leaf", "job"),
-            "lossy_collapse": ("same_port", "cable", "same_count", "same_leaf", "job"),
-            "link_errors": ("same_port", "cable"),
-            # the errors pegged the port's 16-bit PortCounters register: the same fault, counted to the limit
-            "counter_anomaly": ("same_port",),
-            # a down port holds its ring predecessor's data: the predecessor waits for credits
-            "ib_congestion": ("cable", "job"),
-            **_SLOW,
-        },
-        argument=(
-            "Bit errors on a cable corrupt packets; the receiver drops them (ICRC/VCRC or FCS failure). "
-            "InfiniBand RC and RoCEv2 recover with go-back-N: the responder NAKs the first missing PSN and the "
-            "requester resends everything after it, so every sender whose traffic crosses the link sees "
-            "sequence errors, and goodput falls as 1/(1+pW) with W packets in flight. A ring collective moves "
-            "at the speed of its slowest hop, so every rank of the job slows."
-        ),
-        source=(
-            "InfiniBand Architecture Specification Vol. 1, chapter 9 'Transport Layer' (reliable connection: PSN "
-            "checking, NAK sequence error, go-back-N retransmission); Mittal et al., 'Revisiting Network Support "
-            "for RDMA', SIGCOMM 2018 (go-back-N goodput under loss); Zhu et al., 'Congestion Control for "
-            "Large-Scale RDMA Deployments', SIGCOMM 2015"
-        ),
-        action="replace or reseat the cable/transceiver of {entity} (check both ends with mlxlink / ibdiagnet)",
-        title="bad link {entity}: errors and loss reaching {hosts}",
-        title_local="bad link {entity}: errors and loss on its own port",
-        magnitude=_loss_magnitude,
-    ),
-    Rule(
-        name="pause_storm_head_of_line",
-        root=("pfc_storm:tx",),
-        consequences={
-            "pfc_congestion:tx": ("same_port",),  # the storm itself, seen as a pause ratio
-            "pfc_congestion:rx": ("cable", "same_leaf", "job"),
-            "pfc_storm:rx": ("cable", "same_leaf", "job"),
-            # a stalled receive pipeline drops what it can no longer pause (rx_discards_phy): the
-            # loss, and the go-back-N collapse it causes, are the storming NIC's own
-            "packet_loss": ("same_port", "same_host"),
-            "lossy_collapse": ("same_port", "same_host"),
-            **_SLOW,
-        },
-        argument=(
-            "A NIC whose receive pipeline stalls sends PFC pause frames without end. Its leaf stops sending to "
-            "it, the egress queue fills, and the leaf in turn pauses the ingress ports feeding that priority: "
-            "hosts sharing the leaf (and the collective waiting on the stalled NIC) are paused although they "
-            "are healthy, head-of-line blocking their flows."
-        ),
-        source=(
-            "IEEE 802.1Qbb-2011 Priority-based Flow Control; Guo et al., 'RDMA over Commodity Ethernet at "
-            "Scale', SIGCOMM 2016 (NIC PFC pause frame storm, head-of-line blocking); NVIDIA MLNX_OFED "
-            "documentation, 'Priority Flow Control (PFC)' (tx_pause_storm_warning_events/error_events)"
-        ),
-        action="isolate {entity}: take the NIC out of service, collect its firmware dump, reset or replace it",
-        title="PFC pause storm from {entity}: pause spread to {hosts}",
-        title_local="PFC pause storm from {entity}: no other host paused",
-    ),
-    Rule(
-        name="lossless_off_drops",
-        root=("lossless_misconfig",),
-        consequences={
-            # the same misconfiguration seen on the NIC's netdev and on its RDMA device
-            "lossless_misconfig": ("same_host",),
-            "packet_loss": ("same_port", "same_host"),
-            "lossy_collapse": ("same_port", "same_host"),
-            **_SLOW,
-        },
-        argument=(
-            "RoCEv2 assumes a lossless fabric: with neither PFC on the RoCE priority nor ECN marking (DCQCN), "
-            "a receiver whose buffers fill drops packets instead of pausing or slowing its senders. The drops "
-            "are the receiver's own loss (out-of-sequence, buffer discards); each dropped packet is NAKed and "
-            "resent by its sender (go-back-N), so the sender's retransmissions with the same count join "
-            "through the receiver's loss. The cable is healthy: the fix is the QoS configuration."
-        ),
-        source=(
-            "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' (lossless RoCE needs PFC and ECN); "
-            "IEEE 802.1Qbb-2011 Priority-based Flow Control; Zhu et al., 'Congestion Control for Large-Scale "
-            "RDMA Deployments' (DCQCN), SIGCOMM 2015"
-        ),
-        action="enable PFC on the RoCE priority and ECN (DCQCN) for {entity}, on the NIC and its switch port",
-        title="lossless RoCE off on {entity}: drops and retransmissions reaching {hosts}",
-        title_local="lossless RoCE off on {entity}: drops on its own host",
-    ),
-    Rule(
-        name="incast_ecn",
-        root=("ecn_congestion:rx",),
-        consequences={
-            "ecn_congestion:tx": ("same_leaf", "job"),
-            "pfc_congestion:rx": ("same_leaf", "job"),
-            "bottleneck": ("same_port", "same_host"),
-        },
-        argument=(
-            "When several senders converge on one receiver, the switch queue toward it grows past the ECN "
-            "threshold and marks packets CE; the receiver (notification point) returns CNPs to the senders "
-            "(reaction points), which cut their rate. The marks are on the receiver and the rate cuts on the "
-            "senders: one cause, the fan-in."
-        ),
-        source=(
-            "RFC 3168 (ECN); Zhu et al., 'Congestion Control for Large-Scale RDMA Deployments' (DCQCN), "
-            "SIGCOMM 2015; NVIDIA documentation 'DCQCN' (np_cnp_sent, rp_cnp_handled)"
-        ),
-        action="spread the traffic converging on {entity} (placement, more receivers, or rate-limit the senders)",
-        title="incast into {entity}: ECN marks and CNPs on {hosts}",
-        title_local="incast into {entity}: ECN marks and CNPs on its own host",
-        info=("ecn_congestion:tx",),
-        magnitude=_cnp_magnitude,
-    ),
-    Rule(
-        name="degraded_link_ring",
-        root=("link_degraded",),
-        consequences={"link_degraded": ("same_port", "cable"), **_SLOW},
-        argument=(
-            "A port trained at 2X width or a lower speed carries half (or less) of its peers' rate. A ring "
-            "all-reduce moves every byte through every hop, so the whole ring, and every rank in it, runs at "
-            "the degraded link's rate: bottleneck and collective underperformance on all its ranks."
-        ),
-        source=(
-            "InfiniBand Architecture Specification Vol. 2 (physical layer: link width and speed training); "
-            "NVIDIA nccl-tests doc/PERFORMANCE.md (bus bandwidth of ring all-reduce); Patarasuk and Yuan, "
-            "'Bandwidth optimal all-reduce algorithms for clusters of workstations', J. Parallel Distrib. "
-            "Comput. 69(2), 2009"
-        ),
-        action="re-train or replace the cable of {entity} (mlxlink -p <port> to see why it came up narrow/slow)",
-        title="degraded link {entity}: ring limited on {hosts}",
-        title_local="degraded link {entity}: its own host slowed",
-        magnitude=_degraded_magnitude,
-    ),
-    Rule(
-        name="spine_credit_starvation",
-        root=("ib_congestion",),
-        consequences={"ib_congestion": ("below_spine",), **_SLOW},
-        argument=(
-            "InfiniBand is credit based: a port transmits only with receive buffer credits from its peer. A "
-            "spine port starved of credits (PortXmitWait rising) stops draining the leaf uplinks feeding it, "
-            "so the leaves below and the HCAs behind them wait for credits in turn (congestion spreading)."
-        ),
-        source=(
-            "InfiniBand Architecture Specification Vol. 1, chapter 7 'Link Layer' (credit-based flow control) "
-            "and chapter 16 'General Services' (PortCounters PortXmitWait); Pfister and Norton, 'Hot Spot "
-            "Contention and Combining in Multistage Interconnection Networks', IEEE Trans. Computers, 1985 "
-            "(tree saturation)"
-        ),
-        action="find the hot destination behind {entity} (UFM/ibdiagnet congestion report) and rebalance routing",
-        title="credit starvation at spine {entity}: congestion on {hosts}",
-        title_local="credit starvation at spine {entity}: {n} port(s) waiting for credits",
-    ),
-)
+RULES: tuple[Rule, ...] = _rules(SPECS)
+"""Every causal chain, collected from the detector registry (each detector declares its own part)."""
 
 
 @dataclass
@@ -621,27 +435,14 @@ def _accepts(rule: Rule, c: dict[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-# Precedence of root kinds: a physical fault explains the loss it causes, the loss explains congestion.
-_ROOT_ORDER = {
-    "link_flap": 0,
-    "link_errors": 1,
-    "link_degraded": 2,
-    "pfc_storm": 3,
-    # drops because PFC and ECN are off explain the loss they cause, not the other way round
-    "lossless_misconfig": 4,
-    "lossy_collapse": 5,
-    "packet_loss": 6,
-    "ecn_congestion": 7,
-    "ib_congestion": 8,
-}
-
-
 def _order(f: dict[str, Any]) -> tuple[int, int, dt.datetime, int]:
     never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
     # Of two findings of one kind: a spine port is upstream of everything below it (0); a port named
     # by its host's device (1) reads better than the same port named by a GUID from a management
     # node's topology dump (2).
-    return (_ROOT_ORDER.get(f["kind"], 99), f.get("_vantage", 1), f.get("start") or never, -_RANK[f["severity"]])
+    spec = _SPEC_OF.get(f["kind"])
+    order = spec.root_order if spec is not None and spec.root_order is not None else 99
+    return (order, f.get("_vantage", 1), f.get("start") or never, -_RANK[f["severity"]])
 
 
 def correlate(
@@ -664,7 +465,9 @@ def correlate(
             rank lines and node descriptions that use the short name meet findings named by FQDN.
 
     Returns:
-        Incidents, worst first; each has at least one consequence.
+        Incidents, worst first. Every warning or critical finding of a fault kind
+        (:attr:`fabricscope.detect.DetectorSpec.fault`) belongs to exactly one: as root, as
+        consequence, or alone (rule :data:`SINGLE`, no consequence).
     """
     tables = tables or {}
     topo = _topology(tables, attributes, host_of or (lambda h: h))
@@ -679,7 +482,7 @@ def correlate(
     ]
     by_i = {r["_i"]: r for r in rows}
     # The loss rate of a root's link: its own, else what the receiving end of the same port measured
-    # (link_errors counts symbols, not packets; the receiver's loss finding on that port has the rate).
+    # (an error counter counts symbols, not packets; the receiver's loss finding on that port has the rate).
     for r in rows:
         own = _loss_rate(r) if _direction(r) in ("rx", None) else None
         seen = [
@@ -714,7 +517,7 @@ def correlate(
                     continue
                 rel, path = min(found, key=lambda x: RELATIONS.index(x[0]))
                 rs, cs = root.get("start"), c.get("start")
-                # a windowed finding (bottleneck: utilisation per window) starts at its window's edge
+                # a windowed finding (utilisation per window) starts at its window's edge
                 win = _evidence(c).get("window_s")
                 ctol = max(tol, dt.timedelta(seconds=float(win))) if isinstance(win, (int, float)) else tol
                 if rs is not None and cs is not None and cs + ctol < rs:
@@ -827,9 +630,63 @@ def correlate(
                 topology=topo.source,
             )
         )
+    # The list answers "how many independent things are broken": a fault no rule relates to another
+    # finding is an incident of its own (one finding, no consequence).
+    held = set(by_root) | set(chosen)
+    faults = fault_kinds()
+    alone: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in sorted(rows, key=_order):
+        if r["_i"] in held or r["severity"] == "info" or r["kind"] not in faults:
+            continue
+        # windows of one fault (its kind on one entity: cron's fault identity) are one incident
+        key = tuple(r.get(k) for k in ("kind", "host", "device", "port", "priority", "metric"))
+        alone.setdefault(key, []).append(r)
+    for first, *again in alone.values():
+        entity = _entity(topo, first)
+        cons = [
+            {
+                "finding": _clean(r),
+                "rule": SINGLE,
+                "relation": "same_port",
+                "via": None,
+                "path": [_port_text(first), "the same fault again, in a later window"],
+                "timing": "not timed (the same fault)",
+                "magnitude": "no magnitude bound for the same fault",
+            }
+            for r in again
+        ]
+        members = [first, *(c["finding"] for c in cons)]
+        starts = [x for x in (m.get("start") for m in members) if x is not None]
+        ends = [x for x in (m.get("end") for m in members) if x is not None]
+        out.append(
+            Incident(
+                id=_fid(first),
+                rule=SINGLE,
+                root=_clean(first),
+                entity=entity,
+                consequences=cons,
+                start=min(starts) if starts else None,
+                end=max(ends) if ends else None,
+                severity=max((m["severity"] for m in members), key=lambda v: _RANK[v]),
+                title=f"{first['kind']} on {entity}: {first.get('message') or first.get('metric') or ''}".rstrip(": "),
+                action=f"investigate {entity}: no other finding is explained by it or explains it",
+                decided=[d for i, d in sorted(decided.items()) if i in {m["_i"] for m in (first, *again)}],
+                topology=topo.source,
+            )
+        )
     never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
     out.sort(key=lambda x: (-_RANK[x.severity], x.start or never, x.id))
     return out
+
+
+SINGLE = "single_fault"
+"""The rule name of an incident that is one fault alone: no rule related it to another finding (its
+consequences, if any, are the same fault found again in later windows)."""
+
+
+def fault_kinds() -> set[str]:
+    """Finding kinds that say something is broken (each detector declares it: ``DetectorSpec.fault``)."""
+    return {k for spec in SPECS.values() if spec.fault for k in spec.kinds}
 
 
 def _why(best: dict[str, Any], runner: dict[str, Any] | None) -> str:

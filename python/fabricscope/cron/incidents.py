@@ -132,8 +132,18 @@ def update_incidents(
         for r in faults.iter_rows(named=True)
         if r["resolved_at"] is None
     }
+    # A fault that stood alone last run and is now explained by another root is that incident's
+    # member: its own incident ends, so no finding is alerted both alone and inside an incident.
+    held_now = {
+        (c["finding"].get("kind"), *(c["finding"].get(x) for x in ("host", "device", "port")))
+        for inc in incidents
+        for c in inc.consequences
+    }
     for k, r in rows.items():
         if k in seen or r["resolved_at"] is not None:
+            continue
+        if (r["root_kind"], r["host"], r["device"], r["port"]) in held_now:
+            r["resolved_at"] = run_time
             continue
         root = tuple(r[c] for c in _ROOT)
         if root not in active_roots and root in resolved:

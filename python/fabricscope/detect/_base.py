@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from fabricscope.detect._relations import Chain, Relation
 from fabricscope.profiles import Profile
 
 __all__ = ["AnalysisInput", "DetectorSpec", "Scope"]
@@ -68,6 +69,17 @@ class DetectorSpec:
         views: Frames the detector can explain itself with, by name (e.g. the bottleneck detector's
             per-layer ``layers``): computed on the same input as the detector when an analysis keeps
             its detail.
+        fault: Whether a warning or critical finding of it says something is broken. Each such
+            finding belongs to exactly one incident (alone when nothing explains it); findings of a
+            detector that measures load (a layer busy near its capacity is working, not broken) join
+            an incident only when a rule explains them, and otherwise stay context.
+        chains: The causal chains this detector is the primary root of (their argument, source,
+            action, title and magnitude bound).
+        relations: Every chain in which its findings may be a root or a consequence.
+        root_order: Precedence among roots (lower is more fundamental: a physical fault explains
+            the loss it causes, the loss explains congestion); None when it never roots a chain.
+        direction: ``rx``/``tx`` of one of its findings when the evidence and metric name do not
+            say it (None: read ``direction`` from the evidence, else the metric's prefix).
     """
 
     name: str
@@ -78,6 +90,11 @@ class DetectorSpec:
     rates_needed: Callable[[pl.DataFrame], pl.DataFrame] | None = None
     defaults: Mapping[str, Any] = field(default_factory=dict)
     views: Mapping[str, Callable[[AnalysisInput], pl.DataFrame]] = field(default_factory=dict)
+    fault: bool = True
+    chains: tuple[Chain, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    root_order: int | None = None
+    direction: Callable[[dict[str, Any]], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.scope not in ("partition", "fabric"):

@@ -40,6 +40,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import keyed, port_facts
+from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu
 from fabricscope.sources import NCCL_ACHIEVABLE, NGC_PERF, default
@@ -647,13 +648,27 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
+# a layer held busy by a fault on its port, host or job (load alone is context, not a fault)
+RELATIONS = (
+    Relation("link_loss_go_back_n", "consequence", "bottleneck", ("same_port", "same_host", "job")),
+    Relation("pause_storm_head_of_line", "consequence", "bottleneck", ("same_port", "same_host", "job")),
+    Relation("lossless_off_drops", "consequence", "bottleneck", ("same_port", "same_host", "job")),
+    Relation("degraded_link_ring", "consequence", "bottleneck", ("same_port", "same_host", "job")),
+    Relation("spine_credit_starvation", "consequence", "bottleneck", ("same_port", "same_host", "job")),
+    Relation("incast_ecn", "consequence", "bottleneck", ("same_port", "same_host")),
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="per host and window, the utilisation of NVLink, PCIe, network (incl. credit wait and pause) "
     "and CXL, the layer that saturates first, communication-bound or not",
     detect=detect,
     scope="partition",
+    relations=RELATIONS,
     views={"layers": layer_utilisation},
+    # a saturated layer is a busy one: the job's load, not a fault (an incident only when a fault explains it)
+    fault=False,
     defaults={
         # windows on a grid of window_s; a layer at or above saturated_ratio of its capacity is saturated
         "window_s": 60.0,

@@ -20,6 +20,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings
+from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings
 from fabricscope.rates import overflow_table
 from fabricscope.sources import default
@@ -225,12 +226,17 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
+# errors that pegged a 16-bit PortCounters register: the same bad link, counted to the limit
+RELATIONS = (Relation("link_loss_go_back_n", "consequence", "counter_anomaly", ("same_port",)),)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="resets, saturated registers (a warning with the lower bound for pegged error counters), wraps, "
     "sampling gaps, with what to fix in collection",
     detect=detect,
     scope="partition",
+    relations=RELATIONS,
     defaults={
         "source": default("the rate engine's flags: resets, saturated registers, wraps, sampling gaps"),
         # a pegged error register is a lower bound on the events since the last clear

@@ -17,10 +17,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed, typical_interval
+from fabricscope.detect._relations import Chain, Relation, evidence
 from fabricscope.detect.packet_loss import traffic, with_traffic
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import DCQCN, default
@@ -272,11 +275,60 @@ def _ecn_loop(r: pl.DataFrame) -> pl.DataFrame:
     return with_traffic(r, list(LOOP), ("rx",))
 
 
+def _cnp_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
+    """CNPs a sender handles were sent by a notification point: no more than the congested receiver sent."""
+    sent = evidence(root).get("cnp_sent_per_s")
+    handled = evidence(c).get("cnp_handled_per_s")
+    if not isinstance(sent, (int, float)) or not isinstance(handled, (int, float)):
+        return None, "CNP rates not both known: magnitude not checked"
+    ok = handled <= 1.2 * sent
+    return ok, f"sender handled {handled:,.0f} CNP/s {'<=' if ok else '>'} receiver sent {sent:,.0f}/s (+20%)"
+
+
+def _direction(f: dict[str, Any]) -> str:
+    """Marks arrive at the receiver (notification point); CNPs are handled by senders (reaction points)."""
+    ev = evidence(f)
+    rule = ev.get("rule")
+    if rule == "ecn_congestion.dcqcn_active":
+        sent, handled = ev.get("cnp_sent_per_s") or 0.0, ev.get("cnp_handled_per_s") or 0.0
+        return "tx" if handled > sent else "rx"
+    return "tx" if rule == "ecn_congestion.cnp_ignored" else "rx"
+
+
+# marks at the receiver root the incast; the senders' CNP handling (info findings) is its footprint
+RELATIONS = (
+    Relation("incast_ecn", "root", "ecn_congestion:rx"),
+    Relation("incast_ecn", "consequence", "ecn_congestion:tx", ("same_leaf", "job"), info=True),
+)
+
+INCAST_ECN = Chain(
+    name="incast_ecn",
+    argument=(
+        "When several senders converge on one receiver, the switch queue toward it grows past the ECN "
+        "threshold and marks packets CE; the receiver (notification point) returns CNPs to the senders "
+        "(reaction points), which cut their rate. The marks are on the receiver and the rate cuts on the "
+        "senders: one cause, the fan-in."
+    ),
+    source=(
+        "RFC 3168 (ECN); Zhu et al., 'Congestion Control for Large-Scale RDMA Deployments' (DCQCN), "
+        "SIGCOMM 2015; NVIDIA documentation 'DCQCN' (np_cnp_sent, rp_cnp_handled)"
+    ),
+    action="spread the traffic converging on {entity} (placement, more receivers, or rate-limit the senders)",
+    title="incast into {entity}: ECN marks and CNPs on {hosts}",
+    title_local="incast into {entity}: ECN marks and CNPs on its own host",
+    magnitude=_cnp_magnitude,
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="ECN-marked share, CNP rates, DCQCN loop health (`rp_cnp_ignored`)",
     detect=detect,
     scope="fabric",
+    relations=RELATIONS,
+    direction=_direction,
+    chains=(INCAST_ECN,),
+    root_order=7,
     rates_needed=_ecn_loop,
     defaults={
         "warning_marked_ratio": 0.01,

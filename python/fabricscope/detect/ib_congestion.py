@@ -13,6 +13,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, typical_interval
+from fabricscope.detect._relations import Chain, Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import get_profile
 from fabricscope.sources import UFM_CBW, XMITWAIT_64, default
@@ -117,11 +118,40 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
+# a spine port starved of credits roots the spreading; a port down on a leaf starves its leaf-mates
+RELATIONS = (
+    Relation("spine_credit_starvation", "root", "ib_congestion"),
+    Relation("spine_credit_starvation", "consequence", "ib_congestion", ("below_spine",)),
+    Relation("link_loss_go_back_n", "consequence", "ib_congestion", ("cable", "same_leaf", "job")),
+)
+
+SPINE_CREDIT_STARVATION = Chain(
+    name="spine_credit_starvation",
+    argument=(
+        "InfiniBand is credit based: a port transmits only with receive buffer credits from its peer. A "
+        "spine port starved of credits (PortXmitWait rising) stops draining the leaf uplinks feeding it, "
+        "so the leaves below and the HCAs behind them wait for credits in turn (congestion spreading)."
+    ),
+    source=(
+        "InfiniBand Architecture Specification Vol. 1, chapter 7 'Link Layer' (credit-based flow control) "
+        "and chapter 16 'General Services' (PortCounters PortXmitWait); Pfister and Norton, 'Hot Spot "
+        "Contention and Combining in Multistage Interconnection Networks', IEEE Trans. Computers, 1985 "
+        "(tree saturation)"
+    ),
+    action="find the hot destination behind {entity} (UFM/ibdiagnet congestion report) and rebalance routing",
+    title="credit starvation at spine {entity}: congestion on {hosts}",
+    title_local="credit starvation at spine {entity}: {n} port(s) waiting for credits",
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="PortXmitWait as share of time waiting for credits and bandwidth lost",
     detect=detect,
     scope="partition",
+    relations=RELATIONS,
+    chains=(SPINE_CREDIT_STARVATION,),
+    root_order=8,
     defaults={
         "bits_per_tick": 64,
         "warning_wait_ratio": 0.10,

@@ -9,10 +9,13 @@ a port down for maintenance is not degraded.
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
+from fabricscope.detect._relations import Chain, Relation, ratio
 from fabricscope.findings import make_findings
 
 KIND = "link_degraded"
@@ -103,11 +106,55 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
+def _degraded_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
+    """A ring through a link at fraction x of its peers' rate moves at most ~x of the expected bandwidth.
+
+    If the collective reached clearly more than the degraded link allows, its ring does not cross
+    that link (the counter-factual: with the link in the ring it could not have been that fast).
+    """
+    if c["kind"] != "underperformance":
+        return None, "not a bandwidth measurement: no ring bound applies"
+    rr, rc = ratio(root), ratio(c)
+    if rr is None or rc is None:
+        return None, "rate ratio of root or consequence unknown: magnitude not checked"
+    ok = rc <= rr * 1.15
+    return ok, f"collective at {rc:.0%} of expected {'<=' if ok else '>'} the degraded link's {rr:.0%} (+15%)"
+
+
+# a narrow or slow link roots the ring chain; its far end trained the same way
+RELATIONS = (
+    Relation("degraded_link_ring", "root", "link_degraded"),
+    Relation("degraded_link_ring", "consequence", "link_degraded", ("same_port", "cable")),
+)
+
+DEGRADED_LINK_RING = Chain(
+    name="degraded_link_ring",
+    argument=(
+        "A port trained at 2X width or a lower speed carries half (or less) of its peers' rate. A ring "
+        "all-reduce moves every byte through every hop, so the whole ring, and every rank in it, runs at "
+        "the degraded link's rate: bottleneck and collective underperformance on all its ranks."
+    ),
+    source=(
+        "InfiniBand Architecture Specification Vol. 2 (physical layer: link width and speed training); "
+        "NVIDIA nccl-tests doc/PERFORMANCE.md (bus bandwidth of ring all-reduce); Patarasuk and Yuan, "
+        "'Bandwidth optimal all-reduce algorithms for clusters of workstations', J. Parallel Distrib. "
+        "Comput. 69(2), 2009"
+    ),
+    action="re-train or replace the cable of {entity} (mlxlink -p <port> to see why it came up narrow/slow)",
+    title="degraded link {entity}: ring limited on {hosts}",
+    title_local="degraded link {entity}: its own host slowed",
+    magnitude=_degraded_magnitude,
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="ports trained below the profile or below like ports (rate, width)",
     detect=detect,
     scope="fabric",
+    relations=RELATIONS,
+    chains=(DEGRADED_LINK_RING,),
+    root_order=2,
     rates_needed=no_rates,
     defaults={
         "majority_min_ports": 3,

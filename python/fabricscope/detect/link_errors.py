@@ -9,10 +9,13 @@ Saturated or reset intervals carry no delta and never count as errors (counter_a
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, typical_interval
+from fabricscope.detect._relations import Chain, Relation, loss_rate
 from fabricscope.findings import empty_findings, make_findings, merge_windows
 from fabricscope.sources import IBQUERYERRORS, NVSENTINEL, default
 
@@ -98,12 +101,59 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
+def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | None, str]:
+    """A victim cannot lose more of its packets than the faulty link loses of the packets crossing it.
+
+    Traffic a sender puts across the bad link meets the link's loss probability; a sender also
+    talking to healthy peers sees the same or less. Twice the root's rate absorbs estimator noise
+    (both are lower bounds from 10 s counter deltas).
+    """
+    if c["kind"] not in ("packet_loss", "lossy_collapse"):
+        return None, "not a loss finding: no loss-rate bound applies"
+    pr, pc = root.get("_link_p", loss_rate(root)), loss_rate(c)
+    if pr is None or pc is None:
+        return None, "loss rate of root or consequence unknown: magnitude not checked"
+    ok = pc <= 2.0 * pr
+    return ok, f"victim loss p = {pc:.2e} {'<=' if ok else '>'} 2 x root p = {pr:.2e}"
+
+
+# bit errors root the go-back-N chain; the far end of the cable counts them too (its own finding)
+RELATIONS = (
+    Relation("link_loss_go_back_n", "root", "link_errors"),
+    Relation("link_loss_go_back_n", "consequence", "link_errors", ("same_port", "cable")),
+)
+
+LINK_LOSS_GO_BACK_N = Chain(
+    name="link_loss_go_back_n",
+    argument=(
+        "Bit errors on a cable corrupt packets; the receiver drops them (ICRC/VCRC or FCS failure). "
+        "InfiniBand RC and RoCEv2 recover with go-back-N: the responder NAKs the first missing PSN and the "
+        "requester resends everything after it, so every sender whose traffic crosses the link sees "
+        "sequence errors, and goodput falls as 1/(1+pW) with W packets in flight. A ring collective moves "
+        "at the speed of its slowest hop, so every rank of the job slows."
+    ),
+    source=(
+        "InfiniBand Architecture Specification Vol. 1, chapter 9 'Transport Layer' (reliable connection: PSN "
+        "checking, NAK sequence error, go-back-N retransmission); Mittal et al., 'Revisiting Network Support "
+        "for RDMA', SIGCOMM 2018 (go-back-N goodput under loss); Zhu et al., 'Congestion Control for "
+        "Large-Scale RDMA Deployments', SIGCOMM 2015"
+    ),
+    action="replace or reseat the cable/transceiver of {entity} (check both ends with mlxlink / ibdiagnet)",
+    title="bad link {entity}: errors and loss reaching {hosts}",
+    title_local="bad link {entity}: errors and loss on its own port",
+    magnitude=_loss_magnitude,
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="symbol, receive, remote-physical, integrity, overrun errors and discards above rate "
     "thresholds; BER estimate",
     detect=detect,
     scope="partition",
+    relations=RELATIONS,
+    chains=(LINK_LOSS_GO_BACK_N,),
+    root_order=1,
     defaults={
         # warning_per_s: rate for a warning, averaged over the finding's window but at least over
         # window_s (or the whole observation when shorter); critical_per_s: peak rate of one

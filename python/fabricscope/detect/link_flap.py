@@ -10,6 +10,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, peers, port_guid, rate_rows, typical_interval
+from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import NVSENTINEL
 
@@ -122,11 +123,17 @@ def _link_downed(r: pl.DataFrame) -> pl.DataFrame:
     return rate_rows(r, ["link_downed_events"]).filter(pl.col("delta") > 0)
 
 
+# a port that went down loses what was in flight: the sender's go-back-N (link_loss_go_back_n)
+RELATIONS = (Relation("link_loss_go_back_n", "root", "link_flap"),)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="link-downed increments and ACTIVE→down→ACTIVE; the peer port and whether both ends saw it (topology)",
     detect=detect,
     scope="fabric",
+    relations=RELATIONS,
+    root_order=0,
     rates_needed=_link_downed,
     defaults={
         "source_downed": f"{NVSENTINEL}: any link_downed increase is fatal; UFM PDR deterministic plugin rule 1, both "

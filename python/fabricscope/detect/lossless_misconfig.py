@@ -19,6 +19,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed
+from fabricscope.detect._relations import Chain, Relation
 from fabricscope.detect.packet_loss import loss_intervals
 from fabricscope.findings import make_findings
 from fabricscope.sources import MLX5_PAUSE
@@ -209,11 +210,40 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
+# RoCE without PFC and ECN drops; the same misconfiguration on the NIC's RDMA device joins it
+RELATIONS = (
+    Relation("lossless_off_drops", "root", "lossless_misconfig"),
+    Relation("lossless_off_drops", "consequence", "lossless_misconfig", ("same_host",)),
+)
+
+LOSSLESS_OFF_DROPS = Chain(
+    name="lossless_off_drops",
+    argument=(
+        "RoCEv2 assumes a lossless fabric: with neither PFC on the RoCE priority nor ECN marking (DCQCN), "
+        "a receiver whose buffers fill drops packets instead of pausing or slowing its senders. The drops "
+        "are the receiver's own loss (out-of-sequence, buffer discards); each dropped packet is NAKed and "
+        "resent by its sender (go-back-N), so the sender's retransmissions with the same count join "
+        "through the receiver's loss. The cable is healthy: the fix is the QoS configuration."
+    ),
+    source=(
+        "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' (lossless RoCE needs PFC and ECN); "
+        "IEEE 802.1Qbb-2011 Priority-based Flow Control; Zhu et al., 'Congestion Control for Large-Scale "
+        "RDMA Deployments' (DCQCN), SIGCOMM 2015"
+    ),
+    action="enable PFC on the RoCE priority and ECN (DCQCN) for {entity}, on the NIC and its switch port",
+    title="lossless RoCE off on {entity}: drops and retransmissions reaching {hosts}",
+    title_local="lossless RoCE off on {entity}: drops on its own host",
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="RoCE drops with no PFC and no ECN anywhere, or on priorities without them",
     detect=detect,
     scope="partition",
+    relations=RELATIONS,
+    chains=(LOSSLESS_OFF_DROPS,),
+    root_order=4,
     defaults={
         "min_events": 10,
         "source": "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' (lossless RoCE needs PFC and ECN); "

@@ -25,6 +25,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, transport_name, transport_names
+from fabricscope.detect._relations import Relation
 from fabricscope.detect.packet_loss import LOSS_COUNTERS, loss_intervals, loss_windows, with_traffic
 from fabricscope.detect.pfc_storm import stalled_intervals
 from fabricscope.findings import make_findings
@@ -170,11 +171,24 @@ def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:
     return with_traffic(r, [c for side in LOSS_COUNTERS.values() for c in side], ("rx", "tx"), _STORM)
 
 
+# a receiver's collapse roots the go-back-N chain; a sender's collapse is the loss it resends
+RELATIONS = (
+    Relation("link_loss_go_back_n", "root", "lossy_collapse:rx"),
+    Relation(
+        "link_loss_go_back_n", "consequence", "lossy_collapse", ("same_port", "cable", "same_count", "same_leaf", "job")
+    ),
+    Relation("pause_storm_head_of_line", "consequence", "lossy_collapse", ("same_port", "same_host")),
+    Relation("lossless_off_drops", "consequence", "lossy_collapse", ("same_port", "same_host")),
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="go-back-N/go-back-0 throughput collapse at p ≥ 0.1%",
     detect=detect,
     scope="fabric",
+    relations=RELATIONS,
+    root_order=5,
     rates_needed=_loss_and_traffic,
     defaults={
         "collapse_p": 1e-3,

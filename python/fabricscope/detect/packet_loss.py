@@ -35,6 +35,7 @@ from fabricscope.detect._common import (
     transport_names,
     typical_interval,
 )
+from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import default
 
@@ -253,11 +254,24 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
+# a receiver's loss roots the go-back-N chain; a sender's retransmissions are its consequence
+RELATIONS = (
+    Relation("link_loss_go_back_n", "root", "packet_loss:rx"),
+    Relation(
+        "link_loss_go_back_n", "consequence", "packet_loss", ("same_port", "cable", "same_count", "same_leaf", "job")
+    ),
+    Relation("pause_storm_head_of_line", "consequence", "packet_loss", ("same_port", "same_host")),
+    Relation("lossless_off_drops", "consequence", "packet_loss", ("same_port", "same_host")),
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="RoCE loss rate p per NIC and direction",
     detect=detect,
     scope="partition",
+    relations=RELATIONS,
+    root_order=6,
     defaults={
         "warning_p": 1e-6,
         "min_events": 10,

@@ -16,6 +16,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import keyed, rate_rows
+from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import MLX5_PAUSE, default
 
@@ -78,7 +79,12 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     p = pause_intervals(inp).filter(pl.col("ratio").is_not_null() & (pl.col("interval_s") > 0))
     if p.is_empty():
         return make_findings([])
-    flagged = p.filter(pl.col("ratio") >= cfg["warning_ratio"])
+    # Timestamp resolution, as for pfc_storm: an interval whose length is known only to its
+    # timestamps' resolution (1 s for `date +%s`) joins a window when the ratio over the shortest
+    # length it may have had reaches the threshold (a 15.07 s loop reads some intervals as 16 s); a
+    # window still needs one interval measured at the threshold, and it is judged critical over its
+    # whole span, known to the same resolution once (the inner timestamps cancel).
+    flagged = p.filter(pl.col("ratio_upper") >= cfg["warning_ratio"])
     if flagged.is_empty():
         return make_findings([])
     # Only contiguous intervals join (a missing reading makes one longer interval, still contiguous).
@@ -92,9 +98,19 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             pl.col("ratio").max().alias("peak_ratio"),
             pl.col("interval_s").sum().alias("covered_s"),
             pl.col("interval_s").min().alias("min_interval_s"),
+            pl.col("resolution_s").max().alias("resolution_s"),
         ],
     )
-    stats = stats.filter(pl.col("covered_s") >= cfg["sustain_s"] * 0.999).sort("start")
+    stats = stats.filter(
+        (pl.col("covered_s") >= cfg["sustain_s"] * 0.999) & (pl.col("peak_ratio") >= cfg["warning_ratio"])
+    ).sort("start")
+    shortest = pl.col("covered_s") - pl.col("resolution_s")
+    stats = stats.with_columns(
+        pl.when(shortest > 0)
+        .then(pl.col("mean_ratio") * pl.col("covered_s") / shortest)
+        .otherwise(pl.col("mean_ratio"))
+        .alias("mean_upper")
+    )
     wins = list(stats.iter_rows(named=True))
     rows = []
     for w in wins:
@@ -112,7 +128,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             }
         )
         hosts = sorted({t.split("/")[0] for t in together} - {w["host"]})
-        critical = w["mean_ratio"] >= cfg["critical_ratio"]
+        critical = w["mean_upper"] >= cfg["critical_ratio"]
         ratio = min(w["mean_ratio"], 1.0)
         msg = (
             f"{w['direction']} pause on {prio_name(w['priority_'])} held {ratio:.0%} of {w['covered_s']:,.0f} s "
@@ -155,11 +171,21 @@ def _pause(r: pl.DataFrame) -> pl.DataFrame:
     return rate_rows(r, list(PAUSE))
 
 
+# pause received behind a storming port or an incast's leaf; the storm itself seen as a pause ratio
+RELATIONS = (
+    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:tx", ("same_port",)),
+    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:rx", ("cable", "same_leaf", "job")),
+    Relation("incast_ecn", "consequence", "pfc_congestion:rx", ("same_leaf", "job")),
+    Relation("pause_storm_received", "consequence", "pfc_congestion:rx", ("same_port",)),
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="sustained pause (rx: network can't absorb the NIC; tx: the NIC can't absorb the network)",
     detect=detect,
     scope="fabric",
+    relations=RELATIONS,
     rates_needed=_pause,
     defaults={
         # time-weighted pause ratio over the trailing sustain_s (or one longer interval)

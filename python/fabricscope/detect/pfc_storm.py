@@ -49,6 +49,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import attach_rate, entity_strings, keyed
+from fabricscope.detect._relations import Chain, Relation
 from fabricscope.detect.pfc_congestion import MEANING, SERIES, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
@@ -656,12 +657,61 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(merge_same_fault(rows))
 
 
+# a NIC pausing without end roots the head-of-line chain; its leaf-mates receive its pause
+RELATIONS = (
+    Relation("pause_storm_head_of_line", "root", "pfc_storm:tx"),
+    Relation("pause_storm_head_of_line", "consequence", "pfc_storm:rx", ("cable", "same_leaf", "job")),
+    # a storm received: the port is the victim; its pause ratio is the same storm measured in time
+    Relation("pause_storm_received", "root", "pfc_storm:rx"),
+)
+
+PAUSE_STORM_RECEIVED = Chain(
+    name="pause_storm_received",
+    argument=(
+        "A port that receives PFC pause frames without end is held by its peer: the switch queue toward "
+        "it cannot drain, or a storming device behind the switch holds that queue. The port is paused for "
+        "nearly all of the time, so the pause-ratio finding on the same port and priority is the same "
+        "storm measured as a share of time, not a second fault. The port itself is healthy; the fix is "
+        "where the pause comes from."
+    ),
+    source=(
+        "IEEE 802.1Qbb-2011 Priority-based Flow Control; "
+        + PFCWD
+        + "; Guo et al., 'RDMA over Commodity Ethernet at Scale', SIGCOMM 2016"
+    ),
+    action="find what pauses {entity}: its switch port's PFC watchdog, and the NIC behind that switch sending pause",
+    title="PFC pause storm received on {entity}: paused with {hosts}",
+    title_local="PFC pause storm received on {entity}",
+)
+
+PAUSE_STORM_HEAD_OF_LINE = Chain(
+    name="pause_storm_head_of_line",
+    argument=(
+        "A NIC whose receive pipeline stalls sends PFC pause frames without end. Its leaf stops sending to "
+        "it, the egress queue fills, and the leaf in turn pauses the ingress ports feeding that priority: "
+        "hosts sharing the leaf (and the collective waiting on the stalled NIC) are paused although they "
+        "are healthy, head-of-line blocking their flows."
+    ),
+    source=(
+        "IEEE 802.1Qbb-2011 Priority-based Flow Control; Guo et al., 'RDMA over Commodity Ethernet at "
+        "Scale', SIGCOMM 2016 (NIC PFC pause frame storm, head-of-line blocking); NVIDIA MLNX_OFED "
+        "documentation, 'Priority Flow Control (PFC)' (tx_pause_storm_warning_events/error_events)"
+    ),
+    action="isolate {entity}: take the NIC out of service, collect its firmware dump, reset or replace it",
+    title="PFC pause storm from {entity}: pause spread to {hosts}",
+    title_local="PFC pause storm from {entity}: no other host paused",
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="per-priority pause ≥ 99% of a window (captures: from packet timing, millisecond windows), NIC storm "
     "watchdogs, unbroken pause with collapsed traffic",
     detect=detect,
     scope="partition",
+    relations=RELATIONS,
+    chains=(PAUSE_STORM_HEAD_OF_LINE, PAUSE_STORM_RECEIVED),
+    root_order=3,
     defaults={
         # storm_ratio of at least window_s (or one sampling interval when longer); NIC watchdog
         # events; or pause of at least unbroken_ratio with no Xoff->Xon transition while the

@@ -33,6 +33,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
+from fabricscope.detect._relations import Relation
 from fabricscope.detect.bottleneck import network_ports
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import (
@@ -473,12 +474,23 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
+# a ring collective moves at its slowest hop: it slows with any fault on one of its ranks
+RELATIONS = (
+    Relation("link_loss_go_back_n", "consequence", "underperformance", ("same_port", "same_host", "job")),
+    Relation("pause_storm_head_of_line", "consequence", "underperformance", ("same_port", "same_host", "job")),
+    Relation("lossless_off_drops", "consequence", "underperformance", ("same_port", "same_host", "job")),
+    Relation("degraded_link_ring", "consequence", "underperformance", ("same_port", "same_host", "job")),
+    Relation("spine_credit_starvation", "consequence", "underperformance", ("same_port", "same_host", "job")),
+)
+
+
 SPEC = DetectorSpec(
     name=KIND,
     summary="perftest below 90% of port rate or over latency limits; nccl-tests busbw below 80% of what the "
     "log's topology should give; busy ports far below line rate",
     detect=detect,
     scope="fabric",
+    relations=RELATIONS,
     rates_needed=no_rates,
     defaults={
         # perftest: the largest message size of each run (if >= perftest_min_size_bytes, perftest's default

@@ -898,7 +898,15 @@ SCENARIOS: dict[str, Scenario] = {
                     "members": [{"kind": "packet_loss", "host": 1}],
                     # its ring predecessor on the same leaf resends what the cable corrupts
                     "optional": [{"kind": "link_errors", "host": 1}, {"kind": "packet_loss", "host": 0}],
-                }
+                },
+                {
+                    # the flap is a fault of its own: a second incident, on the other leaf, never merged
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "link_flap", "host": h - 1, "nic": 0, "peer": ("leaf", 1, 2)},
+                    "members": [],
+                    # its leaf neighbour waits for credits while the leaf's port toward it is down
+                    "optional": [{"kind": "ib_congestion", "host": h - 2}],
+                },
             ],
             prefix="coincident",
             formats=("sysfs-grep",),
