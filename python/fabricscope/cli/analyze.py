@@ -16,6 +16,7 @@ from fabricscope import __version__
 from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_host_alias_argument, add_limit_argument, host_aliases
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
+from fabricscope.engines.streaming import parse_memory
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, analysed_anything, document, exit_status
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
@@ -157,6 +158,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             limits=dict(args.limit),
             remote=replace(remote_options(args), progress=bar),
             host_aliases=host_aliases(args.host_alias),
+            memory=args.memory,
+            progress=True if args.progress else None,
         )
     except FabricscopeError as e:
         bar.close()
@@ -225,11 +228,19 @@ def add_parser(sub: Any) -> None:
     an.add_argument("--verbose", action="store_true", help="also list info findings (data quality) and every input")
     an.add_argument(
         "--engine",
-        choices=["local", "ray"],
+        choices=["local", "ray", "stream"],
         default="local",
         help="run partitioned by host in this process (default) or as Ray tasks (docs/scale.md)",
     )
     an.add_argument("--address", help="Ray cluster address for --engine ray (default: start a local Ray)")
+    an.add_argument(
+        "--memory",
+        type=parse_memory,
+        metavar="SIZE",
+        help="analyse in this memory budget (512M, 4G), spilling to a temporary directory; "
+        "--engine stream without it: a quarter of the machine (docs/scale.md)",
+    )
+    an.add_argument("--progress", action="store_true", help="progress bar with ETA on stderr (default: on a terminal)")
     an.add_argument("--since", help="analyse samples at or after this time (epoch seconds or ISO 8601)")
     an.add_argument("--until", help="analyse samples before this time (epoch seconds or ISO 8601)")
     an.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
