@@ -84,10 +84,7 @@ def parse_memory(text: str) -> int:
     s = text.strip().upper().removesuffix("IB").removesuffix("B")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     try:
-        if s and s[-1] in scale:
-            value = int(float(s[:-1]) * scale[s[-1]])
-        else:
-            value = int(float(s))
+        value = int(float(s[:-1]) * scale[s[-1]]) if s and s[-1] in scale else int(float(s))
     except ValueError:
         raise ValueError(f"not a memory size: {text!r} (expected e.g. 512M, 2G)") from None
     if value <= 0:
@@ -253,7 +250,9 @@ class StreamingEngine(Engine):
                 frames = [f for b in buckets for f in spill.take(b)]
                 samples_df = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0].rechunk()
                 del frames
-                attrs_df = all_attrs.filter(pl.col("host").is_in(hosts, nulls_equal=True)) if len(plan) > 1 else all_attrs
+                attrs_df = (
+                    all_attrs.filter(pl.col("host").is_in(hosts, nulls_equal=True)) if len(plan) > 1 else all_attrs
+                )
                 results.append(
                     analyze_partition(samples_df, attrs_df, whole_tables, config, profile, keep_detail=keep_detail)
                 )
@@ -312,4 +311,3 @@ def _size(unit: Unit) -> int:
         return max(1, Path(unit[0]).stat().st_size)
     except OSError:
         return 1
-
