@@ -139,6 +139,13 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
     return "\n".join(lines)
 
 
+def _memory_size(text: str) -> int:
+    try:
+        return parse_memory(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     bar = progress_bar()
     try:
@@ -235,7 +242,7 @@ def add_parser(sub: Any) -> None:
     an.add_argument("--address", help="Ray cluster address for --engine ray (default: start a local Ray)")
     an.add_argument(
         "--memory",
-        type=parse_memory,
+        type=_memory_size,
         metavar="SIZE",
         help="analyse in this memory budget (512M, 4G), spilling to a temporary directory; "
         "--engine stream without it: a quarter of the machine (docs/scale.md)",
