@@ -7,6 +7,7 @@ byte for byte, and peak memory is each child's own maximum resident set size.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -109,3 +110,19 @@ def test_streaming_peak_memory_stays_flat_when_the_input_grows_tenfold(tmp_path:
     in_memory = json.loads((tmp_path / "memory.json").read_text())
     assert streamed["findings"] == in_memory["findings"]
     assert sum(i["records"] for i in streamed["inputs"]) == 1_600_000
+
+
+def test_a_bad_memory_size_is_a_usage_error_naming_it() -> None:
+    out = subprocess.run(
+        [*_cmd(), "analyze", str(SAMPLES / "prometheus"), "--memory", "lots"], capture_output=True, text=True
+    )
+    assert out.returncode == 3  # the CLI's usage errors are UNKNOWN, as for every other argument
+    assert "argument --memory: not a memory size: 'lots' (expected e.g. 512M, 2G)" in out.stderr
+
+
+def test_the_stream_engine_without_a_budget_takes_a_quarter_of_the_machine() -> None:
+    from fabricscope.engines.streaming import StreamingEngine
+
+    pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert 0 < StreamingEngine().memory <= pages // 4
+    assert _json(str(SAMPLES / "prometheus"), "--engine", "stream") == _json(str(SAMPLES / "prometheus"))
