@@ -122,6 +122,8 @@ def run_analysis(
     keep_detail: bool | None = None,
     remote: RemoteOptions | None = None,
     host_aliases: Mapping[str, str] | None = None,
+    memory: int | None = None,
+    progress: bool | None = None,
 ) -> Analysis:
     """Read (unless given a frame), rate, and run every detector: the one analysis pipeline.
 
@@ -157,6 +159,9 @@ def run_analysis(
             pulled over ``since``/``until`` (default: the last hour).
         host_aliases: Explicit ``alias -> host`` names (``--host-alias``), over the FQDN/short-name
             join of :func:`fabricscope.entities.resolve`.
+        memory: A memory budget in bytes: analyse with the streaming engine
+            (:mod:`fabricscope.engines.streaming`), whose peak memory follows the budget, not the input.
+        progress: The streaming engine's progress bar on stderr (None: only on a terminal).
 
     Returns:
         An :class:`Analysis`.
@@ -196,7 +201,9 @@ def run_analysis(
         inputs = [{"path": "<frame>", "format": "frame", "records": data.height, "rejected": 0}]
     else:
         paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
-        ran = get_engine(engine or "local", address=address, partitions=partitions).run(
+        # A budget turns the local engine (the default) into the streaming one; Ray ignores it.
+        name = "stream" if memory is not None and engine in (None, "local") else (engine or "local")
+        ran = get_engine(name, address=address, partitions=partitions, memory=memory, progress=progress).run(
             paths,
             read=ReadOptions(
                 format=format,

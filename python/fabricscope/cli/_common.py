@@ -99,9 +99,10 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
     """``--engine`` and ``--address``: who runs the partitions (docs/scale.md)."""
     p.add_argument(
         "--engine",
-        choices=["local", "ray"],
+        choices=["local", "ray", "stream"],
         default="local",
-        help="run partitioned by host in this process (default) or as Ray tasks (docs/scale.md)",
+        help="run partitioned by host in this process (default), as Ray tasks, or streamed through "
+        "spill files in a memory budget (docs/scale.md)",
     )
     p.add_argument("--address", help="Ray cluster address for --engine ray (default: start a local Ray)")
 

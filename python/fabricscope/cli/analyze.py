@@ -17,6 +17,7 @@ from fabricscope._text_table import terminal_width, text_table
 from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis_options, cannot_analyse, status_notes
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
+from fabricscope.engines.streaming import parse_memory
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
@@ -136,11 +137,22 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
     return "\n".join(lines)
 
 
+def _memory_size(text: str) -> int:
+    try:
+        return parse_memory(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     bar = progress_bar()
     try:
         analysis = run_analysis(
-            args.inputs, **analysis_options(args), remote=replace(remote_options(args), progress=bar)
+            args.inputs,
+            **analysis_options(args),
+            remote=replace(remote_options(args), progress=bar),
+            memory=args.memory,
+            progress=True if args.progress else None,
         )
     except (FabricscopeError, OSError, ValueError) as e:
         bar.close()
@@ -191,5 +203,13 @@ def add_parser(sub: Any) -> None:
     )
     add_analysis_arguments(an)
     an.add_argument("--verbose", action="store_true", help="also list info findings (data quality) and every input")
+    an.add_argument(
+        "--memory",
+        type=_memory_size,
+        metavar="SIZE",
+        help="analyse in this memory budget (512M, 4G), spilling to a temporary directory; "
+        "--engine stream without it: a quarter of the machine (docs/scale.md)",
+    )
+    an.add_argument("--progress", action="store_true", help="progress bar with ETA on stderr (default: on a terminal)")
     add_remote_arguments(an)
     an.set_defaults(func=_cmd_analyze)

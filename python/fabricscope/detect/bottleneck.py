@@ -329,7 +329,11 @@ def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float)
             .alias("capacity_source"),
         )
     )
-    return wide
+    # A left join on a one-row frame (one host with one rated port) broadcasts its value as a
+    # constant column, and Polars divides by a constant as a multiplication by its reciprocal,
+    # which can differ from the division in the last bit: materialised, every ratio below is
+    # the same whichever hosts share the frame (the in-memory path and every partitioning).
+    return pl.from_arrow(wide.to_arrow())  # type: ignore[return-value]
 
 
 def network_ports(inp: AnalysisInput, window_s: float) -> pl.DataFrame:

@@ -45,6 +45,7 @@ from fabricscope.engines.base import (
 )
 from fabricscope.engines.local import LocalEngine
 from fabricscope.engines.ray import RayEngine
+from fabricscope.engines.streaming import StreamingEngine
 
 __all__ = [
     "FABRIC_WIDE",
@@ -55,6 +56,7 @@ __all__ = [
     "PartitionResult",
     "RayEngine",
     "ReadOptions",
+    "StreamingEngine",
     "analyze_partition",
     "analyze_tables",
     "fabric_wide",
@@ -66,13 +68,22 @@ __all__ = [
 ]
 
 
-def get_engine(name: str, *, address: str | None = None, partitions: int | None = None) -> Engine:
-    """The engine called ``name`` (``local`` or ``ray``).
+def get_engine(
+    name: str,
+    *,
+    address: str | None = None,
+    partitions: int | None = None,
+    memory: int | None = None,
+    progress: bool | None = None,
+) -> Engine:
+    """The engine called ``name`` (``local``, ``ray`` or ``stream``).
 
     Args:
         name: Engine name.
         address: Ray cluster address (``auto``, ``ray://head:10001``); None starts a local Ray.
         partitions: Number of host partitions (default: per engine).
+        memory: Memory budget in bytes of the ``stream`` engine (default: a quarter of the machine).
+        progress: The ``stream`` engine's progress bar on stderr (None: only on a terminal).
 
     Returns:
         An :class:`Engine`.
@@ -89,4 +100,6 @@ def get_engine(name: str, *, address: str | None = None, partitions: int | None 
         return LocalEngine(partitions=partitions)
     if name == "ray":
         return RayEngine(address=address, partitions=partitions)
-    raise ValueError(f"unknown engine {name!r}: expected 'local' or 'ray'")
+    if name == "stream":
+        return StreamingEngine(memory=memory, progress=progress)
+    raise ValueError(f"unknown engine {name!r}: expected 'local', 'ray' or 'stream'")

@@ -1,0 +1,313 @@
+"""The streaming engine: inputs larger than memory, analysed one host partition at a time.
+
+The local engine keeps every sample once in memory; this one keeps at most a memory budget. It
+reads the work units one at a time (each streamed by the Rust scanner in bounded batches,
+filtered as it arrives), routes every row to one of ``buckets`` host buckets by the stable hash
+of :func:`fabricscope.engines.partition_of`, and spills the buckets to compressed Arrow IPC files
+in a temporary directory whenever the buffered rows exceed a share of the budget. It then groups
+the buckets, in bucket order, into partitions whose rows fit the budget, and analyses the
+partitions one after the other, each read back from its spill files, with exactly the
+per-partition and fabric-wide steps of every engine. Because a host's series never leave its
+bucket, every partition holds whole hosts, and the findings are those of the in-memory analysis to
+the bit (the same property the local engine's partitions rely on; ``docs/scale.md``).
+
+Why hosts rather than time chunks: every per-partition detector judges a port's series from start
+to end (resets, gaps, windows, baselines), so cutting in time would need each detector to merge
+partial results; cutting by host needs none of that, and the spill files are written once and read
+once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import polars as pl
+
+from fabricscope.engines.base import (
+    Engine,
+    EngineResult,
+    Filters,
+    PartitionResult,
+    ReadOptions,
+    analyze_partition,
+    merge_tables,
+    partition_of,
+    reduce_results,
+    split_by_partition,
+)
+from fabricscope.engines.units import Unit, read_units, work_units
+from fabricscope.io import InputReport, empty_attributes
+from fabricscope.profiles import Profile
+
+__all__ = ["StreamingEngine", "default_memory", "parse_memory"]
+
+WORKING_SET_FACTOR = 8
+"""Bytes a partition's analysis holds per byte of its samples (the samples, their rates and the
+detectors' frames), measured on sample traces and bench inputs; the partition size is the budget
+divided by this."""
+
+SPILL_SHARE = 4
+"""The read buffer is flushed to disk when it holds more than the budget divided by this."""
+
+
+def default_memory() -> int:
+    """A quarter of this machine's memory (or of the cgroup limit when lower), in bytes."""
+    total = 0
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(total, int(limit))
+    except OSError:
+        pass
+    return max(64 << 20, total // 4)
+
+
+def parse_memory(text: str) -> int:
+    """A memory size such as ``2G``, ``512M``, ``1.5GiB`` or a byte count, in bytes.
+
+    Example:
+        >>> from fabricscope.engines.streaming import parse_memory
+        >>> parse_memory("512M"), parse_memory("2G"), parse_memory("1000")
+        (536870912, 2147483648, 1000)
+    """
+    s = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    try:
+        value = int(float(s[:-1]) * scale[s[-1]]) if s and s[-1] in scale else int(float(s))
+    except ValueError:
+        raise ValueError(f"not a memory size: {text!r} (expected e.g. 512M, 2G)") from None
+    if value <= 0:
+        raise ValueError(f"memory size must be positive: {text!r}")
+    return value
+
+
+class _Progress:
+    """A one-line progress bar with an ETA on stderr (only when asked, or stderr is a terminal)."""
+
+    def __init__(self, enabled: bool | None, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.t0 = time.monotonic()
+        self.last = 0.0
+
+    def update(self, step: str, done: float, total: float) -> None:
+        if not self.enabled or total <= 0:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.5 and done < total:
+            return
+        self.last = now
+        frac = min(1.0, done / total)
+        spent = now - self.t0
+        eta = f"{spent / frac - spent:5.0f} s left" if frac > 0 else "  ? s left"
+        bar = "#" * int(frac * 30)
+        print(f"\r{step:<9} [{bar:<30}] {frac:6.1%} {eta}", end="", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.enabled:
+            print(file=self.stream, flush=True)
+
+
+class _Spill:
+    """Per-bucket buffers of sample rows, flushed to compressed Arrow IPC files."""
+
+    def __init__(self, root: Path, buckets: int, flush_bytes: int) -> None:
+        self.root = root
+        self.buckets = buckets
+        self.flush_bytes = flush_bytes
+        self.pending: dict[int, list[pl.DataFrame]] = {}
+        self.pending_bytes = 0
+        self.files: dict[int, list[Path]] = {}
+        self.rows: dict[int, int] = {}
+        self.hosts: dict[int, set[str | None]] = {}
+        self.sample_bytes = 0
+
+    def add(self, frame: pl.DataFrame) -> None:
+        for b, part in split_by_partition(frame, self.buckets).items():
+            self.pending.setdefault(b, []).append(part)
+            self.rows[b] = self.rows.get(b, 0) + part.height
+            self.hosts.setdefault(b, set()).update(part["host"].unique().cast(pl.String).to_list())
+            size = part.estimated_size()
+            self.pending_bytes += size
+            self.sample_bytes += size
+        if self.pending_bytes > self.flush_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        for b, parts in self.pending.items():
+            files = self.files.setdefault(b, [])
+            path = self.root / f"bucket-{b:05d}-{len(files):06d}.arrow"
+            pl.concat(parts, how="vertical").write_ipc(path, compression="lz4")
+            files.append(path)
+        self.pending.clear()
+        self.pending_bytes = 0
+
+    def take(self, bucket: int) -> list[pl.DataFrame]:
+        """The bucket's rows in read order (its spill files, then what is still buffered); files deleted."""
+        frames = []
+        for path in self.files.pop(bucket, []):
+            frames.append(pl.read_ipc(path))
+            path.unlink()
+        frames.extend(self.pending.pop(bucket, []))
+        return frames
+
+
+class StreamingEngine(Engine):
+    """Analysis in a memory budget: spill by host bucket, then one partition at a time.
+
+    Args:
+        memory: The budget in bytes (default :func:`default_memory`). The partition size and the
+            read buffer follow from it; a single host's samples, the largest single input's parsed
+            samples, the gauges and the rate rows the fabric-wide detectors read are held whole
+            (``docs/scale.md``, "Bounded memory").
+        buckets: Host buckets the rows are spilled into (the finest partitioning possible).
+        batch_rows: Rows per parsed batch.
+        spill_dir: Where the spill files go (default: the system's temporary directory); they are
+            deleted at the end of the run.
+        progress: Show a progress bar with an ETA on stderr (None: only when stderr is a terminal).
+
+    Example:
+        >>> from fabricscope.config import load_config
+        >>> from fabricscope.engines import Filters, ReadOptions
+        >>> from fabricscope.engines.streaming import StreamingEngine
+        >>> res = StreamingEngine(memory=256 << 20).run(["sample_traces/prometheus"], read=ReadOptions(),
+        ...     filters=Filters(), config=load_config(None), profile=None)
+        >>> res.findings.filter(res.findings["kind"] == "link_errors").height > 0
+        True
+    """
+
+    name = "stream"
+
+    def __init__(
+        self,
+        memory: int | None = None,
+        buckets: int = 256,
+        batch_rows: int = 1 << 18,
+        spill_dir: str | os.PathLike[str] | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        if buckets < 1:
+            raise ValueError("buckets must be at least 1")
+        self.memory = memory or default_memory()
+        self.buckets = buckets
+        self.batch_rows = batch_rows
+        self.spill_dir = spill_dir
+        self.progress = progress
+
+    def run(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        read: ReadOptions,
+        filters: Filters,
+        config: dict[str, Any],
+        profile: Profile | None,
+        keep_detail: bool = False,
+    ) -> EngineResult:
+        """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
+        t0 = time.perf_counter()
+        bar = _Progress(self.progress)
+        units = work_units(paths, read.format, filters)
+        sizes = [_size(u) for u in units]
+        root = Path(tempfile.mkdtemp(prefix="fabricscope-spill-", dir=self.spill_dir))
+        try:
+            spill = _Spill(root, self.buckets, self.memory // SPILL_SHARE)
+            reports: list[InputReport] = []
+            table_parts: list[dict[str, pl.DataFrame]] = []
+            attr_frames: list[pl.DataFrame] = []
+            done = 0
+            for unit, size in zip(units, sizes, strict=True):
+                # One unit at a time: its batches are spilled before the next unit is parsed.
+                unit_reports, unit_tables, samples, attrs = read_units([unit], read, filters, 1, self.batch_rows)
+                reports.extend(unit_reports)
+                table_parts.append(unit_tables)
+                attr_frames.extend(a for a in attrs[0] if a.height)
+                for frame in samples[0]:
+                    spill.add(frame)
+                del samples
+                done += size
+                bar.update("reading", done, sum(sizes))
+            whole_tables = merge_tables(table_parts)
+            all_attrs = pl.concat(attr_frames, how="vertical_relaxed") if attr_frames else empty_attributes()
+            t1 = time.perf_counter()
+
+            plan = self._plan(spill, all_attrs)
+            results: list[PartitionResult] = []
+            total_rows = sum(spill.rows.values()) or 1
+            analysed = 0
+            for buckets, hosts in plan:
+                frames = [f for b in buckets for f in spill.take(b)]
+                samples_df = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0].rechunk()
+                del frames
+                attrs_df = (
+                    all_attrs.filter(pl.col("host").is_in(hosts, nulls_equal=True)) if len(plan) > 1 else all_attrs
+                )
+                results.append(
+                    analyze_partition(samples_df, attrs_df, whole_tables, config, profile, keep_detail=keep_detail)
+                )
+                analysed += samples_df.height
+                del samples_df
+                bar.update("analysing", analysed, total_rows)
+            bar.close()
+            return reduce_results(
+                results,
+                tables=whole_tables,
+                config=config,
+                profile=profile,
+                reports=reports,
+                seconds={"read": t1 - t0, "partitions": time.perf_counter() - t1},
+                sample_bytes=spill.sample_bytes,
+                keep_detail=keep_detail,
+            )
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _plan(self, spill: _Spill, attributes: pl.DataFrame) -> list[tuple[list[int], list[str | None]]]:
+        """Partitions as (buckets, hosts): consecutive buckets whose rows fit the budget.
+
+        Hosts with attributes but no samples join the partition of their bucket, or the last one
+        when their bucket has no samples, so that every attribute read reaches the detectors.
+        """
+        keys = sorted(spill.rows)
+        if not keys:
+            return []
+        bytes_per_row = spill.sample_bytes / max(1, sum(spill.rows.values()))
+        target = max(1, int(self.memory / WORKING_SET_FACTOR / max(bytes_per_row, 1.0)))
+        groups: list[list[int]] = [[]]
+        acc = 0
+        for b in keys:
+            if groups[-1] and acc + spill.rows[b] > target:
+                groups.append([])
+                acc = 0
+            groups[-1].append(b)
+            acc += spill.rows[b]
+        group_of = {b: i for i, g in enumerate(groups) for b in g}
+        hosts: list[list[str | None]] = [sorted_hosts({h for b in g for h in spill.hosts[b]}) for g in groups]
+        known = {h for hs in hosts for h in hs}
+        extra = attributes["host"].unique().cast(pl.String).to_list() if attributes.height else []
+        for h in sorted((h for h in extra if h not in known), key=lambda h: (h is None, h or "")):
+            hosts[group_of.get(partition_of(h, self.buckets), len(groups) - 1)].append(h)
+        return list(zip(groups, hosts, strict=True))
+
+
+def sorted_hosts(hosts: set[str | None]) -> list[str | None]:
+    """Host names in a stable order (None last)."""
+    return sorted(hosts, key=lambda h: (h is None, h or ""))
+
+
+def _size(unit: Unit) -> int:
+    try:
+        return max(1, Path(unit[0]).stat().st_size)
+    except OSError:
+        return 1

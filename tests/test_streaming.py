@@ -1,0 +1,128 @@
+"""The streaming engine (``analyze --memory``): the in-memory path's findings in a bounded memory.
+
+Both tests go through the ``fabricscope`` CLI in subprocesses: the findings documents are compared
+byte for byte, and peak memory is each child's own maximum resident set size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_traces"
+TRACE_DIRS = sorted(
+    [p for p in SAMPLES.iterdir() if p.is_dir() and p.name != "scenarios"]
+    + [p for p in (SAMPLES / "scenarios").iterdir() if p.is_dir()]
+)
+
+
+def _cmd() -> list[str]:
+    exe = Path(sys.executable).parent / "fabricscope"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
+
+
+def _json(*args: str) -> str:
+    out = subprocess.run([*_cmd(), "analyze", *args, "--json", "-"], capture_output=True, text=True, timeout=300)
+    assert out.returncode in (0, 1, 2), out.stderr
+    return out.stdout
+
+
+def test_every_sample_trace_is_covered() -> None:
+    assert len(TRACE_DIRS) == 34
+    assert {"prometheus", "sysfs", "chain-bad-cable", "pfc-storm"} <= {p.name for p in TRACE_DIRS}
+
+
+@pytest.mark.parametrize("trace", TRACE_DIRS, ids=lambda p: p.name)
+def test_streaming_findings_equal_the_in_memory_findings(trace: Path) -> None:
+    # A 1 KiB budget puts every host bucket in a partition of its own: the finest split there is.
+    in_memory = _json(str(trace))
+    streamed = _json(str(trace), "--memory", "1K")
+    assert json.loads(in_memory)["findings"], f"{trace.name} has findings to compare"
+    assert streamed == in_memory
+
+
+# One Prometheus text file per 100 hosts: 8 HCAs x 4 data counters, 20 scrapes 15 s apart.
+GENERATE = textwrap.dedent(
+    """
+    import os, sys
+    root, hosts = sys.argv[1], int(sys.argv[2])
+    os.makedirs(root)
+    names = ["node_infiniband_port_data_received_bytes_total", "node_infiniband_port_data_transmitted_bytes_total",
+             "node_infiniband_port_packets_received_total", "node_infiniband_port_packets_transmitted_total"]
+    for first in range(0, hosts, 100):
+        with open(os.path.join(root, f"hosts-{first:05d}.prom"), "w") as f:
+            for s in range(20):
+                ts = 1_764_686_822_000 + s * 15_000
+                f.writelines(
+                    f'{n}{{device="mlx5_{d}",instance="gpu{h:05d}:9100",port="1"}} '
+                    f'{(s + 1) * (1000 + h + d + i) * 4096} {ts}\\n'
+                    for h in range(first, min(hosts, first + 100)) for d in range(8) for i, n in enumerate(names)
+                )
+    """
+)
+
+# Runs the CLI in a child and prints that child's peak RSS (the only child of this process).
+MEASURE = textwrap.dedent(
+    """
+    import resource, subprocess, sys
+    out = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+    if out.returncode not in (0, 1, 2):
+        sys.exit(out.stderr)
+    print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+    """
+)
+
+
+def _peak_mib(*args: str) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, *_cmd(), "analyze", *args], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.strip())
+
+
+def test_streaming_peak_memory_stays_flat_when_the_input_grows_tenfold(tmp_path: Path) -> None:
+    small, large = tmp_path / "small", tmp_path / "large"
+    for root, hosts in ((small, 250), (large, 2500)):  # 160,000 and 1,600,000 samples
+        subprocess.run([sys.executable, "-c", GENERATE, str(root), str(hosts)], check=True, timeout=300)
+    budget = "32M"
+    stream_small = _peak_mib(str(small), "--json", str(tmp_path / "s.json"), "--memory", budget)
+    stream_large = _peak_mib(str(large), "--json", str(tmp_path / "stream.json"), "--memory", budget)
+    in_memory_small = _peak_mib(str(small), "--json", str(tmp_path / "m.json"))
+    in_memory_large = _peak_mib(str(large), "--json", str(tmp_path / "memory.json"))
+    print(
+        f"\npeak RSS MiB, 10x input: stream {stream_small} -> {stream_large}, "
+        f"in memory {in_memory_small} -> {in_memory_large}"
+    )
+    # The in-memory path grows with the samples; the streaming one only with what every run keeps
+    # per host (its findings, the findings document), a small fraction of that: here it stays
+    # under a quarter of the in-memory growth, and the in-memory path exceeds it by 150 MiB or more.
+    assert stream_large - stream_small < (in_memory_large - in_memory_small) / 4
+    assert in_memory_large > stream_large + 150
+    streamed = json.loads((tmp_path / "stream.json").read_text())
+    in_memory = json.loads((tmp_path / "memory.json").read_text())
+    assert streamed["findings"] == in_memory["findings"]
+    assert sum(i["records"] for i in streamed["inputs"]) == 1_600_000
+
+
+def test_a_bad_memory_size_is_a_usage_error_naming_it() -> None:
+    out = subprocess.run(
+        [*_cmd(), "analyze", str(SAMPLES / "prometheus"), "--memory", "lots"], capture_output=True, text=True
+    )
+    assert out.returncode == 3  # the CLI's usage errors are UNKNOWN, as for every other argument
+    assert "argument --memory: not a memory size: 'lots' (expected e.g. 512M, 2G)" in out.stderr
+
+
+def test_the_stream_engine_without_a_budget_takes_a_quarter_of_the_machine() -> None:
+    from fabricscope.engines.streaming import StreamingEngine
+
+    pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert 0 < StreamingEngine().memory <= pages // 4
+    assert _json(str(SAMPLES / "prometheus"), "--engine", "stream") == _json(str(SAMPLES / "prometheus"))
