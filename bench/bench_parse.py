@@ -131,6 +131,37 @@ def generate(path: Path, target_bytes: int, spelling: str) -> tuple[int, int]:
     return written, samples
 
 
+def generate_single_scrape(path: Path, hosts: int) -> tuple[int, int]:
+    """One scrape of ``hosts`` hosts x 8 HCAs x the 12 families, Go ``%g`` values: every series once.
+
+    This is what a file holds when each file is one ``/federate`` or exporter scrape (``curl
+    host:9090/federate > t.prom`` every interval, or the Prometheus textfile/pushgateway dump of
+    one moment): Prometheus writes every series of the match once, grouped by family, sorted by
+    label set. The parser sees each ``name{labels}`` text exactly once, so nothing it caches per
+    series is ever reused.
+    """
+    rng = random.Random(4792)
+    ts = 1_796_200_000_000
+    samples = 0
+    written = 0
+    with path.open("w") as f:
+        for fam, model in FAMILIES:
+            ib = fam.startswith("node_infiniband")
+            parts = [f"# TYPE {fam} counter\n"]
+            for h in range(hosts):
+                inst = f"gpu{h:05d}.cluster.local:9100"
+                for d in range(8):
+                    dev = f"mlx5_{d}" if ib else f"eth{d}"
+                    port = ',port="1"' if ib else ""
+                    text = go_format_g(float(counter_value(rng, model)))
+                    parts.append(f'{fam}{{device="{dev}",instance="{inst}",job="node"{port}}} {text} {ts}\n')
+                    samples += 1
+            chunk = "".join(parts)
+            f.write(chunk)
+            written += len(chunk)
+    return written, samples
+
+
 def median_time(fn, repeat: int) -> tuple[float, float]:
     """Median wall seconds and median CPU seconds (all threads of this process) of fn()."""
     wall, cpu = [], []
