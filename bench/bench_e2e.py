@@ -112,6 +112,51 @@ def _generate(root: Path, samples: int, files: int) -> tuple[Path, int, float]:
     return d, int(res["bytes"]), float(res["seconds"])
 
 
+SPLIT_SCRAPES = r"""
+import json, sys
+from pathlib import Path
+from fabricscope.simulate.scale import write_scale
+# One file per scrape: each holds every series once (the cardinality shape).
+src, out = Path(sys.argv[1]), Path(sys.argv[2])
+res = write_scale(src, ports=int(sys.argv[3]), counters=int(sys.argv[4]), readings=int(sys.argv[5]), files=1)
+out.mkdir(parents=True)
+handles, family = {}, {}
+for f in sorted((src / "prometheus").iterdir()):
+    with f.open() as lines:
+        for line in lines:
+            if line.startswith("#"):
+                type_line = line
+                continue
+            ts = line[line.rfind(" ") + 1 :].strip()
+            h = handles.get(ts)
+            if h is None:
+                h = handles[ts] = (out / f"scrape-{ts}.prom").open("w")
+            if family.get(ts) is not type_line:
+                family[ts] = type_line
+                h.write(type_line)
+            h.write(line)
+for h in handles.values():
+    h.close()
+print(json.dumps({"bytes": sum(p.stat().st_size for p in out.iterdir()), "seconds": res["seconds"]}))
+"""
+
+
+def _generate_scrapes(root: Path, series: int, scrapes: int) -> tuple[Path, int, float]:
+    """``series`` series (8 HCA ports x 12 counters per host) as ``scrapes`` files of one scrape each."""
+    d = root / f"e2e-cardinality-{series:.0e}"
+    for x in (d, root / "cardinality-src"):
+        if x.exists():
+            shutil.rmtree(x)
+    ports = max(8, series // COUNTERS)
+    args = [str(root / "cardinality-src"), str(d), str(ports), str(COUNTERS), str(scrapes)]
+    out = subprocess.run([sys.executable, "-c", SPLIT_SCRAPES, *args], capture_output=True, text=True, check=False)
+    shutil.rmtree(root / "cardinality-src", ignore_errors=True)
+    if out.returncode != 0:
+        raise SystemExit(f"generator failed ({out.returncode}):\n{out.stderr[-4000:]}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    return d, int(res["bytes"]), float(res["seconds"])
+
+
 def _child(code: str, path: Path, *args: str, python_path: str | None = None) -> tuple[dict, float]:
     env = dict(os.environ)
     if python_path:
@@ -140,6 +185,13 @@ def main() -> None:
     ap.add_argument(
         "--workers", type=int, default=0, help="partitions analysed at once (default: the engine's, one per core)"
     )
+    ap.add_argument(
+        "--cardinality",
+        type=float,
+        default=0,
+        metavar="SERIES",
+        help="also run SERIES series (e.g. 1e6) as 10 files of one scrape each, every series once per file",
+    )
     args = ap.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     root = Path(args.workdir)
@@ -149,8 +201,13 @@ def main() -> None:
         f"load average at start {_load()}"
     )
     results = []
-    for i, n in enumerate(sizes):
-        d, nbytes, gen_s = _generate(root, n, args.files)
+    jobs = [("repeated", n) for n in sizes] + ([("cardinality", int(args.cardinality))] if args.cardinality else [])
+    for i, (shape, n) in enumerate(jobs):
+        if shape == "cardinality":
+            d, nbytes, gen_s = _generate_scrapes(root, n, 10)
+            n *= 10
+        else:
+            d, nbytes, gen_s = _generate(root, n, args.files)
         print(f"generated {n:.0e} samples: {nbytes / 1e6:,.0f} MB in {gen_s:.1f} s; load {_load()}", flush=True)
         runs = [("after", None)]
         if args.before:
@@ -159,9 +216,10 @@ def main() -> None:
         for label, python_path in runs:
             r, wall = _child(CHILD, d, str(args.workers), python_path=python_path)
             r.update(size=n, wall_s=wall, input_mb=nbytes / 1e6, load=_load(), label=label if args.before else "")
+            r["shape"] = shape
             results.append(r)
             print(json.dumps(r), flush=True)
-        if i == 0 and not args.no_baseline:
+        if i == 0 and not args.no_baseline and shape == "repeated":
             b, bwall = _child(BASELINE, d)
             b.update(size=n, wall_s=bwall, input_mb=nbytes / 1e6, load=_load(), baseline=True)
             results.append(b)
@@ -185,6 +243,8 @@ def main() -> None:
         s = r["seconds"]
         arrow = r["sample_bytes"] / 2**20
         name = "fabricscope analyze (local engine)" + (f", {r['label']}" if r.get("label") else "")
+        if r.get("shape") == "cardinality":
+            name += f", cardinality: {r['rows'] // 10:,} series x 10 single-scrape files"
         print(
             f"| {name} | {r['rows']:,} | {r['input_mb']:,.0f} | {r['wall_s']:.2f} | "
             f"{r['rows'] / r['wall_s'] / 1e6:.2f} M | {r['import_s']:.2f} | {s['read']:.2f} | {s['partitions']:.2f} | "

@@ -12,6 +12,11 @@ labels, ms timestamps), in two value spellings:
   the shortest round-trip digits, in exponent form once the decimal exponent is < -4 or >= 6
   (``1.8527668e+07``, ``5e+10``, ``123456``, ``0``). Counter magnitudes follow a busy fabric:
   byte counters 1e7..1e14, packet counters 1e6..1e11, error counters mostly 0 or small.
+* ``single``: one scrape of ``--single-hosts`` hosts (default 8,000) x 8 HCAs x the same 12
+  families, Go ``%g`` values (about 104 MB, 768,000 samples): what a file holds when each file is one
+  ``/federate`` or exporter scrape. Every ``name{labels}`` text occurs once, so the per-series cost
+  (resolving labels, interning the host, the attribute of the ``job`` label) is paid on every line;
+  its ratio to the ``g`` row of the same run is the per-series overhead.
 * ``int``: the same families with plain integer values (``18527668``), which exporters do not
   write; kept as a second, labelled row because the reader takes a separate exact-integer path.
 
@@ -131,6 +136,37 @@ def generate(path: Path, target_bytes: int, spelling: str) -> tuple[int, int]:
     return written, samples
 
 
+def generate_single_scrape(path: Path, hosts: int) -> tuple[int, int]:
+    """One scrape of ``hosts`` hosts x 8 HCAs x the 12 families, Go ``%g`` values: every series once.
+
+    This is what a file holds when each file is one ``/federate`` or exporter scrape (``curl
+    host:9090/federate > t.prom`` every interval, or the Prometheus textfile/pushgateway dump of
+    one moment): Prometheus writes every series of the match once, grouped by family, sorted by
+    label set. The parser sees each ``name{labels}`` text exactly once, so nothing it caches per
+    series is ever reused.
+    """
+    rng = random.Random(4792)
+    ts = 1_796_200_000_000
+    samples = 0
+    written = 0
+    with path.open("w") as f:
+        for fam, model in FAMILIES:
+            ib = fam.startswith("node_infiniband")
+            parts = [f"# TYPE {fam} counter\n"]
+            for h in range(hosts):
+                inst = f"gpu{h:05d}.cluster.local:9100"
+                for d in range(8):
+                    dev = f"mlx5_{d}" if ib else f"eth{d}"
+                    port = ',port="1"' if ib else ""
+                    text = go_format_g(float(counter_value(rng, model)))
+                    parts.append(f'{fam}{{device="{dev}",instance="{inst}",job="node"{port}}} {text} {ts}\n')
+                    samples += 1
+            chunk = "".join(parts)
+            f.write(chunk)
+            written += len(chunk)
+    return written, samples
+
+
 def median_time(fn, repeat: int) -> tuple[float, float]:
     """Median wall seconds and median CPU seconds (all threads of this process) of fn()."""
     wall, cpu = [], []
@@ -147,11 +183,23 @@ def measure(spelling: str, args: argparse.Namespace) -> list[str]:
     import fabricscope
     from prometheus_client.parser import text_string_to_metric_families
 
-    label = {"g": "Go `%g` values (as exporters write)", "int": "integer values (not what exporters write)"}[spelling]
-    path = DATA / f"federate-{spelling}-{args.mb}mb.prom"
+    label = {
+        "g": "Go `%g` values (as exporters write), repeated series (many scrapes per file)",
+        "int": "integer values (not what exporters write)",
+        "single": f"Go `%g` values, one scrape of {args.single_hosts:,} hosts x 8 HCAs (every series new)",
+    }[spelling]
+    name = (
+        f"federate-single-{args.single_hosts}hosts.prom"
+        if spelling == "single"
+        else f"federate-{spelling}-{args.mb}mb.prom"
+    )
+    path = DATA / name
     if not path.exists():
         print(f"generating {path} ...", file=sys.stderr)
-        generate(path, args.mb * 1_000_000, spelling)
+        if spelling == "single":
+            generate_single_scrape(path, args.single_hosts)
+        else:
+            generate(path, args.mb * 1_000_000, spelling)
     size = path.stat().st_size
     raw = path.read_bytes()
     half = raw.rfind(b"\n# TYPE", 0, len(raw) // 2) + 1
@@ -202,7 +250,12 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline-mb", type=int, default=8, help="prefix size parsed by prometheus_client")
-    ap.add_argument("--inputs", default="g,int", help="value spellings to measure: g (Go %%g), int")
+    ap.add_argument(
+        "--inputs",
+        default="g,single,int",
+        help="inputs to measure: g (Go %%g, repeated series), single (one scrape, every series new), int",
+    )
+    ap.add_argument("--single-hosts", type=int, default=8000, help="hosts of the single-scrape input")
     args = ap.parse_args()
 
     import fabricscope

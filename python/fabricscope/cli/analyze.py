@@ -17,6 +17,7 @@ from fabricscope._text_table import terminal_width, text_table
 from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis_options, cannot_analyse, status_notes
 from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
+from fabricscope.cli.summary import MAX_LISTED, fabric_summary
 from fabricscope.engines.streaming import parse_memory
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document
@@ -83,6 +84,11 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
     # findings an incident holds were listed under it: the table has the standalone ones
     findings = findings.filter(standalone_mask(findings, incidents)) if incidents else findings
     shown = findings if verbose else findings.filter(pl.col("severity") != "info")
+    if shown.height > MAX_LISTED and not verbose:
+        # thousands of ports with the same finding: one line per kind, every finding in --json
+        lines += ["", f"fabric summary ({shown.height:,} findings; each one with --verbose or --json):"]
+        lines += [f"  {line}" for line in fabric_summary(shown)]
+        shown = shown.clear()
     if shown.height:
         rows = []
         for r in shown.iter_rows(named=True):
@@ -105,11 +111,11 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
         right = [False] * 4 + [True, False, False]
         lines += ["", *(["standalone findings:"] if incidents else [])]
         lines.append(text_table(header, rows, width=width, align_right=right, wrap=[False] * 6 + [True]))
-    hidden = findings.height - shown.height
-    if hidden:
+    if not verbose and (findings["severity"] == "info").any():
         lines.append("")
-        kinds = ", ".join(sorted(set(findings.filter(pl.col("severity") == "info")["kind"].to_list())))
-        lines.append(f"{hidden} info finding(s) hidden ({kinds}); show them with --verbose or --json")
+        info = findings.filter(pl.col("severity") == "info")
+        lines.append(f"{info.height:,} info finding(s) not listed; each one with --verbose or --json:")
+        lines += [f"  {line}" for line in fabric_summary(info)]
     if analysis.conflicts:
         # names two inputs map differently are left as read: say so, and how to settle them
         lines += ["", "names not joined (ambiguous; settle with --host-alias ALIAS=HOST):"]
