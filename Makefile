@@ -47,7 +47,7 @@ test-rust:
 	cargo test --workspace --locked --profile $(PROFILE)
 
 test-python: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 test: test-rust test-python
 

@@ -483,7 +483,7 @@ def test_upload_source_without_an_upload_falls_back_to_the_root() -> None:
 def test_upload_directories_are_removed_when_the_server_process_exits(tmp_path: Path) -> None:
     # The server process saves uploads, then exits (as streamlit does on SIGTERM or Ctrl-C).
     code = (
-        "import sources\n"
+        "import allowed_sources\n"
         "class F:\n"
         "    name, size = 'x.prom', 2\n"
         "    def getbuffer(self): return b'x\\n'\n"

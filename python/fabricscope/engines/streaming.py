@@ -112,11 +112,13 @@ class _Progress:
         spent = now - self.t0
         eta = f"{spent / frac - spent:5.0f} s left" if frac > 0 else "  ? s left"
         bar = "#" * int(frac * 30)
-        print(f"\r{step:<9} [{bar:<30}] {frac:6.1%} {eta}", end="", file=self.stream, flush=True)
+        self.stream.write(f"\r{step:<9} [{bar:<30}] {frac:6.1%} {eta}")
+        self.stream.flush()
 
     def close(self) -> None:
         if self.enabled:
-            print(file=self.stream, flush=True)
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 class _Spill:
