@@ -14,9 +14,12 @@ from fabricscope.cli import main
 
 
 def test_parse_writes_parquet_and_summary(
-    tmp_path: Path, samples_dir: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, samples_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import fabricscope
+
+    # The table fits the terminal; a test worker's terminal may be narrow (pytest-xdist): pin it.
+    monkeypatch.setenv("COLUMNS", "160")
 
     out = tmp_path / "o" / "samples.parquet"
     assert main(["parse", str(samples_dir), "-o", str(out), "-q"]) == 0
