@@ -535,6 +535,14 @@ def _incidents_html(incidents: Sequence[Incident]) -> list[str]:
     out = [f"<h2>Incidents ({len(incidents)})</h2>"]
     for i in incidents:
         r = i.root
+        if not i.consequences:
+            # A fault with no consequence: one line (its finding is in the tables below), so the
+            # first screen still reaches the worst findings.
+            out.append(
+                f"<div class='incident {e(i.severity)}'><b>{e(i.severity.upper())}</b> {e(i.title)}. "
+                f"<span class='action'>Action: {e(i.action)}</span> ({e(_fmt(i.start))} .. {e(_fmt(i.end))})</div>"
+            )
+            continue
         out.append(
             f"<div class='incident {e(i.severity)}'><b>{e(i.severity.upper())}</b> {e(i.title)}"
             f"<p class='action'>Action: {e(i.action)}</p>"
