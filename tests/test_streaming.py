@@ -126,3 +126,18 @@ def test_the_stream_engine_without_a_budget_takes_a_quarter_of_the_machine() -> 
     pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert 0 < StreamingEngine().memory <= pages // 4
     assert _json(str(SAMPLES / "prometheus"), "--engine", "stream") == _json(str(SAMPLES / "prometheus"))
+
+
+def test_the_progress_bar_shows_reading_then_analysing_to_the_end() -> None:
+    out = subprocess.run(
+        [*_cmd(), "analyze", str(SAMPLES / "prometheus"), "--memory", "1K", "--progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode in (0, 1, 2), out.stderr
+    lines = [seg for seg in out.stderr.replace("\n", "\r").split("\r") if seg.startswith(("reading", "analysing"))]
+    assert lines[0].startswith("reading ") and lines[-1].startswith("analysing ")
+    assert "100.0%" in lines[-1] and "s left" not in lines[-1]
+    # Reading reaches 100% before the analysis starts.
+    assert any(seg.startswith("reading") and "100.0%" in seg for seg in lines)

@@ -16,13 +16,14 @@ from fabricscope import __version__, _atomic
 from fabricscope._text_table import terminal_width, text_table
 from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis_options, cannot_analyse, status_notes
-from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
+from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.cli.summary import MAX_LISTED, fabric_summary
 from fabricscope.engines.streaming import parse_memory
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
 from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
+from fabricscope.progress import ProgressBar
 
 _EPILOG_ANALYZE = """\
 examples:
@@ -151,12 +152,12 @@ def _memory_size(text: str) -> int:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    bar = progress_bar()
+    bar = ProgressBar()
     try:
         analysis = run_analysis(
             args.inputs,
             **analysis_options(args),
-            remote=replace(remote_options(args), progress=bar),
+            remote=replace(remote_options(args), progress=bar.pulled),
             memory=args.memory,
             progress=True if args.progress else None,
         )

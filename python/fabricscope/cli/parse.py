@@ -25,11 +25,12 @@ from fabricscope.cli._common import (
     add_reading_arguments,
     add_window_arguments,
 )
-from fabricscope.cli.remote import add_remote_arguments, progress_bar, remote_options
+from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.entities import resolve
 from fabricscope.exceptions import FabricscopeError, InternalError
 from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
 from fabricscope.io import LIMITS, InputReport, _limits, _paths, _reports, _time_ns
+from fabricscope.progress import ProgressBar
 from fabricscope.remote import is_url, redact, scan_url
 
 _EPILOG_PARSE = """\
@@ -47,38 +48,11 @@ Hosts come from labels (instance, hostname, host, node), in-file `# host: NAME` 
 """
 
 
-class _Progress:
-    """A one-line progress bar on stderr, redrawn at most ten times a second."""
-
-    def __init__(self, enabled: bool, total: int) -> None:
-        self.enabled = enabled
-        self.total = total
-        self.start = _time.monotonic()
-        self.last = 0.0
-
-    def update(self, done: int, rows: int, force: bool = False) -> None:
-        if not self.enabled:
-            return
-        now = _time.monotonic()
-        if not force and now - self.last < 0.1:
-            return
-        self.last = now
-        elapsed = max(now - self.start, 1e-9)
-        mb = done / 1e6
-        if self.total:
-            frac = min(done / self.total, 1.0)
-            bar = "#" * int(frac * 30)
-            head = f"[{bar:<30}] {frac:6.1%} {mb:,.1f}/{self.total / 1e6:,.1f} MB"
-        else:
-            head = f"{mb:,.1f} MB"
-        sys.stderr.write(f"\r{head}  {mb / elapsed:,.0f} MB/s  {rows:,} rows ")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-            self.enabled = False  # closed: later calls draw nothing
+def _parsed(bar: ProgressBar, done: int, total: int, rows: int, force: bool = False) -> None:
+    """Parsing progress: bytes read of the inputs' total, the read rate and the rows so far."""
+    mb = done / 1e6
+    size = f"{mb:,.1f}/{total / 1e6:,.1f} MB" if total else f"{mb:,.1f} MB"
+    bar.update(done, total, detail=f"{size}  {mb / bar.elapsed_s:,.0f} MB/s  {rows:,} rows", force=force)
 
 
 def _fmt_time(t: object) -> str:
@@ -209,7 +183,7 @@ def _pull(url: str, args: argparse.Namespace, emit: Callable[[str, Any], None], 
     chunks: list[dict[str, Any]] = []
     rows = 0
     seen_attributes: set[tuple[Any, ...]] = set()
-    bar = progress_bar(enabled=show_progress)
+    bar = ProgressBar(show_progress)
     try:
         for kind, frame, chunk in scan_url(
             url,
@@ -218,7 +192,7 @@ def _pull(url: str, args: argparse.Namespace, emit: Callable[[str, Any], None], 
             host=args.host,
             strict=not args.lenient,
             limits=_limits(dict(args.limit), args.max_line_bytes),
-            progress=bar,
+            progress=bar.pulled,
         ):
             if kind == "attributes":
                 # Every chunk repeats the exporters' *_info series: keep each attribute at its
@@ -284,7 +258,8 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
         else None
     )
     show = not args.quiet and (args.progress or sys.stderr.isatty())
-    progress = _Progress(show, scanner.bytes_total if scanner is not None else 0)
+    progress = ProgressBar(show)
+    bytes_total = scanner.bytes_total if scanner is not None else 0
     out: Path | None = Path(args.output) if args.output else None
     if out is None:
         target = scratch / "samples.parquet"
@@ -319,8 +294,8 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
                 if scanner is not None:
                     for kind, batch in scanner:
                         emit(kind, pa.record_batch(batch))
-                        progress.update(scanner.bytes_read, rows)
-                    progress.update(scanner.bytes_read, rows, force=True)
+                        _parsed(progress, scanner.bytes_read, bytes_total, rows)
+                    _parsed(progress, scanner.bytes_read, bytes_total, rows, force=True)
                     progress.close()
                 for url in urls:
                     url_reports.append(_pull(url, args, emit, show))

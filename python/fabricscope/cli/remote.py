@@ -6,8 +6,6 @@ Shared by every command that reads inputs, so one spelling of each option exists
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 
 from fabricscope.remote import APIS, DEFAULT_DEADLINE_S, Connection, RemoteOptions
 
@@ -15,7 +13,6 @@ __all__ = [
     "add_credential_arguments",
     "add_remote_arguments",
     "credential_options",
-    "progress_bar",
     "remote_options",
 ]
 
@@ -130,33 +127,3 @@ def remote_options(args: argparse.Namespace) -> RemoteOptions:
             concurrency=max(1, args.concurrency),
         ),
     )
-
-
-class progress_bar:  # noqa: N801 - used as a callable, like a function
-    """A progress line on stderr for long pulls (redrawn at most ten times a second, TTY only)."""
-
-    def __init__(self, enabled: bool | None = None) -> None:
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.start = time.monotonic()
-        self.last = 0.0
-        self.drawn = False
-
-    def __call__(self, done: int, total: int, samples: int) -> None:
-        """Redraw: ``done`` of ``total`` (ns of the range, or scrapes), ``samples`` so far."""
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.1 and done < total:
-            return
-        self.last = now
-        frac = min(done / total, 1.0) if total else 1.0
-        rate = samples / max(now - self.start, 1e-9)
-        sys.stderr.write(f"\r[{'#' * int(frac * 30):<30}] {frac:6.1%}  {samples:,} samples  {rate:,.0f}/s ")
-        sys.stderr.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        """End the progress line."""
-        if self.drawn:
-            sys.stderr.write("\n")
-            sys.stderr.flush()

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import polars as pl
 
@@ -45,6 +44,7 @@ from fabricscope.engines.base import (
 from fabricscope.engines.units import Unit, read_units, work_units
 from fabricscope.io import InputReport, empty_attributes
 from fabricscope.profiles import Profile
+from fabricscope.progress import ProgressBar
 
 __all__ = ["StreamingEngine", "default_memory", "parse_memory"]
 
@@ -90,35 +90,6 @@ def parse_memory(text: str) -> int:
     if value <= 0:
         raise ValueError(f"memory size must be positive: {text!r}")
     return value
-
-
-class _Progress:
-    """A one-line progress bar with an ETA on stderr (only when asked, or stderr is a terminal)."""
-
-    def __init__(self, enabled: bool | None, stream: TextIO | None = None) -> None:
-        self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
-        self.t0 = time.monotonic()
-        self.last = 0.0
-
-    def update(self, step: str, done: float, total: float) -> None:
-        if not self.enabled or total <= 0:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.5 and done < total:
-            return
-        self.last = now
-        frac = min(1.0, done / total)
-        spent = now - self.t0
-        eta = f"{spent / frac - spent:5.0f} s left" if frac > 0 else "  ? s left"
-        bar = "#" * int(frac * 30)
-        self.stream.write(f"\r{step:<9} [{bar:<30}] {frac:6.1%} {eta}")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 class _Spill:
@@ -219,7 +190,7 @@ class StreamingEngine(Engine):
     ) -> EngineResult:
         """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
         t0 = time.perf_counter()
-        bar = _Progress(self.progress)
+        bar = ProgressBar(self.progress)
         units = work_units(paths, read.format, filters)
         sizes = [_size(u) for u in units]
         root = Path(tempfile.mkdtemp(prefix="fabricscope-spill-", dir=self.spill_dir))
@@ -239,7 +210,7 @@ class StreamingEngine(Engine):
                     spill.add(frame)
                 del samples
                 done += size
-                bar.update("reading", done, sum(sizes))
+                bar.update(done, sum(sizes), label="reading")
             whole_tables = merge_tables(table_parts)
             all_attrs = pl.concat(attr_frames, how="vertical_relaxed") if attr_frames else empty_attributes()
             t1 = time.perf_counter()
@@ -260,7 +231,7 @@ class StreamingEngine(Engine):
                 )
                 analysed += samples_df.height
                 del samples_df
-                bar.update("analysing", analysed, total_rows)
+                bar.update(analysed, total_rows, label="analysing")
             bar.close()
             return reduce_results(
                 results,
