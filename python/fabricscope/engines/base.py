@@ -9,7 +9,7 @@ import os
 import time
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "Engine",
     "Filters",
     "PartitionResult",
+    "Partitioned",
     "ReadOptions",
     "analyze_partition",
     "analyze_tables",
@@ -152,6 +153,21 @@ def split_by_partition(df: pl.DataFrame, partitions: int) -> dict[int, pl.DataFr
     )
     parts = df.with_columns(part).partition_by("_part", as_dict=True, include_key=False, maintain_order=True)
     return {int(k[0]): v for k, v in parts.items()}  # type: ignore[call-overload]
+
+
+def sorted_hosts(hosts: Iterable[str | None]) -> list[str | None]:
+    """Host names in a stable order (None last)."""
+    return sorted(hosts, key=lambda h: (h is None, h or ""))
+
+
+def hosts_without_samples(attributes: pl.DataFrame, with_samples: Container[str | None]) -> list[str | None]:
+    """Hosts only the attributes name, in a stable order.
+
+    Every engine adds them to one of its partitions, so that every attribute read (a GUID, a
+    netdev, a link width) reaches the detectors even for a host that sent no sample.
+    """
+    named = attributes["host"].unique().cast(pl.String).to_list() if attributes.height else []
+    return sorted_hosts(h for h in named if h not in with_samples)
 
 
 @dataclass
@@ -406,19 +422,31 @@ def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataF
     return {k: pl.concat(v, how="vertical_relaxed") for k, v in by_name.items()}
 
 
+@dataclass
+class Partitioned:
+    """What an engine's per-partition step hands to :func:`reduce_results`.
+
+    Attributes:
+        results: One result per non-empty partition.
+        tables: Side tables read (``links``, ...), whole.
+        reports: Per-input reader reports, in input order.
+        seconds: Wall time per step so far (``read``, ``partitions``).
+        sample_bytes: Arrow size of the samples read (after filters), when the engine knows it.
+    """
+
+    results: Sequence[PartitionResult]
+    tables: dict[str, pl.DataFrame]
+    reports: list[InputReport]
+    seconds: dict[str, float]
+    sample_bytes: int = 0
+
+
 def reduce_results(
-    results: Sequence[PartitionResult],
-    *,
-    tables: dict[str, pl.DataFrame],
-    config: dict[str, Any],
-    profile: Profile | None,
-    reports: list[InputReport],
-    seconds: dict[str, float],
-    sample_bytes: int = 0,
-    keep_detail: bool = False,
+    part: Partitioned, *, config: dict[str, Any], profile: Profile | None, keep_detail: bool = False
 ) -> EngineResult:
     """The last step of every engine: fabric-wide detectors on the partitions' results, then one result."""
     t = time.perf_counter()
+    results, tables, seconds = part.results, part.tables, part.seconds
     empty = _no_partition(config)
     findings, fabric_views = fabric_wide(results, tables, config, profile, keep_detail=keep_detail)
     names = dict.fromkeys([*(n for r in results for n in r.views), *fabric_views])
@@ -431,13 +459,13 @@ def reduce_results(
     }
     return EngineResult(
         findings=_concat_findings([*(r.findings for r in results), findings]),
-        reports=reports,
+        reports=part.reports,
         rates=_concat([r.rates for r in results], empty.rates),
         rows=sum(r.rows for r in results),
         partitions=len(results),
         tables=tables,
         seconds={**seconds, "fabric": time.perf_counter() - t},
-        sample_bytes=sample_bytes,
+        sample_bytes=part.sample_bytes,
         views=views,
         times=merge_times([r.times for r in results]),
         identity=_concat(
@@ -489,24 +517,20 @@ def analyze_tables(
         )
         for i, part in sorted(parts.items())
     ]
-    return reduce_results(
-        results,
-        tables=tables,
-        config=config,
-        profile=profile,
-        reports=[],
-        seconds={"partitions": time.perf_counter() - t0},
-        sample_bytes=samples.estimated_size(),
-        keep_detail=keep_detail,
-    )
+    seconds = {"partitions": time.perf_counter() - t0}
+    part = Partitioned(results, tables, [], seconds, samples.estimated_size())
+    return reduce_results(part, config=config, profile=profile, keep_detail=keep_detail)
 
 
 class Engine(ABC):
-    """Runs read -> per partition -> fabric-wide over file paths."""
+    """Runs read -> per partition -> fabric-wide over file paths.
+
+    Each engine implements :meth:`analyse_partitions` (how it reads and spreads the partitions); the
+    fabric-wide step that ends every run is :meth:`run`'s, the same for all.
+    """
 
     name: str = ""
 
-    @abstractmethod
     def run(
         self,
         paths: Sequence[str | os.PathLike[str]],
@@ -530,3 +554,20 @@ class Engine(ABC):
         Returns:
             An :class:`EngineResult`.
         """
+        part = self.analyse_partitions(
+            paths, read=read, filters=filters, config=config, profile=profile, keep_detail=keep_detail
+        )
+        return reduce_results(part, config=config, profile=profile, keep_detail=keep_detail)
+
+    @abstractmethod
+    def analyse_partitions(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        read: ReadOptions,
+        filters: Filters,
+        config: dict[str, Any],
+        profile: Profile | None,
+        keep_detail: bool,
+    ) -> Partitioned:
+        """Read the inputs at ``paths`` and analyse every host partition (see :meth:`run`)."""

@@ -27,14 +27,14 @@ import polars as pl
 
 from fabricscope.engines.base import (
     Engine,
-    EngineResult,
     Filters,
+    Partitioned,
     PartitionResult,
     ReadOptions,
     analyze_partition,
+    hosts_without_samples,
     merge_tables,
     partition_of,
-    reduce_results,
 )
 from fabricscope.engines.units import Unit, group_units, read_units, work_units
 from fabricscope.io import InputReport, empty_attributes
@@ -119,7 +119,7 @@ class LocalEngine(Engine):
         self.batch_rows = batch_rows
         self.workers = workers or _cores()
 
-    def run(
+    def analyse_partitions(
         self,
         paths: Sequence[str | os.PathLike[str]],
         *,
@@ -127,9 +127,9 @@ class LocalEngine(Engine):
         filters: Filters,
         config: dict[str, Any],
         profile: Profile | None,
-        keep_detail: bool = False,
-    ) -> EngineResult:
-        """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
+        keep_detail: bool,
+    ) -> Partitioned:
+        """Read with a thread per group of inputs, then analyse partitions on ``workers`` threads."""
         t0 = time.perf_counter()
         units = work_units(paths, read.format, filters)
         threads = max(1, min(_cores(), len(units)))
@@ -184,16 +184,8 @@ class LocalEngine(Engine):
                 results = list(pool.map(one, plan))
         else:
             results = [one(p) for p in plan]
-        return reduce_results(
-            results,
-            tables=whole_tables,
-            config=config,
-            profile=profile,
-            reports=reports,
-            seconds={"read": t1 - t0, "partitions": time.perf_counter() - t1},
-            sample_bytes=sample_bytes,
-            keep_detail=keep_detail,
-        )
+        seconds = {"read": t1 - t0, "partitions": time.perf_counter() - t1}
+        return Partitioned(results, whole_tables, reports, seconds, sample_bytes)
 
     def _plan(
         self, batch_hosts: list[dict[str | None, int]], attributes: pl.DataFrame
@@ -223,8 +215,7 @@ class LocalEngine(Engine):
                 before += k
         keys = sorted(set(group_of.values()))
         last = keys[-1]
-        extra = attributes["host"].unique().cast(pl.String).to_list() if attributes.height else []
-        for h in sorted((h for h in extra if h not in group_of), key=lambda h: (h is None, h or "")):
+        for h in hosts_without_samples(attributes, group_of):
             g = partition_of(h, self.partitions) if self.partitions is not None else last
             group_of[h] = g if g in keys else last
         hosts: dict[int, list[str | None]] = {g: [] for g in keys}

@@ -23,13 +23,12 @@ import polars as pl
 
 from fabricscope.engines.base import (
     Engine,
-    EngineResult,
     Filters,
+    Partitioned,
     PartitionResult,
     ReadOptions,
     analyze_partition,
     merge_tables,
-    reduce_results,
 )
 from fabricscope.engines.units import Unit, group_units, read_units, work_units
 from fabricscope.exceptions import EngineUnavailableError, FabricscopeError
@@ -100,7 +99,7 @@ class RayEngine(Engine):
         self.address = address
         self.partitions = partitions
 
-    def run(
+    def analyse_partitions(
         self,
         paths: Sequence[str | os.PathLike[str]],
         *,
@@ -108,9 +107,9 @@ class RayEngine(Engine):
         filters: Filters,
         config: dict[str, Any],
         profile: Profile | None,
-        keep_detail: bool = False,
-    ) -> EngineResult:
-        """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`).
+        keep_detail: bool,
+    ) -> Partitioned:
+        """Read and analyse the partitions as Ray tasks (see :meth:`fabricscope.engines.Engine.run`).
 
         Raises:
             EngineUnavailableError: Ray is not installed.
@@ -138,7 +137,7 @@ class RayEngine(Engine):
         config: dict[str, Any],
         profile: Profile | None,
         keep_detail: bool,
-    ) -> EngineResult:
+    ) -> Partitioned:
         t0 = time.perf_counter()
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         n = self.partitions or 2 * cpus
@@ -159,12 +158,4 @@ class RayEngine(Engine):
         # Reading and the partitions overlap in Ray: one figure for both.
         seconds = {"read+partitions": time.perf_counter() - t0}
         reports = [r for m in metas for r in m["reports"]]
-        return reduce_results(
-            results,
-            tables=tables,
-            config=config,
-            profile=profile,
-            reports=reports,
-            seconds=seconds,
-            keep_detail=keep_detail,
-        )
+        return Partitioned(results, tables, reports, seconds)

@@ -31,14 +31,15 @@ import polars as pl
 
 from fabricscope.engines.base import (
     Engine,
-    EngineResult,
     Filters,
+    Partitioned,
     PartitionResult,
     ReadOptions,
     analyze_partition,
+    hosts_without_samples,
     merge_tables,
     partition_of,
-    reduce_results,
+    sorted_hosts,
     split_by_partition,
 )
 from fabricscope.engines.units import Unit, read_units, work_units
@@ -178,7 +179,7 @@ class StreamingEngine(Engine):
         self.spill_dir = spill_dir
         self.progress = progress
 
-    def run(
+    def analyse_partitions(
         self,
         paths: Sequence[str | os.PathLike[str]],
         *,
@@ -186,9 +187,9 @@ class StreamingEngine(Engine):
         filters: Filters,
         config: dict[str, Any],
         profile: Profile | None,
-        keep_detail: bool = False,
-    ) -> EngineResult:
-        """Analyse the inputs at ``paths`` (see :meth:`fabricscope.engines.Engine.run`)."""
+        keep_detail: bool,
+    ) -> Partitioned:
+        """Spill every input by host bucket, then analyse the partitions one after the other."""
         t0 = time.perf_counter()
         bar = ProgressBar(self.progress)
         units = work_units(paths, read.format, filters)
@@ -233,16 +234,8 @@ class StreamingEngine(Engine):
                 del samples_df
                 bar.update(analysed, total_rows, label="analysing")
             bar.close()
-            return reduce_results(
-                results,
-                tables=whole_tables,
-                config=config,
-                profile=profile,
-                reports=reports,
-                seconds={"read": t1 - t0, "partitions": time.perf_counter() - t1},
-                sample_bytes=spill.sample_bytes,
-                keep_detail=keep_detail,
-            )
+            seconds = {"read": t1 - t0, "partitions": time.perf_counter() - t1}
+            return Partitioned(results, whole_tables, reports, seconds, spill.sample_bytes)
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -268,15 +261,9 @@ class StreamingEngine(Engine):
         group_of = {b: i for i, g in enumerate(groups) for b in g}
         hosts: list[list[str | None]] = [sorted_hosts({h for b in g for h in spill.hosts[b]}) for g in groups]
         known = {h for hs in hosts for h in hs}
-        extra = attributes["host"].unique().cast(pl.String).to_list() if attributes.height else []
-        for h in sorted((h for h in extra if h not in known), key=lambda h: (h is None, h or "")):
+        for h in hosts_without_samples(attributes, known):
             hosts[group_of.get(partition_of(h, self.buckets), len(groups) - 1)].append(h)
         return list(zip(groups, hosts, strict=True))
-
-
-def sorted_hosts(hosts: set[str | None]) -> list[str | None]:
-    """Host names in a stable order (None last)."""
-    return sorted(hosts, key=lambda h: (h is None, h or ""))
 
 
 def _size(unit: Unit) -> int:
