@@ -31,7 +31,7 @@ if engine == "ray":
     t = time.perf_counter()
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
     init_s = time.perf_counter() - t
-from fabricscope.analyze import run_analysis
+from fabricscope.pipeline import run_analysis
 t = time.perf_counter()
 c = time.process_time()
 a = run_analysis([path], engine=engine)

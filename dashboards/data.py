@@ -31,11 +31,11 @@ import fabricscope
 import polars as pl
 import streamlit as st
 from allowed_sources import remote_sources
-from fabricscope.analyze import ordered_findings
 from fabricscope.dashboard import analysis_from_environment
 from fabricscope.detect.bottleneck import empty_layers
 from fabricscope.findings import overall_status
 from fabricscope.history import History, is_history
+from fabricscope.pipeline import ordered_findings
 from fabricscope.remote import RemoteOptions, probe
 
 # The formats whose reader fills the `links` table, as the core declares them.

@@ -181,7 +181,7 @@ def test_lifecycle_one_alert_per_fault_then_resolved(tmp_path: Path) -> None:
 def test_incident_lifecycle_first_seen_last_seen_resolved(tmp_path: Path) -> None:
     # Same runs as above: the storm (root) with its own pause ratio and drops is one incident that
     # two runs see and the third, with new data after the storm, resolves with its root.
-    from fabricscope.cron.incidents import read_incidents
+    from fabricscope.cron.incident_lifecycle import read_incidents
 
     inp = tmp_path / "in"
     inp.mkdir()

@@ -10,7 +10,6 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.analyze import run_analysis
 from fabricscope.cli import main
 from fabricscope.config import load_config
 from fabricscope.detect import DETECTORS, SPECS
@@ -19,6 +18,7 @@ from fabricscope.engines.local import LocalEngine
 from fabricscope.engines.ray import work_units
 from fabricscope.entities import apply, resolve
 from fabricscope.exceptions import FormatError
+from fabricscope.pipeline import run_analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "sample_traces"

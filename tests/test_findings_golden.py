@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fabricscope.analyze import run_analysis
 from fabricscope.findings import document
+from fabricscope.pipeline import run_analysis
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "fixtures" / "golden" / "findings.json"

@@ -32,7 +32,7 @@ from .conftest import SAMPLES
         "fabricscope.history",
         "fabricscope._atomic",
         "fabricscope.textfile",
-        "fabricscope.cron.lifecycle",
+        "fabricscope.cron.fault_lifecycle",
         "fabricscope.cron.outputs",
         "fabricscope.report.build",
     ],

@@ -428,7 +428,7 @@ def test_analyze_report_cron_and_alerts_show_the_same_incidents(tmp_path: Path, 
     in it (the fault identity cron tracks).
     """
     from fabricscope.alertmanager import AlertmanagerOptions, incident_alerts
-    from fabricscope.cron.incidents import read_incidents
+    from fabricscope.cron.incident_lifecycle import read_incidents
 
     src = COMMITTED / scenario
     out = tmp_path / "a.json"

@@ -22,8 +22,8 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.analyze import run_analysis
 from fabricscope.exceptions import InputError
+from fabricscope.pipeline import run_analysis
 from fabricscope.remote import Connection, RemoteError, RemoteOptions, load_url, probe, redact
 from fabricscope.simulate import check_truth
 

@@ -109,8 +109,8 @@ def test_simulator_never_imports_detector_thresholds() -> None:
                 names.update(f"{node.module}.{a.name}" for a in node.names)
             elif isinstance(node, ast.Import):
                 names.update(a.name for a in node.names)
-        bad = {n for n in names if n.startswith(("fabricscope.config", "fabricscope.detect", "fabricscope.analyze"))}
-        bad |= {n for n in names if n in ("fabricscope.analyze", "fabricscope.run_analysis")}
+        bad = {n for n in names if n.startswith(("fabricscope.config", "fabricscope.detect", "fabricscope.pipeline"))}
+        bad |= {n for n in names if n in ("fabricscope.pipeline", "fabricscope.run_analysis")}
         assert not bad, f"{f.name} imports {bad}"
 
 

@@ -13,11 +13,11 @@ Example:
 from fabricscope import exceptions
 from fabricscope._native import __version__
 from fabricscope.advise import advise
-from fabricscope.analyze import Analysis, analyze, run_analysis
 from fabricscope.history import History
 from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
 from fabricscope.packets import PcapResult, read_pcap
+from fabricscope.pipeline import Analysis, analyze, run_analysis
 from fabricscope.profiles import get_profile, profiles
 from fabricscope.remote import Connection, RemoteOptions
 from fabricscope.topology import format_topology, topology

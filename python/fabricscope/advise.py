@@ -39,7 +39,7 @@ from fabricscope.config import read_toml
 from fabricscope.profiles import get_profile
 
 if TYPE_CHECKING:
-    from fabricscope.analyze import Analysis
+    from fabricscope.pipeline import Analysis
 
 __all__ = ["Advice", "AdviseInputs", "advise", "load_inputs"]
 

@@ -204,7 +204,7 @@ def incident_alerts(
     """The v2 alerts one run sends, and what the receiver holds once it accepts them.
 
     Args:
-        lifecycle: Cron's incident lifecycle (``fabricscope.cron.incidents.INCIDENTS_SCHEMA``).
+        lifecycle: Cron's incident lifecycle (``fabricscope.cron.incident_lifecycle.INCIDENTS_SCHEMA``).
         delivered: What the receiver last accepted: incident (or fault) id -> ``{"labels", "startsAt"}``.
         now: The run's wall time.
         opts: Labels, interval and evidence link.

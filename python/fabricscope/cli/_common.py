@@ -15,9 +15,9 @@ from typing import Any, NoReturn
 import polars as pl
 
 from fabricscope._text_table import cell_text, terminal_width, text_table
-from fabricscope.analyze import Analysis
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.io import LIMITS
+from fabricscope.pipeline import Analysis
 from fabricscope.redaction import redact_text
 
 # One rule for every command, Nagios's (analyze, cron and report are Nagios checks): a run that

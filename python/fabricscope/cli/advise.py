@@ -12,9 +12,9 @@ import polars as pl
 
 from fabricscope._atomic import write_text
 from fabricscope.advise import advise, load_inputs
-from fabricscope.analyze import run_analysis
 from fabricscope.cli._common import add_config_argument, add_lenient_argument
 from fabricscope.exceptions import FabricscopeError
+from fabricscope.pipeline import run_analysis
 
 
 def _print(df: pl.DataFrame, title: str) -> None:

@@ -14,7 +14,6 @@ import polars as pl
 
 from fabricscope import __version__, _atomic
 from fabricscope._text_table import terminal_width, text_table
-from fabricscope.analyze import Analysis, run_analysis
 from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis_options, cannot_analyse, status_notes
 from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.cli.summary import MAX_LISTED, fabric_summary
@@ -23,6 +22,7 @@ from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
 from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
+from fabricscope.pipeline import Analysis, run_analysis
 from fabricscope.progress import ProgressBar
 
 _EPILOG_ANALYZE = """\

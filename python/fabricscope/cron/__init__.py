@@ -26,7 +26,7 @@ read), :mod:`.directives` (what an appended tail needs), :mod:`.reading`, :mod:`
 """
 
 from fabricscope.cron.errors import LockedError, StateError
-from fabricscope.cron.lifecycle import active_findings
+from fabricscope.cron.fault_lifecycle import active_findings
 from fabricscope.cron.options import EXIT_CRITICAL, EXIT_OK, EXIT_UNKNOWN, EXIT_WARNING, CronOptions, CronResult
 from fabricscope.cron.outputs import status_line
 from fabricscope.cron.run import run_cron

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from fabricscope.analyze import input_rows
 from fabricscope.cron.manifest import Plan
 from fabricscope.cron.state import empty_series, stored_attrs
 from fabricscope.engines import Filters, ReadOptions
@@ -17,6 +16,7 @@ from fabricscope.engines.units import FILE, WALKED, read_units
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.history import to_stored
 from fabricscope.io import InputReport, input_set_mtime
+from fabricscope.pipeline import input_rows
 from fabricscope.rates import SERIES_KEYS
 from fabricscope.remote import DEFAULT_RANGE_S, RemoteOptions, load_url, redact
 

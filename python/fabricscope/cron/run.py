@@ -14,10 +14,9 @@ import polars as pl
 
 from fabricscope import _atomic
 from fabricscope.alertmanager import deliver
-from fabricscope.analyze import run_analysis
 from fabricscope.config import load_config
-from fabricscope.cron.incidents import active_incidents, read_incidents, update_incidents
-from fabricscope.cron.lifecycle import active_findings, update_lifecycle
+from fabricscope.cron.fault_lifecycle import active_findings, update_lifecycle
+from fabricscope.cron.incident_lifecycle import active_incidents, read_incidents, update_incidents
 from fabricscope.cron.lock import history_lock, state_lock
 from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
 from fabricscope.cron.options import EXIT_CRITICAL, EXIT_UNKNOWN, CronOptions, CronResult
@@ -36,6 +35,7 @@ from fabricscope.history import (
     to_canonical,
 )
 from fabricscope.incidents import Incident
+from fabricscope.pipeline import run_analysis
 from fabricscope.rates import SERIES_KEYS
 from fabricscope.textfile import write_textfile
 

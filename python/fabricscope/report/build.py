@@ -20,10 +20,10 @@ import polars as pl
 
 from fabricscope import __version__, _atomic
 from fabricscope.advise import advise
-from fabricscope.analyze import run_analysis
 from fabricscope.history import History, is_history
 from fabricscope.incidents import Incident
 from fabricscope.input_summary import by_format, problems, time_range
+from fabricscope.pipeline import run_analysis
 from fabricscope.redaction import redact_text
 from fabricscope.remote import RemoteOptions
 

@@ -1,4 +1,9 @@
-"""Run every detector over inputs or an already-read samples frame."""
+"""The analysis pipeline: read, rate, detect, resolve entities, correlate, judge.
+
+:func:`run_analysis` is the one pipeline every front door calls (the ``fabricscope analyze``
+command, cron, the report, the dashboard, :func:`fabricscope.analyze`); :class:`Analysis` is what
+it returns.
+"""
 
 from __future__ import annotations
 
