@@ -1,6 +1,7 @@
 """Dashboard page load times: every page on the sample traces, then on 10^7 simulated samples.
 
-    python bench/bench_dashboard.py [--samples 10000000] [--skip-scale] [--repeat 3] [--browser]
+    python bench/bench_dashboard.py [--samples 10000000] [--hosts 64] [--skip-scale | --only-scale]
+                                     [--repeat 3] [--browser]
 
 Each page is run through Streamlit's AppTest (the same script run the server does for a browser,
 without the network and the browser's drawing):
@@ -124,26 +125,26 @@ def browser_times(data_dir: Path, source: str, repeat: int) -> list[dict[str, ob
     return rows
 
 
-def scale_data(samples: int) -> int:
+def scale_data(out: Path, samples: int, hosts: int) -> int:
     """Write (once) a scale-mode federation dump of about ``samples`` samples; returns the count."""
     import fabricscope
 
-    if not SCALE_DIR.exists():
-        # scale mode: 64 hosts x 8 HCAs x 12 counters per scrape; the sample count sets the scrapes.
-        ports, counters, interval = 64 * 8, 12, 15.0
+    if not out.exists():
+        # scale mode: hosts x 8 HCAs x 12 counters per scrape; the sample count sets the scrapes.
+        ports, counters, interval = hosts * 8, 12, 15.0
         scrapes = max(2, samples // (ports * counters))
         cmd = [
             sys.executable,
             "-m",
             "fabricscope",
             "simulate",
-            str(SCALE_DIR),
+            str(out),
             "--scale",
             f"{ports}x{counters}x{scrapes}",
         ]
         cmd += ["--interval", str(interval)]
         subprocess.run(cmd, check=True)
-    return sum(frame.height for frame in fabricscope.scan(str(SCALE_DIR)))
+    return sum(frame.height for frame in fabricscope.scan(str(out)))
 
 
 def main() -> None:
@@ -151,13 +152,15 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-scale", action="store_true")
+    ap.add_argument("--hosts", type=int, default=64, help="hosts of the scale data (8 HCAs each; 8000: a large fabric)")
+    ap.add_argument("--only-scale", action="store_true", help="skip the sample traces")
     ap.add_argument("--browser", action="store_true", help="also time pages in headless Chromium")
     args = ap.parse_args()
     sys.path.insert(0, str(APP.parent))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
     os.environ["FABRICSCOPE_DATA"] = str(ROOT / "sample_traces")
-    for source in ["scenarios/pfc-storm", "."]:
+    for source in [] if args.only_scale else ["scenarios/pfc-storm", "."]:
         show(
             f"sample_traces/{source.strip('.')} (first run includes reading and analysing)",
             measure(source, args.repeat),
@@ -169,11 +172,12 @@ def main() -> None:
 
     if args.skip_scale:
         return
-    n = scale_data(args.samples)
-    os.environ["FABRICSCOPE_DATA"] = str(SCALE_DIR.parent)
+    out = SCALE_DIR if args.hosts == 64 else SCALE_DIR.with_name(f"{SCALE_DIR.name}-{args.hosts}-hosts")
+    n = scale_data(out, args.samples, args.hosts)
+    os.environ["FABRICSCOPE_DATA"] = str(out.parent)
     t = time.perf_counter()
-    rows = measure(SCALE_DIR.name, args.repeat)
-    show(f"scale: {n:,} samples ({time.perf_counter() - t:.1f} s in total)", rows)
+    rows = measure(out.name, args.repeat)
+    show(f"scale: {n:,} samples, {args.hosts:,} hosts ({time.perf_counter() - t:.1f} s in total)", rows)
 
 
 if __name__ == "__main__":

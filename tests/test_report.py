@@ -248,3 +248,30 @@ def test_report_with_an_unreadable_input_is_unknown_as_analyze_says(tmp_path: Pa
     assert "UNKNOWN, 0 incident(s), 1 finding(s)" in r.stdout
     assert f"could not read {src / 'counters.prom.gz'}: " in r.stdout
     assert "## Status: UNKNOWN" in out.read_text()
+
+
+def test_a_report_on_many_hosts_lists_the_worst_and_summarises_the_rest(tmp_path: Path) -> None:
+    # 80 hosts x 8 HCAs, healthy: one bottleneck info finding per host, more than the 50 listed.
+    src = tmp_path / "fabric"
+    cmd = [sys.executable, "-m", "fabricscope"]
+    sim = subprocess.run([*cmd, "simulate", str(src), "--scale", "640x12x3"], capture_output=True, text=True)
+    assert sim.returncode == 0, sim.stderr
+    for out in (tmp_path / "r.html", tmp_path / "r.md"):
+        r = subprocess.run(
+            [*cmd, "report", str(src), "-o", str(out), "--max-ports", "1", "-q"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert r.returncode == 0, r.stderr
+        assert "OK, 0 incident(s), 80 finding(s)" in r.stdout
+    text = html.unescape("".join(_parse((tmp_path / "r.html").read_text()).text))
+    # The info findings: 50 one by one (one port each), the other 30 in one line per kind.
+    assert text.count("scale-gpu") >= 50
+    assert "30 more finding(s) on 30 host(s), summarised per kind (every finding: fabricscope analyze --json):" in text
+    assert "info  bottleneck: 30 finding(s) on 30 host(s); worst: scale-gpu" in text
+    # The bottleneck section: the 50 busiest of 80.
+    assert "The 50 busiest of 80 shown; every one: fabricscope analyze --json." in text
+    md = (tmp_path / "r.md").read_text()
+    assert "30 more finding(s) on 30 host(s)" in md and "- info  bottleneck: 30 finding(s) on 30 host(s)" in md
+    assert md.split("## Per-port time series")[0].count("\n### scale-gpu") == 50

@@ -16,7 +16,6 @@ from fabricscope import __version__, _atomic
 from fabricscope._text_table import terminal_width, text_table
 from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis_options, cannot_analyse, status_notes
 from fabricscope.cli.remote import add_remote_arguments, remote_options
-from fabricscope.cli.summary import MAX_LISTED, fabric_summary
 from fabricscope.engines.streaming import parse_memory
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document
@@ -24,6 +23,7 @@ from fabricscope.incidents import Incident, incident_documents, standalone_mask
 from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
 from fabricscope.pipeline import Analysis, run_analysis
 from fabricscope.progress import ProgressBar
+from fabricscope.summary import MAX_LISTED, fabric_summary
 
 _EPILOG_ANALYZE = """\
 examples:

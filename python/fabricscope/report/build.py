@@ -26,6 +26,7 @@ from fabricscope.input_summary import by_format, problems, time_range
 from fabricscope.pipeline import run_analysis
 from fabricscope.redaction import redact_text
 from fabricscope.remote import RemoteOptions
+from fabricscope.summary import MAX_LISTED, fabric_summary
 
 _log = logging.getLogger(__name__)
 
@@ -441,6 +442,38 @@ def _groups(findings: pl.DataFrame) -> list[tuple[str, list[dict[str, Any]]]]:
     )
 
 
+def _listed(findings: pl.DataFrame) -> tuple[list[tuple[str, list[dict[str, Any]]]], pl.DataFrame]:
+    """The port groups a person reads one by one (worst first, about :data:`MAX_LISTED` findings), and the rest.
+
+    On a fabric of thousands of hosts one finding per port would bury the verdict and make a page
+    of tens of megabytes; the rest is summarised per kind (:func:`fabricscope.summary.fabric_summary`).
+    """
+    groups = _groups(findings)
+    shown, n = [], 0
+    for port, rows in groups:
+        if shown and n + len(rows) > MAX_LISTED:
+            break
+        shown.append((port, rows))
+        n += len(rows)
+    if len(shown) == len(groups):
+        return shown, findings.clear()
+    listed = {port for port, _ in shown}
+    rest = findings.filter(
+        ~pl.Series([_port_of(r) in listed for r in findings.select("host", "device", "port").iter_rows(named=True)])
+    )
+    return shown, rest
+
+
+def _not_listed(rest: pl.DataFrame) -> tuple[str, list[str]]:
+    """The sentence and the per-kind lines that stand for findings not listed one by one."""
+    hosts = rest["host"].drop_nulls().n_unique()
+    head = (
+        f"{rest.height:,} more finding(s) on {hosts:,} host(s), summarised per kind "
+        "(every finding: fabricscope analyze --json):"
+    )
+    return head, fabric_summary(rest)
+
+
 def _verdict(data: ReportData) -> tuple[str, str]:
     """The status and one sentence a person reads first: the incidents' roots when there are any."""
     status = data.status
@@ -603,6 +636,21 @@ def _measured(r: dict[str, Any]) -> str:
     return text + (f" (limit {_fmt(r['expected'])})" if r["expected"] is not None else "")
 
 
+def _summary_html(head: str, lines: list[str]) -> str:
+    e = html.escape
+    return f"<p class='note'>{e(head)}</p><ul>" + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>"
+
+
+def _busiest(findings: pl.DataFrame) -> pl.DataFrame:
+    """The bottleneck findings, the busiest (largest observed) first."""
+    bn = findings.filter(pl.col("kind") == "bottleneck")
+    return bn.sort("observed", descending=True, nulls_last=True, maintain_order=True)
+
+
+def _more_bottlenecks(bn: pl.DataFrame) -> str:
+    return f"The {MAX_LISTED} busiest of {bn.height:,} shown; every one: fabricscope analyze --json."
+
+
 def _findings_html(rows: list[dict[str, Any]]) -> str:
     e = html.escape
     out = ["<table class='findings'><colgroup>"]
@@ -678,20 +726,26 @@ def render_html(data: ReportData) -> str:
     info = data.findings.filter(pl.col("severity") == "info")
     if not data.findings.height:
         out.append("<p>No findings.</p>")
-    for port, rows in _groups(serious):
+    shown, rest = _listed(serious)
+    for port, rows in shown:
         worst = rows[0]["severity"]
         out.append(
             f"<h3><span class='badge {e(worst)}'>{e(worst)}</span> {e(port)} "
             f"<span class='note'>({len(rows)} finding(s))</span></h3>"
         )
         out.append(_findings_html(rows))
+    if rest.height:
+        out.append(_summary_html(*_not_listed(rest)))
     if info.height:
         kinds = ", ".join(sorted(set(info["kind"].to_list())))
         out.append(
             f"<details><summary>{info.height} info finding(s) about the data and its collection ({e(kinds)})</summary>"
         )
-        for port, rows in _groups(info):
+        shown, rest = _listed(info)
+        for port, rows in shown:
             out += [f"<h3>{e(port)}</h3>", _findings_html(rows)]
+        if rest.height:
+            out.append(_summary_html(*_not_listed(rest)))
         out.append("</details>")
     if data.lifecycle is not None and data.lifecycle.height:
         out += ["<h2>Fault lifecycle (history)</h2>", _html_table(data.lifecycle.drop("last_evidence"))]
@@ -706,9 +760,11 @@ def render_html(data: ReportData) -> str:
     if not data.plots:
         out.append(f"<p>{e(data.plot_note or 'No rated counters to plot.')}</p>")
     out.append("<h2 id='bottlenecks'>Bottlenecks</h2>")
-    bn = data.findings.filter(pl.col("kind") == "bottleneck")
+    bn = _busiest(data.findings)
     if bn.height:
-        out.append(_findings_html(list(bn.iter_rows(named=True))))
+        out.append(_findings_html(list(bn.head(MAX_LISTED).iter_rows(named=True))))
+        if bn.height > MAX_LISTED:
+            out.append(f"<p class='note'>{e(_more_bottlenecks(bn))}</p>")
     else:
         out.append("<p>No bottleneck findings.</p>")
     if data.layers is not None and data.layers.height:
@@ -774,7 +830,8 @@ def render_markdown(data: ReportData) -> str:
     ]
     if not data.findings.height:
         out.append("No findings.")
-    for port, rows in _groups(data.findings):
+    shown, rest = _listed(data.findings)
+    for port, rows in shown:
         table = pl.DataFrame(
             [
                 {
@@ -791,14 +848,19 @@ def render_markdown(data: ReportData) -> str:
             infer_schema_length=None,
         )
         out += [f"### {port}", "", _md_table(table)]
+    if rest.height:
+        head, lines = _not_listed(rest)
+        out += ["", head, "", *(f"- {x}" for x in lines)]
     out += ["", "## Per-port time series", ""]
     for title, _svg, png in data.plots:
         out.append(f"### {title}\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})\n")
     if data.plot_note:
         out += [data.plot_note, ""]
     out += ["## Bottlenecks", ""]
-    bn = data.findings.filter(pl.col("kind") == "bottleneck")
-    out.append(_md_table(bn.drop("evidence")) if bn.height else "No bottleneck findings.")
+    bn = _busiest(data.findings)
+    out.append(_md_table(bn.drop("evidence").head(MAX_LISTED)) if bn.height else "No bottleneck findings.")
+    if bn.height > MAX_LISTED:
+        out += ["", _more_bottlenecks(bn)]
     if data.layers is not None and data.layers.height:
         out += ["", _md_table(data.layers)]
     out += ["", "## Advisor", ""]
