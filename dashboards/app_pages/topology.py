@@ -13,6 +13,31 @@ if ds is None:
 
 HEALTH = ["ok", "info", "warning", "critical"]
 SCALE = alt.Scale(domain=HEALTH, range=[aggregates.SEVERITY_COLOURS[h] for h in HEALTH])
+MAX_DRAWN_ROWS = 100
+"""Most rows a matrix draws. A fabric of thousands of hosts would be a chart tens of thousands of
+pixels tall that no browser draws quickly: beyond this, the rows with something to see, worst first."""
+
+
+def drawn_rows(cells: pl.DataFrame, row: str, what: str) -> pl.DataFrame:
+    """The cells of the rows to draw: every row when few, else the worst rows (a caption says so)."""
+    total = cells[row].n_unique()
+    if total <= MAX_DRAWN_ROWS:
+        return cells
+    rank = pl.col("health").replace_strict({h: i for i, h in enumerate(HEALTH)}, return_dtype=pl.Int8)
+    worst = (
+        cells.group_by(row)
+        .agg(rank.max().alias("_rank"), pl.col("highlight").any().alias("_highlight"))
+        .filter((pl.col("_rank") > 0) | pl.col("_highlight"))
+        .sort(["_rank", "_highlight", row], descending=[True, True, False])
+        .head(MAX_DRAWN_ROWS)
+    )
+    hidden = total - worst.height
+    st.caption(
+        f"{worst.height} of {total:,} {what} drawn (those with a finding, a degraded or flapping link, worst first); "
+        f"{hidden:,} not drawn{' (healthy)' if worst.height < MAX_DRAWN_ROWS else ''}."
+    )
+    return cells.filter(pl.col(row).is_in(worst[row].implode()))
+
 
 links = aggregates.link_health(ds)
 if links.height:
@@ -53,19 +78,21 @@ if links.height:
         .with_columns(pl.col("_r").replace_strict(dict(enumerate(HEALTH)), return_dtype=pl.String).alias("health"))
     )
     st.subheader("Cable matrix (lower tier → upper tier)")
-    base = alt.Chart(matrix).encode(
-        x=alt.X("upper_node:N", title="upper end (leaf / spine)"),
-        y=alt.Y("lower_node:N", title="lower end (host / leaf)", axis=alt.Axis(labelOverlap=False)),
-    )
-    heat = base.mark_rect(stroke="black").encode(
-        color=alt.Color("health:N", scale=SCALE),
-        strokeWidth=alt.condition("datum.highlight", alt.value(3), alt.value(0)),
-        tooltip=["lower_node", "upper_node", "cables", "health", "kinds"],
-    )
-    text = base.mark_text().encode(text="cables:Q")
-    st.altair_chart(
-        alt.layer(heat, text).properties(height=max(200, 36 * matrix["lower_node"].n_unique())), width="stretch"
-    )
+    matrix = drawn_rows(matrix, "lower_node", "lower ends")
+    if matrix.height:
+        base = alt.Chart(matrix).encode(
+            x=alt.X("upper_node:N", title="upper end (leaf / spine)"),
+            y=alt.Y("lower_node:N", title="lower end (host / leaf)", axis=alt.Axis(labelOverlap=False)),
+        )
+        heat = base.mark_rect(stroke="black").encode(
+            color=alt.Color("health:N", scale=SCALE),
+            strokeWidth=alt.condition("datum.highlight", alt.value(3), alt.value(0)),
+            tooltip=["lower_node", "upper_node", "cables", "health", "kinds"],
+        )
+        text = base.mark_text().encode(text="cables:Q")
+        st.altair_chart(
+            alt.layer(heat, text).properties(height=max(200, 36 * matrix["lower_node"].n_unique())), width="stretch"
+        )
     st.subheader("Cables needing attention" if bad.height else "Cables")
     if not bad.height:
         st.success("Every cable is healthy: no finding on either end, none degraded or flapping.")
@@ -99,16 +126,20 @@ else:
     c1.metric("Ports with findings", ph.filter(pl.col("health").is_in(["warning", "critical"])).height)
     c2.metric("Degraded", ph["degraded"].sum())
     c3.metric("Flapping", ph["flapping"].sum())
-    base = alt.Chart(ph.with_columns((pl.col("degraded") | pl.col("flapping")).alias("highlight"))).encode(
-        x=alt.X("port_name:N", title="device:port"), y=alt.Y("host:N", title=None, axis=alt.Axis(labelOverlap=False))
-    )
-    heat = base.mark_rect(stroke="black").encode(
-        color=alt.Color("health:N", scale=SCALE),
-        strokeWidth=alt.condition("datum.highlight", alt.value(3), alt.value(0)),
-        tooltip=["host", "port_name", "health", "kinds"],
-    )
-    label = base.transform_filter("datum.highlight").mark_text(fontWeight="bold").encode(text=alt.Text("kinds:N"))
-    st.altair_chart(alt.layer(heat, label).properties(height=max(200, 30 * ph["host"].n_unique())), width="stretch")
+    drawn = drawn_rows(ph.with_columns((pl.col("degraded") | pl.col("flapping")).alias("highlight")), "host", "hosts")
+    if drawn.height:
+        base = alt.Chart(drawn).encode(
+            x=alt.X("port_name:N", title="device:port"),
+            y=alt.Y("host:N", title=None, axis=alt.Axis(labelOverlap=False)),
+        )
+        heat = base.mark_rect(stroke="black").encode(
+            color=alt.Color("health:N", scale=SCALE),
+            strokeWidth=alt.condition("datum.highlight", alt.value(3), alt.value(0)),
+            tooltip=["host", "port_name", "health", "kinds"],
+        )
+        label = base.transform_filter("datum.highlight").mark_text(fontWeight="bold").encode(text=alt.Text("kinds:N"))
+        height = max(200, 30 * drawn["host"].n_unique())
+        st.altair_chart(alt.layer(heat, label).properties(height=height), width="stretch")
     flagged = ph.filter(pl.col("health") != "ok")
     st.subheader("Ports needing attention")
     if flagged.height:

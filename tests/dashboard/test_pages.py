@@ -15,6 +15,7 @@ import allowed_sources
 import components
 import data
 import polars as pl
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -515,3 +516,35 @@ def test_the_analysis_options_of_the_command_apply_to_the_data_layer(monkeypatch
     assert ds.findings.height == len(doc["findings"]) > 0
     assert set(ds.findings["host"].to_list()) == {"pfcstorm-gpu03"}
     assert ds.status == doc["status"]
+
+
+def _arrow(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all()
+
+
+def test_topology_of_many_hosts_draws_the_worst_rows_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 120 healthy hosts (no topology input) beside the link-flap scenario's hosts: the port matrix
+    # draws the hosts with something to see, not a chart 120 rows tall.
+    src = tmp_path / "fabric"
+    sim = subprocess.run(
+        [sys.executable, "-m", "fabricscope", "simulate", str(src / "scale"), "--scale", "960x12x3"],
+        capture_output=True,
+        text=True,
+    )
+    assert sim.returncode == 0, sim.stderr
+    shutil.copytree(SAMPLES / "scenarios" / "link-flap", src / "link-flap")
+    monkeypatch.setenv("FABRICSCOPE_DATA", str(tmp_path))
+    at = run("topology", "fabric")
+    captions = [c.value for c in at.caption]
+    drawn = [c for c in captions if "hosts drawn" in c]
+    assert drawn, captions
+    layered = [c for c in at.get("vega_lite_chart") if "layer" in json.loads(c.proto.spec)]
+    assert len(layered) == 1
+    hosts = {h for ds in layered[0].proto.datasets for h in pl.from_arrow(_arrow(ds.data.data))["host"].to_list()}
+    assert hosts == {"flap-gpu02", "flap-gpu03"}
+    assert drawn == [
+        "2 of 124 hosts drawn (those with a finding, a degraded or flapping link, worst first); "
+        "122 not drawn (healthy)."
+    ]
+    assert metrics(at) == {"Ports with findings": "2", "Degraded": "0", "Flapping": "1"}
+    assert frame(at, "health")["host"].to_list() == ["flap-gpu03", "flap-gpu02"]
