@@ -22,9 +22,20 @@ from collections.abc import Callable
 
 import polars as pl
 
-from fabricscope.detect._base import AnalysisInput, DetectorSpec, Scope
+from fabricscope.detect._base import AnalysisInput, DetectorSpec, Scope, View
 
-__all__ = ["DETECTORS", "KINDS", "SPECS", "AnalysisInput", "DetectorSpec", "Scope", "detectors_in"]
+__all__ = [
+    "DETECTORS",
+    "KINDS",
+    "SPECS",
+    "VIEWS",
+    "AnalysisInput",
+    "DetectorSpec",
+    "Scope",
+    "View",
+    "detectors_in",
+    "empty_views",
+]
 
 
 def _discover() -> dict[str, DetectorSpec]:
@@ -47,6 +58,25 @@ SPECS: dict[str, DetectorSpec] = _discover()
 
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(k for s in SPECS.values() for k in s.kinds))
 """Every finding kind a detector may emit."""
+
+
+def _views() -> dict[str, View]:
+    views: dict[str, View] = {}
+    for spec in SPECS.values():
+        for name, view in spec.views.items():
+            if name in views:
+                raise ValueError(f"two detectors declare the view {name!r}")
+            views[name] = view
+    return views
+
+
+VIEWS: dict[str, View] = _views()
+"""Every view a detector declares (``Analysis.views``), by name."""
+
+
+def empty_views() -> dict[str, pl.DataFrame]:
+    """Every declared view with no rows: what an analysis shows when none was computed."""
+    return {name: v.empty() for name, v in VIEWS.items()}
 
 
 def detectors_in(scope: Scope) -> list[DetectorSpec]:
