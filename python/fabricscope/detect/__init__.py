@@ -8,6 +8,10 @@ The registry is every module of this package whose name does not start with ``_`
 detector is adding its module (and its tests). The config defaults, the finding kinds, the engines'
 routing and the detector tables in the docs are derived from the specs.
 
+A detector never imports another: what several of them read (loss and pause intervals, per-port
+utilisation ...) lives in ``_shared``, kept per input by :meth:`AnalysisInput.once`. The views a
+spec declares (:class:`View`) are collected in :data:`VIEWS` and shown as ``Analysis.views``.
+
 Example:
     >>> from fabricscope.detect import SPECS
     >>> SPECS["link_flap"].scope, SPECS["link_errors"].scope
