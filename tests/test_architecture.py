@@ -253,15 +253,16 @@ def test_the_analysis_imports_no_detector() -> None:
 
 def identity_caches(source: str) -> list[int]:
     """Lines that key or keep state by object identity or per thread: ``id(...)``, ``weakref``, ``threading``."""
-    hits = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id":
-            hits.append(node.lineno)
-        elif isinstance(node, ast.Import) and any(a.name in ("threading", "weakref") for a in node.names):
-            hits.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module in ("threading", "weakref"):
-            hits.append(node.lineno)
-    return hits
+    banned = ("threading", "weakref")
+
+    def keyed_by_identity(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call):
+            return isinstance(node.func, ast.Name) and node.func.id == "id"
+        if isinstance(node, ast.Import):
+            return any(a.name in banned for a in node.names)
+        return isinstance(node, ast.ImportFrom) and node.module in banned
+
+    return [node.lineno for node in ast.walk(ast.parse(source)) if keyed_by_identity(node)]
 
 
 def test_detectors_cache_only_in_the_analysis_input() -> None:

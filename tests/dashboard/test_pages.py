@@ -156,9 +156,7 @@ def test_port_loss_and_go_back_n_match_the_lossy_collapse_finding() -> None:
     assert 0.34 < loss["gbn_efficiency"].min() < 0.37
 
 
-def test_port_go_back_n_follows_the_configured_thresholds(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_port_go_back_n_follows_the_configured_thresholds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # `fabricscope dashboard --config` plots the model the detector judged with, not the defaults.
     from fabricscope.dashboard import ENV_ANALYSIS, analysis_environment
 

@@ -32,6 +32,7 @@ from fabricscope.sources import default
 
 KIND = "packet_loss"
 
+
 def _count_sums(counts: list[dict[str, int | float | None]]) -> dict[str, float]:
     out: dict[str, float] = {}
     for c in counts:

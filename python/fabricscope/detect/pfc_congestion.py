@@ -23,6 +23,7 @@ from fabricscope.sources import MLX5_PAUSE, default
 
 KIND = "pfc_congestion"
 
+
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Find priorities paused for a sustained share of the time."""
     cfg = inp.config[KIND]

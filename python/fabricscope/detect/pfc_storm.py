@@ -539,6 +539,8 @@ def _no_transition_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[
 
 XOFF = {"rx_xoff_frames": "rx", "tx_xoff_frames": "tx"}
 XON = {"rx_xon_frames": "rx", "tx_xon_frames": "tx"}
+
+
 def _xoff_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:
     r = keyed(inp.rates.filter(pl.col("counter").is_in([*XOFF, *XON])))
     r = r.filter(pl.col("interval_s") > 0).with_columns(pl.col("counter").cast(pl.String))
