@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,25 @@ def test_the_go_back_n_view_is_the_model_the_finding_states() -> None:
     assert mine["gbn_efficiency"].median() == pytest.approx(ev["gbn_efficiency"], abs=0.02)
     w = ev["bdp_packets"]
     assert mine["gbn_efficiency"].to_list() == pytest.approx([1 / (1 + p * w) for p in mine["loss_ratio"]])
+
+
+def test_the_schema_doc_lists_every_view_with_its_columns() -> None:
+    text = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
+    section = text.split("## views", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| `")]
+    documented = {cells[0].strip(" `"): cells[3] for cells in rows}
+    assert set(documented) == set(VIEWS)
+    for name, view in VIEWS.items():
+        columns = [c for c in re.findall(r"`([a-z_]+)`", documented[name])]
+        assert [c for c in columns if c in view.schema.names()] == view.schema.names(), name
+
+
+@pytest.mark.parametrize("partitions", [2, 3])
+def test_views_are_the_same_whichever_way_the_hosts_are_partitioned(partitions: int) -> None:
+    # Each partition's input has its own cache: no partition sees another's frames.
+    whole = fabricscope.run_analysis(LOSSY)
+    split = fabricscope.run_analysis(LOSSY, engine="local", partitions=partitions, keep_detail=True)
+    for name, view in whole.views.items():
+        keys = [c for c in ("host", "device", "port", "direction", "window_start", "layer", "end") if c in view.columns]
+        assert view.height > 0, name
+        assert split.views[name].sort(keys, nulls_last=True).equals(view.sort(keys, nulls_last=True)), name
