@@ -11,11 +11,8 @@ from typing import Any
 import fabricscope
 import polars as pl
 from data import Dataset
-from fabricscope.config import DEFAULTS
-from fabricscope.detect import AnalysisInput
+from fabricscope.detect._shared import BYTES, PACKETS, PAUSE
 from fabricscope.detect.ecn_congestion import LOOP as ECN_LOOP
-from fabricscope.detect.packet_loss import BYTES, PACKETS, loss_intervals
-from fabricscope.detect.pfc_congestion import PAUSE
 from fabricscope.findings import SEVERITIES, document
 from fabricscope.incidents import Incident, incident_documents
 from fabricscope.profiles import profile_for_port
@@ -222,40 +219,16 @@ def error_rates(ds: Dataset, host: str, device: str, port: int | None) -> pl.Dat
 
 
 def loss(ds: Dataset, host: str, device: str, port: int | None) -> pl.DataFrame:
-    """time, direction, loss_ratio (estimated p) and gbn_efficiency (modelled go-back-N).
+    """time, direction, loss_ratio (estimated p), gbn_efficiency (modelled go-back-N) and bdp_packets.
 
-    p per interval is ``packet_loss``'s own estimate (:func:`fabricscope.detect.packet_loss.loss_intervals`
-    over the port's rates); efficiency is ``1 / (1 + p W)`` with ``W`` the bandwidth-delay product
-    in packets (``lossy_collapse``'s model and defaults; line rate from the port's gauge, else
-    400 Gb/s).
+    The ``lossy_collapse`` detector's ``go_back_n`` view of the analysis, for one port: p per
+    interval is ``packet_loss``'s estimate and the efficiency ``1 / (1 + p W)`` with the thresholds
+    the analysis ran with (``--config``), so the plot says what the finding says.
     """
-    r = _port_rates(ds, host, device, port)
-    empty = pl.DataFrame(
-        schema={
-            "time": pl.Datetime("ns", "UTC"),
-            "direction": pl.String,
-            "loss_ratio": pl.Float64,
-            "gbn_efficiency": pl.Float64,
-        }
-    )
-    if r.is_empty():
-        return empty
-    inp = AnalysisInput(
-        samples=pl.DataFrame(), rates=r.drop("time"), gauges=pl.DataFrame(), attributes=pl.DataFrame(), config=DEFAULTS
-    )
-    intervals = loss_intervals(inp)
-    if intervals.is_empty():
-        return empty
-    cfg = DEFAULTS["lossy_collapse"]
-    rate = line_rate(ds, host, device, port) or fabricscope.get_profile("roce400").line_rate_bytes_per_s
-    w_packets = rate * cfg["rtt_us"] * 1e-6 / cfg["mtu_bytes"]
-    out = intervals.filter(pl.col("p").is_not_null()).select(
-        pl.col("end").alias("time"),
-        "direction",
-        pl.col("p").alias("loss_ratio"),
-        (1.0 / (1.0 + pl.col("p") * w_packets)).alias("gbn_efficiency"),
-    )
-    return downsample(out, ["direction"], ["loss_ratio", "gbn_efficiency"])
+    v = ds.views["go_back_n"].filter((pl.col("host") == host) & (pl.col("device") == device))
+    v = v.filter(pl.col("port").is_null() if port is None else pl.col("port") == port)
+    out = v.select(pl.col("end").alias("time"), "direction", "loss_ratio", "gbn_efficiency", "bdp_packets")
+    return downsample(out, ["direction"], ["loss_ratio", "gbn_efficiency", "bdp_packets"])
 
 
 def port_throughput_summary(ds: Dataset) -> pl.DataFrame:

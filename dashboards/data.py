@@ -32,7 +32,7 @@ import polars as pl
 import streamlit as st
 from allowed_sources import remote_sources
 from fabricscope.dashboard import analysis_from_environment
-from fabricscope.detect.bottleneck import empty_layers
+from fabricscope.detect import empty_views
 from fabricscope.findings import overall_status
 from fabricscope.history import History, is_history
 from fabricscope.pipeline import ordered_findings
@@ -68,7 +68,7 @@ class Dataset:
         gauges: Latest value of every gauge series (link rate, width, state, ...).
         attributes: Port attributes (link layer, GUIDs, ...).
         tables: Side tables by name (``links``, ``nccl_results``, ``perftest_results``, ...).
-        layers: Layer utilisation (host, window, layer, utilisation_ratio, ...).
+        views: The detectors' views by name (:attr:`fabricscope.Analysis.views`: ``layers``, ``go_back_n`` ...).
         inputs: Per input: path, format, records, rejected, and the error of one that could not be read.
         lifecycle: History mode: one row per fault (first/last seen, resolved); else None.
         runs: History mode: the cron runs; else None.
@@ -82,7 +82,7 @@ class Dataset:
     gauges: pl.DataFrame
     attributes: pl.DataFrame
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    layers: pl.DataFrame = field(default_factory=empty_layers)
+    views: dict[str, pl.DataFrame] = field(default_factory=empty_views)
     inputs: list[dict[str, Any]] = field(default_factory=list)
     lifecycle: pl.DataFrame | None = None
     runs: pl.DataFrame | None = None
@@ -142,7 +142,7 @@ def _analyse(paths: list[str], label: str, mode: str, remote: RemoteOptions | No
         gauges=analysis.gauges,
         attributes=analysis.attributes,
         tables=tables,
-        layers=analysis.layers,
+        views=analysis.views,
         inputs=analysis.inputs,
         analysis=analysis,
         status=analysis.status,
@@ -166,7 +166,7 @@ def _from_history(path: Path, label: str) -> Dataset:
         gauges=analysis.gauges,
         attributes=analysis.attributes,
         tables=dict(analysis.tables),
-        layers=analysis.layers,
+        views=analysis.views,
         inputs=analysis.inputs,
         lifecycle=hist.lifecycle(),
         runs=hist.runs(),

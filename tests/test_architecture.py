@@ -213,3 +213,65 @@ def test_every_chain_has_roots_and_its_relations_name_declared_chains() -> None:
         "degraded_link_ring",
         "spine_credit_starvation",
     }
+
+
+DETECT = "fabricscope.detect"
+
+
+def detector_modules(graph: dict[str, set[str]]) -> set[str]:
+    """The registry's detector modules: every module of ``fabricscope.detect`` not starting with ``_``."""
+    return {m for m in graph if m.startswith(f"{DETECT}.") and not m.rpartition(".")[2].startswith("_")}
+
+
+def test_the_detector_modules_are_the_registry() -> None:
+    # The walker sees exactly the detectors, so the import rules below cannot pass by seeing none.
+    assert {m.rpartition(".")[2] for m in detector_modules(import_graph())} == set(SPECS)
+
+
+def test_no_detect_module_imports_a_detector() -> None:
+    """Detectors share computations through ``detect/_shared.py``, never through each other's internals
+    (only the registry, the package itself, imports them)."""
+    graph = import_graph()
+    detectors = detector_modules(graph)
+    crossing = sorted(
+        f"{m} -> {t}" for m in graph if m.startswith(f"{DETECT}.") for t in graph[m] & detectors if t != m
+    )
+    assert crossing == []
+
+
+def test_detector_import_check_sees_a_crossing() -> None:
+    graph = {"fabricscope.detect.a": {"fabricscope.detect.b"}, "fabricscope.detect.b": set()}
+    assert detector_modules(graph) == {"fabricscope.detect.a", "fabricscope.detect.b"}
+
+
+def test_the_analysis_imports_no_detector() -> None:
+    """``Analysis.views`` is generic: analyze.py reads the registry, never one detector's module."""
+    graph = import_graph()
+    assert graph["fabricscope.analyze"] & detector_modules(graph) == set()
+    assert DETECT in graph["fabricscope.analyze"]
+
+
+def identity_caches(source: str) -> list[int]:
+    """Lines that key or keep state by object identity or per thread: ``id(...)``, ``weakref``, ``threading``."""
+    banned = ("threading", "weakref")
+
+    def keyed_by_identity(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call):
+            return isinstance(node.func, ast.Name) and node.func.id == "id"
+        if isinstance(node, ast.Import):
+            return any(a.name in banned for a in node.names)
+        return isinstance(node, ast.ImportFrom) and node.module in banned
+
+    return [node.lineno for node in ast.walk(ast.parse(source)) if keyed_by_identity(node)]
+
+
+def test_detectors_cache_only_in_the_analysis_input() -> None:
+    """Shared computations live in the run's ``AnalysisInput`` (``once``), so every partition of every
+    engine has its own; an identity- or thread-keyed cache can return another input's frames."""
+    assert identity_caches("import threading\n_LAST = threading.local()\nkey = id(rates)\n") == [1, 3]
+    hits = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in sorted((PACKAGE / "detect").glob("*.py"))
+        for n in identity_caches(p.read_text(encoding="utf-8"))
+    ]
+    assert hits == []

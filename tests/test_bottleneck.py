@@ -65,8 +65,8 @@ def mine(a: fabricscope.Analysis) -> pl.DataFrame:
 
 def test_empty_when_no_layer_is_measured() -> None:
     a = run(counter("symbol_errors", [0.0, 0.0]))
-    assert a.layers.is_empty()
-    assert a.layers.schema == LAYERS_SCHEMA
+    assert a.views["layers"].is_empty()
+    assert a.views["layers"].schema == LAYERS_SCHEMA
     assert mine(a).is_empty()
 
 
@@ -74,8 +74,8 @@ def test_nvlink_saturated_node_is_a_warning_on_nvlink() -> None:
     rows = gpus("h1", "nvlink_tx_bytes_per_s", 0.97, NVL4) + nic("h1", 0.10)
     rows += gpus("h2", "nvlink_tx_bytes_per_s", 0.35, NVL4) + nic("h2", 0.10, device="mlx5_0")
     a = run(rows)
-    assert a.layers.schema == LAYERS_SCHEMA
-    h1 = a.layers.filter(pl.col("host") == "h1").sort("layer")
+    assert a.views["layers"].schema == LAYERS_SCHEMA
+    h1 = a.views["layers"].filter(pl.col("host") == "h1").sort("layer")
     # 60 s windows: readings at 10..60 s close the first window
     assert h1["layer"].to_list() == ["network", "nvlink"]
     nv = h1.filter(pl.col("layer") == "nvlink").row(0, named=True)
@@ -104,7 +104,7 @@ def test_nvlink_saturated_node_is_a_warning_on_nvlink() -> None:
 def test_reading_on_a_window_boundary_closes_the_earlier_window() -> None:
     # readings at 0, 10, ..., 120 s: the 60 s reading belongs to [0, 60), the 120 s one to [60, 120)
     a = run(gauge("nvlink_tx_bytes_per_s", [0.1 * NVL4] * 7 + [0.9 * NVL4] * 6))
-    lay = a.layers.sort("window_start")
+    lay = a.views["layers"].sort("window_start")
     assert lay["window_start"].to_list() == [T0 - dt.timedelta(seconds=60), T0, T0 + dt.timedelta(seconds=60)]
     assert lay["utilisation_ratio"].to_list() == pytest.approx([0.1, 0.1, 0.9])
 
@@ -112,7 +112,7 @@ def test_reading_on_a_window_boundary_closes_the_earlier_window() -> None:
 def test_network_saturated_with_credit_waits_counted_as_busy_time() -> None:
     # 92% of line rate plus 5% of the time waiting for credits: 97% busy, saturated
     a = run(nic("h1", 0.92, wait_ratio=0.05) + gpus("h1", "nvlink_tx_bytes_per_s", 0.3, NVL4))
-    net = a.layers.filter(pl.col("layer") == "network").row(0, named=True)
+    net = a.views["layers"].filter(pl.col("layer") == "network").row(0, named=True)
     assert net["utilisation_ratio"] == pytest.approx(0.97)
     assert net["throughput_bytes_per_s"] == pytest.approx(0.92 * NDR)
     assert net["metric"] == "port_xmit_data_bytes+port_xmit_wait_ticks"
@@ -128,7 +128,7 @@ def test_network_saturated_with_credit_waits_counted_as_busy_time() -> None:
 def test_a_congested_port_is_busy_but_not_saturated() -> None:
     # 60% sent, 35% waiting for credits: 95% busy, but the stall is congestion (ib_congestion's finding)
     a = run(nic("h1", 0.60, wait_ratio=0.35))
-    assert a.layers["utilisation_ratio"][0] == pytest.approx(0.95)
+    assert a.views["layers"]["utilisation_ratio"][0] == pytest.approx(0.95)
     f = mine(a)
     assert f["severity"].to_list() == ["info"]
     assert a.findings.filter(pl.col("kind") == "ib_congestion")["severity"].to_list() == ["warning"]
@@ -146,7 +146,7 @@ def test_roce_received_pause_counts_as_stall() -> None:
     rows += counter("rx_pause_duration_us", [0.4e6] * 6, device="eth2", port=None)
     rows = [(*r[:7], 3 if r[1] == "rx_pause_duration_us" else None, r[8]) for r in rows]
     a = run(rows, profile="roce400")
-    net = a.layers.row(0, named=True)
+    net = a.views["layers"].row(0, named=True)
     assert net["utilisation_ratio"] == pytest.approx(0.9)
     assert net["metric"] == "phy_tx_bytes+rx_pause_duration_us"
     assert net["capacity_bytes_per_s"] == NDR
@@ -171,7 +171,7 @@ def test_nvidia_smi_link_counters_and_link_speeds() -> None:
         orient="row",
     )
     a = run(rows, attributes=attrs)
-    nv = a.layers.row(0, named=True)
+    nv = a.views["layers"].row(0, named=True)
     assert nv["capacity_bytes_per_s"] == pytest.approx(18 * 26.562e9)
     assert nv["throughput_bytes_per_s"] == pytest.approx(18 * 20e9)
     assert nv["utilisation_ratio"] == pytest.approx(20 / 26.562)
@@ -180,11 +180,11 @@ def test_nvidia_smi_link_counters_and_link_speeds() -> None:
 
 def test_pcie_capacity_follows_the_configured_profile() -> None:
     rows = gpus("h1", "pcie_rx_bytes_per_s", 0.46, 63e9, count=2)
-    assert run(rows).layers["utilisation_ratio"][0] == pytest.approx(0.46)
+    assert run(rows).views["layers"]["utilisation_ratio"][0] == pytest.approx(0.46)
     assert mine(run(rows))["severity"].to_list() == ["info"]
     cfg = load_config()
     cfg["bottleneck"]["pcie_profile"] = "pcie4x16"
-    lay = run(rows, config=cfg).layers.row(0, named=True)
+    lay = run(rows, config=cfg).views["layers"].row(0, named=True)
     assert lay["capacity_bytes_per_s"] == 31.5e9
     assert lay["utilisation_ratio"] == pytest.approx(0.92)
     assert mine(run(rows, config=cfg)).select("severity", "layer").rows() == [("warning", "pcie")]
@@ -194,7 +194,7 @@ def test_cxl_data_messages_are_64_byte_lines() -> None:
     # 300 M MemData/s returned to the host = 19.2 GB/s of a 31.5 GB/s Gen5 x8 expander
     rows = counter("cxl_s2m_drs_memdata", [300e6] * 6, device="cxl_pmu_mem0.0", port=None)
     rows += counter("cxl_m2s_rwd_memwr", [100e6] * 6, device="cxl_pmu_mem0.0", port=None)
-    lay = run(rows).layers.row(0, named=True)
+    lay = run(rows).views["layers"].row(0, named=True)
     assert lay["layer"] == "cxl"
     assert lay["throughput_bytes_per_s"] == pytest.approx(19.2e9)
     assert lay["utilisation_ratio"] == pytest.approx(19.2e9 / 31.5e9)
@@ -236,7 +236,7 @@ def test_balanced_scenario_gets_info_verdicts_with_every_layer() -> None:
         assert all(0.15 < u < 0.6 for u in layers.values())
         assert not json.loads(ev)["communication_bound"]
     # the layers frame has every layer for every host and window
-    assert a.layers.group_by("host").agg(pl.col("layer").n_unique())["layer"].to_list() == [3, 3, 3]
+    assert a.views["layers"].group_by("host").agg(pl.col("layer").n_unique())["layer"].to_list() == [3, 3, 3]
 
 
 def test_real_nvidia_smi_snapshots() -> None:
@@ -244,7 +244,7 @@ def test_real_nvidia_smi_snapshots() -> None:
     # link 2 listed at 26.562 GB/s by `nvlink -s`
     fix = Path(__file__).resolve().parent / "fixtures" / "nvidia-smi" / "constructed-snapshots.txt"
     a = fabricscope.run_analysis(fix, strict=False)
-    lay = a.layers.row(0, named=True)
+    lay = a.views["layers"].row(0, named=True)
     assert (lay["host"], lay["layer"], lay["metric"]) == ("dgx07", "nvlink", "nvlink_rx_bytes")
     assert lay["throughput_bytes_per_s"] == pytest.approx(2_000_000 * 1024 / 10)
     assert lay["capacity_bytes_per_s"] == pytest.approx(26.562e9)
@@ -256,7 +256,7 @@ def test_windows_end_where_the_hosts_data_ends() -> None:
     a = fabricscope.run_analysis(SCEN / "nvlink-saturated")
     last = dt.datetime(2026, 12, 4, 16, 4, tzinfo=dt.timezone.utc)
     second = dt.timedelta(seconds=1)  # scrapes land a few ms after the 10 s grid
-    assert last <= a.layers["window_end"].max() < last + second
+    assert last <= a.views["layers"]["window_end"].max() < last + second
     warn = a.findings.filter((pl.col("kind") == "bottleneck") & (pl.col("severity") == "warning")).row(0, named=True)
     assert (warn["host"], warn["layer"]) == ("nvlink-gpu03", "nvlink")
     assert last <= warn["end"] < last + second

@@ -23,7 +23,7 @@ if verdicts.height:
 else:
     st.info("No bottleneck verdict for this source (no layer utilisation could be measured).")
 
-lay = ds.layers
+lay = ds.views["layers"]
 st.subheader("Utilisation per layer")
 if not lay.height:
     st.info(

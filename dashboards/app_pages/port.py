@@ -5,7 +5,6 @@ import altair as alt
 import components
 import polars as pl
 import streamlit as st
-from fabricscope.config import DEFAULTS
 
 st.title("Port")
 ds = components.current()
@@ -141,8 +140,8 @@ if ls.height:
     )
     st.caption(
         f"p = largest loss counter / packets per interval; efficiency 1/(1 + p·W), "
-        f"RTT {DEFAULTS['lossy_collapse']['rtt_us']:g} µs, MTU {DEFAULTS['lossy_collapse']['mtu_bytes']} B "
-        "(the lossy_collapse model, docs/detectors.md)."
+        f"W = line rate × RTT / MTU = {ls['bdp_packets'].max():,.0f} packets with the analysis' "
+        "[lossy_collapse] thresholds (the lossy_collapse model, docs/detectors.md)."
     )
 else:
     st.caption("No RoCE loss counters for this port.")

@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.config import load_config
-from fabricscope.detect.bottleneck import empty_layers
+from fabricscope.detect import empty_views
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine
 from fabricscope.engines.units import raise_if_nothing_read
 from fabricscope.entities import apply as apply_entities
@@ -45,9 +45,10 @@ class Analysis:
         tables: Every side table read (``nccl_results``, ``perftest_results``, ``links`` ...), by name,
             and ``entities``: every name the inputs use for a host, HCA, switch or cable
             (:mod:`fabricscope.entities`).
-        layers: Layer utilisation per host and window
-            (:func:`fabricscope.detect.bottleneck.layer_utilisation`; empty with its schema when
-            nothing applies).
+        views: The frames detectors explain themselves with, by name, every declared one present
+            (``DetectorSpec.views``): ``layers`` (utilisation per host, window and layer),
+            ``go_back_n`` (loss and modelled go-back-N efficiency per NIC and interval) ...; empty
+            with its schema when nothing applies or the detail was not kept.
         times: First and last sample time per reader format (after filters), for summaries.
         incidents: Findings grouped by root cause (:func:`fabricscope.incidents.correlate`), worst
             first; findings in none stay standalone.
@@ -64,7 +65,7 @@ class Analysis:
     rates: pl.DataFrame
     reports: list[InputReport] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    layers: pl.DataFrame = field(default_factory=empty_layers)
+    views: dict[str, pl.DataFrame] = field(default_factory=empty_views)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
     incidents: list[Incident] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
@@ -156,7 +157,7 @@ def run_analysis(
         until: Analyse only samples before this time.
         hosts: Analyse only these hosts.
         limits: Raise reader resource limits (names in ``fabricscope.io.LIMITS``; docs/security.md).
-        keep_detail: Keep every rate row and the detectors' views (``rates``, ``layers``) in the result;
+        keep_detail: Keep every rate row and the detectors' views (``rates``, ``views``) in the result;
             default: when ``engine`` is None. Without it ``rates`` holds only what the fabric-wide
             detectors read, so memory stays bounded on large inputs.
         remote: How to read URL inputs (a Prometheus server or an exporter endpoint): matchers,
@@ -253,7 +254,7 @@ def run_analysis(
         rates=ran.rates,
         reports=ran.reports,
         tables=tables,
-        layers=ran.views.get("layers", empty_layers()),
+        views={**empty_views(), **ran.views},
         times=ran.times,
         incidents=incidents,
         conflicts=entities.conflicts,

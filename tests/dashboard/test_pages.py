@@ -157,6 +157,36 @@ def test_port_loss_and_go_back_n_match_the_lossy_collapse_finding() -> None:
     assert 0.34 < loss["gbn_efficiency"].min() < 0.37
 
 
+def test_port_go_back_n_follows_the_configured_thresholds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # `fabricscope dashboard --config` plots the model the detector judged with, not the defaults.
+    from fabricscope.dashboard import ENV_ANALYSIS, analysis_environment
+
+    source = SAMPLES / "scenarios/lossy-collapse"
+    default = data._analyse([str(source)], "lossy-collapse", "analysis")
+    config = tmp_path / "rtt.toml"
+    config.write_text("[lossy_collapse]\nrtt_us = 20.0\n")
+    monkeypatch.setenv(ENV_ANALYSIS, analysis_environment({"config": str(config)}))
+    ds = data._analyse([str(source)], "lossy-collapse", "analysis")
+    cli = str(Path(sys.executable).with_name("fabricscope"))
+    run = subprocess.run(
+        [cli, "analyze", str(source), "--lenient", "--config", str(config), "--json", "-"],
+        capture_output=True,
+        text=True,
+    )
+    finding = next(f for f in json.loads(run.stdout)["findings"] if f["kind"] == "lossy_collapse")
+    evidence = finding["evidence"]
+    assert evidence["rtt_us"] == 20.0
+    args = (finding["host"], finding["device"], finding["port"])
+    before = aggregates.loss(default, *args).filter(pl.col("direction") == evidence["direction"])
+    after = aggregates.loss(ds, *args).filter(pl.col("direction") == evidence["direction"])
+    # twice the round trip: twice the packets in flight that one loss resends
+    assert after["bdp_packets"].max() == pytest.approx(2 * before["bdp_packets"].max())
+    assert after["bdp_packets"].max() == pytest.approx(evidence["bdp_packets"])
+    # 1.5% loss with W ~ 244 packets: about 1 / (1 + 0.015 x 244) ~ 21%, what the finding says
+    assert after["gbn_efficiency"].min() == pytest.approx(evidence["gbn_efficiency"], abs=0.02)
+    assert 0.19 < after["gbn_efficiency"].min() < 0.23 < 0.34 < before["gbn_efficiency"].min()
+
+
 def test_port_ecn_share_for_the_incast_receiver() -> None:
     ds = data._analyse([str(SAMPLES / "scenarios/ecn-incast")], "ecn-incast", "analysis")
     ecn = aggregates.ecn(ds, "incast-gpu06", "mlx5_0", 1)

@@ -8,6 +8,10 @@ The registry is every module of this package whose name does not start with ``_`
 detector is adding its module (and its tests). The config defaults, the finding kinds, the engines'
 routing and the detector tables in the docs are derived from the specs.
 
+A detector never imports another: what several of them read (loss and pause intervals, per-port
+utilisation ...) lives in ``_shared``, kept per input by :meth:`AnalysisInput.once`. The views a
+spec declares (:class:`View`) are collected in :data:`VIEWS` and shown as ``Analysis.views``.
+
 Example:
     >>> from fabricscope.detect import SPECS
     >>> SPECS["link_flap"].scope, SPECS["link_errors"].scope
@@ -22,9 +26,20 @@ from collections.abc import Callable
 
 import polars as pl
 
-from fabricscope.detect._base import AnalysisInput, DetectorSpec, Scope
+from fabricscope.detect._base import AnalysisInput, DetectorSpec, Scope, View
 
-__all__ = ["DETECTORS", "KINDS", "SPECS", "AnalysisInput", "DetectorSpec", "Scope", "detectors_in"]
+__all__ = [
+    "DETECTORS",
+    "KINDS",
+    "SPECS",
+    "VIEWS",
+    "AnalysisInput",
+    "DetectorSpec",
+    "Scope",
+    "View",
+    "detectors_in",
+    "empty_views",
+]
 
 
 def _discover() -> dict[str, DetectorSpec]:
@@ -47,6 +62,25 @@ SPECS: dict[str, DetectorSpec] = _discover()
 
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(k for s in SPECS.values() for k in s.kinds))
 """Every finding kind a detector may emit."""
+
+
+def _views() -> dict[str, View]:
+    views: dict[str, View] = {}
+    for spec in SPECS.values():
+        for name, view in spec.views.items():
+            if name in views:
+                raise ValueError(f"two detectors declare the view {name!r}")
+            views[name] = view
+    return views
+
+
+VIEWS: dict[str, View] = _views()
+"""Every view a detector declares (``Analysis.views``), by name."""
+
+
+def empty_views() -> dict[str, pl.DataFrame]:
+    """Every declared view with no rows: what an analysis shows when none was computed."""
+    return {name: v.empty() for name, v in VIEWS.items()}
 
 
 def detectors_in(scope: Scope) -> list[DetectorSpec]:

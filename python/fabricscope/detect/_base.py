@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import polars as pl
 
 from fabricscope.detect._relations import Chain, Relation
 from fabricscope.profiles import Profile
 
-__all__ = ["AnalysisInput", "DetectorSpec", "Scope"]
+__all__ = ["AnalysisInput", "DetectorSpec", "Scope", "View"]
+
+T = TypeVar("T")
 
 Scope = Literal["partition", "fabric"]
 """``partition``: a port's findings depend only on its own host's data (runs inside host partitions);
@@ -35,6 +37,9 @@ class AnalysisInput:
         config: Thresholds (:func:`fabricscope.config.load_config`).
         profile: A profile forced by the user (``--profile``), else None (detect per port).
         tables: Other tables (``links`` ...), by name.
+        computed: The shared computations of this input (:meth:`once`), by name. Not an argument:
+            every input starts with its own, so each partition of an engine has its own, and an
+            input copied with :func:`dataclasses.replace` (other frames) starts empty.
     """
 
     samples: pl.DataFrame
@@ -44,6 +49,37 @@ class AnalysisInput:
     config: dict[str, Any]
     profile: Profile | None = None
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    computed: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def once(self, name: str, make: Callable[[], T]) -> T:
+        """The value of the computation ``name`` on this input: made on first use, then kept.
+
+        Several detectors (and their views) of one run read the same derived frames (loss
+        intervals, pause intervals, per-port utilisation); each is computed once per input. The
+        name must say everything the value depends on besides this input (a window length ...).
+        Frames are immutable, so every reader can share one.
+        """
+        if name not in self.computed:
+            self.computed[name] = make()
+        return self.computed[name]
+
+
+@dataclass(frozen=True)
+class View:
+    """A frame a detector explains itself with, beside its findings (``Analysis.views[name]``).
+
+    Attributes:
+        compute: The frame from the same :class:`AnalysisInput` the detector read.
+        schema: Its columns; a run that computes no view (nothing read, detail not kept) shows an
+            empty frame with them.
+    """
+
+    compute: Callable[[AnalysisInput], pl.DataFrame]
+    schema: pl.Schema
+
+    def empty(self) -> pl.DataFrame:
+        """The view with no rows."""
+        return pl.DataFrame(schema=self.schema)
 
 
 def no_rates(rates: pl.DataFrame) -> pl.DataFrame:
@@ -67,8 +103,9 @@ class DetectorSpec:
         defaults: Its config defaults (thresholds, each table with a ``source`` naming a public document
             or "fabricscope default: why").
         views: Frames the detector can explain itself with, by name (e.g. the bottleneck detector's
-            per-layer ``layers``): computed on the same input as the detector when an analysis keeps
-            its detail.
+            per-layer ``layers``), each with its schema (:class:`View`): computed on the same input
+            as the detector when an analysis keeps its detail, and collected into
+            ``Analysis.views``. View names are unique across detectors.
         fault: Whether a warning or critical finding of it says something is broken. Each such
             finding belongs to exactly one incident (alone when nothing explains it); findings of a
             detector that measures load (a layer busy near its capacity is working, not broken) join
@@ -89,7 +126,7 @@ class DetectorSpec:
     kinds: tuple[str, ...] = ()
     rates_needed: Callable[[pl.DataFrame], pl.DataFrame] | None = None
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    views: Mapping[str, Callable[[AnalysisInput], pl.DataFrame]] = field(default_factory=dict)
+    views: Mapping[str, View] = field(default_factory=dict)
     fault: bool = True
     chains: tuple[Chain, ...] = ()
     relations: tuple[Relation, ...] = ()

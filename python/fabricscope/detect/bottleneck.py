@@ -31,21 +31,19 @@ communicating.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
 
-from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import keyed, port_facts
+from fabricscope.detect._base import AnalysisInput, DetectorSpec, View
 from fabricscope.detect._relations import Relation
+from fabricscope.detect._shared import network_wide, window_start
 from fabricscope.findings import make_findings, merge_windows
-from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu
+from fabricscope.profiles import get_profile, nvlink_profile_for_gpu
 from fabricscope.sources import NCCL_ACHIEVABLE, NGC_PERF, default
 
-__all__ = ["LAYERS_SCHEMA", "SPEC", "detect", "empty_layers", "layer_utilisation", "network_ports"]
+__all__ = ["LAYERS_SCHEMA", "SPEC", "detect", "layer_utilisation"]
 
 KIND = "bottleneck"
 
@@ -72,17 +70,11 @@ _COMPONENT = pl.Schema(
     }
 )
 
-# Data bytes per direction, most specific first (the IB port counters on RoCE count RDMA only,
-# which is what collectives move; wire counters next).
-TX_COUNTERS = ["port_xmit_data_bytes", "ext_port_xmit_data_bytes", "vport_rdma_tx_unicast_bytes", "phy_tx_bytes"]
-RX_COUNTERS = ["port_rcv_data_bytes", "ext_port_rcv_data_bytes", "vport_rdma_rx_unicast_bytes", "phy_rx_bytes"]
 GPU_GAUGES = {
     "nvlink": ("nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s"),
     "pcie": ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"),
 }
 NVLINK_COUNTERS = ("nvlink_tx_bytes", "nvlink_rx_bytes")
-# What keeps a port from sending: IB credit waits, RoCE pause received from the switch.
-STALL_COUNTERS = ("port_xmit_wait_ticks", "rx_pause_duration_us")
 # CXL PMU messages that carry data, by direction (event names: kernel Documentation/admin-guide/perf/cxl.rst).
 # Assumption, not checked against a measurement (no public CXL bandwidth measurement was found): each data
 # message carries one 64-byte cache line, CXL's coherence granularity; a partial write counts as a
@@ -100,20 +92,6 @@ CXL_DATA = {
 def _only(df: pl.DataFrame, counters: Iterable[str]) -> pl.DataFrame:
     """Rows of some counters; compares the categorical directly (casting every row costs more)."""
     return df.filter(pl.col("counter").is_in(list(counters)))
-
-
-def empty_layers() -> pl.DataFrame:
-    """A layer-utilisation frame with no rows (:data:`LAYERS_SCHEMA`)."""
-    return pl.DataFrame(schema=LAYERS_SCHEMA)
-
-
-def _every(window_s: float) -> str:
-    return f"{max(1, round(window_s * 1e6))}us"
-
-
-def _window(col: str, window_s: float) -> pl.Expr:
-    # A reading stamped exactly on a boundary describes the interval before it.
-    return (pl.col(col) - pl.duration(nanoseconds=1)).dt.truncate(_every(window_s)).alias("window_start")
 
 
 def _finish(df: pl.DataFrame, layer: str, window_s: float) -> pl.DataFrame:
@@ -188,7 +166,7 @@ def _gpu_layer(inp: AnalysisInput, layer: str, cfg: dict[str, Any], window_s: fl
     parts = []
     if not g.is_empty():
         parts.append(
-            g.with_columns(pl.col("host", "device", "counter").cast(pl.String), _window("time", window_s))
+            g.with_columns(pl.col("host", "device", "counter").cast(pl.String), window_start("time", window_s))
             .group_by(["host", "device", "window_start", "counter"])
             .agg(pl.col("value").mean().alias("bps"))
             .with_columns(pl.lit(0).alias("_rank"))
@@ -198,7 +176,7 @@ def _gpu_layer(inp: AnalysisInput, layer: str, cfg: dict[str, Any], window_s: fl
         c = _only(inp.rates, NVLINK_COUNTERS).filter(pl.col("delta").is_not_null())
         if not c.is_empty():
             parts.append(
-                c.with_columns(pl.col("host", "device", "counter").cast(pl.String), _window("end", window_s))
+                c.with_columns(pl.col("host", "device", "counter").cast(pl.String), window_start("end", window_s))
                 .group_by(["host", "device", "port", "window_start", "counter"])
                 .agg((pl.col("delta").sum() / pl.col("interval_s").sum()).alias("bps"))
                 .group_by(["host", "device", "window_start", "counter"])
@@ -233,139 +211,8 @@ def _gpu_layer(inp: AnalysisInput, layer: str, cfg: dict[str, Any], window_s: fl
     return _finish(df, layer, window_s)
 
 
-def _network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
-    return _cached(inp, f"network@{window_s}", lambda: _make_network_wide(inp, cfg, window_s))
-
-
-def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
-    keys = ["host", "device", "_port"]
-    # Sums per port, counter and window first, grouped on the dictionary codes: a few rows per
-    # port instead of one per interval before anything is cast to strings, ranked or joined.
-    # Each group holds exactly the intervals (in the same order) that a port's window sums
-    # over, so the values are those of summing the intervals themselves.
-    # Lazy, so each sum reads only the columns it needs of the rows it needs.
-    r = (
-        inp.rates.lazy()
-        .select("host", "device", "port", "priority", "counter", "end", "interval_s", "delta", "rate_per_s")
-        .filter(pl.col("delta").is_not_null())
-    )
-    bits_per_tick = inp.config["ib_congestion"]["bits_per_tick"]
-
-    def window_sums(names: list[str], delta: pl.Expr, per_priority: bool) -> pl.DataFrame:
-        by = ["host", "device", "port", *(["priority"] if per_priority else []), "counter", "window_start"]
-        return (
-            r.filter(pl.col("counter").is_in(names))
-            .with_columns(_window("end", window_s), delta.alias("delta"))
-            .group_by(by)
-            .agg(
-                pl.col("delta").sum().alias("_delta"),
-                pl.col("interval_s").sum().alias("_interval"),
-                # A counter is preferred for a port when any of its intervals has a rate.
-                pl.col("rate_per_s").is_not_null().any().alias("_rated"),
-            )
-            # The in-memory engine, as eager frames use: the same sums in the same row order.
-            .collect(engine="in-memory")
-            .pipe(keyed)
-            .with_columns((pl.col("_delta") / pl.col("_interval")).alias("v"))
-        )
-
-    frames = []
-    for q, names in (("tx", TX_COUNTERS), ("rx", RX_COUNTERS)):
-        s = window_sums(names, pl.col("delta"), per_priority=False)
-        if s.is_empty():
-            continue
-        # The most preferred counter that has any rate, per port (as :func:`preferred` does).
-        s = s.with_columns(pl.col("counter").replace_strict({c: i for i, c in enumerate(names)}).alias("_rank"))
-        best = s.filter(pl.col("_rated")).group_by(keys).agg(pl.col("_rank").min().alias("_best"))
-        s = s.join(best, on=keys, how="inner").filter(pl.col("_rank") == pl.col("_best"))
-        frames.append(s.select(*keys, "window_start", pl.lit(q).alias("q"), "v", "counter"))
-    if not frames:
-        return pl.DataFrame()
-    # Stall time only adds to a port whose data was read: a port with pause time but no byte
-    # counter (bnxt_en's ethtool has no wire-byte counter we map) has no utilisation to add it to,
-    # whatever other hosts are analysed with it.
-    data_ports = pl.concat([f.select(keys) for f in frames]).unique()
-    wait = window_sums([STALL_COUNTERS[0]], pl.col("delta") * bits_per_tick / 8, per_priority=False)
-    wait = wait.join(data_ports, on=keys, how="semi", nulls_equal=True) if not wait.is_empty() else wait
-    if not wait.is_empty():
-        frames.append(wait.select(*keys, "window_start", pl.lit("stall_bytes").alias("q"), "v", "counter"))
-    pause = window_sums([STALL_COUNTERS[1]], pl.col("delta") / 1e6, per_priority=True)
-    pause = pause.join(data_ports, on=keys, how="semi", nulls_equal=True) if not pause.is_empty() else pause
-    if not pause.is_empty():
-        frames.append(
-            pause.sort(["v", "_prio"], descending=[True, False], nulls_last=True)
-            # pause on several priorities at once is one stalled port: the worst priority counts
-            .group_by([*keys, "window_start"], maintain_order=True)
-            .agg(pl.col("v").first(), pl.col("counter").first())
-            .select(*keys, "window_start", pl.lit("pause_s").alias("q"), "v", "counter")
-        )
-    # One row per port, window and quantity (the other quantities have no priority).
-    agg = pl.concat(frames, how="vertical_relaxed")
-    wide = agg.pivot(on="q", index=[*keys, "window_start"], values=["v", "counter"])
-    for q in ("tx", "rx", "stall_bytes", "pause_s"):
-        if f"v_{q}" not in wide.columns:
-            wide = wide.with_columns(
-                pl.lit(None, pl.Float64).alias(f"v_{q}"), pl.lit(None, pl.String).alias(f"counter_{q}")
-            )
-    facts = (
-        port_facts(inp)
-        .select("host", "device", pl.col("port").fill_null(-1).alias("_port"), "link_rate_bytes_per_s")
-        .filter(pl.col("link_rate_bytes_per_s") > 0)
-    )
-    default: Profile = inp.profile or get_profile(cfg["network_profile"])
-    host_rate = facts.group_by("host").agg(pl.col("link_rate_bytes_per_s").max().alias("_host_rate"))
-    wide = (
-        wide.join(facts, on=keys, how="left")
-        .join(host_rate, on="host", how="left")
-        .with_columns(
-            pl.coalesce("link_rate_bytes_per_s", "_host_rate", pl.lit(default.line_rate_bytes_per_s)).alias(
-                "capacity_bytes_per_s"
-            ),
-            pl.when(pl.col("link_rate_bytes_per_s").is_not_null())
-            .then(pl.lit("port rate gauge"))
-            .when(pl.col("_host_rate").is_not_null())
-            .then(pl.lit("rate of another port of the host"))
-            .otherwise(pl.lit(f"assumed profile {default.name}"))
-            .alias("capacity_source"),
-        )
-    )
-    # A left join on a one-row frame (one host with one rated port) broadcasts its value as a
-    # constant column, and Polars divides by a constant as a multiplication by its reciprocal,
-    # which can differ from the division in the last bit: materialised, every ratio below is
-    # the same whichever hosts share the frame (the in-memory path and every partitioning).
-    return pl.from_arrow(wide.to_arrow())  # type: ignore[return-value]
-
-
-def network_ports(inp: AnalysisInput, window_s: float) -> pl.DataFrame:
-    """Per NIC port and window: send, receive and stall shares of the port's capacity.
-
-    Args:
-        inp: The analysis input.
-        window_s: Window length in seconds.
-
-    Returns:
-        Columns ``host``, ``device``, ``_port``, ``window_start``, ``send_ratio`` (transmit bytes
-        over capacity), ``stall_ratio`` (time the port could not send), ``recv_ratio``, ``tx_bytes_per_s``,
-        ``rx_bytes_per_s``, ``capacity_bytes_per_s``, ``capacity_source`` and the counters used;
-        empty when no NIC data counter was read.
-    """
-    wide = _network_wide(inp, inp.config["bottleneck"], window_s)
-    if wide.is_empty():
-        return wide
-    cap = pl.col("capacity_bytes_per_s")
-    return wide.with_columns(
-        pl.col("v_tx").alias("tx_bytes_per_s"),
-        pl.col("v_rx").alias("rx_bytes_per_s"),
-        (pl.col("v_tx").fill_null(0.0) / cap).alias("send_ratio"),
-        (pl.col("v_rx").fill_null(0.0) / cap).alias("recv_ratio"),
-        pl.max_horizontal((pl.col("v_stall_bytes") / cap).fill_null(0.0), pl.col("v_pause_s").fill_null(0.0)).alias(
-            "stall_ratio"
-        ),
-    )
-
-
 def _network_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
-    wide = _network_wide(inp, cfg, window_s)
+    wide = network_wide(inp, window_s)
     if wide.is_empty():
         return pl.DataFrame(schema=_COMPONENT)
     tx = pl.col("v_tx").fill_null(0.0)
@@ -401,7 +248,7 @@ def _cxl_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.D
     df = (
         c.with_columns(
             pl.col("host", "device", "counter").cast(pl.String),
-            _window("end", window_s),
+            window_start("end", window_s),
             (pl.col("delta") * CXL_LINE_BYTES).alias("_bytes"),
         )
         .with_columns(pl.col("counter").replace_strict(direction, return_dtype=pl.String).alias("_dir"))
@@ -422,25 +269,9 @@ def _cxl_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.D
     return _finish(df, "cxl", window_s)
 
 
-# The last input's frames, per thread (the local engine analyses partitions on several threads):
-# run_analysis asks for the layers, and the bottleneck and underperformance detectors for the
-# same components and ports, of one AnalysisInput.
-_LAST = threading.local()
-
-
-def _cached(inp: AnalysisInput, what: str, make: Any) -> pl.DataFrame:
-    last: dict[str, Any] = getattr(_LAST, "frames", None) or {}
-    ref = last.get("inp")
-    if ref is None or ref() is not inp or last.get("key") != (id(inp.rates), id(inp.gauges), id(inp.config)):
-        last = {"inp": weakref.ref(inp), "key": (id(inp.rates), id(inp.gauges), id(inp.config))}
-        _LAST.frames = last
-    if what not in last:
-        last[what] = make()
-    return last[what]
-
-
 def _components(inp: AnalysisInput) -> pl.DataFrame:
-    return _cached(inp, "components", lambda: _make_components(inp))
+    # The detector and its ``layers`` view read the same components of one input.
+    return inp.once("bottleneck.components", lambda: _make_components(inp))
 
 
 def _make_components(inp: AnalysisInput) -> pl.DataFrame:
@@ -493,7 +324,8 @@ def layer_utilisation(inp: AnalysisInput) -> pl.DataFrame:
     Example:
         >>> import fabricscope
         >>> a = fabricscope.run_analysis("sample_traces/scenarios/nvlink-saturated")
-        >>> busy = a.layers.filter(a.layers["host"] == "nvlink-gpu03")
+        >>> layers = a.views["layers"]
+        >>> busy = layers.filter(layers["host"] == "nvlink-gpu03")
         >>> busy.group_by("layer").agg(busy["utilisation_ratio"].max()).sort("layer")["layer"].to_list()
         ['network', 'nvlink']
     """
@@ -670,7 +502,7 @@ SPEC = DetectorSpec(
     detect=detect,
     scope="partition",
     relations=RELATIONS,
-    views={"layers": layer_utilisation},
+    views={"layers": View(layer_utilisation, LAYERS_SCHEMA)},
     # a saturated layer is a busy one: the job's load, not a fault (an incident only when a fault explains it)
     fault=False,
     defaults={

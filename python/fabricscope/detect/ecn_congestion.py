@@ -24,7 +24,7 @@ import polars as pl
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed, typical_interval
 from fabricscope.detect._relations import Chain, Relation, evidence
-from fabricscope.detect.packet_loss import traffic, with_traffic
+from fabricscope.detect._shared import traffic, with_traffic
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import DCQCN, default
 

@@ -20,7 +20,7 @@ import polars as pl
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed
 from fabricscope.detect._relations import Chain, Relation
-from fabricscope.detect.packet_loss import loss_intervals
+from fabricscope.detect._shared import loss_intervals
 from fabricscope.findings import make_findings
 from fabricscope.sources import MLX5_PAUSE
 

@@ -16,23 +16,87 @@ Drops on a host whose NIC pause-storm watchdog fired in the same window are the 
 consequence (the NIC stopped honouring PFC), not a lossy link: ``pfc_storm`` reports them, and no
 collapse finding is raised there. NICs without a watchdog counter (bnxt_en, ice) are judged the
 same way when they sent pause for ``pfc_storm``'s ``unbroken_ratio`` of an interval
-(:func:`fabricscope.detect.pfc_storm.stalled_intervals`).
+(:func:`fabricscope.detect._shared.stalled_intervals`).
+
+The view ``go_back_n`` (``Analysis.views``) is the model per NIC, direction and interval with the
+analysis' own thresholds: the dashboard's port page plots it.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
-from fabricscope.detect._base import AnalysisInput, DetectorSpec
+from fabricscope.detect._base import AnalysisInput, DetectorSpec, View
 from fabricscope.detect._common import entity_strings, port_facts, transport_name, transport_names
 from fabricscope.detect._relations import Relation
-from fabricscope.detect.packet_loss import LOSS_COUNTERS, loss_intervals, loss_windows, with_traffic
-from fabricscope.detect.pfc_storm import stalled_intervals
+from fabricscope.detect._shared import LOSS_COUNTERS, loss_intervals, loss_windows, stalled_intervals, with_traffic
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
 from fabricscope.sources import GBN, default
 
 KIND = "lossy_collapse"
+
+GO_BACK_N_SCHEMA = pl.Schema(
+    {
+        "host": pl.String,
+        "device": pl.String,
+        "port": pl.Int64,
+        "direction": pl.String,
+        "start": pl.Datetime("ns", "UTC"),
+        "end": pl.Datetime("ns", "UTC"),
+        "loss_ratio": pl.Float64,
+        "link_rate_bytes_per_s": pl.Float64,
+        "bdp_packets": pl.Float64,
+        "gbn_efficiency": pl.Float64,
+    }
+)
+"""The ``go_back_n`` view: per NIC, direction and interval with a loss estimate, the loss ratio p, the
+line rate the model used, ``W`` in packets and the modelled go-back-N efficiency."""
+
+
+def bdp_packets(line_rate_bytes_per_s: Any, cfg: dict[str, Any]) -> Any:
+    """``W``: the bandwidth-delay product in packets, ``line rate x rtt_us / mtu_bytes`` (floats or expressions)."""
+    return line_rate_bytes_per_s * cfg["rtt_us"] * 1e-6 / cfg["mtu_bytes"]
+
+
+def go_back_n_efficiency(p: Any, bdp: Any) -> Any:
+    """Goodput share under go-back-N: ``1 / (1 + p x W)`` (a loss resends the ``W`` packets in flight)."""
+    return 1.0 / (1.0 + p * bdp)
+
+
+def _port_rates(inp: AnalysisInput) -> pl.DataFrame:
+    """Per NIC (``host``, ``device``, ``_port``): its link rate gauge and profile, as the model reads them."""
+    facts = port_facts(inp).select("host", "device", "port", "link_rate_bytes_per_s", "profile")
+    return facts.with_columns(pl.col("port").fill_null(-1).alias("_port")).drop("port")
+
+
+def go_back_n(inp: AnalysisInput) -> pl.DataFrame:
+    """The ``go_back_n`` view (:data:`GO_BACK_N_SCHEMA`): the model on every interval with a loss ratio.
+
+    Line rate from the port's rate gauge, else ``--profile``, else ``roce400``, and ``rtt_us`` and
+    ``mtu_bytes`` from ``[lossy_collapse]``: what :func:`detect` judges a window with.
+    """
+    cfg = inp.config[KIND]
+    loss = loss_intervals(inp)
+    if loss.is_empty():
+        return pl.DataFrame(schema=GO_BACK_N_SCHEMA)
+    default = inp.profile or get_profile("roce400")
+    line = pl.col("link_rate_bytes_per_s").fill_null(default.line_rate_bytes_per_s)
+    out = (
+        loss.filter(pl.col("p").is_not_null())
+        .join(_port_rates(inp), on=["host", "device", "_port"], how="left")
+        .with_columns(line.alias("link_rate_bytes_per_s"))
+        .with_columns(bdp_packets(pl.col("link_rate_bytes_per_s"), cfg).alias("bdp_packets"))
+        .with_columns(
+            pl.col("p").alias("loss_ratio"),
+            go_back_n_efficiency(pl.col("p"), pl.col("bdp_packets")).alias("gbn_efficiency"),
+        )
+    )
+    return out.select([pl.col(c).cast(t) for c, t in GO_BACK_N_SCHEMA.items()]).sort(
+        "host", "device", "port", "direction", "end", nulls_last=True
+    )
 
 
 def detect(inp: AnalysisInput) -> pl.DataFrame:
@@ -44,9 +108,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     windows = loss_windows(loss, cfg["collapse_p"])
     if windows.is_empty():
         return make_findings([])
-    facts = port_facts(inp).select("host", "device", "port", "link_rate_bytes_per_s", "profile")
-    facts = facts.with_columns(pl.col("port").fill_null(-1).alias("_port")).drop("port")
-    windows = windows.join(facts, on=["host", "device", "_port"], how="left")
+    windows = windows.join(_port_rates(inp), on=["host", "device", "_port"], how="left")
     storms = entity_strings(
         inp.rates.filter(
             pl.col("counter").is_in(["tx_pause_storm_warning_events", "tx_pause_storm_error_events"])
@@ -69,8 +131,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             continue
         line = w["link_rate_bytes_per_s"] or default.line_rate_bytes_per_s
         p = w["p"]
-        bdp_packets = line * cfg["rtt_us"] * 1e-6 / mtu
-        gbn = 1.0 / (1.0 + p * bdp_packets)
+        bdp = bdp_packets(line, cfg)
+        gbn = go_back_n_efficiency(p, bdp)
         msg_packets = cfg["message_bytes"] / mtu
         g0 = (1.0 - min(p, 1.0)) ** msg_packets
         observed = w["bytes"] / w["covered_s"] if w["bytes"] and w["covered_s"] else None
@@ -131,7 +193,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 "expected": expected,
                 "message": (
                     f"{transport} loss p = {p:.2%} on {side} traffic (threshold {cfg['collapse_p']:.1%}): "
-                    f"modelled go-back-N efficiency {gbn:.0%} (W = {bdp_packets:,.0f} packets), go-back-0 {g0:.0%} for "
+                    f"modelled go-back-N efficiency {gbn:.0%} (W = {bdp:,.0f} packets), go-back-0 {g0:.0%} for "
                     f"{cfg['message_bytes'] / 2**20:g} MiB messages; {story}"
                 ),
                 "evidence": {
@@ -142,7 +204,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     "collapse_p": cfg["collapse_p"],
                     "gbn_efficiency": gbn,
                     "go_back_0_efficiency": g0,
-                    "bdp_packets": bdp_packets,
+                    "bdp_packets": bdp,
                     "rtt_us": cfg["rtt_us"],
                     "mtu_bytes": mtu,
                     "message_bytes": cfg["message_bytes"],
@@ -167,7 +229,7 @@ _STORM = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events", "tx_pa
 
 
 def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:
-    # Loss intervals (packet_loss.loss_intervals) and pause storms on the same host.
+    # Loss intervals (_shared.loss_intervals) and pause storms on the same host.
     return with_traffic(r, [c for side in LOSS_COUNTERS.values() for c in side], ("rx", "tx"), _STORM)
 
 
@@ -190,6 +252,7 @@ SPEC = DetectorSpec(
     relations=RELATIONS,
     root_order=5,
     rates_needed=_loss_and_traffic,
+    views={"go_back_n": View(go_back_n, GO_BACK_N_SCHEMA)},
     defaults={
         "collapse_p": 1e-3,
         "rtt_us": 10.0,

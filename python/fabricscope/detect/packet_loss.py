@@ -14,142 +14,23 @@ the MTU; the evidence says ``packets_estimated``). A zero packet count makes p u
 NIC gives no finding. Wraps of the 32-bit Q counters are handled by the rate engine; reset or gap
 intervals carry no delta and are skipped.
 
-The helpers here (NIC keys, aligning series of one NIC, loss intervals) are shared by
-``lossy_collapse``, ``lossless_misconfig``, ``ecn_congestion`` and ``pfc_storm``.
+The loss intervals and traffic alignment are shared computations
+(:func:`fabricscope.detect._shared.loss_intervals`): ``lossy_collapse`` and ``lossless_misconfig``
+read the same intervals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import (
-    NIC,
-    attach_rate,
-    preferred,
-    rate_rows,
-    series_of,
-    transport_name,
-    transport_names,
-    typical_interval,
-)
+from fabricscope.detect._common import NIC, transport_name, transport_names
 from fabricscope.detect._relations import Relation
-from fabricscope.findings import make_findings, merge_windows
+from fabricscope.detect._shared import loss_intervals, loss_windows
+from fabricscope.findings import make_findings
 from fabricscope.sources import default
 
 KIND = "packet_loss"
-
-LOSS_COUNTERS = {
-    "rx": ["out_of_sequence_packets", "duplicate_requests", "phy_rx_discards", "rx_out_of_buffer_packets"],
-    "tx": ["packet_seq_errors", "implied_nak_seq_errors", "local_ack_timeout_errors", "roce_adp_retrans_events"],
-}
-PACKETS = {
-    "rx": ["vport_rdma_rx_unicast_packets", "port_rcv_packets", "ext_port_rcv_packets", "phy_rx_packets"],
-    "tx": ["vport_rdma_tx_unicast_packets", "port_xmit_packets", "ext_port_xmit_packets", "phy_tx_packets"],
-}
-BYTES = {
-    "rx": ["vport_rdma_rx_unicast_bytes", "port_rcv_data_bytes", "ext_port_rcv_data_bytes", "phy_rx_bytes"],
-    "tx": ["vport_rdma_tx_unicast_bytes", "port_xmit_data_bytes", "ext_port_xmit_data_bytes", "phy_tx_bytes"],
-}
-
-
-def traffic(inp: AnalysisInput, base: pl.DataFrame, direction: str, mtu_bytes: float) -> pl.DataFrame:
-    """Attach ``packets_per_s`` (and ``packets_estimated``) of ``direction`` to NIC intervals."""
-    pk = preferred(series_of(inp, PACKETS[direction]))
-    by = preferred(series_of(inp, BYTES[direction]))
-    out = attach_rate(base, pk, "_pk_rate")
-    out = attach_rate(out, by, "_by_rate")
-    return out.with_columns(
-        pl.coalesce(pl.col("_pk_rate"), pl.col("_by_rate") / mtu_bytes).alias("packets_per_s"),
-        (pl.col("_pk_rate").is_null() & pl.col("_by_rate").is_not_null()).alias("packets_estimated"),
-        pl.col("_by_rate").alias("bytes_per_s"),
-    ).drop("_pk_rate", "_by_rate")
-
-
-def with_traffic(
-    r: pl.DataFrame, base: Sequence[str], directions: Sequence[str], extra: Sequence[str] = ()
-) -> pl.DataFrame:
-    """Rate rows of NIC counters ``base`` (+ ``extra``) and the same NICs' packets and bytes.
-
-    Detectors join a NIC's base counters with its traffic (:func:`traffic`); traffic of NICs without any
-    base counter can never join, so a partition does not ship it to the fabric-wide step.
-    """
-    own = rate_rows(r, [*base, *extra])
-    nics = rate_rows(own, base).select("host", "device", "port").unique()
-    if nics.is_empty():
-        return own
-    moved = rate_rows(r, [c for d in directions for c in (*PACKETS[d], *BYTES[d])])
-    return pl.concat(
-        [own, moved.join(nics, on=["host", "device", "port"], how="semi", nulls_equal=True, maintain_order="left")]
-    )
-
-
-def loss_intervals(inp: AnalysisInput) -> pl.DataFrame:
-    """Per NIC, direction and interval: loss events (largest side counter), packets and ``p``.
-
-    Returns:
-        Columns host, device, port, ``_port``, direction, start, end, interval_s, ``events``,
-        ``counts`` (struct of each counter's delta), ``packets`` (null when unknown),
-        ``packets_estimated``, ``bytes_per_s``, ``p`` (null when packets are unknown or zero),
-        ``_gap`` (merge distance).
-    """
-    cfg = inp.config[KIND]
-    factor = inp.config["merge"]["max_gap_factor"]
-    frames = []
-    for direction, counters in LOSS_COUNTERS.items():
-        r = series_of(inp, counters).filter(pl.col("delta").is_not_null())
-        if r.is_empty():
-            continue
-        r = r.with_columns((typical_interval(inp.rates) * factor).alias("_gap"))
-        wide = (
-            r.group_by([*NIC, "start", "end"])
-            .agg(
-                pl.col("port").first(),
-                pl.col("interval_s").first(),
-                pl.col("_gap").max(),
-                pl.col("delta").max().alias("events"),
-                *[pl.col("delta").filter(pl.col("counter") == c).sum().alias(c) for c in counters],
-            )
-            .with_columns(
-                pl.struct(counters).alias("counts"),
-                pl.lit(direction).alias("direction"),
-            )
-            .drop(counters)
-        )
-        wide = traffic(inp, wide, direction, cfg["mtu_bytes"])
-        frames.append(wide)
-    if not frames:
-        return pl.DataFrame()
-    out = pl.concat(frames, how="diagonal_relaxed")
-    packets = pl.col("packets_per_s") * pl.col("interval_s")
-    return out.with_columns(
-        packets.alias("packets"),
-        pl.when(packets > 0).then(pl.col("events") / packets).alias("p"),
-    )
-
-
-def loss_windows(loss: pl.DataFrame, min_p: float) -> pl.DataFrame:
-    """Merge intervals with ``p >= min_p`` into windows per NIC and direction; p over the window."""
-    flagged = loss.filter((pl.col("p") >= min_p) & (pl.col("events") > 0))
-    if flagged.is_empty():
-        return flagged
-    return merge_windows(
-        flagged,
-        keys=[*NIC, "direction"],
-        max_gap_s=pl.col("_gap"),
-        aggs=[
-            pl.col("port").first(),
-            pl.col("events").sum(),
-            pl.col("packets").sum(),
-            pl.col("p").max().alias("peak_p"),
-            pl.col("packets_estimated").any(),
-            pl.col("interval_s").sum().alias("covered_s"),
-            (pl.col("bytes_per_s") * pl.col("interval_s")).sum().alias("bytes"),
-            pl.col("counts"),
-        ],
-    ).with_columns((pl.col("events") / pl.col("packets")).alias("p"))
 
 
 def _count_sums(counts: list[dict[str, int | float | None]]) -> dict[str, float]:

@@ -15,62 +15,13 @@ from __future__ import annotations
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import keyed, rate_rows
+from fabricscope.detect._common import rate_rows
 from fabricscope.detect._relations import Relation
+from fabricscope.detect._shared import MEANING, PAUSE, SERIES, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import MLX5_PAUSE, default
 
 KIND = "pfc_congestion"
-
-PAUSE = {"rx_pause_duration_us": "rx", "tx_pause_duration_us": "tx"}
-SERIES = ["host", "device", "_port", "_prio", "direction"]
-MEANING = {
-    "rx": "received pause: the network cannot absorb this NIC's traffic",
-    "tx": "sent pause: this NIC cannot absorb the network's traffic",
-}
-
-
-def timestamp_resolution_s(keys: list[str]) -> pl.Expr:
-    """The resolution of a series' timestamps, in seconds.
-
-    1 when every reading is a whole second (``date +%s`` between snapshots), 0.001 when every
-    reading is a whole millisecond (Prometheus), else 0 (``date +%s.%N``, pcap nanoseconds).
-
-    An interval between two readings stamped to the second is known to within that second (each end
-    is truncated by up to 1 s): a ``sleep 15`` loop that really runs every 15.07 s reads some
-    intervals as 16 s. A series whose every reading lands on a whole second by chance is judged
-    with the wider uncertainty, which only ever widens a ratio's bound.
-    """
-    ns = [pl.col(c).dt.epoch("ns") for c in ("start", "end")]
-    whole_s = ((ns[0] % 1_000_000_000 == 0) & (ns[1] % 1_000_000_000 == 0)).all().over(keys)
-    whole_ms = ((ns[0] % 1_000_000 == 0) & (ns[1] % 1_000_000 == 0)).all().over(keys)
-    return pl.when(whole_s).then(1.0).when(whole_ms).then(0.001).otherwise(0.0)
-
-
-def pause_intervals(inp: AnalysisInput) -> pl.DataFrame:
-    """Pause-duration intervals with ``direction`` and ``ratio`` (null on gaps, resets, zero-length).
-
-    Also ``resolution_s`` (:func:`timestamp_resolution_s`) and ``ratio_upper``: the ratio over the
-    shortest interval the timestamps allow (``Δt - resolution``).
-    """
-    r = inp.rates.filter(pl.col("counter").is_in(list(PAUSE)))
-    out = keyed(r).with_columns(
-        pl.col("counter").replace_strict(PAUSE, return_dtype=pl.String).alias("direction"),
-        (pl.col("rate_per_s") / 1e6).alias("ratio"),
-        timestamp_resolution_s(["host", "device", "_port", "_prio", "counter"]).alias("resolution_s"),
-    )
-    shortest = pl.col("interval_s") - pl.col("resolution_s")
-    return out.with_columns(
-        pl.when(shortest > 0)
-        .then(pl.col("ratio") * pl.col("interval_s") / shortest)
-        .otherwise(pl.col("ratio"))
-        .alias("ratio_upper")
-    )
-
-
-def prio_name(priority: int | None) -> str:
-    """``priority 3`` or ``802.3x global pause``."""
-    return "802.3x global pause" if priority is None else f"priority {priority}"
 
 
 def detect(inp: AnalysisInput) -> pl.DataFrame:

@@ -48,9 +48,9 @@ from typing import Any
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import attach_rate, entity_strings, keyed
+from fabricscope.detect._common import attach_rate, keyed
 from fabricscope.detect._relations import Chain, Relation
-from fabricscope.detect.pfc_congestion import MEANING, SERIES, pause_intervals, prio_name
+from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
 
@@ -539,8 +539,6 @@ def _no_transition_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[
 
 XOFF = {"rx_xoff_frames": "rx", "tx_xoff_frames": "tx"}
 XON = {"rx_xon_frames": "rx", "tx_xon_frames": "tx"}
-# One XOFF pauses its priority for at most 65535 quanta of 512 bit times (IEEE 802.1Qbb).
-MAX_QUANTA_BITS = 65535 * 512
 
 
 def _xoff_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:
@@ -619,27 +617,6 @@ def _xoff_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:
             }
         )
     return rows
-
-
-def stalled_intervals(inp: AnalysisInput) -> pl.DataFrame:
-    """Intervals in which a NIC sent pause for at least ``unbroken_ratio`` of the time.
-
-    Measured by pause time or by XOFF refreshes (see ``xoff_refresh``): the NIC's receive pipeline
-    had stopped, the way the mlx5 storm watchdog reports it. Columns host, ``_s``, ``_e``. For NICs
-    without a watchdog counter (bnxt_en, ice), so that drops in a storm are charged to the storm,
-    not to the link.
-    """
-    cfg = inp.config.get(KIND, SPEC.defaults)
-    r = entity_strings(inp.rates.filter(pl.col("counter").is_in(["tx_pause_duration_us", "tx_xoff_frames"])))
-    quanta_s = MAX_QUANTA_BITS / cfg["xoff_link_bps"]
-    share = (
-        pl.when(pl.col("counter") == "tx_pause_duration_us")
-        .then(pl.col("rate_per_s") / 1e6)
-        .otherwise(pl.col("rate_per_s") * quanta_s)
-    )
-    return r.filter(share >= cfg["unbroken_ratio"]).select(
-        "host", pl.col("start").alias("_s"), pl.col("end").alias("_e")
-    )
 
 
 def detect(inp: AnalysisInput) -> pl.DataFrame:

@@ -34,7 +34,7 @@ import polars as pl
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
 from fabricscope.detect._relations import Relation
-from fabricscope.detect.bottleneck import network_ports
+from fabricscope.detect._shared import network_ports
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import (
     Profile,

@@ -243,7 +243,7 @@ def _run(spec: DetectorSpec, inp: AnalysisInput) -> pl.DataFrame:
 
 
 def _views(specs: Sequence[DetectorSpec], inp: AnalysisInput) -> dict[str, pl.DataFrame]:
-    return {name: fn(inp) for s in specs for name, fn in s.views.items()}
+    return {name: view.compute(inp) for s in specs for name, view in s.views.items()}
 
 
 def analyze_partition(

@@ -71,7 +71,7 @@ class ReportData:
             (:func:`fabricscope.input_summary.by_format`).
         problems: The readers' errors and warnings, each naming its input.
         lifecycle: Fault lifecycle when the report is over a history.
-        layers: ``Analysis.layers`` (bottleneck view) when the analysis provides it.
+        layers: ``Analysis.views["layers"]`` (the bottleneck detector's view) when the analysis provides it.
         advice: Advisor tables by name, or a note why there are none.
         plots: Per port: title and SVG text.
         incidents: ``Analysis.incidents``: the report's first screen.
@@ -170,7 +170,7 @@ def gather(
         formats=by_format(analysis.reports, analysis.times) if analysis.reports else None,
         problems=[redact_text(t) for t in problems(analysis.reports)],
         lifecycle=pl.concat([History(h).lifecycle() for h in histories]) if histories else None,
-        layers=analysis.layers,
+        layers=analysis.views["layers"],
         advice=_advice(analysis),
         incidents=list(analysis.incidents),
         failed_inputs=len(analysis.failed_inputs),
