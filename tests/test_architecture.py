@@ -245,10 +245,10 @@ def test_detector_import_check_sees_a_crossing() -> None:
 
 
 def test_the_analysis_imports_no_detector() -> None:
-    """``Analysis.views`` is generic: analyze.py reads the registry, never one detector's module."""
+    """``Analysis.views`` is generic: the pipeline reads the registry, never one detector's module."""
     graph = import_graph()
-    assert graph["fabricscope.analyze"] & detector_modules(graph) == set()
-    assert DETECT in graph["fabricscope.analyze"]
+    assert graph["fabricscope.pipeline"] & detector_modules(graph) == set()
+    assert DETECT in graph["fabricscope.pipeline"]
 
 
 def identity_caches(source: str) -> list[int]:
