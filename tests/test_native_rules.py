@@ -48,7 +48,32 @@ def test_an_unset_limit_is_the_core_default(tmp_path: Path) -> None:
     # No limit passed to the binding: the core's default applies and names itself.
     with pytest.raises(fabricscope.exceptions.LimitExceededError, match="max_line_bytes"):
         _native.read([str(long)], format="prometheus")
-    assert _native.read([str(long)], format="prometheus", max_line_bytes=8 << 20)[3][0]["rows"] == 1
+    assert _native.read([str(long)], format="prometheus", limits={"max_line_bytes": 8 << 20})[3][0]["rows"] == 1
+
+
+def test_limits_travel_as_one_dict_judged_by_the_core(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.prom"
+    labels.write_text('x_total{a="1",b="2",instance="h"} 1\n')
+    with pytest.raises(fabricscope.exceptions.LimitExceededError, match="max_labels"):
+        _native.read([str(labels)], limits={"max_labels": 2})
+    assert _native.read([str(labels)], limits={"max_labels": 3})[3][0]["rows"] == 1
+    assert dict(_native.limits({"max_labels": 3}))["max_labels"] == 3
+    # Every reader entry point judges the dict the same way, naming the limit and the accepted names.
+    calls = [
+        lambda limits: _native.read([str(labels)], limits=limits),
+        lambda limits: _native.read_buffer(b"x 1\n", "buf", limits=limits),
+        lambda limits: _native.Scanner([str(labels)], limits=limits),
+        lambda limits: _native.limits(limits),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r'unknown limit "max_lines"; expected one of max_line_bytes, max_labels'):
+            call({"max_lines": 5})
+        with pytest.raises(ValueError, match="limit max_labels must be a positive integer, got 0"):
+            call({"max_labels": 0})
+        with pytest.raises(ValueError, match="limit max_labels must be a positive integer, got True"):
+            call({"max_labels": True})
+        with pytest.raises(ValueError, match="limit max_document_bytes must be a positive integer, got -1"):
+            call({"max_document_bytes": -1})
 
 
 def _tree(tmp_path: Path) -> Path:

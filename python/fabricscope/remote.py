@@ -677,8 +677,8 @@ def _printable_report(report: dict[str, object]) -> dict[str, object]:
 
 def _body_budget(read_kwargs: Mapping[str, object]) -> int:
     """Largest response body (wire and decompressed): the readers' document limit."""
-    limit = read_kwargs.get("max_document_bytes")
-    return int(limit) if isinstance(limit, int) and limit > 0 else DEFAULT_MAX_BODY_BYTES
+    limits = read_kwargs.get("limits")
+    return dict(_native.limits(limits if isinstance(limits, dict) else None))["max_document_bytes"]
 
 
 def _seconds(ns: int) -> str:
@@ -917,7 +917,12 @@ def scan_url(
     """
     opts = options or RemoteOptions()
     progress = progress or opts.progress
-    read_kwargs: dict[str, object] = {"host": host, "strict": strict, **(limits or {})}
+    # The limits go to the reader as given: the core validates them (one place).
+    read_kwargs: dict[str, object] = {
+        "host": host,
+        "strict": strict,
+        "limits": None if limits is None else dict(limits),
+    }
     if format not in ("auto", "prometheus-api"):
         read_kwargs["format"] = format
     # One deadline for the whole pull: the probe, every chunk, every retry and redirect.

@@ -71,9 +71,29 @@ impl Limits {
         ]
     }
 
+    /// The defaults with the limits in `named` set by name (the inverse of [`Limits::named`]).
+    /// `Err` names the first unknown name (with the accepted ones) or bad value.
+    pub fn from_named<'n>(named: impl IntoIterator<Item = (&'n str, u64)>) -> std::result::Result<Limits, String> {
+        let mut limits = Limits::default();
+        for (name, value) in named {
+            limits.set(name, value)?;
+        }
+        Ok(limits)
+    }
+
+    /// `Ok` for a limit's name; `Err` names the accepted ones.
+    pub fn check_name(name: &str) -> std::result::Result<(), String> {
+        if Self::NAMES.contains(&name) {
+            Ok(())
+        } else {
+            Err(format!("unknown limit {name:?}; expected one of {}", Self::NAMES.join(", ")))
+        }
+    }
+
     /// Set one limit by name. `Err` names what was expected: a known name and a positive value
     /// that fits the platform's sizes.
     pub fn set(&mut self, name: &str, value: u64) -> std::result::Result<(), String> {
+        Self::check_name(name)?;
         if value == 0 {
             return Err(format!("limit {name} must be a positive integer, got 0"));
         }
