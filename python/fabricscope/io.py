@@ -117,6 +117,12 @@ class InputReport:
         warnings: Non-fatal remarks (mtime used as time, host unknown, ...).
         time_source: Where fallback timestamps came from: ``in-file``, ``file-name``,
             ``argument`` or ``mtime``.
+        time_resolution_ns: The coarsest resolution, in nanoseconds, of the times the input
+            states for its rows, as the core reads them: the format's fixed resolution
+            (Prometheus text 1 ms), a capture header's (pcap µs or ns), the digits of its
+            timestamp lines (``date +%s`` 1 s, ``date +%s.%N`` 1 ns) or of a file-name stamp
+            (1 s). None when unknown (rows dated by the time argument or mtime; see
+            ``time_resolution`` in :func:`fabricscope.formats`).
         failed: True when the input could not be read at all.
         exception: For a failed input read by an analysis engine, the error it raised (to raise it
             when no input could be read at all); None otherwise.
@@ -131,6 +137,7 @@ class InputReport:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     time_source: str = "in-file"
+    time_resolution_ns: int | None = None
     failed: bool = False
     exception: BaseException | None = field(default=None, compare=False, repr=False)
 

@@ -39,7 +39,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -963,6 +963,7 @@ def load_url(
         "errors": [],
         "warnings": [],
         "time_source": "in-file",
+        "time_resolution_ns": None,
         "failed": False,
     }
     for kind, frame, r in scan_url(
@@ -983,6 +984,9 @@ def load_url(
                 seen.extend(x for x in r[k] if x not in seen)  # type: ignore[union-attr]
             if r["time_source"] != "in-file":
                 report["time_source"] = r["time_source"]
+            report["time_resolution_ns"] = coarsest_resolution_ns(
+                [report["time_resolution_ns"], r["time_resolution_ns"]]
+            )
     out_s = pl.concat(samples, how="vertical") if samples else _empty(_native.samples_schema_arrow())
     out_a = (
         pl.concat(attrs, how="vertical").unique(maintain_order=True)
@@ -990,6 +994,12 @@ def load_url(
         else _empty(_native.attributes_schema_arrow())
     )
     return out_s, out_a, report
+
+
+def coarsest_resolution_ns(resolutions: Iterable[object]) -> int | None:
+    """The coarsest of several reports' ``time_resolution_ns`` (None when none is known)."""
+    known = [int(r) for r in resolutions if isinstance(r, int)]
+    return max(known) if known else None
 
 
 def _empty(schema: object) -> pl.DataFrame:

@@ -30,7 +30,7 @@ from fabricscope.entities import resolve
 from fabricscope.exceptions import FabricscopeError, InternalError
 from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
 from fabricscope.io import LIMITS, InputReport, _paths, _reports, _time_ns
-from fabricscope.remote import is_url, redact, scan_url
+from fabricscope.remote import coarsest_resolution_ns, is_url, redact, scan_url
 
 _EPILOG_PARSE = """\
 examples:
@@ -245,6 +245,7 @@ def _pull(url: str, args: argparse.Namespace, emit: Callable[[str, Any], None], 
         errors=list(dict.fromkeys(e for c in chunks for e in c["errors"])),
         warnings=list(dict.fromkeys(w for c in chunks for w in c["warnings"])),
         time_source=next((str(c["time_source"]) for c in chunks if c["time_source"] != "in-file"), "in-file"),
+        time_resolution_ns=coarsest_resolution_ns(c["time_resolution_ns"] for c in chunks),
     )
 
 

@@ -77,6 +77,7 @@ fn report_dict<'py>(py: Python<'py>, r: &InputReport) -> PyResult<Bound<'py, PyD
     d.set_item("errors", r.errors.clone())?;
     d.set_item("warnings", r.warnings.clone())?;
     d.set_item("time_source", r.time_source.as_str())?;
+    d.set_item("time_resolution_ns", r.time_resolution_ns)?;
     d.set_item("failed", r.failed)?;
     Ok(d)
 }
@@ -323,6 +324,8 @@ pub fn formats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             d.set_item("produced_by", f.produced_by)?;
             d.set_item("detection", f.detection)?;
             d.set_item("timestamps", f.timestamps)?;
+            d.set_item("time_resolution", f.time_resolution.describe())?;
+            d.set_item("time_resolution_ns", f.time_resolution.ns())?;
             Ok(d)
         })
         .collect()

@@ -67,7 +67,7 @@ pub fn parse_directive_line(py: Python<'_>, line: &str) -> PyResult<Option<(&'st
     Ok(match parse_directive(line) {
         Some(Directive::Host(h)) => Some(("host", h.into_pyobject(py)?.into_any().unbind())),
         Some(Directive::Device(d)) => Some(("device", d.into_pyobject(py)?.into_any().unbind())),
-        Some(Directive::Time(t)) => Some(("time", t.into_pyobject(py)?.into_any().unbind())),
+        Some(Directive::Time(t)) => Some(("time", t.ns.into_pyobject(py)?.into_any().unbind())),
         None => None,
     })
 }

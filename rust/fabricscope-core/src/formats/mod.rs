@@ -38,6 +38,7 @@ pub use ib::normalize_guid;
 
 use crate::error::{Position, Result};
 use crate::read::ReadContext;
+use crate::timestamp::Stamp;
 
 /// A supported input format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -131,7 +132,55 @@ pub struct FormatInfo {
     pub detection: &'static str,
     /// Where timestamps come from.
     pub timestamps: &'static str,
+    /// The resolution of its timestamps, where the format fixes it.
+    pub time_resolution: TimeResolution,
 }
+
+/// The resolution of a format's timestamps. What an input actually stated is in its report
+/// ([`crate::read::InputReport::time_resolution_ns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeResolution {
+    /// The format fixes it, in nanoseconds (Prometheus text: integer milliseconds).
+    Fixed(i64),
+    /// Each capture's header sets it (pcap: µs or ns by magic; pcapng: `if_tsresol` per interface).
+    PerCapture,
+    /// Decided per input: by how its timestamp lines or its file name write the time (`date +%s`
+    /// 1 s, `date +%s.%N` 1 ns), or as each timestamp is written.
+    PerInput,
+    /// The format dates no rows of its own (an inventory or topology table).
+    None,
+}
+
+impl TimeResolution {
+    /// The fixed resolution in nanoseconds, if the format fixes one.
+    pub fn ns(self) -> Option<i64> {
+        match self {
+            TimeResolution::Fixed(ns) => Some(ns),
+            TimeResolution::PerCapture | TimeResolution::PerInput | TimeResolution::None => None,
+        }
+    }
+
+    /// `1 ms`, `1 µs`, `per capture`, `per input`, `none`.
+    pub fn describe(self) -> String {
+        match self {
+            TimeResolution::Fixed(ns) => match ns {
+                1 => "1 ns".to_owned(),
+                1_000 => "1 µs".to_owned(),
+                1_000_000 => "1 ms".to_owned(),
+                1_000_000_000 => "1 s".to_owned(),
+                other => format!("{other} ns"),
+            },
+            TimeResolution::PerCapture => "per capture".to_owned(),
+            TimeResolution::PerInput => "per input".to_owned(),
+            TimeResolution::None => "none".to_owned(),
+        }
+    }
+}
+
+/// Integer milliseconds (Prometheus, its APIs).
+const MS: TimeResolution = TimeResolution::Fixed(1_000_000);
+/// Integer microseconds (UFM telemetry).
+const US: TimeResolution = TimeResolution::Fixed(1_000);
 
 /// How a format's input is read: the constructor of a fresh reader.
 #[derive(Debug, Clone, Copy)]
@@ -156,6 +205,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "node_exporter (infiniband, ethtool), infiniband_exporter, DCGM exporter, Prometheus /federate",
         detection: "`# HELP`/`# TYPE` lines or `name{labels} value` samples",
         timestamps: "per-sample (ms); else timestamp lines, file name, argument, mtime",
+        time_resolution: MS,
     },
     FormatInfo {
         format: Format::OpenMetrics,
@@ -167,6 +217,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "OpenMetrics 1.0 exporters and scrapes (`# EOF` terminated)",
         detection: "as prometheus, plus `# EOF` or `# UNIT`",
         timestamps: "per-sample (s); else timestamp lines, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::PrometheusApi,
@@ -178,6 +229,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "a Prometheus server's HTTP API (`/api/v1/query` with a range selector, `/api/v1/query_range`): what `fabricscope analyze http://prometheus:9090` pulls, or a saved response",
         detection: "a JSON object with `\"status\"` and `\"resultType\"`",
         timestamps: "per-sample (s with ms precision)",
+        time_resolution: MS,
     },
     FormatInfo {
         format: Format::PrometheusRemoteRead,
@@ -189,6 +241,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "a Prometheus server's remote read API (`POST /api/v1/read`, snappy-compressed protobuf `ReadResponse`): what `fabricscope analyze http://prometheus:9090` pulls by default",
         detection: "none (binary without a magic number): name it with format=prometheus-remote-read",
         timestamps: "per-sample (ms)",
+        time_resolution: MS,
     },
     FormatInfo {
         format: Format::Ethtool,
@@ -200,6 +253,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ethtool -S <iface>` (mlx5 and generic drivers), appended snapshots",
         detection: "a `NIC statistics:` line, or only `<name>: <integer>` lines (the header cut off)",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::SysfsTree,
@@ -211,6 +265,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "a copy of /sys/class/infiniband and /sys/class/net (directory)",
         detection: "a directory containing class/infiniband or class/net, or ports/<n>/counters",
         timestamps: "a `timestamp` file at the tree root; else directory name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::SysfsGrep,
@@ -222,6 +277,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`grep -H . /sys/class/infiniband/*/ports/*/{counters,hw_counters}/*` (path:value lines)",
         detection: "lines `/sys/class/.../<counter>:<value>` or `.../ports/<n>/...:<value>`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     // --- InfiniBand diagnostic sources ---
     FormatInfo {
@@ -234,6 +290,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`perfquery [-x] [-E] [-l] <lid|guid> [ports]` (infiniband-diags), appended snapshots",
         detection: "a `# Port counters:`/`# Port extended counters:`/`# <X> counters: ... port N` header or `Name:....value` lines",
         timestamps: "timestamp line before each block; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::Ibqueryerrors,
@@ -245,6 +302,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibqueryerrors [--data]` (infiniband-diags)",
         detection: "`Errors for ...` lines or `GUID 0x... port N: [Name == value]` lines",
         timestamps: "timestamp line before the run; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::Iblinkinfo,
@@ -256,6 +314,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`iblinkinfo [-l]` (infiniband-diags); also emits the `links` table",
         detection: "`Switch: 0x...`/`CA: ...` block headers or `==( ... )==>` link lines",
         timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::Ibnetdiscover,
@@ -267,6 +326,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibnetdiscover` topology file (default output, `-g` grouped too) and `ibnetdiscover -p` (ports report); emits the `links` table",
         detection: "`switchguid=0x...`/`caguid=0x...` lines, `Switch|Ca <ports> \"S-|H-<guid>\" # ...` node headers, `[<port>] \"S-<guid>\"[<port>] # ...` port lines, or `-p` lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
         timestamps: "timestamp line; else `# Topology file: generated on <ctime>` (local time read as UTC); else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::IbdiagnetDbCsv,
@@ -278,6 +338,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibdiagnet` → `ibdiagnet2.db_csv` (NODES, PORTS, LINKS, PM_INFO; others skipped); emits `links`",
         detection: "a `START_<SECTION>` line",
         timestamps: "none in the file: file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::UfmCsv,
@@ -289,6 +350,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "UFM telemetry `/csv/metrics`, `/csv/xcset/<name>` (header, one row per port)",
         detection: "a comma-separated header with `timestamp` and `node_guid`/`Node_GUID`",
         timestamps: "per-row `timestamp` (µs epoch); else file name, argument, mtime",
+        time_resolution: US,
     },
     FormatInfo {
         format: Format::UfmJson,
@@ -300,6 +362,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "UFM telemetry JSON (fluentd telemetry plugin messages, REST), at most `max_document_bytes` (256 MiB) per document",
         detection: "a JSON document whose head contains `\"node_guid\"` and `\"port_num\"`",
         timestamps: "per-record `timestamp` (µs epoch); else file name, argument, mtime",
+        time_resolution: US,
     },
     FormatInfo {
         format: Format::Telegraf,
@@ -311,6 +374,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "telegraf `infiniband` and `ethtool` inputs (Influx line protocol)",
         detection: "line protocol `infiniband,...`/`ethtool,...` lines (`measurement,tags fields timestamp`)",
         timestamps: "per-line timestamp (ns; s/ms/µs by magnitude); else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::IbdiagnetNetDump,
@@ -322,6 +386,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibdiagnet` → `ibdiagnet2.net_dump` (per-port state, width, speed, FEC, neighbor)",
         detection: "a block header `\"<description>\", <vendor>, 0x<guid>, LID <n>`",
         timestamps: "none in the file: file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::Ibswinfo,
@@ -333,6 +398,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibswinfo -d <lid>` (unmanaged switch vitals: part/serial/firmware, PSUs, fans, temperatures, uptime), also `-o vitals`",
         detection: "`part number | ...`, `fan#N (rpm) | ...`, `cur.temp (C) : ...` and similar vitals lines",
         timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     // --- packet captures ---
     FormatInfo {
@@ -345,6 +411,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "tcpdump/dumpcap/NIC sniffers: classic pcap (Ethernet, Linux cooked v1/v2); emits `packet_events`, `packet_flows`",
         detection: "magic a1b2c3d4 / a1b23c4d / a1b2cd34 in either byte order",
         timestamps: "per-packet (µs or ns, integer)",
+        time_resolution: TimeResolution::PerCapture,
     },
     FormatInfo {
         format: Format::Pcapng,
@@ -356,6 +423,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "dumpcap/Wireshark/tcpdump pcapng; emits `packet_events`, `packet_flows`",
         detection: "a Section Header Block (0a0d0d0a + byte-order magic)",
         timestamps: "per-packet, per-interface if_tsresol/if_tsoffset (integer ns)",
+        time_resolution: TimeResolution::PerCapture,
     },
     // --- measured performance, GPU and CXL sources ---
     FormatInfo {
@@ -368,6 +436,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`nvidia-smi nvlink -gt d|r`, `-g <set>` (KiB counters), `-s` (link speed), `-e` (error counters)",
         detection: "a `GPU <n>: <name> (UUID: GPU-...)` line followed by `Link <n>: ...` lines",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::NcclTests,
@@ -379,6 +448,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "nccl-tests/rccl-tests `*_perf` logs; emits `nccl_results`, `nccl_ranks`",
         detection: "`# Collective test starting`, `# nThread ... nGpus`, `#  Rank N ... on HOST device N` or a `size count type ... busbw` header",
         timestamps: "the `timestamp` column (local time read as UTC); else timestamp line, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::NcclTestsJson,
@@ -390,6 +460,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "nccl-tests `-J <file>` JSON report; emits `nccl_results`, `nccl_ranks`",
         detection: "a JSON object with `\"nccl_version\"` and `\"start_time\"`/`\"results\"`",
         timestamps: "`start_time` (local time read as UTC); else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::Perftest,
@@ -401,6 +472,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "perftest `ib_{write,read,send,atomic}_{bw,lat}` client/server output; emits `perftest_results`",
         detection: "a ` #bytes #iterations ...` results header or a `... BW Test`/`... Latency Test` banner",
         timestamps: "timestamp line before each run; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::CxlList,
@@ -412,6 +484,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`cxl list [-M] [-u] [-BEMP]` (ndctl cxl-cli) JSON; emits `cxl_devices`",
         detection: "a JSON array/object containing `\"memdev\"`",
         timestamps: "none (inventory table)",
+        time_resolution: TimeResolution::None,
     },
     FormatInfo {
         format: Format::PerfStatCxl,
@@ -423,6 +496,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`perf stat [-x,] [-I ms] -e cxl_pmu_mem<X>.<Y>/<event>/` (CXL PMU)",
         detection: "a line naming a `cxl_pmu_<pmu>/<event>/` event",
         timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     // --- vendor-neutral RDMA ---
     FormatInfo {
@@ -435,6 +509,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`rdma [-j] statistic [qp] show [link <dev>/<port>]` (iproute2 5.3+; any RDMA driver: mlx5, bnxt_re, irdma, ionic, qedr)",
         detection: "`link <dev>/<port> <counter> <value> ...` records, or a JSON array of objects with `ifindex`, `ifname`, `port`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     // --- RDMA device <-> network device identity ---
     FormatInfo {
@@ -447,6 +522,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibdev2netdev [-v]` (MLNX_OFED / mlnx-tools): which netdev each RDMA port drives; port attributes only",
         detection: "`<dev> port <n> ==> <netdev> (Up)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
         timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     FormatInfo {
         format: Format::RdmaLink,
@@ -458,6 +534,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`rdma [-j] [-d] link show` (iproute2 4.16+; any RDMA driver): port state, LID, netdev; port attributes only",
         detection: "`link <dev>/<port>` lines whose first key is `state`, `lid`, `subnet_prefix` or `netdev` (or `<i>/<p>: <dev>/<port>: ...`), or a JSON array of objects with `ifname` and `state`",
         timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
     },
     // --- Ethernet (RoCE) topology ---
     FormatInfo {
@@ -470,6 +547,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`lldpctl -f keyvalue` / `lldpcli -f keyvalue show neighbors [details]` (lldpd) on a host; emits `links`",
         detection: "`lldp.<interface>.<field>=<value>` lines",
         timestamps: "none (topology table); host from `# host:` line or argument",
+        time_resolution: TimeResolution::None,
     },
     FormatInfo {
         format: Format::LldpctlJson,
@@ -481,6 +559,7 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`lldpctl -f json` or `-f json0` (lldpd) on a host; emits `links`",
         detection: "a JSON object starting `{\"lldp\": {` or `{\"lldp\": [`",
         timestamps: "none (topology table); host from `# host:` line or argument",
+        time_resolution: TimeResolution::None,
     },
 ];
 
@@ -605,8 +684,9 @@ pub fn lines(chunk: &[u8], start: Position) -> impl Iterator<Item = (&[u8], Posi
 /// A directive line that text readers without their own metadata understand.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
-    /// A timestamp line (see [`crate::timestamp::parse_timestamp_line`]); nanoseconds UTC.
-    Time(i64),
+    /// A timestamp line (see [`crate::timestamp::parse_timestamp_line`]) with the resolution it
+    /// is written to.
+    Time(Stamp),
     /// `# host: NAME`, `# hostname: NAME`, `host=NAME`.
     Host(String),
     /// A command echo naming the interface: `# ethtool -S eth0`, `$ ethtool -S eth0`.
@@ -618,7 +698,7 @@ pub enum Directive {
 /// time or host of their own, so they all resolve them the same way.
 #[derive(Debug, Default, Clone)]
 pub struct DirectiveState {
-    time: Option<i64>,
+    time: Option<Stamp>,
     host: Option<String>,
     /// Host from the arguments or `unknown`, computed on first use (it may warn).
     fallback_host: Option<String>,
@@ -626,8 +706,8 @@ pub struct DirectiveState {
 
 impl DirectiveState {
     /// A timestamp line: it dates every following record until the next one.
-    pub fn set_time(&mut self, time_ns: i64) {
-        self.time = Some(time_ns);
+    pub fn set_time(&mut self, time: Stamp) {
+        self.time = Some(time);
     }
 
     /// A `# host: NAME` line: it names the host of every following record.
@@ -648,7 +728,7 @@ impl DirectiveState {
     }
 
     /// The time the last timestamp line set, if any.
-    pub fn explicit_time(&self) -> Option<i64> {
+    pub fn explicit_time(&self) -> Option<Stamp> {
         self.time
     }
 
@@ -656,7 +736,7 @@ impl DirectiveState {
     /// name, argument, mtime).
     pub fn time_ns(&self, ctx: &mut ReadContext<'_>) -> Result<i64> {
         match self.time {
-            Some(t) => Ok(t),
+            Some(t) => Ok(ctx.stated_time(t)),
             None => ctx.fallback_time_ns(),
         }
     }
@@ -693,7 +773,7 @@ pub fn parse_directive(line: &str) -> Option<Directive> {
     {
         return Some(Directive::Device((*dev).to_owned()));
     }
-    crate::timestamp::parse_timestamp_line(t).map(Directive::Time)
+    crate::timestamp::parse_stamp_line(t).map(Directive::Time)
 }
 
 /// Detect the format of a file from its first bytes (already decompressed). `name` is the file
@@ -959,7 +1039,10 @@ mod tests {
         assert_eq!(parse_directive("# ethtool -S eth2"), Some(Directive::Device("eth2".into())));
         assert_eq!(parse_directive("$ sudo ethtool -S ens1f0np0"), Some(Directive::Device("ens1f0np0".into())));
         assert_eq!(parse_directive("# host: gpu017"), Some(Directive::Host("gpu017".into())));
-        assert_eq!(parse_directive("1764686822"), Some(Directive::Time(1_764_686_822_000_000_000)));
+        assert_eq!(
+            parse_directive("1764686822"),
+            Some(Directive::Time(Stamp { ns: 1_764_686_822_000_000_000, resolution_ns: 1_000_000_000 }))
+        );
         assert_eq!(parse_directive("     rx_packets: 5"), None);
     }
 
