@@ -28,7 +28,7 @@ pub fn rates(
     min_rows_per_task: Option<usize>,
 ) -> PyResult<(PyTable, PyArray)> {
     let rules: Vec<(u32, OverflowRule)> =
-        counters.iter().map(|(code, name)| (*code, OverflowRule::of_counter(name))).collect();
+        counters.into_iter().map(|(code, name)| (code, OverflowRule::of_counter(&name))).collect();
     let (batches, _) = table.into_inner();
     let opts = RateOptions {
         gap_factor,

@@ -98,11 +98,11 @@ pub fn read<'py>(
     time_ns: Option<i64>,
     strict: bool,
     batch_rows: usize,
-    limits: Option<Bound<'py, PyDict>>,
+    limits: Option<&Bound<'py, PyDict>>,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
 ) -> PyResult<ReadOutput<'py>> {
-    let opts = options(format, host, time_ns, strict, batch_rows, limits.as_ref(), link_speed_gbps, bin_seconds)?;
+    let opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds)?;
     collect(py, move |sink| read_paths(&paths, &opts, sink))
 }
 
@@ -155,9 +155,9 @@ pub fn read_buffer<'py>(
     time_ns: Option<i64>,
     strict: bool,
     batch_rows: usize,
-    limits: Option<Bound<'py, PyDict>>,
+    limits: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<ReadOutput<'py>> {
-    let opts = options(format, host, time_ns, strict, batch_rows, limits.as_ref(), None, 1.0)?;
+    let opts = options(format, host, time_ns, strict, batch_rows, limits, None, 1.0)?;
     collect(py, move |sink| read_bytes(&data, name.as_ref(), &opts, sink).map(|r| vec![r]))
 }
 
@@ -221,12 +221,11 @@ impl Scanner {
         time_ns: Option<i64>,
         strict: bool,
         batch_rows: usize,
-        limits: Option<Bound<'_, PyDict>>,
+        limits: Option<&Bound<'_, PyDict>>,
         link_speed_gbps: Option<f64>,
         bin_seconds: f64,
     ) -> PyResult<Self> {
-        let mut opts =
-            options(format, host, time_ns, strict, batch_rows, limits.as_ref(), link_speed_gbps, bin_seconds)?;
+        let mut opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds)?;
         let progress = Arc::new(AtomicU64::new(0));
         opts.progress = Some(progress.clone());
         let total = py.detach(|| total_input_bytes(&paths));

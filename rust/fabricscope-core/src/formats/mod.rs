@@ -134,6 +134,27 @@ pub struct FormatInfo {
     pub timestamps: &'static str,
     /// The resolution of its timestamps, where the format fixes it.
     pub time_resolution: TimeResolution,
+    /// What content detection recognises as this format's own.
+    pub signature: Signature,
+}
+
+/// A format's own signature in the first bytes of an input. [`detect`] checks the signatures in
+/// [`FORMATS`] order, before the heuristics the other formats share (InfiniBand diagnostic shapes,
+/// then Prometheus, sysfs and ethtool lines scored against each other).
+#[derive(Debug, Clone, Copy)]
+pub enum Signature {
+    /// Recognised by the shared heuristics (or only by name, `format=`).
+    Shared,
+    /// A magic number in the head bytes.
+    Bytes(fn(&[u8]) -> bool),
+    /// Text only this format prints, in the head decoded as UTF-8 (lossily).
+    Text(fn(&str) -> bool),
+}
+
+/// The head of a JSON document (after leading whitespace), for the signatures of JSON formats.
+fn json_head(text: &str) -> Option<&str> {
+    let trimmed = text.trim_start();
+    (trimmed.starts_with('{') || trimmed.starts_with('[')).then_some(trimmed)
 }
 
 /// The resolution of a format's timestamps. What an input actually stated is in its report
@@ -193,7 +214,8 @@ pub enum Reader {
     Tree,
 }
 
-/// Every format, in the order `fabricscope formats` lists them.
+/// Every format, in the order `fabricscope formats` lists them and [`detect`] checks their
+/// signatures. Adding a format: its module, its variant of [`Format`], its entry here.
 pub static FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Prometheus,
@@ -206,6 +228,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`# HELP`/`# TYPE` lines or `name{labels} value` samples",
         timestamps: "per-sample (ms); else timestamp lines, file name, argument, mtime",
         time_resolution: MS,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::OpenMetrics,
@@ -218,6 +241,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "as prometheus, plus `# EOF` or `# UNIT`",
         timestamps: "per-sample (s); else timestamp lines, file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::PrometheusApi,
@@ -230,6 +254,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a JSON object with `\"status\"` and `\"resultType\"`",
         timestamps: "per-sample (s with ms precision)",
         time_resolution: MS,
+        signature: Signature::Text(|t| json_head(t).is_some_and(prometheus_api::looks_like)),
     },
     FormatInfo {
         format: Format::PrometheusRemoteRead,
@@ -242,6 +267,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "none (binary without a magic number): name it with format=prometheus-remote-read",
         timestamps: "per-sample (ms)",
         time_resolution: MS,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::Ethtool,
@@ -254,6 +280,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a `NIC statistics:` line, or only `<name>: <integer>` lines (the header cut off)",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::SysfsTree,
@@ -266,6 +293,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a directory containing class/infiniband or class/net, or ports/<n>/counters",
         timestamps: "a `timestamp` file at the tree root; else directory name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::SysfsGrep,
@@ -278,6 +306,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "lines `/sys/class/.../<counter>:<value>` or `.../ports/<n>/...:<value>`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     // --- InfiniBand diagnostic sources ---
     FormatInfo {
@@ -291,6 +320,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a `# Port counters:`/`# Port extended counters:`/`# <X> counters: ... port N` header or `Name:....value` lines",
         timestamps: "timestamp line before each block; else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::Ibqueryerrors,
@@ -303,6 +333,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`Errors for ...` lines or `GUID 0x... port N: [Name == value]` lines",
         timestamps: "timestamp line before the run; else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::Iblinkinfo,
@@ -315,6 +346,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`Switch: 0x...`/`CA: ...` block headers or `==( ... )==>` link lines",
         timestamps: "timestamp line; else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::Ibnetdiscover,
@@ -327,6 +359,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`switchguid=0x...`/`caguid=0x...` lines, `Switch|Ca <ports> \"S-|H-<guid>\" # ...` node headers, `[<port>] \"S-<guid>\"[<port>] # ...` port lines, or `-p` lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
         timestamps: "timestamp line; else `# Topology file: generated on <ctime>` (local time read as UTC); else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::IbdiagnetDbCsv,
@@ -339,6 +372,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a `START_<SECTION>` line",
         timestamps: "none in the file: file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::UfmCsv,
@@ -351,6 +385,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a comma-separated header with `timestamp` and `node_guid`/`Node_GUID`",
         timestamps: "per-row `timestamp` (µs epoch); else file name, argument, mtime",
         time_resolution: US,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::UfmJson,
@@ -363,6 +398,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a JSON document whose head contains `\"node_guid\"` and `\"port_num\"`",
         timestamps: "per-record `timestamp` (µs epoch); else file name, argument, mtime",
         time_resolution: US,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::Telegraf,
@@ -375,6 +411,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "line protocol `infiniband,...`/`ethtool,...` lines (`measurement,tags fields timestamp`)",
         timestamps: "per-line timestamp (ns; s/ms/µs by magnitude); else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::IbdiagnetNetDump,
@@ -387,6 +424,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a block header `\"<description>\", <vendor>, 0x<guid>, LID <n>`",
         timestamps: "none in the file: file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     FormatInfo {
         format: Format::Ibswinfo,
@@ -399,6 +437,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`part number | ...`, `fan#N (rpm) | ...`, `cur.temp (C) : ...` and similar vitals lines",
         timestamps: "timestamp line; else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     // --- packet captures ---
     FormatInfo {
@@ -412,6 +451,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "magic a1b2c3d4 / a1b23c4d / a1b2cd34 in either byte order",
         timestamps: "per-packet (µs or ns, integer)",
         time_resolution: TimeResolution::PerCapture,
+        signature: Signature::Bytes(|b| crate::packets::container::pcap_magic(b).is_some()),
     },
     FormatInfo {
         format: Format::Pcapng,
@@ -424,79 +464,7 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a Section Header Block (0a0d0d0a + byte-order magic)",
         timestamps: "per-packet, per-interface if_tsresol/if_tsoffset (integer ns)",
         time_resolution: TimeResolution::PerCapture,
-    },
-    // --- measured performance, GPU and CXL sources ---
-    FormatInfo {
-        format: Format::NvidiaSmiNvlink,
-        reader: Reader::Lines(|| Box::new(nvidia_smi::NvidiaSmiReader::new())),
-        name: "nvidia-smi-nvlink",
-        aliases: &["nvidia-smi", "nvlink"],
-        appendable: false,
-        emits_links: false,
-        produced_by: "`nvidia-smi nvlink -gt d|r`, `-g <set>` (KiB counters), `-s` (link speed), `-e` (error counters)",
-        detection: "a `GPU <n>: <name> (UUID: GPU-...)` line followed by `Link <n>: ...` lines",
-        timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
-        time_resolution: TimeResolution::PerInput,
-    },
-    FormatInfo {
-        format: Format::NcclTests,
-        reader: Reader::Lines(|| Box::new(nccl_tests::NcclTestsReader::new())),
-        name: "nccl-tests",
-        aliases: &["nccl", "rccl-tests"],
-        appendable: false,
-        emits_links: false,
-        produced_by: "nccl-tests/rccl-tests `*_perf` logs; emits `nccl_results`, `nccl_ranks`",
-        detection: "`# Collective test starting`, `# nThread ... nGpus`, `#  Rank N ... on HOST device N` or a `size count type ... busbw` header",
-        timestamps: "the `timestamp` column (local time read as UTC); else timestamp line, file name, argument, mtime",
-        time_resolution: TimeResolution::PerInput,
-    },
-    FormatInfo {
-        format: Format::NcclTestsJson,
-        reader: Reader::Binary(|| Box::new(nccl_tests::NcclJsonReader)),
-        name: "nccl-tests-json",
-        aliases: &[],
-        appendable: false,
-        emits_links: false,
-        produced_by: "nccl-tests `-J <file>` JSON report; emits `nccl_results`, `nccl_ranks`",
-        detection: "a JSON object with `\"nccl_version\"` and `\"start_time\"`/`\"results\"`",
-        timestamps: "`start_time` (local time read as UTC); else file name, argument, mtime",
-        time_resolution: TimeResolution::PerInput,
-    },
-    FormatInfo {
-        format: Format::Perftest,
-        reader: Reader::Lines(|| Box::new(perftest::PerftestReader::new())),
-        name: "perftest",
-        aliases: &[],
-        appendable: false,
-        emits_links: false,
-        produced_by: "perftest `ib_{write,read,send,atomic}_{bw,lat}` client/server output; emits `perftest_results`",
-        detection: "a ` #bytes #iterations ...` results header or a `... BW Test`/`... Latency Test` banner",
-        timestamps: "timestamp line before each run; else file name, argument, mtime",
-        time_resolution: TimeResolution::PerInput,
-    },
-    FormatInfo {
-        format: Format::CxlList,
-        reader: Reader::Binary(|| Box::new(cxl_list::CxlListReader::new())),
-        name: "cxl-list",
-        aliases: &["cxl"],
-        appendable: false,
-        emits_links: false,
-        produced_by: "`cxl list [-M] [-u] [-BEMP]` (ndctl cxl-cli) JSON; emits `cxl_devices`",
-        detection: "a JSON array/object containing `\"memdev\"`",
-        timestamps: "none (inventory table)",
-        time_resolution: TimeResolution::None,
-    },
-    FormatInfo {
-        format: Format::PerfStatCxl,
-        reader: Reader::Lines(|| Box::new(perf_stat::PerfStatReader::new())),
-        name: "perf-stat-cxl",
-        aliases: &["perf-stat"],
-        appendable: false,
-        emits_links: false,
-        produced_by: "`perf stat [-x,] [-I ms] -e cxl_pmu_mem<X>.<Y>/<event>/` (CXL PMU)",
-        detection: "a line naming a `cxl_pmu_<pmu>/<event>/` event",
-        timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
-        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Bytes(crate::packets::container::is_pcapng),
     },
     // --- vendor-neutral RDMA ---
     FormatInfo {
@@ -510,20 +478,9 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`link <dev>/<port> <counter> <value> ...` records, or a JSON array of objects with `ifindex`, `ifname`, `port`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(rdma_statistic::looks_like),
     },
     // --- RDMA device <-> network device identity ---
-    FormatInfo {
-        format: Format::Ibdev2netdev,
-        reader: Reader::Lines(|| Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
-        name: "ibdev2netdev",
-        aliases: &[],
-        appendable: false,
-        emits_links: false,
-        produced_by: "`ibdev2netdev [-v]` (MLNX_OFED / mlnx-tools): which netdev each RDMA port drives; port attributes only",
-        detection: "`<dev> port <n> ==> <netdev> (Up)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
-        timestamps: "timestamp line; else file name, argument, mtime",
-        time_resolution: TimeResolution::PerInput,
-    },
     FormatInfo {
         format: Format::RdmaLink,
         reader: Reader::Lines(|| Box::new(rdma_link::RdmaLinkReader::new())),
@@ -535,20 +492,22 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "`link <dev>/<port>` lines whose first key is `state`, `lid`, `subnet_prefix` or `netdev` (or `<i>/<p>: <dev>/<port>: ...`), or a JSON array of objects with `ifname` and `state`",
         timestamps: "timestamp line; else file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(rdma_link::looks_like),
+    },
+    FormatInfo {
+        format: Format::Ibdev2netdev,
+        reader: Reader::Lines(|| Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
+        name: "ibdev2netdev",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        produced_by: "`ibdev2netdev [-v]` (MLNX_OFED / mlnx-tools): which netdev each RDMA port drives; port attributes only",
+        detection: "`<dev> port <n> ==> <netdev> (Up)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
+        timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(ibdev2netdev::looks_like),
     },
     // --- Ethernet (RoCE) topology ---
-    FormatInfo {
-        format: Format::LldpctlKeyvalue,
-        reader: Reader::Lines(|| Box::new(lldpctl::LldpKeyValueReader::new())),
-        name: "lldpctl-keyvalue",
-        aliases: &["lldpctl", "lldp", "lldpcli"],
-        appendable: false,
-        emits_links: true,
-        produced_by: "`lldpctl -f keyvalue` / `lldpcli -f keyvalue show neighbors [details]` (lldpd) on a host; emits `links`",
-        detection: "`lldp.<interface>.<field>=<value>` lines",
-        timestamps: "none (topology table); host from `# host:` line or argument",
-        time_resolution: TimeResolution::None,
-    },
     FormatInfo {
         format: Format::LldpctlJson,
         reader: Reader::Binary(|| Box::new(lldpctl::LldpJsonReader)),
@@ -560,6 +519,99 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a JSON object starting `{\"lldp\": {` or `{\"lldp\": [`",
         timestamps: "none (topology table); host from `# host:` line or argument",
         time_resolution: TimeResolution::None,
+        signature: Signature::Text(lldpctl::looks_like_json),
+    },
+    FormatInfo {
+        format: Format::LldpctlKeyvalue,
+        reader: Reader::Lines(|| Box::new(lldpctl::LldpKeyValueReader::new())),
+        name: "lldpctl-keyvalue",
+        aliases: &["lldpctl", "lldp", "lldpcli"],
+        appendable: false,
+        emits_links: true,
+        produced_by: "`lldpctl -f keyvalue` / `lldpcli -f keyvalue show neighbors [details]` (lldpd) on a host; emits `links`",
+        detection: "`lldp.<interface>.<field>=<value>` lines",
+        timestamps: "none (topology table); host from `# host:` line or argument",
+        time_resolution: TimeResolution::None,
+        signature: Signature::Text(lldpctl::looks_like_keyvalue),
+    },
+    // --- measured performance, GPU and CXL sources ---
+    FormatInfo {
+        format: Format::NcclTestsJson,
+        reader: Reader::Binary(|| Box::new(nccl_tests::NcclJsonReader)),
+        name: "nccl-tests-json",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        produced_by: "nccl-tests `-J <file>` JSON report; emits `nccl_results`, `nccl_ranks`",
+        detection: "a JSON object with `\"nccl_version\"` and `\"start_time\"`/`\"results\"`",
+        timestamps: "`start_time` (local time read as UTC); else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(|t| json_head(t).is_some_and(nccl_tests::looks_like_json)),
+    },
+    FormatInfo {
+        format: Format::CxlList,
+        reader: Reader::Binary(|| Box::new(cxl_list::CxlListReader::new())),
+        name: "cxl-list",
+        aliases: &["cxl"],
+        appendable: false,
+        emits_links: false,
+        produced_by: "`cxl list [-M] [-u] [-BEMP]` (ndctl cxl-cli) JSON; emits `cxl_devices`",
+        detection: "a JSON array/object containing `\"memdev\"`",
+        timestamps: "none (inventory table)",
+        time_resolution: TimeResolution::None,
+        signature: Signature::Text(|t| json_head(t).is_some_and(cxl_list::looks_like)),
+    },
+    FormatInfo {
+        format: Format::NvidiaSmiNvlink,
+        reader: Reader::Lines(|| Box::new(nvidia_smi::NvidiaSmiReader::new())),
+        name: "nvidia-smi-nvlink",
+        aliases: &["nvidia-smi", "nvlink"],
+        appendable: false,
+        emits_links: false,
+        produced_by: "`nvidia-smi nvlink -gt d|r`, `-g <set>` (KiB counters), `-s` (link speed), `-e` (error counters)",
+        detection: "a `GPU <n>: <name> (UUID: GPU-...)` line followed by `Link <n>: ...` lines",
+        timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(nvidia_smi::looks_like),
+    },
+    FormatInfo {
+        format: Format::NcclTests,
+        reader: Reader::Lines(|| Box::new(nccl_tests::NcclTestsReader::new())),
+        name: "nccl-tests",
+        aliases: &["nccl", "rccl-tests"],
+        appendable: false,
+        emits_links: false,
+        produced_by: "nccl-tests/rccl-tests `*_perf` logs; emits `nccl_results`, `nccl_ranks`",
+        detection: "`# Collective test starting`, `# nThread ... nGpus`, `#  Rank N ... on HOST device N` or a `size count type ... busbw` header",
+        timestamps: "the `timestamp` column (local time read as UTC); else timestamp line, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(nccl_tests::looks_like_log),
+    },
+    FormatInfo {
+        format: Format::Perftest,
+        reader: Reader::Lines(|| Box::new(perftest::PerftestReader::new())),
+        name: "perftest",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        produced_by: "perftest `ib_{write,read,send,atomic}_{bw,lat}` client/server output; emits `perftest_results`",
+        detection: "a ` #bytes #iterations ...` results header or a `... BW Test`/`... Latency Test` banner",
+        timestamps: "timestamp line before each run; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(perftest::looks_like),
+    },
+    FormatInfo {
+        format: Format::PerfStatCxl,
+        reader: Reader::Lines(|| Box::new(perf_stat::PerfStatReader::new())),
+        name: "perf-stat-cxl",
+        aliases: &["perf-stat"],
+        appendable: false,
+        emits_links: false,
+        produced_by: "`perf stat [-x,] [-I ms] -e cxl_pmu_mem<X>.<Y>/<event>/` (CXL PMU)",
+        detection: "a line naming a `cxl_pmu_<pmu>/<event>/` event",
+        timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(perf_stat::looks_like),
     },
 ];
 
@@ -779,33 +831,18 @@ pub fn parse_directive(line: &str) -> Option<Directive> {
 /// Detect the format of a file from its first bytes (already decompressed). `name` is the file
 /// name, used only as a tie-breaker.
 pub fn detect(head: &[u8], name: &str) -> Option<Format> {
-    // Packet captures: binary magic numbers, checked before any text heuristics.
-    if crate::packets::container::is_pcapng(head) {
-        return Some(Format::Pcapng);
-    }
-    if crate::packets::container::pcap_magic(head).is_some() {
-        return Some(Format::Pcap);
-    }
     let text = String::from_utf8_lossy(head);
-    if rdma_statistic::looks_like(&text) {
-        return Some(Format::RdmaStatistic);
-    }
-    if rdma_link::looks_like(&text) {
-        return Some(Format::RdmaLink);
-    }
-    if ibdev2netdev::looks_like(&text) {
-        return Some(Format::Ibdev2netdev);
-    }
-    if lldpctl::looks_like_json(&text) {
-        return Some(Format::LldpctlJson);
-    }
-    if lldpctl::looks_like_keyvalue(&text) {
-        return Some(Format::LldpctlKeyvalue);
-    }
-    // Measured-performance and GPU/CXL sources: strict signatures, checked before the
-    // IB heuristics so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire.
-    if let Some(f) = detect_perf_sources(&text) {
-        return Some(f);
+    // Formats with a signature of their own: binary magic numbers, then text only one tool
+    // prints (strict, so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire).
+    for f in FORMATS {
+        let own = match f.signature {
+            Signature::Shared => false,
+            Signature::Bytes(magic) => magic(head),
+            Signature::Text(sig) => sig(&text),
+        };
+        if own {
+            return Some(f.format);
+        }
     }
     // InfiniBand diagnostic outputs have distinctive shapes; checked first because a few of their
     // lines (`CA   134  1 0x...`) would otherwise score as Prometheus samples.
@@ -852,36 +889,6 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     let lower = name.to_ascii_lowercase();
     if lower.contains("ethtool") && text.contains(": ") {
         return Some(Format::Ethtool);
-    }
-    None
-}
-
-/// Measured-performance, GPU and CXL sources: JSON documents by their keys, text by lines only these tools print.
-fn detect_perf_sources(text: &str) -> Option<Format> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        if nccl_tests::looks_like_json(trimmed) {
-            return Some(Format::NcclTestsJson);
-        }
-        if cxl_list::looks_like(trimmed) {
-            return Some(Format::CxlList);
-        }
-        if prometheus_api::looks_like(trimmed) {
-            return Some(Format::PrometheusApi);
-        }
-        // `[1,0]<stdout>:` (mpirun --tag-output) also starts with a bracket: keep looking.
-    }
-    if nvidia_smi::looks_like(text) {
-        return Some(Format::NvidiaSmiNvlink);
-    }
-    if nccl_tests::looks_like_log(text) {
-        return Some(Format::NcclTests);
-    }
-    if perftest::looks_like(text) {
-        return Some(Format::Perftest);
-    }
-    if perf_stat::looks_like(text) {
-        return Some(Format::PerfStatCxl);
     }
     None
 }
