@@ -40,76 +40,6 @@ use crate::error::{Position, Result};
 use crate::read::ReadContext;
 use crate::timestamp::Stamp;
 
-/// A supported input format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// Prometheus text exposition 0.0.4 (timestamps in milliseconds).
-    Prometheus,
-    /// OpenMetrics 1.0 text (timestamps in seconds, `# EOF`).
-    OpenMetrics,
-    /// A Prometheus HTTP API query response (`/api/v1/query`, `/api/v1/query_range` JSON).
-    PrometheusApi,
-    /// A Prometheus remote read response (`/api/v1/read`: snappy-compressed protobuf).
-    PrometheusRemoteRead,
-    /// `ethtool -S <iface>` output, one or more snapshots.
-    Ethtool,
-    /// A copied `/sys/class/{infiniband,net}` tree (a directory).
-    SysfsTree,
-    /// `path:value` lines as `grep -H . /sys/class/infiniband/*/ports/*/counters/*` prints them.
-    SysfsGrep,
-    /// `perfquery` output (basic, `-x` extended, `-E` receive-error details), several blocks.
-    Perfquery,
-    /// `ibqueryerrors` output (`Errors for ...`, `GUID ... port N: [Name == v]`, `##` summary).
-    Ibqueryerrors,
-    /// `iblinkinfo` output (per-switch/CA blocks of links with width, speed, peer).
-    Iblinkinfo,
-    /// `ibnetdiscover`: the topology file (default output) or the `-p` ports report.
-    Ibnetdiscover,
-    /// `ibdiagnet2.db_csv`: `START_<SECTION>` ... `END_<SECTION>` CSV sections.
-    IbdiagnetDbCsv,
-    /// UFM telemetry CSV: a header, then one row per port.
-    UfmCsv,
-    /// UFM telemetry JSON (`{"values": [{"node_guid": ..., "port_num": ..., ...}]}`).
-    UfmJson,
-    /// Influx line protocol as telegraf writes it (`infiniband` and `ethtool` inputs).
-    Telegraf,
-    /// `ibdiagnet2.net_dump`: per-node blocks of a ` :`-separated port table (LWA, LSA, neighbor).
-    IbdiagnetNetDump,
-    /// `ibswinfo` switch vitals (`key | value`, or `key : value` in vitals mode).
-    Ibswinfo,
-    // --- packet captures ---
-    /// Classic libpcap capture (both byte orders, µs/ns, the "modified" variant).
-    Pcap,
-    /// pcapng capture (SHB/IDB/EPB/SPB; several sections, per-interface resolution).
-    Pcapng,
-    // --- measured performance, GPU and CXL sources ---
-    /// `nvidia-smi nvlink` throughput (`-gt d|r`, `-g`), status (`-s`) and error (`-e`) output.
-    NvidiaSmiNvlink,
-    /// nccl-tests text logs (`all_reduce_perf` ...): the `nccl_results`/`nccl_ranks` tables.
-    NcclTests,
-    /// nccl-tests `-J` JSON report.
-    NcclTestsJson,
-    /// perftest output (`ib_write_bw`, `ib_read_lat`, ...): the `perftest_results` table.
-    Perftest,
-    /// `cxl list` JSON (ndctl cxl-cli): the `cxl_devices` table.
-    CxlList,
-    /// `perf stat` (CSV `-x,` or table, totals or `-I` intervals) for `cxl_pmu_mem*` events.
-    PerfStatCxl,
-    // --- vendor-neutral RDMA ---
-    /// `rdma statistic show` (iproute2): RDMA port counters of any RDMA driver, text or `-j` JSON.
-    RdmaStatistic,
-    // --- RDMA device <-> network device identity ---
-    /// `ibdev2netdev [-v]` (MLNX_OFED): `mlx5_0 port 1 ==> ens1f0 (Up)`, port attributes only.
-    Ibdev2netdev,
-    /// `rdma [-j] link show` (iproute2): port state and netdev, port attributes only.
-    RdmaLink,
-    // --- Ethernet (RoCE) topology ---
-    /// `lldpctl -f keyvalue` (lldpd) neighbours of one host: the `links` table.
-    LldpctlKeyvalue,
-    /// `lldpctl -f json` / `-f json0` (lldpd) neighbours of one host: the `links` table.
-    LldpctlJson,
-}
-
 /// Static description of a format for `fabricscope formats`.
 #[derive(Debug, Clone, Copy)]
 pub struct FormatInfo {
@@ -214,11 +144,25 @@ pub enum Reader {
     Tree,
 }
 
-/// Every format, in the order `fabricscope formats` lists them and [`detect`] checks their
-/// signatures. Adding a format: its module, its variant of [`Format`], its entry here.
-pub static FORMATS: &[FormatInfo] = &[
-    FormatInfo {
-        format: Format::Prometheus,
+/// Declares [`Format`] (one variant per entry, documented by the entry's doc comment) and
+/// [`FORMATS`] (the entries, in order) from one list, so a format is registered in one place.
+macro_rules! formats {
+    ($($(#[$doc:meta])* $variant:ident => FormatInfo { $($field:ident: $value:expr),* $(,)? }),* $(,)?) => {
+        /// A supported input format.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Format {
+            $($(#[$doc])* $variant,)*
+        }
+
+        /// Every format, in the order `fabricscope formats` lists them and [`detect`] checks their
+        /// signatures. Adding a format is its module plus its entry in `formats!`.
+        pub static FORMATS: &[FormatInfo] = &[$(FormatInfo { format: Format::$variant, $($field: $value),* },)*];
+    };
+}
+
+formats! {
+    /// Prometheus text exposition 0.0.4 (timestamps in milliseconds).
+    Prometheus => FormatInfo {
         reader: Reader::Lines(|| Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::Prometheus))),
         name: "prometheus",
         aliases: &["prom", "node_exporter", "federate"],
@@ -230,8 +174,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: MS,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::OpenMetrics,
+    /// OpenMetrics 1.0 text (timestamps in seconds, `# EOF`).
+    OpenMetrics => FormatInfo {
         reader: Reader::Lines(|| Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::OpenMetrics))),
         name: "openmetrics",
         aliases: &["om"],
@@ -243,8 +187,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::PrometheusApi,
+    /// A Prometheus HTTP API query response (`/api/v1/query`, `/api/v1/query_range` JSON).
+    PrometheusApi => FormatInfo {
         reader: Reader::Binary(|| Box::new(prometheus_api::PrometheusApiReader)),
         name: "prometheus-api",
         aliases: &["prometheus-http", "prometheus-json"],
@@ -256,8 +200,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: MS,
         signature: Signature::Text(|t| json_head(t).is_some_and(prometheus_api::looks_like)),
     },
-    FormatInfo {
-        format: Format::PrometheusRemoteRead,
+    /// A Prometheus remote read response (`/api/v1/read`: snappy-compressed protobuf).
+    PrometheusRemoteRead => FormatInfo {
         reader: Reader::Binary(|| Box::new(remote_read::RemoteReadReader)),
         name: "prometheus-remote-read",
         aliases: &["remote-read", "prometheus-read"],
@@ -269,8 +213,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: MS,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Ethtool,
+    /// `ethtool -S <iface>` output, one or more snapshots.
+    Ethtool => FormatInfo {
         reader: Reader::Lines(|| Box::new(ethtool::EthtoolReader::new())),
         name: "ethtool",
         aliases: &["ethtool-s"],
@@ -282,8 +226,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::SysfsTree,
+    /// A copied `/sys/class/{infiniband,net}` tree (a directory).
+    SysfsTree => FormatInfo {
         reader: Reader::Tree,
         name: "sysfs",
         aliases: &["sysfs-tree"],
@@ -295,8 +239,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::SysfsGrep,
+    /// `path:value` lines as `grep -H . /sys/class/infiniband/*/ports/*/counters/*` prints them.
+    SysfsGrep => FormatInfo {
         reader: Reader::Lines(|| Box::new(sysfs::SysfsGrepReader::new())),
         name: "sysfs-grep",
         aliases: &[],
@@ -309,8 +253,8 @@ pub static FORMATS: &[FormatInfo] = &[
         signature: Signature::Shared,
     },
     // --- InfiniBand diagnostic sources ---
-    FormatInfo {
-        format: Format::Perfquery,
+    /// `perfquery` output (basic, `-x` extended, `-E` receive-error details), several blocks.
+    Perfquery => FormatInfo {
         reader: Reader::Lines(|| Box::new(perfquery::PerfqueryReader::new())),
         name: "perfquery",
         aliases: &[],
@@ -322,8 +266,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Ibqueryerrors,
+    /// `ibqueryerrors` output (`Errors for ...`, `GUID ... port N: [Name == v]`, `##` summary).
+    Ibqueryerrors => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibqueryerrors::IbqueryerrorsReader::new())),
         name: "ibqueryerrors",
         aliases: &[],
@@ -335,8 +279,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Iblinkinfo,
+    /// `iblinkinfo` output (per-switch/CA blocks of links with width, speed, peer).
+    Iblinkinfo => FormatInfo {
         reader: Reader::Lines(|| Box::new(iblinkinfo::IblinkinfoReader::new())),
         name: "iblinkinfo",
         aliases: &[],
@@ -348,8 +292,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Ibnetdiscover,
+    /// `ibnetdiscover`: the topology file (default output) or the `-p` ports report.
+    Ibnetdiscover => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibnetdiscover::IbnetdiscoverReader::new())),
         name: "ibnetdiscover",
         aliases: &[],
@@ -361,8 +305,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::IbdiagnetDbCsv,
+    /// `ibdiagnet2.db_csv`: `START_<SECTION>` ... `END_<SECTION>` CSV sections.
+    IbdiagnetDbCsv => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibdiagnet::DbCsvReader::new())),
         name: "ibdiagnet-db-csv",
         aliases: &["db_csv", "db-csv", "ibdiagnet", "ibdiagnet2"],
@@ -374,8 +318,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::UfmCsv,
+    /// UFM telemetry CSV: a header, then one row per port.
+    UfmCsv => FormatInfo {
         reader: Reader::Lines(|| Box::new(ufm::UfmCsvReader::new())),
         name: "ufm-csv",
         aliases: &[],
@@ -387,8 +331,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: US,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::UfmJson,
+    /// UFM telemetry JSON (`{"values": [{"node_guid": ..., "port_num": ..., ...}]}`).
+    UfmJson => FormatInfo {
         reader: Reader::Binary(|| Box::new(ufm::UfmJsonReader::new())),
         name: "ufm-json",
         aliases: &[],
@@ -400,8 +344,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: US,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Telegraf,
+    /// Influx line protocol as telegraf writes it (`infiniband` and `ethtool` inputs).
+    Telegraf => FormatInfo {
         reader: Reader::Lines(|| Box::new(telegraf::TelegrafReader::new())),
         name: "telegraf",
         aliases: &["influx", "line-protocol"],
@@ -413,8 +357,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::IbdiagnetNetDump,
+    /// `ibdiagnet2.net_dump`: per-node blocks of a ` :`-separated port table (LWA, LSA, neighbor).
+    IbdiagnetNetDump => FormatInfo {
         reader: Reader::Lines(|| Box::new(netdump::NetDumpReader::new())),
         name: "ibdiagnet-net-dump",
         aliases: &["net_dump", "net-dump", "ibdiagnet-net_dump"],
@@ -426,8 +370,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Ibswinfo,
+    /// `ibswinfo` switch vitals (`key | value`, or `key : value` in vitals mode).
+    Ibswinfo => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibswinfo::IbswinfoReader::new())),
         name: "ibswinfo",
         aliases: &[],
@@ -440,8 +384,8 @@ pub static FORMATS: &[FormatInfo] = &[
         signature: Signature::Shared,
     },
     // --- packet captures ---
-    FormatInfo {
-        format: Format::Pcap,
+    /// Classic libpcap capture (both byte orders, µs/ns, the "modified" variant).
+    Pcap => FormatInfo {
         reader: Reader::Binary(|| Box::new(crate::packets::CaptureReader)),
         name: "pcap",
         aliases: &[],
@@ -453,8 +397,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerCapture,
         signature: Signature::Bytes(|b| crate::packets::container::pcap_magic(b).is_some()),
     },
-    FormatInfo {
-        format: Format::Pcapng,
+    /// pcapng capture (SHB/IDB/EPB/SPB; several sections, per-interface resolution).
+    Pcapng => FormatInfo {
         reader: Reader::Binary(|| Box::new(crate::packets::CaptureReader)),
         name: "pcapng",
         aliases: &[],
@@ -467,8 +411,8 @@ pub static FORMATS: &[FormatInfo] = &[
         signature: Signature::Bytes(crate::packets::container::is_pcapng),
     },
     // --- vendor-neutral RDMA ---
-    FormatInfo {
-        format: Format::RdmaStatistic,
+    /// `rdma statistic show` (iproute2): RDMA port counters of any RDMA driver, text or `-j` JSON.
+    RdmaStatistic => FormatInfo {
         reader: Reader::Lines(|| Box::new(rdma_statistic::RdmaStatisticReader::new())),
         name: "rdma-statistic",
         aliases: &[],
@@ -481,8 +425,8 @@ pub static FORMATS: &[FormatInfo] = &[
         signature: Signature::Text(rdma_statistic::looks_like),
     },
     // --- RDMA device <-> network device identity ---
-    FormatInfo {
-        format: Format::RdmaLink,
+    /// `rdma [-j] link show` (iproute2): port state and netdev, port attributes only.
+    RdmaLink => FormatInfo {
         reader: Reader::Lines(|| Box::new(rdma_link::RdmaLinkReader::new())),
         name: "rdma-link",
         aliases: &[],
@@ -494,8 +438,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Text(rdma_link::looks_like),
     },
-    FormatInfo {
-        format: Format::Ibdev2netdev,
+    /// `ibdev2netdev [-v]` (MLNX_OFED): `mlx5_0 port 1 ==> ens1f0 (Up)`, port attributes only.
+    Ibdev2netdev => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
         name: "ibdev2netdev",
         aliases: &[],
@@ -508,8 +452,8 @@ pub static FORMATS: &[FormatInfo] = &[
         signature: Signature::Text(ibdev2netdev::looks_like),
     },
     // --- Ethernet (RoCE) topology ---
-    FormatInfo {
-        format: Format::LldpctlJson,
+    /// `lldpctl -f json` / `-f json0` (lldpd) neighbours of one host: the `links` table.
+    LldpctlJson => FormatInfo {
         reader: Reader::Binary(|| Box::new(lldpctl::LldpJsonReader)),
         name: "lldpctl-json",
         aliases: &[],
@@ -521,8 +465,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::None,
         signature: Signature::Text(lldpctl::looks_like_json),
     },
-    FormatInfo {
-        format: Format::LldpctlKeyvalue,
+    /// `lldpctl -f keyvalue` (lldpd) neighbours of one host: the `links` table.
+    LldpctlKeyvalue => FormatInfo {
         reader: Reader::Lines(|| Box::new(lldpctl::LldpKeyValueReader::new())),
         name: "lldpctl-keyvalue",
         aliases: &["lldpctl", "lldp", "lldpcli"],
@@ -535,8 +479,8 @@ pub static FORMATS: &[FormatInfo] = &[
         signature: Signature::Text(lldpctl::looks_like_keyvalue),
     },
     // --- measured performance, GPU and CXL sources ---
-    FormatInfo {
-        format: Format::NcclTestsJson,
+    /// nccl-tests `-J` JSON report.
+    NcclTestsJson => FormatInfo {
         reader: Reader::Binary(|| Box::new(nccl_tests::NcclJsonReader)),
         name: "nccl-tests-json",
         aliases: &[],
@@ -548,8 +492,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Text(|t| json_head(t).is_some_and(nccl_tests::looks_like_json)),
     },
-    FormatInfo {
-        format: Format::CxlList,
+    /// `cxl list` JSON (ndctl cxl-cli): the `cxl_devices` table.
+    CxlList => FormatInfo {
         reader: Reader::Binary(|| Box::new(cxl_list::CxlListReader::new())),
         name: "cxl-list",
         aliases: &["cxl"],
@@ -561,8 +505,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::None,
         signature: Signature::Text(|t| json_head(t).is_some_and(cxl_list::looks_like)),
     },
-    FormatInfo {
-        format: Format::NvidiaSmiNvlink,
+    /// `nvidia-smi nvlink` throughput (`-gt d|r`, `-g`), status (`-s`) and error (`-e`) output.
+    NvidiaSmiNvlink => FormatInfo {
         reader: Reader::Lines(|| Box::new(nvidia_smi::NvidiaSmiReader::new())),
         name: "nvidia-smi-nvlink",
         aliases: &["nvidia-smi", "nvlink"],
@@ -574,8 +518,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Text(nvidia_smi::looks_like),
     },
-    FormatInfo {
-        format: Format::NcclTests,
+    /// nccl-tests text logs (`all_reduce_perf` ...): the `nccl_results`/`nccl_ranks` tables.
+    NcclTests => FormatInfo {
         reader: Reader::Lines(|| Box::new(nccl_tests::NcclTestsReader::new())),
         name: "nccl-tests",
         aliases: &["nccl", "rccl-tests"],
@@ -587,8 +531,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Text(nccl_tests::looks_like_log),
     },
-    FormatInfo {
-        format: Format::Perftest,
+    /// perftest output (`ib_write_bw`, `ib_read_lat`, ...): the `perftest_results` table.
+    Perftest => FormatInfo {
         reader: Reader::Lines(|| Box::new(perftest::PerftestReader::new())),
         name: "perftest",
         aliases: &[],
@@ -600,8 +544,8 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Text(perftest::looks_like),
     },
-    FormatInfo {
-        format: Format::PerfStatCxl,
+    /// `perf stat` (CSV `-x,` or table, totals or `-I` intervals) for `cxl_pmu_mem*` events.
+    PerfStatCxl => FormatInfo {
         reader: Reader::Lines(|| Box::new(perf_stat::PerfStatReader::new())),
         name: "perf-stat-cxl",
         aliases: &["perf-stat"],
@@ -613,7 +557,7 @@ pub static FORMATS: &[FormatInfo] = &[
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Text(perf_stat::looks_like),
     },
-];
+}
 
 impl Format {
     /// Name used by `format=`.
