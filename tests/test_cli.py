@@ -103,6 +103,7 @@ def test_formats_command_declares_each_format_fact_once() -> None:
         "ibdiagnet-net-dump",
         "lldpctl-keyvalue",
         "lldpctl-json",
+        "sonic-lldp-table",
     }
     assert rows["ibdiagnet-net-dump"]["aliases"] == ["net_dump", "net-dump", "ibdiagnet-net_dump"]
     assert rows["perfquery"]["aliases"] == []

@@ -22,6 +22,7 @@ pub mod lldpctl;
 pub mod netdump;
 pub mod perfquery;
 pub mod rdma_statistic;
+pub mod sonic_lldp;
 // RDMA device <-> network device identity.
 pub mod ibdev2netdev;
 pub mod rdma_link;
@@ -107,6 +108,8 @@ pub enum Format {
     LldpctlKeyvalue,
     /// `lldpctl -f json` / `-f json0` (lldpd) neighbours of one host: the `links` table.
     LldpctlJson,
+    /// SONiC `show lldp table` (sonic-utilities `lldpshow`) on one switch: the `links` table.
+    SonicLldpTable,
 }
 
 /// Static description of a format for `fabricscope formats`.
@@ -482,6 +485,17 @@ pub static FORMATS: &[FormatInfo] = &[
         detection: "a JSON object starting `{\"lldp\": {` or `{\"lldp\": [`",
         timestamps: "none (topology table); host from `# host:` line or argument",
     },
+    FormatInfo {
+        format: Format::SonicLldpTable,
+        reader: Reader::Lines(|| Box::new(sonic_lldp::SonicLldpReader::new())),
+        name: "sonic-lldp-table",
+        aliases: &["show-lldp-table", "lldpshow"],
+        appendable: false,
+        emits_links: true,
+        produced_by: "`show lldp table` (SONiC, sonic-utilities `lldpshow`) on a switch; emits `links`",
+        detection: "the header `LocalPort RemoteDevice RemotePortID Capability RemotePortDescr`",
+        timestamps: "none (topology table); switch from `# host:` line, the echoed prompt (`admin@leaf01:~$`), argument or file name",
+    },
 ];
 
 impl Format {
@@ -715,6 +729,9 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     }
     if ibdev2netdev::looks_like(&text) {
         return Some(Format::Ibdev2netdev);
+    }
+    if sonic_lldp::looks_like(&text) {
+        return Some(Format::SonicLldpTable);
     }
     if lldpctl::looks_like_json(&text) {
         return Some(Format::LldpctlJson);
