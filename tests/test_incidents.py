@@ -405,6 +405,59 @@ def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) 
     ]
 
 
+def test_cli_sonic_lldp_tables_instead_of_lldpctl_give_the_same_pause_spread_incident(tmp_path: Path) -> None:
+    # The same fabric's cabling seen from the two leaves (SONiC `show lldp table`, one file per
+    # leaf) instead of from the four hosts (lldpctl): the same incidents, member for member.
+    import shutil
+
+    sim = tmp_path / "sim"
+    r = _cli("simulate", str(sim), "--scenario", "chain-pause-storm", "--lldp", "sonic")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (sim / "sonic-lldp").iterdir()) == [
+        "spread-leaf01.show-lldp-table.txt",
+        "spread-leaf02.show-lldp-table.txt",
+    ]
+    assert not (sim / "lldpctl").exists()
+
+    def incidents(topology: Path) -> tuple[list, list]:
+        d = tmp_path / topology.name
+        shutil.copytree(COMMITTED / "chain-pause-storm" / "ethtool", d / "ethtool")
+        shutil.copytree(topology, d / topology.name)
+        out = tmp_path / f"{topology.name}.json"
+        r = _cli("analyze", str(d), "--json", str(out))
+        assert r.returncode == 2, r.stderr
+        incs = json.loads(out.read_text())["incidents"]
+        summary = [
+            (
+                i["rule"],
+                i["root"]["kind"],
+                i["root"]["host"],
+                sorted((c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in i["consequences"]),
+            )
+            for i in incs
+        ]
+        return summary, [i["topology"] for i in incs]
+
+    from_hosts, topo_hosts = incidents(COMMITTED / "chain-pause-storm" / "lldpctl")
+    from_leaves, topo_leaves = incidents(sim / "sonic-lldp")
+    assert from_leaves == from_hosts
+    assert from_leaves == [
+        (
+            "pause_storm_head_of_line",
+            "pfc_storm",
+            "spread-gpu03",
+            [
+                ("packet_loss", "spread-gpu03", "same_port"),
+                ("pfc_congestion", "spread-gpu03", "same_port"),
+                ("pfc_congestion", "spread-gpu04", "same_leaf"),
+            ],
+        ),
+        ("single_fault", "pfc_congestion", "spread-gpu02", []),
+    ]
+    assert set(topo_leaves) == {"links table (sonic-lldp-table)"}
+    assert set(topo_hosts) == {"links table (lldpctl-json, lldpctl-keyvalue)"}
+
+
 def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
     r = _cli("topology", str(COMMITTED / "chain-pause-storm" / "lldpctl"), "--json")
     assert r.returncode == 0, r.stderr
