@@ -38,6 +38,7 @@ def test_every_incident_scenario_is_listed() -> None:
         "pfc-storm-1s",
         "trap-busy-healthy",
         "trap-coincident-leaves",
+        "trap-roce-coincident-leaves",
     }
 
 
@@ -456,6 +457,48 @@ def test_cli_sonic_lldp_tables_instead_of_lldpctl_give_the_same_pause_spread_inc
     ]
     assert set(topo_leaves) == {"links table (sonic-lldp-table)"}
     assert set(topo_hosts) == {"links table (lldpctl-json, lldpctl-keyvalue)"}
+
+
+def test_cli_roce_coincident_faults_behind_two_leaves_are_two_incidents(tmp_path: Path) -> None:
+    # A pause storm on leaf01 and a lossy cable on leaf02 in the same minutes, no shared job: the
+    # leaves' LLDP tables relate each fault to its own leaf-mate and never the two faults.
+    out = tmp_path / "f.json"
+    r = _cli("analyze", str(COMMITTED / "trap-roce-coincident-leaves"), "--json", str(out))
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(out.read_text())
+    got = [
+        (
+            i["rule"],
+            i["root"]["kind"],
+            i["root"]["host"],
+            sorted((c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in i["consequences"]),
+            sorted(i["hosts"]),
+        )
+        for i in doc["incidents"]
+    ]
+    assert got == [
+        (
+            "pause_storm_head_of_line",
+            "pfc_storm",
+            "rocecoin-gpu02",
+            [
+                ("packet_loss", "rocecoin-gpu02", "same_port"),
+                ("pfc_congestion", "rocecoin-gpu01", "same_leaf"),
+                ("pfc_congestion", "rocecoin-gpu02", "same_port"),
+            ],
+            ["rocecoin-gpu01", "rocecoin-gpu02"],
+        ),
+        (
+            "link_loss_go_back_n",
+            "packet_loss",
+            "rocecoin-gpu04",
+            [("packet_loss", "rocecoin-gpu03", "same_count")],
+            ["rocecoin-gpu03", "rocecoin-gpu04"],
+        ),
+    ]
+    assert {i["topology"] for i in doc["incidents"]} == {"links table (sonic-lldp-table)"}
+    # every warning/critical finding is in exactly one of the two
+    assert {f["incident"] for f in doc["findings"] if f["severity"] != "info"} == {i["id"] for i in doc["incidents"]}
 
 
 def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:

@@ -99,8 +99,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--lldp",
         choices=["lldpctl", "sonic"],
-        default="lldpctl",
-        help="RoCE topology: lldpctl files per host, or SONiC `show lldp table` per leaf",
+        help="RoCE topology: lldpctl files per host, or SONiC `show lldp table` per leaf (default: the scenario's)",
     )
     p.add_argument(
         "--scale",

@@ -179,7 +179,7 @@ def simulate(
     seed: int = 1,
     formats: list[str] | None = None,
     sysfs_snapshots: str = "last",
-    lldp: str = "lldpctl",
+    lldp: str | None = None,
 ) -> SimResult:
     """Simulate one scenario and write its files and ``truth.json`` under ``outdir``.
 
@@ -193,7 +193,7 @@ def simulate(
         formats: Subset of :data:`FORMATS` (default: the scenario's).
         sysfs_snapshots: ``last`` (one tree per host) or ``all`` (one tree per reading).
         lldp: A RoCE fabric's topology as ``lldpctl`` files (one per host) or SONiC ``show lldp
-            table`` files (``sonic``, one per leaf).
+            table`` files (``sonic``, one per leaf); default: the scenario's (``lldpctl`` unless it says).
 
     Returns:
         A :class:`SimResult`.
@@ -209,6 +209,7 @@ def simulate(
         raise ValueError("a fabric needs at least 2 hosts")
     d = float(duration or sc.duration)
     iv = float(interval or sc.interval)
+    lldp = lldp or sc.extra.get("lldp", "lldpctl")
     if lldp not in ("lldpctl", "sonic"):
         raise ValueError(f"unknown LLDP source {lldp!r}; known: lldpctl, sonic")
     fmts = list(formats or sc.formats)
