@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::fmt::Write as _;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt16Type;
 use arrow_array::{Array, RecordBatch};
@@ -266,9 +268,9 @@ fn huge_table_reads_every_row_and_two_switches_in_one_file() {
     text.push_str("-------------  --------------  -----------------  ------------  -----------------\n");
     for i in 0..n {
         let (port, host) = (format!("Ethernet{i}"), format!("gpu{i}"));
-        text.push_str(&format!("{port:<13}  {host:<14}  aa:bb:cc:dd:ee:01  R             eth0\n"));
+        writeln!(text, "{port:<13}  {host:<14}  aa:bb:cc:dd:ee:01  R             eth0").unwrap();
     }
-    text.push_str(&format!("--------------------------------------------------\nTotal entries displayed:  {n}\n"));
+    writeln!(text, "--------------------------------------------------\nTotal entries displayed:  {n}").unwrap();
     // a second switch's table after the first, named by its own prompt
     text.push_str("admin@leaf10:~$ show lldp table\nCapability codes: (R) Router, (B) Bridge, (O) Other\n");
     text.push_str(&HEAD["# host: leaf9\n".len()..]);
