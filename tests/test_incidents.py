@@ -501,6 +501,66 @@ def test_cli_roce_coincident_faults_behind_two_leaves_are_two_incidents(tmp_path
     assert {f["incident"] for f in doc["findings"] if f["severity"] != "info"} == {i["id"] for i in doc["incidents"]}
 
 
+def test_cli_pfc_storm_without_lldp_keeps_the_paused_host_apart_and_joins_it_with_the_leaf_table(
+    tmp_path: Path,
+) -> None:
+    # pfc-storm: pfcstorm-gpu03 storms; pfcstorm-gpu02 (same leaf in the simulated fabric, not in
+    # the inputs) is paused 7% in the same minutes. With no topology and no job nothing physical
+    # relates the two hosts, and co-timing alone is no relation: two incidents.
+    import shutil
+
+    def incidents(d: Path) -> list[tuple]:
+        out = tmp_path / f"{d.name}.json"
+        r = _cli("analyze", str(d), "--json", str(out))
+        assert r.returncode == 2, r.stderr
+        return [
+            (
+                i["rule"],
+                i["root"]["kind"],
+                i["root"]["host"],
+                sorted((c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in i["consequences"]),
+                i["topology"],
+            )
+            for i in json.loads(out.read_text())["incidents"]
+        ]
+
+    no_topology = (
+        "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
+    )
+    own = [("packet_loss", "pfcstorm-gpu03", "same_port"), ("pfc_congestion", "pfcstorm-gpu03", "same_port")]
+    assert incidents(COMMITTED / "pfc-storm") == [
+        ("pause_storm_head_of_line", "pfc_storm", "pfcstorm-gpu03", own, no_topology),
+        ("single_fault", "pfc_congestion", "pfcstorm-gpu02", [], no_topology),
+    ]
+    # the leaf's `show lldp table` (named by its file) is the evidence: the same timing and
+    # magnitude checks then attach the paused leaf-mate to the storm
+    d = tmp_path / "with-lldp"
+    shutil.copytree(COMMITTED / "pfc-storm", d)
+    ports = [f"Ethernet{4 * i}" for i in range(4)]
+    rows = [f"{p:<11}  pfcstorm-gpu0{i + 1}  0c:42:a1:00:00:0{i + 1}  R             eth0" for i, p in enumerate(ports)]
+    (d / "pfcstorm-leaf01.show-lldp-table.txt").write_text(
+        "\n".join(
+            [
+                "LocalPort    RemoteDevice    RemotePortID       Capability    RemotePortDescr",
+                "-----------  --------------  -----------------  ------------  -----------------",
+                *rows,
+                "-" * 50,
+                "Total entries displayed:  4",
+            ]
+        )
+        + "\n"
+    )
+    assert incidents(d) == [
+        (
+            "pause_storm_head_of_line",
+            "pfc_storm",
+            "pfcstorm-gpu03",
+            sorted([*own, ("pfc_congestion", "pfcstorm-gpu02", "same_leaf")]),
+            "links table (sonic-lldp-table)",
+        )
+    ]
+
+
 def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
     r = _cli("topology", str(COMMITTED / "chain-pause-storm" / "lldpctl"), "--json")
     assert r.returncode == 0, r.stderr
