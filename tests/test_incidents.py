@@ -561,6 +561,48 @@ def test_cli_pfc_storm_without_lldp_keeps_the_paused_host_apart_and_joins_it_wit
     ]
 
 
+@pytest.mark.parametrize(
+    ("scenario", "titles", "foreign"),
+    [
+        (
+            # InfiniBand: a marginal cable (bit errors) and a flapping port; no PFC on IB, no RoCE
+            "trap-coincident-leaves",
+            [
+                "bad link coincident-gpu02 mlx5_0 port 1 <-> MF0;coincident-leaf01:MQM9700/U1 port 2: "
+                "errors and loss reaching coincident-gpu01",
+                "bad link coincident-gpu04 mlx5_0 port 1 <-> MF0;coincident-leaf02:MQM9700/U1 port 2: "
+                "link flaps reaching coincident-gpu03",
+            ],
+            ("RoCE", "PFC", "pause", "Pause"),
+        ),
+        (
+            # RoCE: a pause storm and a lossy cable that counted no bit error; no credits on Ethernet
+            "trap-roce-coincident-leaves",
+            [
+                "PFC pause storm from rocecoin-gpu02 eth0 <-> rocecoin-leaf01 port Ethernet4: pause spread to "
+                "rocecoin-gpu01",
+                "bad link rocecoin-gpu04 mlx5_0 port 1: packet loss reaching rocecoin-gpu03",
+            ],
+            ("InfiniBand", "credit", "symbol error"),
+        ),
+    ],
+)
+def test_cli_titles_use_the_words_of_the_hardware_and_never_name_the_root_as_its_victim(
+    tmp_path: Path, scenario: str, titles: list[str], foreign: tuple[str, ...]
+) -> None:
+    out = tmp_path / "f.json"
+    r = _cli("analyze", str(COMMITTED / scenario), "--json", str(out))
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(out.read_text())
+    assert [i["title"] for i in doc["incidents"]] == titles
+    # no finding or incident of this fabric speaks of the other technology, evidence included
+    text = json.dumps({"findings": doc["findings"], "incidents": doc["incidents"]})
+    assert [w for w in foreign if w in text] == []
+    for inc in doc["incidents"]:
+        victims = inc["title"].rsplit(" reaching ", 1)[-1].rsplit(" spread to ", 1)[-1]
+        assert inc["root"]["host"] not in victims.split(", ")
+
+
 def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
     r = _cli("topology", str(COMMITTED / "chain-pause-storm" / "lldpctl"), "--json")
     assert r.returncode == 0, r.stderr

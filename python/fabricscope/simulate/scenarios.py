@@ -917,9 +917,9 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "trap-roce-coincident-leaves",
-            "trap: RoCE 400G, in the same minutes a NIC on leaf01 storms pauses (its leaf-mate, which sends into it, is paused) and the "
-            "cable into a NIC on leaf02 drops packets: two unrelated faults, no shared job, topology from the "
-            "leaves' SONiC LLDP tables",
+            "trap: RoCE 400G, in the same minutes a NIC on leaf01 storms pauses (its leaf-mate, which sends into "
+            "it, is paused) and the cable into a NIC on leaf02 drops packets: two unrelated faults, no shared job, "
+            "topology from the leaves' SONiC LLDP tables",
             "roce400",
             4,
             1,
