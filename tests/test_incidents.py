@@ -406,6 +406,19 @@ def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) 
     ]
 
 
+def _analyze(d: Path, out: Path) -> dict:
+    """``fabricscope analyze <d> --json <out>`` (a critical finding: exit 2), the document."""
+    r = _cli("analyze", str(d), "--json", str(out))
+    assert r.returncode == 2, r.stderr
+    return json.loads(out.read_text())
+
+
+def _shape(inc: dict) -> tuple:
+    """An incident as (rule, root kind, root host, its consequences as (kind, host, relation))."""
+    members = sorted((c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in inc["consequences"])
+    return (inc["rule"], inc["root"]["kind"], inc["root"]["host"], members)
+
+
 def test_cli_sonic_lldp_tables_instead_of_lldpctl_give_the_same_pause_spread_incident(tmp_path: Path) -> None:
     # The same fabric's cabling seen from the two leaves (SONiC `show lldp table`, one file per
     # leaf) instead of from the four hosts (lldpctl): the same incidents, member for member.
@@ -424,20 +437,8 @@ def test_cli_sonic_lldp_tables_instead_of_lldpctl_give_the_same_pause_spread_inc
         d = tmp_path / topology.name
         shutil.copytree(COMMITTED / "chain-pause-storm" / "ethtool", d / "ethtool")
         shutil.copytree(topology, d / topology.name)
-        out = tmp_path / f"{topology.name}.json"
-        r = _cli("analyze", str(d), "--json", str(out))
-        assert r.returncode == 2, r.stderr
-        incs = json.loads(out.read_text())["incidents"]
-        summary = [
-            (
-                i["rule"],
-                i["root"]["kind"],
-                i["root"]["host"],
-                sorted((c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in i["consequences"]),
-            )
-            for i in incs
-        ]
-        return summary, [i["topology"] for i in incs]
+        incs = _analyze(d, tmp_path / f"{topology.name}.json")["incidents"]
+        return [_shape(i) for i in incs], [i["topology"] for i in incs]
 
     from_hosts, topo_hosts = incidents(COMMITTED / "chain-pause-storm" / "lldpctl")
     from_leaves, topo_leaves = incidents(sim / "sonic-lldp")
@@ -462,20 +463,8 @@ def test_cli_sonic_lldp_tables_instead_of_lldpctl_give_the_same_pause_spread_inc
 def test_cli_roce_coincident_faults_behind_two_leaves_are_two_incidents(tmp_path: Path) -> None:
     # A pause storm on leaf01 and a lossy cable on leaf02 in the same minutes, no shared job: the
     # leaves' LLDP tables relate each fault to its own leaf-mate and never the two faults.
-    out = tmp_path / "f.json"
-    r = _cli("analyze", str(COMMITTED / "trap-roce-coincident-leaves"), "--json", str(out))
-    assert r.returncode == 2, r.stderr
-    doc = json.loads(out.read_text())
-    got = [
-        (
-            i["rule"],
-            i["root"]["kind"],
-            i["root"]["host"],
-            sorted((c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in i["consequences"]),
-            sorted(i["hosts"]),
-        )
-        for i in doc["incidents"]
-    ]
+    doc = _analyze(COMMITTED / "trap-roce-coincident-leaves", tmp_path / "f.json")
+    got = [(*_shape(i), sorted(i["hosts"])) for i in doc["incidents"]]
     assert got == [
         (
             "pause_storm_head_of_line",
@@ -510,19 +499,7 @@ def test_cli_pfc_storm_without_lldp_keeps_the_paused_host_apart_and_joins_it_wit
     import shutil
 
     def incidents(d: Path) -> list[tuple]:
-        out = tmp_path / f"{d.name}.json"
-        r = _cli("analyze", str(d), "--json", str(out))
-        assert r.returncode == 2, r.stderr
-        return [
-            (
-                i["rule"],
-                i["root"]["kind"],
-                i["root"]["host"],
-                sorted((c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in i["consequences"]),
-                i["topology"],
-            )
-            for i in json.loads(out.read_text())["incidents"]
-        ]
+        return [(*_shape(i), i["topology"]) for i in _analyze(d, tmp_path / f"{d.name}.json")["incidents"]]
 
     no_topology = (
         "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
@@ -590,10 +567,7 @@ def test_cli_pfc_storm_without_lldp_keeps_the_paused_host_apart_and_joins_it_wit
 def test_cli_titles_use_the_words_of_the_hardware_and_never_name_the_root_as_its_victim(
     tmp_path: Path, scenario: str, titles: list[str], foreign: tuple[str, ...]
 ) -> None:
-    out = tmp_path / "f.json"
-    r = _cli("analyze", str(COMMITTED / scenario), "--json", str(out))
-    assert r.returncode == 2, r.stderr
-    doc = json.loads(out.read_text())
+    doc = _analyze(COMMITTED / scenario, tmp_path / "f.json")
     assert [i["title"] for i in doc["incidents"]] == titles
     # no finding or incident of this fabric speaks of the other technology, evidence included
     text = json.dumps({"findings": doc["findings"], "incidents": doc["incidents"]})

@@ -6,10 +6,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::UInt16Type;
-use arrow_array::{Array, RecordBatch};
-use common::{Output, fixture, read_with, temp_file};
+use common::{Output, ethernet_links, fixture, read_with, temp_file};
 use fabricscope_core::formats::detect;
 use fabricscope_core::{Error, Format, ReadOptions};
 
@@ -26,43 +23,17 @@ fn lenient() -> ReadOptions {
     ReadOptions { strict: false, ..strict() }
 }
 
-fn s(b: &RecordBatch, c: &str, i: usize) -> Option<String> {
-    let a = b.column_by_name(c).unwrap().as_string::<i32>();
-    a.is_valid(i).then(|| a.value(i).to_owned())
-}
-
 /// (node_name, port_name, node_type, tier, peer_node_name, peer_port_name, peer_node_type, peer_tier)
 type Row = [Option<String>; 8];
 
 fn rows(out: &Output) -> Vec<Row> {
-    let mut v = Vec::new();
-    for (name, b) in &out.tables {
-        assert_eq!(*name, "links");
-        for c in ["node_guid", "peer_node_guid"] {
-            assert_eq!(b.column_by_name(c).unwrap().null_count(), b.num_rows(), "{c}: Ethernet ends have no GUID");
-        }
-        for c in ["port", "peer_port"] {
-            let p = b.column_by_name(c).unwrap().as_primitive::<UInt16Type>();
-            assert_eq!(p.null_count(), b.num_rows(), "{c}: Ethernet ports are named, not numbered");
-        }
-        for i in 0..b.num_rows() {
-            assert_eq!(s(b, "source", i).as_deref(), Some("sonic-lldp-table"));
-            v.push(
-                [
-                    "node_name",
-                    "port_name",
-                    "node_type",
-                    "tier",
-                    "peer_node_name",
-                    "peer_port_name",
-                    "peer_node_type",
-                    "peer_tier",
-                ]
-                .map(|c| s(b, c, i)),
-            );
-        }
-    }
-    v
+    ethernet_links(out)
+        .into_iter()
+        .map(|[a, b, c, d, e, f, g, h, source]| {
+            assert_eq!(source.as_deref(), Some("sonic-lldp-table"));
+            [a, b, c, d, e, f, g, h]
+        })
+        .collect()
 }
 
 fn row(a: [&str; 8]) -> Row {
