@@ -243,7 +243,9 @@ fn huge_table_reads_every_row_and_two_switches_in_one_file() {
     }
     writeln!(text, "--------------------------------------------------\nTotal entries displayed:  {n}").unwrap();
     // a second switch's table after the first, named by its own prompt
-    text.push_str("admin@leaf10:~$ show lldp table\nCapability codes: (R) Router, (B) Bridge, (O) Other\n");
+    text.push_str(
+        "root@leaf10:/home/admin# sudo show lldp table\nCapability codes: (R) Router, (B) Bridge, (O) Other\n",
+    );
     text.push_str(&HEAD["# host: leaf9\n".len()..]);
     text.push_str("Ethernet0    gpu-x           aa:bb:cc:dd:ee:01  R             eth3\n");
     text.push_str("--------------------------------------------------\nTotal entries displayed:  1\n");

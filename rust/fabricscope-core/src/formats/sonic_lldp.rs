@@ -55,11 +55,15 @@ fn is_header(line: &str) -> bool {
     line.split_whitespace().eq(HEADER)
 }
 
-/// `admin@leaf01:~$ show lldp table` (or `lldpshow`): the switch's host name, from the prompt.
+/// `admin@leaf01:~$ show lldp table`, `root@leaf01:/home/admin# lldpshow` (either after `sudo`): the
+/// switch's host name, from the prompt.
 fn prompt_host(line: &str) -> Option<String> {
     let t = line.trim();
     let (prompt, command) = t.split_once(['$', '#'])?;
-    let command = command.split_whitespace().collect::<Vec<_>>();
+    let mut command = command.split_whitespace().collect::<Vec<_>>();
+    if command.first() == Some(&"sudo") {
+        command.remove(0);
+    }
     let shows_table = command == ["show", "lldp", "table"] || command.first().is_some_and(|c| c.ends_with("lldpshow"));
     if !shows_table {
         return None;
