@@ -223,6 +223,13 @@ fn hostile_truncated_garbage_wrong_encoding_and_missing_rule_never_panic() {
     );
     let Err(err) = read_with(std::slice::from_ref(&p), &strict()) else { panic!("a header without rule must fail") };
     assert!(err.to_string().contains("dashed rule"), "{err}");
+    // a neighbour without port ID or description names no port: no link
+    let noport = format!(
+        "{HEAD}Ethernet0    gpu01                              R\n{}",
+        "-".repeat(50) + "\nTotal entries displayed:  1\n"
+    );
+    let out = read_with(&[temp_file("noport.txt", noport.as_bytes())], &strict()).unwrap();
+    assert!(rows(&out).is_empty());
     // an empty table (lldpshow with no neighbour) is valid and has no links
     let empty = format!("{HEAD}--------------------------------------------------\nTotal entries displayed:  0\n");
     let out = read_with(&[temp_file("empty.txt", empty.as_bytes())], &strict()).unwrap();

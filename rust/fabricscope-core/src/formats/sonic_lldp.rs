@@ -33,7 +33,7 @@
 //! * of **unknown** kind when it enables no capability: named as a switch would be.
 //!
 //! The management interface (`eth0`, out of band, not the fabric) and rows naming no neighbour
-//! system are not links.
+//! system or no port are not links.
 
 use crate::error::{Position, Result};
 use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
@@ -115,6 +115,9 @@ impl Row<'_> {
             (!self.port_descr.is_empty() && !self.port_descr.contains(char::is_whitespace)).then_some(self.port_descr);
         // A switch port is best named by its port ID; a MAC port ID is no name, the description is.
         let port = if is_mac(self.port_id) { descr.unwrap_or(self.port_id) } else { self.port_id };
+        if port.is_empty() {
+            return None;
+        }
         let far = if self.capability.is_empty() || self.capability.contains('B') {
             let node_type = if self.capability.is_empty() { NodeType::Unknown } else { NodeType::Switch };
             End { name: Some(self.device.to_owned()), node_type, port_name: Some(port.to_owned()), ..End::default() }
