@@ -591,11 +591,12 @@ def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
     assert {x["source"] for x in rows} == {"lldpctl-keyvalue", "lldpctl-json"}
 
 
-@pytest.mark.parametrize("scenario", ["trap-coincident-leaves", "link-flap"])
+@pytest.mark.parametrize("scenario", ["trap-coincident-leaves", "trap-roce-coincident-leaves", "link-flap"])
 def test_analyze_report_cron_and_alerts_show_the_same_incidents(tmp_path: Path, scenario: str) -> None:
     """One incident per independent fault, the same through every front door.
 
-    trap-coincident-leaves: two unrelated faults on two leaves, two incidents; link-flap: flaps and
+    trap-coincident-leaves (InfiniBand) and trap-roce-coincident-leaves (RoCE, topology from SONiC LLDP
+    tables): two unrelated faults on two leaves, two incidents; link-flap: flaps and
     credit waits nothing relates (no topology, no job): each port's fault one incident, its two windows
     in it (the fault identity cron tracks).
     """
@@ -606,7 +607,7 @@ def test_analyze_report_cron_and_alerts_show_the_same_incidents(tmp_path: Path, 
     out = tmp_path / "a.json"
     assert _cli("analyze", str(src), "--json", str(out)).returncode == 2
     doc = json.loads(out.read_text())
-    expected = {"trap-coincident-leaves": 2, "link-flap": 2}[scenario]
+    expected = {"trap-coincident-leaves": 2, "trap-roce-coincident-leaves": 2, "link-flap": 2}[scenario]
     assert len(doc["incidents"]) == expected
     # every warning/critical finding belongs to exactly one incident
     held = [f["incident"] for f in doc["findings"] if f["severity"] != "info"]
