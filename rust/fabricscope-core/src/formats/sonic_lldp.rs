@@ -205,12 +205,12 @@ impl SonicLldpReader {
         let text = text.trim_end_matches(['\r', '\n']);
         let t = text.trim();
         if let Some(h) = prompt_host(t) {
-            self.close_table(pos, ctx)?;
+            self.close_table(pos, raw, ctx)?;
             self.named = Some(h);
             return Ok(());
         }
         if is_header(t) {
-            self.close_table(pos, ctx)?;
+            self.close_table(pos, raw, ctx)?;
             self.state = State::Rule;
             self.rows = 0;
             self.header_at = Some(pos);
@@ -306,10 +306,10 @@ impl SonicLldpReader {
     }
 
     /// A table still open when another starts or the input ends lost its footer: it was cut.
-    fn close_table(&mut self, pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
+    fn close_table(&mut self, pos: Position, found: &[u8], ctx: &mut ReadContext<'_>) -> Result<()> {
         self.state = State::Outside;
         match self.header_at.take() {
-            Some(_) => ctx.bad_record(pos, "the `Total entries displayed:` footer (the table is cut short)", b""),
+            Some(_) => ctx.bad_record(pos, "the `Total entries displayed:` footer (the table is cut short)", found),
             None => Ok(()),
         }
     }
@@ -321,7 +321,7 @@ impl LineReader for SonicLldpReader {
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
-        self.close_table(self.end, ctx)?;
+        self.close_table(self.end, b"the end of the input", ctx)?;
         crate::topology::emit(&self.set, ctx, SOURCE)
     }
 }
