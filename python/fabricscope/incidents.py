@@ -89,6 +89,8 @@ class Rule:
         consequences: Consequence ``kind`` (or ``kind:direction``) -> the relations accepted for it.
         info: Consequence specs whose info findings count too (a sender's DCQCN loop numbers are
             info findings, yet they are the incast's footprint); otherwise info findings are context.
+        fault: The chain's word for its root's fault (the title's ``{fault}``).
+        fault_words: Root spec -> the word its detector declares for it (a flap, a loss, bit errors).
     """
 
     name: str
