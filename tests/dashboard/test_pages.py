@@ -196,10 +196,10 @@ def test_topology_link_degraded_marks_both_ports() -> None:
 def test_topology_known_fabric_matrix() -> None:
     at = run("topology", ".")
     # sample_traces/ib (4 hca→leaf, 4 leaf→spine), the six incident scenarios with an IB topology
-    # chain-pause-storm's four RoCE NICs from lldpctl and trap-roce-coincident-leaves' four from the
-    # leaves' SONiC LLDP tables
+    # chain-pause-storm's four RoCE NICs from lldpctl and trap-roce-coincident-leaves' four NICs and
+    # four uplinks from the leaves' SONiC LLDP tables
     caption = (
-        "60 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table: 36 hca→leaf, 24 leaf→spine"
+        "64 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table: 36 hca→leaf, 28 leaf→spine"
     )
     assert any(caption in c.value for c in at.caption), [c.value for c in at.caption]
     bad = frame(at, "lower")
@@ -210,9 +210,10 @@ def test_topology_known_fabric_matrix() -> None:
 
 
 def test_topology_draws_roce_leaves_from_sonic_lldp_tables() -> None:
-    # trap-roce-coincident-leaves: four RoCE hosts known only from their two leaves' `show lldp table`
+    # trap-roce-coincident-leaves: four RoCE hosts and two spines known only from the two leaves'
+    # `show lldp table` (a switch-side table shows leaf <-> spine, host files cannot)
     at = run("topology", "scenarios/trap-roce-coincident-leaves")
-    assert any("4 cable(s) from sonic-lldp-table: 4 hca→leaf" in c.value for c in at.caption), [
+    assert any("8 cable(s) from sonic-lldp-table: 4 hca→leaf, 4 leaf→spine" in c.value for c in at.caption), [
         c.value for c in at.caption
     ]
 

@@ -87,7 +87,9 @@ def write_sonic_lldp_table(fabric: Fabric, outdir: Path, *, prefix: str) -> None
 
     Each host runs lldpd with its defaults (the NIC's MAC as port ID, the interface name as
     description) and IP forwarding on (capability ``R``); NIC n under a leaf is on ``Ethernet{4(n-1)}``.
-    The layout is sonic-utilities ``lldpshow``'s (``tests/fixtures/sonic_lldp``), after a ``# host:`` line.
+    Spine s (SONiC too: ``BR``, its port named by ``ifname``) is on the leaf's ``Ethernet{256 + 4s}``,
+    on its own ``Ethernet{4l}`` for leaf l. The layout is sonic-utilities ``lldpshow``'s
+    (``tests/fixtures/sonic_lldp``), after a ``# host:`` line.
     """
     outdir.mkdir(parents=True, exist_ok=True)
     rows: dict[int, list[tuple[str, ...]]] = {}
@@ -98,6 +100,9 @@ def write_sonic_lldp_table(fabric: Fabric, outdir: Path, *, prefix: str) -> None
             n = len(rows.setdefault(h.leaf, [])) + 1
             mac = f"0c:42:a1:{h.leaf:02x}:00:{n:02x}"
             rows[h.leaf].append((f"Ethernet{4 * (n - 1)}", h.name, mac, "R", nic.netdev))
+    for leaf, table in rows.items():
+        for si in range(fabric.spines):
+            table.append((f"Ethernet{256 + 4 * si}", f"{prefix}-spine{si + 1:02d}", f"Ethernet{4 * leaf}", "BR", ""))
     header = ("LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr")
     for leaf, table in rows.items():
         name = f"{prefix}-leaf{leaf + 1:02d}"
