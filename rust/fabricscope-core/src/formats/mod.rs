@@ -22,6 +22,7 @@ pub mod lldpctl;
 pub mod netdump;
 pub mod perfquery;
 pub mod rdma_statistic;
+pub mod sonic_lldp;
 // RDMA device <-> network device identity.
 pub mod ibdev2netdev;
 pub mod rdma_link;
@@ -452,6 +453,19 @@ formats! {
         signature: Signature::Text(ibdev2netdev::looks_like),
     },
     // --- Ethernet (RoCE) topology ---
+    /// SONiC `show lldp table` (sonic-utilities `lldpshow`) on one switch: the `links` table.
+    SonicLldpTable => FormatInfo {
+        reader: Reader::Lines(|| Box::new(sonic_lldp::SonicLldpReader::new())),
+        name: "sonic-lldp-table",
+        aliases: &["show-lldp-table", "lldpshow"],
+        appendable: false,
+        emits_links: true,
+        produced_by: "`show lldp table` (SONiC, sonic-utilities `lldpshow`) on a switch; emits `links`",
+        detection: "the header `LocalPort RemoteDevice RemotePortID Capability RemotePortDescr`",
+        timestamps: "none (topology table); switch from `# host:` line, the echoed prompt (`admin@leaf01:~$`), argument or file name",
+        time_resolution: TimeResolution::None,
+        signature: Signature::Text(sonic_lldp::looks_like),
+    },
     /// `lldpctl -f json` / `-f json0` (lldpd) neighbours of one host: the `links` table.
     LldpctlJson => FormatInfo {
         reader: Reader::Binary(|| Box::new(lldpctl::LldpJsonReader)),
