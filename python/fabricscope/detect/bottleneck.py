@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import polars as pl
@@ -44,6 +44,7 @@ from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import Profile, get_profile, nvlink_profile_for_gpu
 from fabricscope.sources import NCCL_ACHIEVABLE, NGC_PERF, default
+from fabricscope.vocabulary import counters_with_role
 
 __all__ = ["LAYERS_SCHEMA", "SPEC", "detect", "empty_layers", "layer_utilisation", "network_ports"]
 
@@ -72,28 +73,30 @@ _COMPONENT = pl.Schema(
     }
 )
 
-# Data bytes per direction, most specific first (the IB port counters on RoCE count RDMA only,
-# which is what collectives move; wire counters next).
-TX_COUNTERS = ["port_xmit_data_bytes", "ext_port_xmit_data_bytes", "vport_rdma_tx_unicast_bytes", "phy_tx_bytes"]
-RX_COUNTERS = ["port_rcv_data_bytes", "ext_port_rcv_data_bytes", "vport_rdma_rx_unicast_bytes", "phy_rx_bytes"]
+# Data bytes per direction, by role (the core's vocabulary ranks them: RDMA counters first, then the
+# IB port counters, the wire last); a port's most preferred counter with data is used.
+TX_COUNTERS = counters_with_role("tx_bytes")
+RX_COUNTERS = counters_with_role("rx_bytes")
+# GPU link rates as gauges, and NVLink's byte counters.
 GPU_GAUGES = {
-    "nvlink": ("nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s"),
-    "pcie": ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"),
+    layer: (*counters_with_role("tx_bytes", layer, "gauge"), *counters_with_role("rx_bytes", layer, "gauge"))
+    for layer in ("nvlink", "pcie")
 }
-NVLINK_COUNTERS = ("nvlink_tx_bytes", "nvlink_rx_bytes")
+NVLINK_COUNTERS = (
+    *counters_with_role("tx_bytes", "nvlink", "counter"),
+    *counters_with_role("rx_bytes", "nvlink", "counter"),
+)
 # What keeps a port from sending: IB credit waits, RoCE pause received from the switch.
-STALL_COUNTERS = ("port_xmit_wait_ticks", "rx_pause_duration_us")
+WAIT_COUNTERS = counters_with_role("tx_wait")
+PAUSED_COUNTERS = counters_with_role("rx_pause_duration")
 # CXL PMU messages that carry data, by direction (event names: kernel Documentation/admin-guide/perf/cxl.rst).
 # Assumption, not checked against a measurement (no public CXL bandwidth measurement was found): each data
 # message carries one 64-byte cache line, CXL's coherence granularity; a partial write counts as a
 # full line (an upper bound).
 CXL_LINE_BYTES = 64
 CXL_DATA = {
-    "cxl_s2m_drs_memdata": ("to_host", "read data returned"),
-    "cxl_cachedata_d2h_data": ("to_host", "device-to-host cache data"),
-    "cxl_m2s_rwd_memwr": ("to_device", "host writes"),
-    "cxl_m2s_rwd_memwrptl": ("to_device", "partial host writes"),
-    "cxl_cachedata_h2d_data": ("to_device", "host-to-device cache data"),
+    **dict.fromkeys(counters_with_role("to_host_messages", "cxl"), "to_host"),
+    **dict.fromkeys(counters_with_role("to_device_messages", "cxl"), "to_device"),
 }
 
 
@@ -183,8 +186,7 @@ def _gpu_capacity(inp: AnalysisInput, layer: str, counted: pl.DataFrame) -> pl.D
 
 
 def _gpu_layer(inp: AnalysisInput, layer: str, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
-    tx_name, rx_name = GPU_GAUGES[layer]
-    g = _only(inp.gauges, [tx_name, rx_name]).filter(pl.col("value").is_not_null())
+    g = _only(inp.gauges, GPU_GAUGES[layer]).filter(pl.col("value").is_not_null())
     parts = []
     if not g.is_empty():
         parts.append(
@@ -251,7 +253,7 @@ def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float)
     )
     bits_per_tick = inp.config["ib_congestion"]["bits_per_tick"]
 
-    def window_sums(names: list[str], delta: pl.Expr, per_priority: bool) -> pl.DataFrame:
+    def window_sums(names: Sequence[str], delta: pl.Expr, per_priority: bool) -> pl.DataFrame:
         by = ["host", "device", "port", *(["priority"] if per_priority else []), "counter", "window_start"]
         return (
             r.filter(pl.col("counter").is_in(names))
@@ -285,11 +287,11 @@ def _make_network_wide(inp: AnalysisInput, cfg: dict[str, Any], window_s: float)
     # counter (bnxt_en's ethtool has no wire-byte counter we map) has no utilisation to add it to,
     # whatever other hosts are analysed with it.
     data_ports = pl.concat([f.select(keys) for f in frames]).unique()
-    wait = window_sums([STALL_COUNTERS[0]], pl.col("delta") * bits_per_tick / 8, per_priority=False)
+    wait = window_sums(WAIT_COUNTERS, pl.col("delta") * bits_per_tick / 8, per_priority=False)
     wait = wait.join(data_ports, on=keys, how="semi", nulls_equal=True) if not wait.is_empty() else wait
     if not wait.is_empty():
         frames.append(wait.select(*keys, "window_start", pl.lit("stall_bytes").alias("q"), "v", "counter"))
-    pause = window_sums([STALL_COUNTERS[1]], pl.col("delta") / 1e6, per_priority=True)
+    pause = window_sums(PAUSED_COUNTERS, pl.col("delta") / 1e6, per_priority=True)
     pause = pause.join(data_ports, on=keys, how="semi", nulls_equal=True) if not pause.is_empty() else pause
     if not pause.is_empty():
         frames.append(
@@ -397,14 +399,13 @@ def _cxl_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.D
     if c.is_empty():
         return pl.DataFrame(schema=_COMPONENT)
     prof = get_profile(cfg["cxl_profile"])
-    direction = {k: d for k, (d, _) in CXL_DATA.items()}
     df = (
         c.with_columns(
             pl.col("host", "device", "counter").cast(pl.String),
             _window("end", window_s),
             (pl.col("delta") * CXL_LINE_BYTES).alias("_bytes"),
         )
-        .with_columns(pl.col("counter").replace_strict(direction, return_dtype=pl.String).alias("_dir"))
+        .with_columns(pl.col("counter").replace_strict(CXL_DATA, return_dtype=pl.String).alias("_dir"))
         .group_by(["host", "device", "window_start", "counter", "_dir"])
         .agg((pl.col("_bytes").sum() / pl.col("interval_s").sum()).alias("bps"))
         .group_by(["host", "device", "window_start", "_dir"])

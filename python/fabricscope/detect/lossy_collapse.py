@@ -31,6 +31,7 @@ from fabricscope.detect.pfc_storm import stalled_intervals
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
 from fabricscope.sources import GBN, default
+from fabricscope.vocabulary import counters_with_role
 
 KIND = "lossy_collapse"
 
@@ -163,7 +164,11 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
-_STORM = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events", "tx_pause_duration_us", "tx_xoff_frames"]
+_STORM = (
+    *counters_with_role("tx_pause_storm"),
+    *counters_with_role("tx_pause_duration"),
+    *counters_with_role("tx_xoff_frames"),
+)
 
 
 def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:

@@ -1,14 +1,15 @@
 """``packet_loss``: the RoCE loss rate p per NIC and direction, from transport and drop counters.
 
-Receive side (loss on traffic this NIC receives): ``out_of_sequence``, ``duplicate_request``,
-``rx_discards_phy``, ``rx_out_of_buffer``. Send side (loss on traffic this NIC sends, seen by the
-requester): ``packet_seq_err`` (NAK sequence errors), ``implied_nak_seq_err``,
-``local_ack_timeout_err``, ``roce_adp_retrans``. One lost packet usually shows up in several of
-them (a buffer drop, then an out-of-sequence arrival), so per interval the *largest* of a side's
-counts is taken: a lower bound on loss events, never a double count.
+Receive side (the ``rx_loss`` counter role: loss on traffic this NIC receives):
+``out_of_sequence``, ``duplicate_request``, ``rx_discards_phy``, ``rx_out_of_buffer``. Send side
+(``tx_loss``: loss on traffic this NIC sends, seen by the requester): ``packet_seq_err`` (NAK
+sequence errors), ``implied_nak_seq_err``, ``local_ack_timeout_err``, ``roce_adp_retrans``. One
+lost packet usually shows up in several of them (a buffer drop, then an out-of-sequence arrival),
+so per interval the *largest* of a side's counts is taken: a lower bound on loss events, never a double count.
 
 ``p = loss events / packets`` of the same direction. Packets come from the first counter the NIC
-has of: RoCE vport packets, IB port packets (RoCE traffic only on a RoCE port), wire packets; else
+has of the ``rx_packets``/``tx_packets`` role: RoCE vport packets, IB port packets (64-bit copies
+first; RoCE traffic only on a RoCE port), wire packets, netdev packets; else
 they are estimated from bytes / ``mtu_bytes`` (which over-states p when packets are smaller than
 the MTU; the evidence says ``packets_estimated``). A zero packet count makes p undefined: an idle
 NIC gives no finding. Wraps of the 32-bit Q counters are handled by the rate engine; reset or gap
@@ -38,21 +39,16 @@ from fabricscope.detect._common import (
 from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import default
+from fabricscope.vocabulary import counters_with_role
 
 KIND = "packet_loss"
 
-LOSS_COUNTERS = {
-    "rx": ["out_of_sequence_packets", "duplicate_requests", "phy_rx_discards", "rx_out_of_buffer_packets"],
-    "tx": ["packet_seq_errors", "implied_nak_seq_errors", "local_ack_timeout_errors", "roce_adp_retrans_events"],
-}
-PACKETS = {
-    "rx": ["vport_rdma_rx_unicast_packets", "port_rcv_packets", "ext_port_rcv_packets", "phy_rx_packets"],
-    "tx": ["vport_rdma_tx_unicast_packets", "port_xmit_packets", "ext_port_xmit_packets", "phy_tx_packets"],
-}
-BYTES = {
-    "rx": ["vport_rdma_rx_unicast_bytes", "port_rcv_data_bytes", "ext_port_rcv_data_bytes", "phy_rx_bytes"],
-    "tx": ["vport_rdma_tx_unicast_bytes", "port_xmit_data_bytes", "ext_port_xmit_data_bytes", "phy_tx_bytes"],
-}
+# Loss signals and traffic per direction, by role (the core's vocabulary); traffic counters most
+# preferred first: RoCE vport counters, the IB port's (64-bit copies first), the wire, the netdev.
+DIRECTIONS = ("rx", "tx")
+LOSS_COUNTERS = {d: counters_with_role(f"{d}_loss") for d in DIRECTIONS}
+PACKETS = {d: counters_with_role(f"{d}_packets") for d in DIRECTIONS}
+BYTES = {d: counters_with_role(f"{d}_bytes") for d in DIRECTIONS}
 
 
 def traffic(inp: AnalysisInput, base: pl.DataFrame, direction: str, mtu_bytes: float) -> pl.DataFrame:

@@ -19,10 +19,11 @@ from fabricscope.detect._common import keyed, rate_rows
 from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import MLX5_PAUSE, default
+from fabricscope.vocabulary import counters_by_direction
 
 KIND = "pfc_congestion"
 
-PAUSE = {"rx_pause_duration_us": "rx", "tx_pause_duration_us": "tx"}
+PAUSE = counters_by_direction("pause_duration")
 SERIES = ["host", "device", "_port", "_prio", "direction"]
 MEANING = {
     "rx": "received pause: the network cannot absorb this NIC's traffic",
