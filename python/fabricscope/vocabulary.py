@@ -11,7 +11,15 @@ import polars as pl
 
 from fabricscope import _native
 
-__all__ = ["SCHEMA_VERSION", "counters", "counters_by_direction", "counters_with_role", "formats", "roles"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "counters",
+    "counters_by_direction",
+    "counters_with_role",
+    "formats",
+    "roles",
+    "stand_ins",
+]
 
 SCHEMA_VERSION: int = _native.SCHEMA_VERSION
 
@@ -31,7 +39,7 @@ def counters() -> pl.DataFrame:
         >>> c.filter(c["name"] == "port_xmit_data_bytes")["overflow"].item()
         'saturate@32|wrap@64'
     """
-    return pl.DataFrame(_native.counters())
+    return pl.DataFrame(_native.counters(), infer_schema_length=None)
 
 
 @cache
@@ -78,6 +86,18 @@ def counters_with_role(role: str, layer: str = "network", kind: str | None = Non
         raise ValueError(f"unknown counter role {role!r}; known: {', '.join(roles())}")
     rows = _role_table().get((role, layer), ())
     return tuple(name for name, k in rows if kind is None or k == kind)
+
+
+@cache
+def stand_ins() -> dict[str, str]:
+    """Counters that analyses read as another counter (capture counters as NIC counters).
+
+    Example:
+        >>> import fabricscope.vocabulary as v
+        >>> v.stand_ins()["capture_ce_marked_packets"]
+        'np_ecn_marked_roce_packets'
+    """
+    return {c["name"]: c["stands_for"] for c in _native.counters() if c["stands_for"] is not None}
 
 
 def counters_by_direction(signal: str, layer: str = "network") -> dict[str, str]:

@@ -29,7 +29,7 @@ KIND = "lossless_misconfig"
 
 # Counters by role (the core's vocabulary): any pause, any ECN mark, per-priority traffic and drops.
 PAUSE = (*counters_by_direction("pause_frames"), *counters_by_direction("pause_duration"))
-ECN = counters_with_role("rx_ecn_marked")
+ECN = (*counters_with_role("rx_ecn_marked"), *counters_with_role("rx_priority_ecn_marked"))
 PRIO_TRAFFIC = (*counters_by_direction("priority_bytes"), *counters_by_direction("priority_packets"))
 PRIO_DROPS = counters_with_role("rx_priority_drops")
 

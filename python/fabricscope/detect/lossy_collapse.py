@@ -49,10 +49,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     facts = facts.with_columns(pl.col("port").fill_null(-1).alias("_port")).drop("port")
     windows = windows.join(facts, on=["host", "device", "_port"], how="left")
     storms = entity_strings(
-        inp.rates.filter(
-            pl.col("counter").is_in(["tx_pause_storm_warning_events", "tx_pause_storm_error_events"])
-            & (pl.col("delta") > 0)
-        )
+        inp.rates.filter(pl.col("counter").is_in(counters_with_role("tx_pause_storm")) & (pl.col("delta") > 0))
     ).select("host", pl.col("start").alias("_s"), pl.col("end").alias("_e"))
     storms = pl.concat([storms, stalled_intervals(inp)])
     default = inp.profile or get_profile("roce400")

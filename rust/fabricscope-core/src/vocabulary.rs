@@ -203,8 +203,10 @@ pub enum Role {
     RxLoss,
     /// Loss on traffic the port sends, as the requester sees it: NAKs, timeouts, retransmissions.
     TxLoss,
-    /// Packets received with an ECN congestion mark.
+    /// RoCE packets received with an ECN congestion mark, counted by the RDMA device.
     RxEcnMarked,
+    /// Packets received with an ECN congestion mark, per priority, counted by the net device.
+    RxPriorityEcnMarked,
     /// Congestion notification packets sent (the notification point).
     TxCnp,
     /// Congestion notification packets received and acted on (the reaction point).
@@ -257,6 +259,7 @@ impl Role {
         Role::RxLoss,
         Role::TxLoss,
         Role::RxEcnMarked,
+        Role::RxPriorityEcnMarked,
         Role::TxCnp,
         Role::RxCnpHandled,
         Role::RxCnpIgnored,
@@ -298,6 +301,7 @@ impl Role {
             Role::RxLoss => "rx_loss",
             Role::TxLoss => "tx_loss",
             Role::RxEcnMarked => "rx_ecn_marked",
+            Role::RxPriorityEcnMarked => "rx_priority_ecn_marked",
             Role::TxCnp => "tx_cnp",
             Role::RxCnpHandled => "rx_cnp_handled",
             Role::RxCnpIgnored => "rx_cnp_ignored",
@@ -343,12 +347,21 @@ pub struct CounterDef {
     pub description: &'static str,
     /// What analyses read the counter for (empty: only by its name).
     pub roles: &'static [RoleRank],
+    /// The counter this one is read as by analyses written against NIC counters (a capture's
+    /// count of CE-marked packets stands for the NIC's `np_ecn_marked_roce_packets`). Its roles
+    /// come through that counter, so a capture is never counted twice.
+    pub stands_for: Option<&'static str>,
 }
 
 impl CounterDef {
     /// The same counter with `roles`.
     const fn with(self, roles: &'static [RoleRank]) -> CounterDef {
         CounterDef { roles, ..self }
+    }
+
+    /// The same counter, read as `counter` by analyses.
+    const fn stands_for(self, counter: &'static str) -> CounterDef {
+        CounterDef { stands_for: Some(counter), ..self }
     }
 }
 
@@ -443,7 +456,7 @@ const fn c(
     per_priority: bool,
     description: &'static str,
 ) -> CounterDef {
-    CounterDef { name, unit, kind, overflow, layer, per_priority, description, roles: &[] }
+    CounterDef { name, unit, kind, overflow, layer, per_priority, description, roles: &[], stands_for: None }
 }
 
 use Kind::{Counter as CTR, Gauge as GAU};
@@ -586,7 +599,7 @@ pub static COUNTERS: &[CounterDef] = &[
     c("prio_rx_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority").with(&[r(R::RxPriorityDrops, 1)]),
     c("prio_rx_buf_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority for lack of buffer").with(&[r(R::RxPriorityDrops, 2)]),
     c("prio_rx_cong_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority by congestion").with(&[r(R::RxPriorityDrops, 3)]),
-    c("prio_rx_ecn_marked_packets", Packets, CTR, WRAP(64), NET, true, "Packets ECN-marked by the device on a priority (rx_prio<p>_marked)").with(&[r(R::RxEcnMarked, 2)]),
+    c("prio_rx_ecn_marked_packets", Packets, CTR, WRAP(64), NET, true, "Packets ECN-marked by the device on a priority (rx_prio<p>_marked)").with(&[r(R::RxPriorityEcnMarked, 1)]),
     c("vport_rdma_rx_unicast_bytes", Bytes, CTR, WRAP(64), NET, false, "RoCE unicast bytes received (rx_vport_rdma_unicast_bytes)").with(&[r(R::RxBytes, 1)]),
     c("vport_rdma_tx_unicast_bytes", Bytes, CTR, WRAP(64), NET, false, "RoCE unicast bytes sent (tx_vport_rdma_unicast_bytes)").with(&[r(R::TxBytes, 1)]),
     c("vport_rdma_rx_unicast_packets", Packets, CTR, WRAP(64), NET, false, "RoCE unicast packets received").with(&[r(R::RxPackets, 1)]),
@@ -667,18 +680,18 @@ pub static COUNTERS: &[CounterDef] = &[
     // (so captured PFC frames go to the shared `rx_pause_frames`). Values are exact (64-bit).
     c("capture_packets", Packets, CTR, WRAP(64), NET, true, "Frames in the capture (per interface and VLAN priority)"),
     c("capture_bytes", Bytes, CTR, WRAP(64), NET, true, "On-the-wire bytes of captured frames (original length, without preamble/IFG)"),
-    c("capture_roce_packets", Packets, CTR, WRAP(64), NET, true, "RoCEv2 packets (UDP 4791 with a BTH) in the capture"),
-    c("capture_roce_bytes", Bytes, CTR, WRAP(64), NET, true, "On-the-wire bytes of captured RoCEv2 packets"),
-    c("capture_ce_marked_packets", Packets, CTR, WRAP(64), NET, true, "Captured IP packets with ECN = CE (congestion experienced)"),
-    c("capture_cnp_packets", Packets, CTR, WRAP(64), NET, true, "Captured congestion notification packets (BTH opcode 0x81 RoCEv2, 0x80 IB)"),
-    c("capture_nak_seq_packets", Packets, CTR, WRAP(64), NET, true, "Captured NAKs with a PSN sequence error syndrome (go-back-N triggers)"),
+    c("capture_roce_packets", Packets, CTR, WRAP(64), NET, true, "RoCEv2 packets (UDP 4791 with a BTH) in the capture").stands_for("vport_rdma_rx_unicast_packets"),
+    c("capture_roce_bytes", Bytes, CTR, WRAP(64), NET, true, "On-the-wire bytes of captured RoCEv2 packets").stands_for("vport_rdma_rx_unicast_bytes"),
+    c("capture_ce_marked_packets", Packets, CTR, WRAP(64), NET, true, "Captured IP packets with ECN = CE (congestion experienced)").stands_for("np_ecn_marked_roce_packets"),
+    c("capture_cnp_packets", Packets, CTR, WRAP(64), NET, true, "Captured congestion notification packets (BTH opcode 0x81 RoCEv2, 0x80 IB)").stands_for("np_cnp_sent_packets"),
+    c("capture_nak_seq_packets", Packets, CTR, WRAP(64), NET, true, "Captured NAKs with a PSN sequence error syndrome (go-back-N triggers)").stands_for("packet_seq_errors"),
     c("capture_rnr_nak_packets", Packets, CTR, WRAP(64), NET, true, "Captured RNR NAKs (receiver not ready: no receive WQE)"),
-    c("capture_psn_gap_events", Events, CTR, WRAP(64), NET, true, "Forward PSN jumps on a (src IP, dst IP, dest QP) request stream: loss or reordering before the capture point"),
+    c("capture_psn_gap_events", Events, CTR, WRAP(64), NET, true, "Forward PSN jumps on a (src IP, dst IP, dest QP) request stream: loss or reordering before the capture point").stands_for("out_of_sequence_packets"),
     c("capture_retransmitted_packets", Packets, CTR, WRAP(64), NET, true, "Request packets whose PSN is below the highest PSN already seen on their flow (go-back-N, timeouts)"),
     c("capture_read_request_packets", Packets, CTR, WRAP(64), NET, true, "Captured RDMA READ requests"),
     c("capture_pfc_xoff_frames", Packets, CTR, WRAP(64), NET, true, "Captured PFC frames pausing a priority (enable bit set, quanta > 0)"),
     c("capture_pfc_xon_frames", Packets, CTR, WRAP(64), NET, true, "Captured PFC frames resuming a priority (enable bit set, quanta 0)"),
-    c("capture_paused_time_us", Microseconds, CTR, WRAP(64), NET, true, "Time a priority was paused per captured PFC/PAUSE frames (quanta x 512 bit times at the link speed; XON ends it; refreshes extend it), microseconds"),
+    c("capture_paused_time_us", Microseconds, CTR, WRAP(64), NET, true, "Time a priority was paused per captured PFC/PAUSE frames (quanta x 512 bit times at the link speed; XON ends it; refreshes extend it), microseconds").stands_for("rx_pause_duration_us"),
     // --- non-mlx5 RoCE NICs (bnxt_en, ice, ionic, qede): counters mlx5 has no spelling for -----
     c("rx_pfc_frames", Packets, CTR, WRAP(64), NET, false, "PFC frames received, all priorities summed (bnxt_en/qede rx_pfc_frames, ionic frames_rx_pripause)").with(&[r(R::RxPauseFrames, 3)]),
     c("tx_pfc_frames", Packets, CTR, WRAP(64), NET, false, "PFC frames sent, all priorities summed (bnxt_en/qede tx_pfc_frames, ionic frames_tx_pripause)").with(&[r(R::TxPauseFrames, 3)]),
@@ -1481,6 +1494,26 @@ mod tests {
         );
         let nvlink: Vec<&str> = counters_with_role(Role::TxBytes, Layer::Nvlink).iter().map(|d| d.name).collect();
         assert_eq!(nvlink, ["nvlink_tx_bytes", "nvlink_tx_bytes_per_s"]);
+    }
+
+    #[test]
+    fn a_stand_in_is_read_as_a_counter_of_its_unit_with_roles_of_its_own() {
+        let mut stand_ins = 0;
+        for d in COUNTERS {
+            if let Some(target) = d.stands_for {
+                stand_ins += 1;
+                let t = counter(target).expect("stands for a known counter");
+                assert!(d.roles.is_empty(), "{} has roles of its own and through {target}: counted twice", d.name);
+                assert!(!t.roles.is_empty() && t.stands_for.is_none(), "{target} is no analysed counter");
+                assert_eq!((d.kind, d.layer), (t.kind, t.layer), "{} and {target}", d.name);
+                assert!(
+                    d.unit == t.unit
+                        || (d.unit, t.unit) == (Unit::Packets, Unit::Events)
+                        || (d.unit, t.unit) == (Unit::Events, Unit::Packets)
+                );
+            }
+        }
+        assert_eq!(stand_ins, 7);
     }
 
     #[test]
