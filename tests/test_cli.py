@@ -88,7 +88,6 @@ def test_counters_command_lists_a_roles_counters_most_preferred_first() -> None:
         ("network", 2, "ext_port_xmit_data_bytes"),
         ("network", 3, "port_xmit_data_bytes"),
         ("network", 4, "phy_tx_bytes"),
-        ("network", 5, "netdev_tx_bytes"),
         ("nvlink", 1, "nvlink_tx_bytes"),
         ("nvlink", 2, "nvlink_tx_bytes_per_s"),
         ("pcie", 1, "pcie_tx_bytes_per_s"),

@@ -9,7 +9,7 @@ so per interval the *largest* of a side's counts is taken: a lower bound on loss
 
 ``p = loss events / packets`` of the same direction. Packets come from the first counter the NIC
 has of the ``rx_packets``/``tx_packets`` role: RoCE vport packets, IB port packets (64-bit copies
-first; RoCE traffic only on a RoCE port), wire packets, netdev packets; else
+first; RoCE traffic only on a RoCE port), wire packets; else
 they are estimated from bytes / ``mtu_bytes`` (which over-states p when packets are smaller than
 the MTU; the evidence says ``packets_estimated``). A zero packet count makes p undefined: an idle
 NIC gives no finding. Wraps of the 32-bit Q counters are handled by the rate engine; reset or gap
@@ -44,7 +44,7 @@ from fabricscope.vocabulary import counters_with_role
 KIND = "packet_loss"
 
 # Loss signals and traffic per direction, by role (the core's vocabulary); traffic counters most
-# preferred first: RoCE vport counters, the IB port's (64-bit copies first), the wire, the netdev.
+# preferred first: RoCE vport counters, the IB port's (64-bit copies first), the wire.
 DIRECTIONS = ("rx", "tx")
 LOSS_COUNTERS = {d: counters_with_role(f"{d}_loss") for d in DIRECTIONS}
 PACKETS = {d: counters_with_role(f"{d}_packets") for d in DIRECTIONS}

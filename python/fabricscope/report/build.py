@@ -33,10 +33,11 @@ _log = logging.getLogger(__name__)
 __all__ = ["ReportData", "gather", "render_html", "render_markdown", "write_report"]
 
 # Which counters feed each panel, by role (the core's vocabulary), most preferred first. The first
-# present counter of a role is used, so one port never shows the same traffic twice from two sources.
-_TX_BYTES = counters_with_role("tx_bytes")
-_RX_BYTES = counters_with_role("rx_bytes")
-_RX_PACKETS = counters_with_role("rx_packets")
+# present counter is used, so one port never shows the same traffic twice from two sources; the
+# kernel stack's counters (no RDMA) only for a port without any other.
+_TX_BYTES = (*counters_with_role("tx_bytes"), *counters_with_role("tx_stack_bytes"))
+_RX_BYTES = (*counters_with_role("rx_bytes"), *counters_with_role("rx_stack_bytes"))
+_RX_PACKETS = (*counters_with_role("rx_packets"), *counters_with_role("rx_stack_packets"))
 _ECN = (*counters_with_role("rx_priority_ecn_marked"), *counters_with_role("rx_ecn_marked"))
 _CNP = (*counters_with_role("tx_cnp"), *counters_with_role("rx_cnp_handled"), *counters_with_role("rx_cnp_ignored"))
 _PAUSE = tuple(counters_by_direction("pause_duration"))

@@ -171,6 +171,15 @@ pub enum Role {
     TxPriorityPackets,
     /// Packets received, per priority.
     RxPriorityPackets,
+    /// Bytes the kernel network stack sent through the port: excludes RDMA, so never an RDMA
+    /// port's traffic; a view for a port with no other byte counter.
+    TxStackBytes,
+    /// Bytes the kernel network stack received.
+    RxStackBytes,
+    /// Packets the kernel network stack sent.
+    TxStackPackets,
+    /// Packets the kernel network stack received.
+    RxStackPackets,
     /// Every byte the port put on the wire, all priorities and protocols: what a pause stops.
     TxWireBytes,
     /// Every byte the port took off the wire.
@@ -242,6 +251,10 @@ impl Role {
         Role::RxPriorityBytes,
         Role::TxPriorityPackets,
         Role::RxPriorityPackets,
+        Role::TxStackBytes,
+        Role::RxStackBytes,
+        Role::TxStackPackets,
+        Role::RxStackPackets,
         Role::TxWireBytes,
         Role::RxWireBytes,
         Role::TxPauseFrames,
@@ -284,6 +297,10 @@ impl Role {
             Role::RxPriorityBytes => "rx_priority_bytes",
             Role::TxPriorityPackets => "tx_priority_packets",
             Role::RxPriorityPackets => "rx_priority_packets",
+            Role::TxStackBytes => "tx_stack_bytes",
+            Role::RxStackBytes => "rx_stack_bytes",
+            Role::TxStackPackets => "tx_stack_packets",
+            Role::RxStackPackets => "rx_stack_packets",
             Role::TxWireBytes => "tx_wire_bytes",
             Role::RxWireBytes => "rx_wire_bytes",
             Role::TxPauseFrames => "tx_pause_frames",
@@ -478,8 +495,10 @@ const IB_DATA: Overflow = Overflow::SaturateOrWide { basic: 32, extended: 64 };
 /// 1. `vport_rdma_*`: exactly the RoCE traffic the transport loss counters belong to, 64-bit;
 /// 2. `ext_port_*`: the IB port's 64-bit copies (legacy `counters_ext/`), which never saturate;
 /// 3. `port_*`: the IB PMA counters (RDMA only on a RoCE port), 32-bit saturating on older PMAs;
-/// 4. `phy_*`: the wire, every protocol and header, when the NIC has no RDMA counter;
-/// 5. `netdev_*`: the kernel stack, which excludes RDMA: only a port with nothing else uses it.
+/// 4. `phy_*`: the wire, every protocol and header, when the NIC has no RDMA counter.
+///
+/// The `netdev_*` counters exclude RDMA, so they are not an RDMA port's traffic: they carry their
+/// own `*_stack_*` roles, which a view may show for a port without any of the above.
 ///
 /// Capture counters carry no traffic role: `fabricscope.captures` adds the NIC counters each
 /// stands for, which carry the roles, and a role on both would count a capture twice.
@@ -609,10 +628,10 @@ pub static COUNTERS: &[CounterDef] = &[
     c("pci_outbound_stalled_rd_events", Events, CTR, WRAP(64), PCI, false, "Seconds with PCIe read stalls above 30%"),
     c("pci_outbound_stalled_wr_events", Events, CTR, WRAP(64), PCI, false, "Seconds with PCIe write stalls above 30%"),
     // --- netdev software statistics ---------------------------------------------------------------
-    c("netdev_rx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes received by the netdev (software, excludes RDMA)").with(&[r(R::RxBytes, 5)]),
-    c("netdev_tx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes sent by the netdev (software, excludes RDMA)").with(&[r(R::TxBytes, 5)]),
-    c("netdev_rx_packets", Packets, CTR, WRAP(64), NET, false, "Packets received by the netdev").with(&[r(R::RxPackets, 5)]),
-    c("netdev_tx_packets", Packets, CTR, WRAP(64), NET, false, "Packets sent by the netdev").with(&[r(R::TxPackets, 5)]),
+    c("netdev_rx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes received by the netdev (software, excludes RDMA)").with(&[r(R::RxStackBytes, 1)]),
+    c("netdev_tx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes sent by the netdev (software, excludes RDMA)").with(&[r(R::TxStackBytes, 1)]),
+    c("netdev_rx_packets", Packets, CTR, WRAP(64), NET, false, "Packets received by the netdev").with(&[r(R::RxStackPackets, 1)]),
+    c("netdev_tx_packets", Packets, CTR, WRAP(64), NET, false, "Packets sent by the netdev").with(&[r(R::TxStackPackets, 1)]),
     c("netdev_rx_errors", Events, CTR, WRAP(64), NET, false, "Receive errors on the netdev"),
     c("netdev_tx_errors", Events, CTR, WRAP(64), NET, false, "Transmit errors on the netdev"),
     c("netdev_rx_dropped", Packets, CTR, WRAP(64), NET, false, "Packets dropped on receive by the netdev"),
@@ -1484,13 +1503,7 @@ mod tests {
         let tx: Vec<&str> = counters_with_role(Role::TxBytes, Layer::Network).iter().map(|d| d.name).collect();
         assert_eq!(
             tx,
-            [
-                "vport_rdma_tx_unicast_bytes",
-                "ext_port_xmit_data_bytes",
-                "port_xmit_data_bytes",
-                "phy_tx_bytes",
-                "netdev_tx_bytes"
-            ]
+            ["vport_rdma_tx_unicast_bytes", "ext_port_xmit_data_bytes", "port_xmit_data_bytes", "phy_tx_bytes",]
         );
         let nvlink: Vec<&str> = counters_with_role(Role::TxBytes, Layer::Nvlink).iter().map(|d| d.name).collect();
         assert_eq!(nvlink, ["nvlink_tx_bytes", "nvlink_tx_bytes_per_s"]);
