@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,17 @@ def format_name_collections(source: str, names: set[str]) -> list[int]:
     return hits
 
 
+def collections_in_the_tree(find: Callable[[str, set[str]], list[int]], names: set[str], own: set[str]) -> list[str]:
+    """``path:line`` of every collection ``find`` sees in python/ and dashboards/, except in ``own``."""
+    hits = []
+    for tree in ["python", "dashboards"]:
+        for p in sorted((ROOT / tree).rglob("*.py")):
+            rel = str(p.relative_to(ROOT))
+            if rel not in own:
+                hits += [f"{rel}:{n}" for n in find(p.read_text(encoding="utf-8"), names)]
+    return hits
+
+
 # The formats the simulator can write: its own writers, not a copy of what the core reads.
 OWN_FORMAT_LISTS = {"python/fabricscope/simulate/__init__.py"}
 
@@ -161,13 +173,7 @@ OWN_FORMAT_LISTS = {"python/fabricscope/simulate/__init__.py"}
 def test_format_facts_are_read_from_the_core_not_copied() -> None:
     names = {f["name"] for f in _native.formats()}
     assert format_name_collections('TOPOLOGY = {"ibnetdiscover", "iblinkinfo", "lldpctl-json"}', names) == [1]
-    hits = []
-    for tree in ["python", "dashboards"]:
-        for p in sorted((ROOT / tree).rglob("*.py")):
-            rel = str(p.relative_to(ROOT))
-            if rel not in OWN_FORMAT_LISTS:
-                hits += [f"{rel}:{n}" for n in format_name_collections(p.read_text(encoding="utf-8"), names)]
-    assert hits == []
+    assert collections_in_the_tree(format_name_collections, names, OWN_FORMAT_LISTS) == []
 
 
 def counter_name_collections(source: str, names: set[str]) -> list[int]:
@@ -210,13 +216,7 @@ def test_counter_lists_are_read_from_the_core_not_copied() -> None:
     assert counter_name_collections('B = {"rx": "rx_pause_duration_us", "tx": "tx_pause_duration_us"}', names) == [1]
     assert counter_name_collections('C = ("phy_tx_bytes", 4)\nD = pl.col("c") == "phy_tx_bytes"', names) == []
     assert counter_name_collections('E = {"symbol_errors": {"min_count": 1}, "port_rcv_errors": {}}', names) == []
-    hits = []
-    for tree in ["python", "dashboards"]:
-        for p in sorted((ROOT / tree).rglob("*.py")):
-            rel = str(p.relative_to(ROOT))
-            if rel not in OWN_COUNTER_LISTS:
-                hits += [f"{rel}:{n}" for n in counter_name_collections(p.read_text(encoding="utf-8"), names)]
-    assert hits == []
+    assert collections_in_the_tree(counter_name_collections, names, OWN_COUNTER_LISTS) == []
 
 
 def test_counter_roles_reach_python_in_their_preference_order() -> None:
