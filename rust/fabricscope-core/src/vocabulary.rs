@@ -148,190 +148,117 @@ impl Layer {
     }
 }
 
-/// What an analysis reads a counter for. Detectors, the report and the dashboard ask for a role
-/// ("the bytes this port transmitted") instead of naming counters, so a new source's counter joins
-/// every analysis by getting a role here. A counter may carry several roles (`rx_xoff_frames` is
-/// both pause frames and XOFF frames). Names start with the direction when there is one: `rx_`
-/// for traffic the port receives, `tx_` for traffic it sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    /// Data bytes the port sent.
-    TxBytes,
-    /// Data bytes the port received.
-    RxBytes,
-    /// Packets the port sent.
-    TxPackets,
-    /// Packets the port received.
-    RxPackets,
-    /// Bytes sent, per priority.
-    TxPriorityBytes,
-    /// Bytes received, per priority.
-    RxPriorityBytes,
-    /// Packets sent, per priority.
-    TxPriorityPackets,
-    /// Packets received, per priority.
-    RxPriorityPackets,
-    /// Bytes the kernel network stack sent through the port: excludes RDMA, so never an RDMA
-    /// port's traffic; a view for a port with no other byte counter.
-    TxStackBytes,
-    /// Bytes the kernel network stack received.
-    RxStackBytes,
-    /// Packets the kernel network stack sent.
-    TxStackPackets,
-    /// Packets the kernel network stack received.
-    RxStackPackets,
-    /// Every byte the port put on the wire, all priorities and protocols: what a pause stops.
-    TxWireBytes,
-    /// Every byte the port took off the wire.
-    RxWireBytes,
-    /// Pause (PFC or 802.3x) frames the port sent.
-    TxPauseFrames,
-    /// Pause frames the port received.
-    RxPauseFrames,
-    /// XOFF frames sent, on NICs that count XOFF and XON apart.
-    TxXoffFrames,
-    /// XOFF frames received.
-    RxXoffFrames,
-    /// XON frames sent.
-    TxXonFrames,
-    /// XON frames received.
-    RxXonFrames,
-    /// Time this port paused its peer.
-    TxPauseDuration,
-    /// Time the port was paused by its peer.
-    RxPauseDuration,
-    /// Xoff to Xon transitions of sent pause.
-    TxPauseTransitions,
-    /// Xoff to Xon transitions of received pause.
-    RxPauseTransitions,
-    /// The NIC's pause storm watchdog firing (it stops sending pause).
-    TxPauseStorm,
-    /// Packets dropped on a priority.
-    RxPriorityDrops,
-    /// Loss on traffic the port receives: drops, out-of-sequence arrivals, duplicate requests.
-    RxLoss,
-    /// Loss on traffic the port sends, as the requester sees it: NAKs, timeouts, retransmissions.
-    TxLoss,
-    /// RoCE packets received with an ECN congestion mark, counted by the RDMA device.
-    RxEcnMarked,
-    /// Packets received with an ECN congestion mark, per priority, counted by the net device.
-    RxPriorityEcnMarked,
-    /// Congestion notification packets sent (the notification point).
-    TxCnp,
-    /// Congestion notification packets received and acted on (the reaction point).
-    RxCnpHandled,
-    /// Congestion notification packets received and ignored: congestion control off.
-    RxCnpIgnored,
-    /// Time the port had data to send and no credit to send it.
-    TxWait,
-    /// Physical link errors and recoveries.
-    LinkErrors,
-    /// The link's data rate.
-    LinkSpeed,
-    /// The link's width in lanes.
-    LinkWidth,
-    /// The logical port state.
-    LinkState,
-    /// The physical port state.
-    LinkPhysState,
-    /// Data messages of a memory link towards the host.
-    ToHostMessages,
-    /// Data messages of a memory link towards the device.
-    ToDeviceMessages,
+/// Declares [`Role`] with its stable names once: each variant and its name on one line.
+macro_rules! roles {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// What an analysis reads a counter for. Detectors, the report and the dashboard ask for a role
+        /// ("the bytes this port transmitted") instead of naming counters, so a new source's counter joins
+        /// every analysis by getting a role here. A counter may carry several roles (`rx_xoff_frames` is
+        /// both pause frames and XOFF frames). Names start with the direction when there is one: `rx_`
+        /// for traffic the port receives, `tx_` for traffic it sends.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Role {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Role {
+            /// Every role, in declaration order.
+            pub const ALL: &'static [Role] = &[$(Role::$variant,)*];
+
+            /// Stable lowercase name used in tables, docs and by Python (`counters_with_role`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Role::$variant => $name,)*
+                }
+            }
+        }
+    };
 }
 
-impl Role {
-    /// Every role, in the order docs list them.
-    pub const ALL: &'static [Role] = &[
-        Role::TxBytes,
-        Role::RxBytes,
-        Role::TxPackets,
-        Role::RxPackets,
-        Role::TxPriorityBytes,
-        Role::RxPriorityBytes,
-        Role::TxPriorityPackets,
-        Role::RxPriorityPackets,
-        Role::TxStackBytes,
-        Role::RxStackBytes,
-        Role::TxStackPackets,
-        Role::RxStackPackets,
-        Role::TxWireBytes,
-        Role::RxWireBytes,
-        Role::TxPauseFrames,
-        Role::RxPauseFrames,
-        Role::TxXoffFrames,
-        Role::RxXoffFrames,
-        Role::TxXonFrames,
-        Role::RxXonFrames,
-        Role::TxPauseDuration,
-        Role::RxPauseDuration,
-        Role::TxPauseTransitions,
-        Role::RxPauseTransitions,
-        Role::TxPauseStorm,
-        Role::RxPriorityDrops,
-        Role::RxLoss,
-        Role::TxLoss,
-        Role::RxEcnMarked,
-        Role::RxPriorityEcnMarked,
-        Role::TxCnp,
-        Role::RxCnpHandled,
-        Role::RxCnpIgnored,
-        Role::TxWait,
-        Role::LinkErrors,
-        Role::LinkSpeed,
-        Role::LinkWidth,
-        Role::LinkState,
-        Role::LinkPhysState,
-        Role::ToHostMessages,
-        Role::ToDeviceMessages,
-    ];
-
-    /// Stable lowercase name used in tables, docs and by Python (`counters_with_role`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::TxBytes => "tx_bytes",
-            Role::RxBytes => "rx_bytes",
-            Role::TxPackets => "tx_packets",
-            Role::RxPackets => "rx_packets",
-            Role::TxPriorityBytes => "tx_priority_bytes",
-            Role::RxPriorityBytes => "rx_priority_bytes",
-            Role::TxPriorityPackets => "tx_priority_packets",
-            Role::RxPriorityPackets => "rx_priority_packets",
-            Role::TxStackBytes => "tx_stack_bytes",
-            Role::RxStackBytes => "rx_stack_bytes",
-            Role::TxStackPackets => "tx_stack_packets",
-            Role::RxStackPackets => "rx_stack_packets",
-            Role::TxWireBytes => "tx_wire_bytes",
-            Role::RxWireBytes => "rx_wire_bytes",
-            Role::TxPauseFrames => "tx_pause_frames",
-            Role::RxPauseFrames => "rx_pause_frames",
-            Role::TxXoffFrames => "tx_xoff_frames",
-            Role::RxXoffFrames => "rx_xoff_frames",
-            Role::TxXonFrames => "tx_xon_frames",
-            Role::RxXonFrames => "rx_xon_frames",
-            Role::TxPauseDuration => "tx_pause_duration",
-            Role::RxPauseDuration => "rx_pause_duration",
-            Role::TxPauseTransitions => "tx_pause_transitions",
-            Role::RxPauseTransitions => "rx_pause_transitions",
-            Role::TxPauseStorm => "tx_pause_storm",
-            Role::RxPriorityDrops => "rx_priority_drops",
-            Role::RxLoss => "rx_loss",
-            Role::TxLoss => "tx_loss",
-            Role::RxEcnMarked => "rx_ecn_marked",
-            Role::RxPriorityEcnMarked => "rx_priority_ecn_marked",
-            Role::TxCnp => "tx_cnp",
-            Role::RxCnpHandled => "rx_cnp_handled",
-            Role::RxCnpIgnored => "rx_cnp_ignored",
-            Role::TxWait => "tx_wait",
-            Role::LinkErrors => "link_errors",
-            Role::LinkSpeed => "link_speed",
-            Role::LinkWidth => "link_width",
-            Role::LinkState => "link_state",
-            Role::LinkPhysState => "link_phys_state",
-            Role::ToHostMessages => "to_host_messages",
-            Role::ToDeviceMessages => "to_device_messages",
-        }
-    }
+roles! {
+    /// Data bytes the port sent.
+    TxBytes => "tx_bytes",
+    /// Data bytes the port received.
+    RxBytes => "rx_bytes",
+    /// Packets the port sent.
+    TxPackets => "tx_packets",
+    /// Packets the port received.
+    RxPackets => "rx_packets",
+    /// Bytes sent, per priority.
+    TxPriorityBytes => "tx_priority_bytes",
+    /// Bytes received, per priority.
+    RxPriorityBytes => "rx_priority_bytes",
+    /// Packets sent, per priority.
+    TxPriorityPackets => "tx_priority_packets",
+    /// Packets received, per priority.
+    RxPriorityPackets => "rx_priority_packets",
+    /// Bytes the kernel network stack sent through the port: excludes RDMA, so never an RDMA
+    /// port's traffic; a view for a port with no other byte counter.
+    TxStackBytes => "tx_stack_bytes",
+    /// Bytes the kernel network stack received.
+    RxStackBytes => "rx_stack_bytes",
+    /// Packets the kernel network stack sent.
+    TxStackPackets => "tx_stack_packets",
+    /// Packets the kernel network stack received.
+    RxStackPackets => "rx_stack_packets",
+    /// Every byte the port put on the wire, all priorities and protocols: what a pause stops.
+    TxWireBytes => "tx_wire_bytes",
+    /// Every byte the port took off the wire.
+    RxWireBytes => "rx_wire_bytes",
+    /// Pause (PFC or 802.3x) frames the port sent.
+    TxPauseFrames => "tx_pause_frames",
+    /// Pause frames the port received.
+    RxPauseFrames => "rx_pause_frames",
+    /// XOFF frames sent, on NICs that count XOFF and XON apart.
+    TxXoffFrames => "tx_xoff_frames",
+    /// XOFF frames received.
+    RxXoffFrames => "rx_xoff_frames",
+    /// XON frames sent.
+    TxXonFrames => "tx_xon_frames",
+    /// XON frames received.
+    RxXonFrames => "rx_xon_frames",
+    /// Time this port paused its peer.
+    TxPauseDuration => "tx_pause_duration",
+    /// Time the port was paused by its peer.
+    RxPauseDuration => "rx_pause_duration",
+    /// Xoff to Xon transitions of sent pause.
+    TxPauseTransitions => "tx_pause_transitions",
+    /// Xoff to Xon transitions of received pause.
+    RxPauseTransitions => "rx_pause_transitions",
+    /// The NIC's pause storm watchdog firing (it stops sending pause).
+    TxPauseStorm => "tx_pause_storm",
+    /// Packets dropped on a priority.
+    RxPriorityDrops => "rx_priority_drops",
+    /// Loss on traffic the port receives: drops, out-of-sequence arrivals, duplicate requests.
+    RxLoss => "rx_loss",
+    /// Loss on traffic the port sends, as the requester sees it: NAKs, timeouts, retransmissions.
+    TxLoss => "tx_loss",
+    /// RoCE packets received with an ECN congestion mark, counted by the RDMA device.
+    RxEcnMarked => "rx_ecn_marked",
+    /// Packets received with an ECN congestion mark, per priority, counted by the net device.
+    RxPriorityEcnMarked => "rx_priority_ecn_marked",
+    /// Congestion notification packets sent (the notification point).
+    TxCnp => "tx_cnp",
+    /// Congestion notification packets received and acted on (the reaction point).
+    RxCnpHandled => "rx_cnp_handled",
+    /// Congestion notification packets received and ignored: congestion control off.
+    RxCnpIgnored => "rx_cnp_ignored",
+    /// Time the port had data to send and no credit to send it.
+    TxWait => "tx_wait",
+    /// Physical link errors and recoveries.
+    LinkErrors => "link_errors",
+    /// The link's data rate.
+    LinkSpeed => "link_speed",
+    /// The link's width in lanes.
+    LinkWidth => "link_width",
+    /// The logical port state.
+    LinkState => "link_state",
+    /// The physical port state.
+    LinkPhysState => "link_phys_state",
+    /// Data messages of a memory link towards the host.
+    ToHostMessages => "to_host_messages",
+    /// Data messages of a memory link towards the device.
+    ToDeviceMessages => "to_device_messages",
 }
 
 /// One role of a counter and its preference among the counters of that role: where one port has
