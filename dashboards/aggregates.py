@@ -6,16 +6,24 @@ than :data:`MAX_POINTS` points to the browser whatever the number of samples.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import fabricscope
 import polars as pl
 from data import Dataset
-from fabricscope.detect._shared import BYTES, PACKETS, PAUSE
-from fabricscope.detect.ecn_congestion import LOOP as ECN_LOOP
 from fabricscope.findings import SEVERITIES, document
 from fabricscope.incidents import Incident, incident_documents
 from fabricscope.profiles import profile_for_port
+from fabricscope.vocabulary import counters_by_direction, counters_with_role
+
+# Counters by role (the core's vocabulary), most preferred first: the detectors' choice.
+BYTES = {d: counters_with_role(f"{d}_bytes") for d in ("tx", "rx")}
+RX_PACKETS = counters_with_role("rx_packets")
+PAUSE = counters_by_direction("pause_duration")
+ECN_MARKED = counters_with_role("rx_ecn_marked")
+CNP = (*counters_with_role("tx_cnp"), *counters_with_role("rx_cnp_handled"), *counters_with_role("rx_cnp_ignored"))
+LINK_SPEED, LINK_WIDTH = (*counters_with_role("link_speed"), *counters_with_role("link_width"))
 
 MAX_POINTS = 2000
 """Most points per plotted series; longer series are averaged into time buckets."""
@@ -135,7 +143,7 @@ def _port_rates(ds: Dataset, host: str, device: str, port: int | None) -> pl.Dat
     return hit
 
 
-def _first_present(r: pl.DataFrame, counters: list[str]) -> pl.DataFrame:
+def _first_present(r: pl.DataFrame, counters: Sequence[str]) -> pl.DataFrame:
     """Rows of the first counter of ``counters`` that has rates (the detectors' preference order)."""
     for c in counters:
         hit = r.filter((pl.col("counter") == c) & pl.col("rate_per_s").is_not_null())
@@ -186,17 +194,16 @@ def pause_ratio(ds: Dataset, host: str, device: str, port: int | None) -> pl.Dat
 def ecn(ds: Dataset, host: str, device: str, port: int | None) -> pl.DataFrame:
     """time, metric, value: ECN-marked share of received packets and CNP rates per second."""
     r = _port_rates(ds, host, device, port)
-    loop = r.filter(pl.col("counter").is_in(list(ECN_LOOP)) & pl.col("rate_per_s").is_not_null())
-    rx = _first_present(r, PACKETS["rx"]).select("time", pl.col("rate_per_s").alias("_rx"))
+    rx = _first_present(r, RX_PACKETS).select("time", pl.col("rate_per_s").alias("_rx"))
     marked = (
-        loop.filter(pl.col("counter") == "np_ecn_marked_roce_packets")
+        _first_present(r, ECN_MARKED)
         .join(rx, on="time", how="inner")
         .select(
             "time", pl.lit("ecn_marked_ratio").alias("metric"), (pl.col("rate_per_s") / pl.col("_rx")).alias("value")
         )
         .filter(pl.col("value").is_finite())
     )
-    cnp = loop.filter(pl.col("counter").str.contains("cnp")).select(
+    cnp = r.filter(pl.col("counter").is_in(CNP) & pl.col("rate_per_s").is_not_null()).select(
         "time", (pl.col("counter") + "_per_s").alias("metric"), pl.col("rate_per_s").alias("value")
     )
     return downsample(pl.concat([marked, cnp]), ["metric"], ["value"])
@@ -264,7 +271,7 @@ def _throughput_summary(ds: Dataset) -> pl.DataFrame:
         pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("counter").cast(pl.String)
     )
     facts = (
-        g.filter(pl.col("counter").is_in(["link_rate_bytes_per_s", "link_width_lanes"])).pivot(
+        g.filter(pl.col("counter").is_in([LINK_SPEED, LINK_WIDTH])).pivot(
             on="counter", index=["host", "device", "port"], values="value", aggregate_function="last"
         )
         if g.height

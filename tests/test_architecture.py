@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,18 @@ def format_name_collections(source: str, names: set[str]) -> list[int]:
     return hits
 
 
+def collections_in_the_tree(find: Callable[[str, set[str]], list[int]], names: set[str], own: set[str]) -> list[str]:
+    """``path:line`` of every collection ``find`` sees in python/ and dashboards/, except in ``own``."""
+    hits = []
+    for tree in ["python", "dashboards"]:
+        for p in sorted((ROOT / tree).rglob("*.py")):
+            rel = str(p.relative_to(ROOT))
+            # A wheel build stages a copy of dashboards/ there (git-ignored): the source is checked.
+            if rel not in own and not rel.startswith("python/fabricscope/_dashboard_app/"):
+                hits += [f"{rel}:{n}" for n in find(p.read_text(encoding="utf-8"), names)]
+    return hits
+
+
 # The formats the simulator can write: its own writers, not a copy of what the core reads.
 OWN_FORMAT_LISTS = {"python/fabricscope/simulate/__init__.py"}
 
@@ -161,13 +174,71 @@ OWN_FORMAT_LISTS = {"python/fabricscope/simulate/__init__.py"}
 def test_format_facts_are_read_from_the_core_not_copied() -> None:
     names = {f["name"] for f in _native.formats()}
     assert format_name_collections('TOPOLOGY = {"ibnetdiscover", "iblinkinfo", "lldpctl-json"}', names) == [1]
+    assert collections_in_the_tree(format_name_collections, names, OWN_FORMAT_LISTS) == []
+
+
+def counter_name_collections(source: str, names: set[str]) -> list[int]:
+    """Lines of literal sets, lists, tuples and dicts (keys or values) naming two or more counters.
+
+    A dict whose values are all dicts is a table of per-counter settings (a detector's thresholds,
+    which a user's config overrides per counter), not a list of a signal's counters.
+    """
     hits = []
-    for tree in ["python", "dashboards"]:
-        for p in sorted((ROOT / tree).rglob("*.py")):
-            rel = str(p.relative_to(ROOT))
-            if rel not in OWN_FORMAT_LISTS:
-                hits += [f"{rel}:{n}" for n in format_name_collections(p.read_text(encoding="utf-8"), names)]
-    assert hits == []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Dict):
+            settings = bool(node.values) and all(isinstance(v, ast.Dict) for v in node.values)
+            groups = [node.values] if settings else [node.keys, node.values]
+        elif isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+            groups = [node.elts]
+        else:
+            continue
+        for items in groups:
+            named = {i.value for i in items if isinstance(i, ast.Constant) and i.value in names}
+            if len(named) >= 2:
+                hits.append(node.lineno)
+                break
+    return hits
+
+
+# The simulator writes hardware counters: it names each one it emits, as a device would, and reads
+# no signal from them.
+OWN_COUNTER_LISTS = {
+    "python/fabricscope/simulate/model.py",
+    "python/fabricscope/simulate/writers.py",
+    "python/fabricscope/simulate/scale.py",
+}
+
+
+def test_counter_lists_are_read_from_the_core_not_copied() -> None:
+    """Which counters carry bytes, packets, pause, loss... is the core's counter roles; no module keeps a copy."""
+    names = {c["name"] for c in _native.counters()}
+    # The checker sees lists, tuples, sets, dict keys and dict values; a single name is not a list.
+    assert counter_name_collections('A = ["phy_tx_bytes", "port_xmit_data_bytes"]', names) == [1]
+    assert counter_name_collections('B = {"rx": "rx_pause_duration_us", "tx": "tx_pause_duration_us"}', names) == [1]
+    assert counter_name_collections('C = ("phy_tx_bytes", 4)\nD = pl.col("c") == "phy_tx_bytes"', names) == []
+    assert counter_name_collections('E = {"symbol_errors": {"min_count": 1}, "port_rcv_errors": {}}', names) == []
+    assert collections_in_the_tree(counter_name_collections, names, OWN_COUNTER_LISTS) == []
+
+
+def test_counter_roles_reach_python_in_their_preference_order() -> None:
+    from fabricscope.vocabulary import counters_by_direction, counters_with_role, roles
+
+    assert counters_with_role("tx_bytes") == (
+        "vport_rdma_tx_unicast_bytes",
+        "ext_port_xmit_data_bytes",
+        "port_xmit_data_bytes",
+        "phy_tx_bytes",
+    )
+    # The kernel stack's counters exclude RDMA: a role of their own, not an RDMA port's traffic.
+    assert counters_with_role("tx_stack_bytes") == ("netdev_tx_bytes",)
+    assert counters_with_role("tx_bytes", "nvlink", "counter") == ("nvlink_tx_bytes",)
+    assert counters_with_role("rx_bytes", "pcie", "gauge") == ("pcie_rx_bytes_per_s",)
+    assert counters_by_direction("xoff_frames") == {"rx_xoff_frames": "rx", "tx_xoff_frames": "tx"}
+    # A counter may carry several roles: ice's XOFF frames are pause frames too.
+    assert "rx_xoff_frames" in counters_with_role("rx_pause_frames")
+    assert len(roles()) == 41
+    with pytest.raises(ValueError, match="unknown counter role 'tx_byte'"):
+        counters_with_role("tx_byte")
 
 
 def test_incidents_module_names_no_detector_kind() -> None:

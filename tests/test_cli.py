@@ -79,6 +79,29 @@ def test_formats_and_counters_commands(capsys: pytest.CaptureFixture[str]) -> No
     assert "nvlink_tx_bytes_per_s" in names and "port_xmit_data_bytes" not in names
 
 
+def test_counters_command_lists_a_roles_counters_most_preferred_first() -> None:
+    cmd = [sys.executable, "-m", "fabricscope", "counters", "--role"]
+    out = subprocess.run([*cmd, "tx_bytes", "--json"], capture_output=True, text=True, check=True).stdout
+    rows = [(r["layer"], r["rank"], r["name"]) for r in json.loads(out)]
+    assert rows == [
+        ("network", 1, "vport_rdma_tx_unicast_bytes"),
+        ("network", 2, "ext_port_xmit_data_bytes"),
+        ("network", 3, "port_xmit_data_bytes"),
+        ("network", 4, "phy_tx_bytes"),
+        ("nvlink", 1, "nvlink_tx_bytes"),
+        ("nvlink", 2, "nvlink_tx_bytes_per_s"),
+        ("pcie", 1, "pcie_tx_bytes_per_s"),
+    ]
+    # ice counts pause as XOFF frames: its counter carries both roles.
+    table = subprocess.run([*cmd, "rx_pause_frames"], capture_output=True, text=True, check=True).stdout
+    named = [w for w in table.split() if w.endswith("_frames") and not w.startswith("tx_")]
+    assert list(dict.fromkeys(named)) == ["rx_pause_frames", "rx_xoff_frames", "rx_pfc_frames"]
+    assert "3 counter(s)" in table
+    bad = subprocess.run([*cmd, "tx_byte"], capture_output=True, text=True)
+    assert bad.returncode == 3
+    assert "no counter role 'tx_byte'; known: link_errors" in bad.stderr
+
+
 NET_DUMP = Path(__file__).parent / "fixtures" / "ib" / "constructed" / "ibdiagnet2.net_dump"
 
 

@@ -170,6 +170,20 @@ def test_xmit_wait_above_10_percent_is_congestion() -> None:
     assert json.loads(c["evidence"])["lost_bytes_per_s"] == pytest.approx(10e9, rel=1e-6)
 
 
+def test_xmit_wait_states_what_the_port_moved_from_its_most_preferred_byte_counter() -> None:
+    # A RoCE port: RDMA bytes (vport, 30 GB/s) and wire bytes (every protocol, 40 GB/s). The
+    # transmitted-bytes role ranks the RDMA counter first, so the finding uses it, not an average.
+    line = series("link_rate_bytes_per_s", [50_000_000_000] * 5, is_counter=False)
+    rdma = series("vport_rdma_tx_unicast_bytes", [i * 300_000_000_000 for i in range(5)])
+    wire = series("phy_tx_bytes", [i * 400_000_000_000 for i in range(5)])
+    f = findings(series("port_xmit_wait_ticks", _wait(0.2)) + line + rdma + wire)
+    e = json.loads(f.filter(pl.col("kind") == "ib_congestion")["evidence"][0])
+    assert e["sent_bytes_per_s"] == pytest.approx(30e9)
+    f = findings(series("port_xmit_wait_ticks", _wait(0.2)) + line + wire)
+    e = json.loads(f.filter(pl.col("kind") == "ib_congestion")["evidence"][0])
+    assert e["sent_bytes_per_s"] == pytest.approx(40e9)
+
+
 def test_xmit_wait_near_miss_and_critical() -> None:
     assert "ib_congestion" not in kinds(findings(series("port_xmit_wait_ticks", _wait(0.08))))
     assert kinds(findings(series("port_xmit_wait_ticks", _wait(0.6))), "critical") == ["ib_congestion"]

@@ -402,6 +402,16 @@ def test_drops_with_pfc_pausing_are_not_misconfiguration() -> None:
     assert only(run(rows), "lossless_misconfig").is_empty()
 
 
+def test_drops_with_xoff_frames_pausing_are_not_misconfiguration() -> None:
+    # Intel ice counts PFC as XOFF frames per priority (no pause-time counter): the core gives its
+    # rx_xoff_frames the pause-frames role, so its pausing counts as PFC at work.
+    rows = _eth([500, 500, 500], marked=True) + ser("rx_xoff_frames", cum(0, [0, 4000, 4000]), priority=3)
+    assert only(run(rows), "lossless_misconfig").is_empty()
+    # The same NIC with its XOFF counter flat: drops with no pause and no mark are the misconfiguration.
+    flat = _eth([500, 500, 500], marked=True) + ser("rx_xoff_frames", cum(0, [0, 0, 0]), priority=3)
+    assert only(run(flat), "lossless_misconfig")["metric"].to_list() == ["loss_events"]
+
+
 def test_unknown_ecn_does_not_claim_misconfiguration() -> None:
     assert only(run(_eth([500, 500, 500], pause_prios=(3,))), "lossless_misconfig").is_empty()
 

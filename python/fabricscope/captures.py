@@ -3,7 +3,8 @@
 The pcap/pcapng reader bins what a capture shows into ``capture_*`` counters per interface and
 VLAN priority (``docs/counters.md``). Detectors are written against NIC counters, so that
 captures are judged exactly like counters, this step adds, for every capture interface, rows of
-the NIC counters each capture counter stands for. Frames count as received at the capture point.
+the NIC counters each capture counter stands for (the core's ``stands_for``, listed below).
+Frames count as received at the capture point.
 
 | capture counter (summed over priorities) | stands for |
 |---|---|
@@ -21,17 +22,16 @@ from __future__ import annotations
 
 import polars as pl
 
+from fabricscope import _native
+from fabricscope.vocabulary import stand_ins
+
 __all__ = ["CAPTURE_AS", "PER_PRIORITY_AS", "with_capture_counters"]
 
-CAPTURE_AS = {
-    "capture_ce_marked_packets": "np_ecn_marked_roce_packets",
-    "capture_cnp_packets": "np_cnp_sent_packets",
-    "capture_roce_packets": "vport_rdma_rx_unicast_packets",
-    "capture_roce_bytes": "vport_rdma_rx_unicast_bytes",
-    "capture_psn_gap_events": "out_of_sequence_packets",
-    "capture_nak_seq_packets": "packet_seq_errors",
-}
-PER_PRIORITY_AS = {"capture_paused_time_us": "rx_pause_duration_us"}
+# What each capture counter stands for is the core's vocabulary (``stands_for``); a NIC counter
+# kept per priority keeps the capture's priority, the others are summed over priorities.
+_PER_PRIORITY = {c["name"] for c in _native.counters() if c["per_priority"]}
+CAPTURE_AS = {c: nic for c, nic in stand_ins().items() if nic not in _PER_PRIORITY}
+PER_PRIORITY_AS = {c: nic for c, nic in stand_ins().items() if nic in _PER_PRIORITY}
 
 _NIC = ["host", "device", "port", "source"]
 

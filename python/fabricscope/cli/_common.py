@@ -225,7 +225,9 @@ def print_table(df: pl.DataFrame, fmt: str, *, note: str = "") -> None:
         print(json.dumps(df.to_dicts(), indent=2, default=str))
         return
     # Lists read as "a; b" in a cell (CSV has no list type).
-    flat = df.with_columns(pl.col(c).list.join("; ") for c, t in df.schema.items() if t == pl.List(pl.String))
+    flat = df.with_columns(
+        pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c, t in df.schema.items() if isinstance(t, pl.List)
+    )
     if fmt == "csv":
         print(flat.write_csv(), end="")
     elif fmt == "markdown":

@@ -10,6 +10,7 @@ import polars as pl
 
 from fabricscope import _native
 from fabricscope.cli._common import EXIT_OK, EXIT_USAGE, add_output_arguments, print_table
+from fabricscope.vocabulary import roles
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
@@ -54,7 +55,7 @@ def _native_drivers() -> list[list[str]]:
 
 
 def _cmd_counters(args: argparse.Namespace) -> int:
-    df = pl.DataFrame(_native.counters())
+    df = pl.DataFrame(_native.counters(), infer_schema_length=None)
     if args.layer:
         df = df.filter(pl.col("layer") == args.layer)
     if args.vendor:
@@ -66,7 +67,19 @@ def _cmd_counters(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_USAGE
-    if args.output_format == "table":
+    if args.role:
+        if args.role not in roles():
+            print(f"fabricscope counters: no counter role {args.role!r}; known: {', '.join(roles())}", file=sys.stderr)
+            return EXIT_USAGE
+        rank = [dict(zip(r, k, strict=True)).get(args.role) for r, k in zip(df["roles"], df["role_ranks"], strict=True)]
+        df = (
+            df.with_columns(pl.Series("rank", rank, dtype=pl.Int64))
+            .filter(pl.col("rank").is_not_null())
+            .sort("layer", "rank", maintain_order=True)
+        )
+        if args.output_format == "table":
+            df = df.select("name", "layer", "rank", "description")
+    if args.output_format == "table" and not args.role:
         # Each counter's source spellings run to a dozen names: too wide for a table a person reads.
         cols = ["name", "unit", "kind", "layer", pl.col("per_priority").alias("per priority"), "description"]
         if args.vendor:
@@ -97,6 +110,12 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="only the counters a NIC vendor's driver provides, with its spellings: a driver (bnxt_en, bnxt_re, "
         "ice, irdma, ionic, qede) or a vendor (broadcom, intel, amd, marvell)",
+    )
+    ctrs.add_argument(
+        "--role",
+        metavar="ROLE",
+        help="only the counters analyses read for ROLE (tx_bytes, rx_loss, rx_pause_duration...), most preferred "
+        "first per layer",
     )
     add_output_arguments(ctrs, "the counters")
     ctrs.set_defaults(func=_cmd_counters)

@@ -8,9 +8,14 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput
 from fabricscope.profiles import profile_for_port
+from fabricscope.vocabulary import counters_with_role
 
 PORT_KEYS = ["host", "device", "port"]
 
+# The gauges every port fact row has a column for (null when the port has none), by role.
+LINK_FACTS = tuple(
+    c for role in ("link_speed", "link_width", "link_state", "link_phys_state") for c in counters_with_role(role)
+)
 NIC = ["host", "device", "_port"]
 """Join keys of a NIC port (``_port`` is the port with null as -1, so joins match netdevs)."""
 
@@ -44,7 +49,7 @@ def port_facts(inp: AnalysisInput) -> pl.DataFrame:
         if not g.is_empty()
         else pl.DataFrame(schema={"host": pl.Categorical(), "device": pl.Categorical(), "port": pl.UInt16})
     )
-    for col in ("link_rate_bytes_per_s", "link_width_lanes", "port_state_id", "port_phys_state_id"):
+    for col in LINK_FACTS:
         if col not in latest.columns:
             latest = latest.with_columns(pl.lit(None, pl.Float64).alias(col))
     attrs = inp.attributes

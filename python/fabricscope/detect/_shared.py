@@ -29,24 +29,18 @@ from fabricscope.detect._common import (
 )
 from fabricscope.findings import merge_windows
 from fabricscope.profiles import Profile, get_profile
+from fabricscope.vocabulary import counters_by_direction, counters_with_role
 
-# Loss events per side: what this NIC received (rx) and what it sent (tx); see packet_loss.
-LOSS_COUNTERS = {
-    "rx": ["out_of_sequence_packets", "duplicate_requests", "phy_rx_discards", "rx_out_of_buffer_packets"],
-    "tx": ["packet_seq_errors", "implied_nak_seq_errors", "local_ack_timeout_errors", "roce_adp_retrans_events"],
-}
-# Packets and bytes per direction, the preferred counter first (packet_loss says why).
-PACKETS = {
-    "rx": ["vport_rdma_rx_unicast_packets", "port_rcv_packets", "ext_port_rcv_packets", "phy_rx_packets"],
-    "tx": ["vport_rdma_tx_unicast_packets", "port_xmit_packets", "ext_port_xmit_packets", "phy_tx_packets"],
-}
-BYTES = {
-    "rx": ["vport_rdma_rx_unicast_bytes", "port_rcv_data_bytes", "ext_port_rcv_data_bytes", "phy_rx_bytes"],
-    "tx": ["vport_rdma_tx_unicast_bytes", "port_xmit_data_bytes", "ext_port_xmit_data_bytes", "phy_tx_bytes"],
-}
+# Loss signals per side (what this NIC received, rx; what it sent, tx) and traffic per direction,
+# by role (the core's vocabulary); traffic counters most preferred first: RoCE vport counters, the
+# IB port's (64-bit copies first), the wire. See packet_loss.
+DIRECTIONS = ("rx", "tx")
+LOSS_COUNTERS = {d: counters_with_role(f"{d}_loss") for d in DIRECTIONS}
+PACKETS = {d: counters_with_role(f"{d}_packets") for d in DIRECTIONS}
+BYTES = {d: counters_with_role(f"{d}_bytes") for d in DIRECTIONS}
 
 # Pause time per direction: received pause (the network holds us back), sent pause (we hold it back).
-PAUSE = {"rx_pause_duration_us": "rx", "tx_pause_duration_us": "tx"}
+PAUSE = counters_by_direction("pause_duration")
 # One pause series: a NIC port, a priority and a direction.
 SERIES = ["host", "device", "_port", "_prio", "direction"]
 MEANING = {
@@ -54,13 +48,14 @@ MEANING = {
     "tx": "sent pause: this NIC cannot absorb the network's traffic",
 }
 
-# Data bytes per direction, most specific first (the IB port counters on RoCE count RDMA only,
-# which is what collectives move; wire counters next).
-TX_COUNTERS = ["port_xmit_data_bytes", "ext_port_xmit_data_bytes", "vport_rdma_tx_unicast_bytes", "phy_tx_bytes"]
-RX_COUNTERS = ["port_rcv_data_bytes", "ext_port_rcv_data_bytes", "vport_rdma_rx_unicast_bytes", "phy_rx_bytes"]
+# Data bytes per direction, by role (the core's vocabulary ranks them: RDMA counters first, then the
+# IB port counters, the wire last); a port's most preferred counter with data is used.
+TX_COUNTERS = counters_with_role("tx_bytes")
+RX_COUNTERS = counters_with_role("rx_bytes")
 
 # What keeps a port from sending: IB credit waits, RoCE pause received from the switch.
-STALL_COUNTERS = ("port_xmit_wait_ticks", "rx_pause_duration_us")
+WAIT_COUNTERS = counters_with_role("tx_wait")
+PAUSED_COUNTERS = counters_with_role("rx_pause_duration")
 
 # One XOFF pauses its priority for at most 65535 quanta of 512 bit times (IEEE 802.1Qbb).
 MAX_QUANTA_BITS = 65535 * 512
@@ -226,10 +221,11 @@ def stalled_intervals(inp: AnalysisInput) -> pl.DataFrame:
     not to the link. Thresholds from ``[pfc_storm]``.
     """
     cfg = inp.config["pfc_storm"]
-    r = entity_strings(inp.rates.filter(pl.col("counter").is_in(["tx_pause_duration_us", "tx_xoff_frames"])))
+    paused_us = counters_with_role("tx_pause_duration")
+    r = entity_strings(inp.rates.filter(pl.col("counter").is_in([*paused_us, *counters_with_role("tx_xoff_frames")])))
     quanta_s = MAX_QUANTA_BITS / cfg["xoff_link_bps"]
     share = (
-        pl.when(pl.col("counter") == "tx_pause_duration_us")
+        pl.when(pl.col("counter").is_in(paused_us))
         .then(pl.col("rate_per_s") / 1e6)
         .otherwise(pl.col("rate_per_s") * quanta_s)
     )
@@ -275,7 +271,7 @@ def _network_wide(inp: AnalysisInput, window_s: float) -> pl.DataFrame:
     )
     bits_per_tick = inp.config["ib_congestion"]["bits_per_tick"]
 
-    def window_sums(names: list[str], delta: pl.Expr, per_priority: bool) -> pl.DataFrame:
+    def window_sums(names: Sequence[str], delta: pl.Expr, per_priority: bool) -> pl.DataFrame:
         by = ["host", "device", "port", *(["priority"] if per_priority else []), "counter", "window_start"]
         return (
             r.filter(pl.col("counter").is_in(names))
@@ -309,11 +305,11 @@ def _network_wide(inp: AnalysisInput, window_s: float) -> pl.DataFrame:
     # counter (bnxt_en's ethtool has no wire-byte counter we map) has no utilisation to add it to,
     # whatever other hosts are analysed with it.
     data_ports = pl.concat([f.select(keys) for f in frames]).unique()
-    wait = window_sums([STALL_COUNTERS[0]], pl.col("delta") * bits_per_tick / 8, per_priority=False)
+    wait = window_sums(WAIT_COUNTERS, pl.col("delta") * bits_per_tick / 8, per_priority=False)
     wait = wait.join(data_ports, on=keys, how="semi", nulls_equal=True) if not wait.is_empty() else wait
     if not wait.is_empty():
         frames.append(wait.select(*keys, "window_start", pl.lit("stall_bytes").alias("q"), "v", "counter"))
-    pause = window_sums([STALL_COUNTERS[1]], pl.col("delta") / 1e6, per_priority=True)
+    pause = window_sums(PAUSED_COUNTERS, pl.col("delta") / 1e6, per_priority=True)
     pause = pause.join(data_ports, on=keys, how="semi", nulls_equal=True) if not pause.is_empty() else pause
     if not pause.is_empty():
         frames.append(

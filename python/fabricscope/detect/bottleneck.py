@@ -42,6 +42,7 @@ from fabricscope.detect._shared import network_wide, window_start
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import get_profile, nvlink_profile_for_gpu
 from fabricscope.sources import NCCL_ACHIEVABLE, NGC_PERF, default
+from fabricscope.vocabulary import counters_with_role
 
 __all__ = ["LAYERS_SCHEMA", "SPEC", "detect", "layer_utilisation"]
 
@@ -71,21 +72,21 @@ _COMPONENT = pl.Schema(
 )
 
 GPU_GAUGES = {
-    "nvlink": ("nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s"),
-    "pcie": ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"),
+    layer: (*counters_with_role("tx_bytes", layer, "gauge"), *counters_with_role("rx_bytes", layer, "gauge"))
+    for layer in ("nvlink", "pcie")
 }
-NVLINK_COUNTERS = ("nvlink_tx_bytes", "nvlink_rx_bytes")
+NVLINK_COUNTERS = (
+    *counters_with_role("tx_bytes", "nvlink", "counter"),
+    *counters_with_role("rx_bytes", "nvlink", "counter"),
+)
 # CXL PMU messages that carry data, by direction (event names: kernel Documentation/admin-guide/perf/cxl.rst).
 # Assumption, not checked against a measurement (no public CXL bandwidth measurement was found): each data
 # message carries one 64-byte cache line, CXL's coherence granularity; a partial write counts as a
 # full line (an upper bound).
 CXL_LINE_BYTES = 64
 CXL_DATA = {
-    "cxl_s2m_drs_memdata": ("to_host", "read data returned"),
-    "cxl_cachedata_d2h_data": ("to_host", "device-to-host cache data"),
-    "cxl_m2s_rwd_memwr": ("to_device", "host writes"),
-    "cxl_m2s_rwd_memwrptl": ("to_device", "partial host writes"),
-    "cxl_cachedata_h2d_data": ("to_device", "host-to-device cache data"),
+    **dict.fromkeys(counters_with_role("to_host_messages", "cxl"), "to_host"),
+    **dict.fromkeys(counters_with_role("to_device_messages", "cxl"), "to_device"),
 }
 
 
@@ -161,8 +162,7 @@ def _gpu_capacity(inp: AnalysisInput, layer: str, counted: pl.DataFrame) -> pl.D
 
 
 def _gpu_layer(inp: AnalysisInput, layer: str, cfg: dict[str, Any], window_s: float) -> pl.DataFrame:
-    tx_name, rx_name = GPU_GAUGES[layer]
-    g = _only(inp.gauges, [tx_name, rx_name]).filter(pl.col("value").is_not_null())
+    g = _only(inp.gauges, GPU_GAUGES[layer]).filter(pl.col("value").is_not_null())
     parts = []
     if not g.is_empty():
         parts.append(
@@ -244,14 +244,13 @@ def _cxl_layer(inp: AnalysisInput, cfg: dict[str, Any], window_s: float) -> pl.D
     if c.is_empty():
         return pl.DataFrame(schema=_COMPONENT)
     prof = get_profile(cfg["cxl_profile"])
-    direction = {k: d for k, (d, _) in CXL_DATA.items()}
     df = (
         c.with_columns(
             pl.col("host", "device", "counter").cast(pl.String),
             window_start("end", window_s),
             (pl.col("delta") * CXL_LINE_BYTES).alias("_bytes"),
         )
-        .with_columns(pl.col("counter").replace_strict(direction, return_dtype=pl.String).alias("_dir"))
+        .with_columns(pl.col("counter").replace_strict(CXL_DATA, return_dtype=pl.String).alias("_dir"))
         .group_by(["host", "device", "window_start", "counter", "_dir"])
         .agg((pl.col("_bytes").sum() / pl.col("interval_s").sum()).alias("bps"))
         .group_by(["host", "device", "window_start", "_dir"])

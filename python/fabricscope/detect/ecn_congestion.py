@@ -27,15 +27,21 @@ from fabricscope.detect._relations import Chain, Relation, evidence
 from fabricscope.detect._shared import traffic, with_traffic
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import DCQCN, default
+from fabricscope.vocabulary import counters_with_role
 
 KIND = "ecn_congestion"
 
-LOOP = {
-    "np_ecn_marked_roce_packets": "marked",
-    "np_cnp_sent_packets": "cnp_sent",
-    "rp_cnp_handled_packets": "cnp_handled",
-    "rp_cnp_ignored_packets": "cnp_ignored",
+# The DCQCN loop by counter role: RoCE packets the RDMA device received ECN-marked, CNPs the
+# notification point sent, CNPs the reaction point handled and ignored. A NIC with several counters
+# of one role is judged on its most preferred one, never on their sum.
+LOOP_ROLES = {
+    "rx_ecn_marked": "marked",
+    "tx_cnp": "cnp_sent",
+    "rx_cnp_handled": "cnp_handled",
+    "rx_cnp_ignored": "cnp_ignored",
 }
+LOOP = {c: what for role, what in LOOP_ROLES.items() for c in counters_with_role(role)}
+_RANK = {c: i for role in LOOP_ROLES for i, c in enumerate(counters_with_role(role))}
 
 
 def _row(cfg: dict, a: dict, evidence: dict, **kw: object) -> dict:
@@ -62,8 +68,10 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         return make_findings([])
     r = r.with_columns(
         pl.col("counter").cast(pl.String).replace_strict(LOOP, return_dtype=pl.String).alias("what"),
+        pl.col("counter").cast(pl.String).replace_strict(_RANK, return_dtype=pl.Int64).alias("_rank"),
         (typical_interval(inp.rates) * factor).alias("_gap"),
     )
+    r = r.filter(pl.col("_rank") == pl.col("_rank").min().over([*NIC, "what"])).drop("_rank")
     rows: list[dict] = []
     # Per-NIC totals over the observation (deltas skip resets; gaps still count, as in link_errors).
     tot = (
@@ -73,8 +81,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             pl.col("port").first(),
             pl.col("start").min(),
             pl.col("end").max(),
-            *[pl.col("delta").filter(pl.col("what") == w).sum().alias(w) for w in LOOP.values()],
-            *[(pl.col("what") == w).any().alias(f"has_{w}") for w in LOOP.values()],
+            *[pl.col("delta").filter(pl.col("what") == w).sum().alias(w) for w in LOOP_ROLES.values()],
+            *[(pl.col("what") == w).any().alias(f"has_{w}") for w in LOOP_ROLES.values()],
         )
         .with_columns(((pl.col("end") - pl.col("start")).dt.total_nanoseconds() / 1e9).alias("span_s"))
         .sort(NIC)
@@ -237,7 +245,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             if key in flagged_nics or not a["span_s"]:
                 continue
             s, est = share.get(key, (None, False))
-            per_s = {w: a[w] / a["span_s"] for w in LOOP.values()}
+            per_s = {w: a[w] / a["span_s"] for w in LOOP_ROLES.values()}
             text = f"{s:.3%}{' (estimated)' if est else ''} of received RoCE packets" if s is not None else "share n/a"
             rows.append(
                 _row(

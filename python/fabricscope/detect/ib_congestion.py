@@ -17,10 +17,12 @@ from fabricscope.detect._relations import Chain, Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import get_profile
 from fabricscope.sources import UFM_CBW, XMITWAIT_64, default
+from fabricscope.vocabulary import counters_with_role
 
 KIND = "ib_congestion"
-# Bytes the port sent (IB data counters are scaled to bytes by the rate engine).
-SENT = ["port_xmit_data_bytes", "ext_port_xmit_data_bytes"]
+# Bytes the port sent, by role, most preferred first (IB data counters are scaled to bytes by the
+# rate engine); a port's most preferred counter with a rate is used, so two copies never average.
+SENT = counters_with_role("tx_bytes")
 
 
 def detect(inp: AnalysisInput) -> pl.DataFrame:
@@ -55,8 +57,13 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             pl.col("profile").first(),
         ],
     )
-    sent = entity_strings(inp.rates.filter(pl.col("counter").is_in(SENT) & pl.col("rate_per_s").is_not_null())).select(
-        "host", "device", "port", "start", "end", "interval_s", "rate_per_s"
+    sent = (
+        entity_strings(inp.rates.filter(pl.col("counter").is_in(SENT) & pl.col("rate_per_s").is_not_null()))
+        .with_columns(
+            pl.col("counter").replace_strict({c: i for i, c in enumerate(SENT)}, return_dtype=pl.Int64).alias("_rank")
+        )
+        .filter(pl.col("_rank") == pl.col("_rank").min().over("host", "device", "port"))
+        .select("host", "device", "port", "start", "end", "interval_s", "rate_per_s")
     )
     rows = []
     for x in windows.iter_rows(named=True):

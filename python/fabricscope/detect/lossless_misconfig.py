@@ -23,13 +23,15 @@ from fabricscope.detect._relations import Chain, Relation
 from fabricscope.detect._shared import loss_intervals
 from fabricscope.findings import make_findings
 from fabricscope.sources import MLX5_PAUSE
+from fabricscope.vocabulary import counters_by_direction, counters_with_role
 
 KIND = "lossless_misconfig"
 
-PAUSE = ["rx_pause_frames", "tx_pause_frames", "rx_pause_duration_us", "tx_pause_duration_us"]
-ECN = ["np_ecn_marked_roce_packets", "prio_rx_ecn_marked_packets"]
-PRIO_TRAFFIC = ["prio_rx_bytes", "prio_tx_bytes", "prio_rx_packets", "prio_tx_packets"]
-PRIO_DROPS = ["prio_rx_discards", "prio_rx_buf_discards", "prio_rx_cong_discards"]
+# Counters by role (the core's vocabulary): any pause, any ECN mark, per-priority traffic and drops.
+PAUSE = (*counters_by_direction("pause_frames"), *counters_by_direction("pause_duration"))
+ECN = (*counters_with_role("rx_ecn_marked"), *counters_with_role("rx_priority_ecn_marked"))
+PRIO_TRAFFIC = (*counters_by_direction("priority_bytes"), *counters_by_direction("priority_packets"))
+PRIO_DROPS = counters_with_role("rx_priority_drops")
 
 
 def _device_facts(inp: AnalysisInput) -> pl.DataFrame:

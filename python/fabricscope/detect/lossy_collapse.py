@@ -35,6 +35,7 @@ from fabricscope.detect._shared import LOSS_COUNTERS, loss_intervals, loss_windo
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
 from fabricscope.sources import GBN, default
+from fabricscope.vocabulary import counters_with_role
 
 KIND = "lossy_collapse"
 
@@ -110,10 +111,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         return make_findings([])
     windows = windows.join(_port_rates(inp), on=["host", "device", "_port"], how="left")
     storms = entity_strings(
-        inp.rates.filter(
-            pl.col("counter").is_in(["tx_pause_storm_warning_events", "tx_pause_storm_error_events"])
-            & (pl.col("delta") > 0)
-        )
+        inp.rates.filter(pl.col("counter").is_in(counters_with_role("tx_pause_storm")) & (pl.col("delta") > 0))
     ).select("host", pl.col("start").alias("_s"), pl.col("end").alias("_e"))
     storms = pl.concat([storms, stalled_intervals(inp)])
     default = inp.profile or get_profile("roce400")
@@ -225,7 +223,11 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
-_STORM = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events", "tx_pause_duration_us", "tx_xoff_frames"]
+_STORM = (
+    *counters_with_role("tx_pause_storm"),
+    *counters_with_role("tx_pause_duration"),
+    *counters_with_role("tx_xoff_frames"),
+)
 
 
 def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:

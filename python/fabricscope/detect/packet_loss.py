@@ -1,14 +1,15 @@
 """``packet_loss``: the RDMA loss rate p (InfiniBand, RoCE) per NIC and direction, from transport and drops.
 
-Receive side (loss on traffic this NIC receives): ``out_of_sequence``, ``duplicate_request``,
-``rx_discards_phy``, ``rx_out_of_buffer``. Send side (loss on traffic this NIC sends, seen by the
-requester): ``packet_seq_err`` (NAK sequence errors), ``implied_nak_seq_err``,
-``local_ack_timeout_err``, ``roce_adp_retrans``. One lost packet usually shows up in several of
-them (a buffer drop, then an out-of-sequence arrival), so per interval the *largest* of a side's
-counts is taken: a lower bound on loss events, never a double count.
+Receive side (the ``rx_loss`` counter role: loss on traffic this NIC receives):
+``out_of_sequence``, ``duplicate_request``, ``rx_discards_phy``, ``rx_out_of_buffer``. Send side
+(``tx_loss``: loss on traffic this NIC sends, seen by the requester): ``packet_seq_err`` (NAK
+sequence errors), ``implied_nak_seq_err``, ``local_ack_timeout_err``, ``roce_adp_retrans``. One
+lost packet usually shows up in several of them (a buffer drop, then an out-of-sequence arrival),
+so per interval the *largest* of a side's counts is taken: a lower bound on loss events, never a double count.
 
 ``p = loss events / packets`` of the same direction. Packets come from the first counter the NIC
-has of: RoCE vport packets, IB port packets (RoCE traffic only on a RoCE port), wire packets; else
+has of the ``rx_packets``/``tx_packets`` role: RoCE vport packets, IB port packets (64-bit copies
+first; RoCE traffic only on a RoCE port), wire packets; else
 they are estimated from bytes / ``mtu_bytes`` (which over-states p when packets are smaller than
 the MTU; the evidence says ``packets_estimated``). A zero packet count makes p undefined: an idle
 NIC gives no finding. Wraps of the 32-bit Q counters are handled by the rate engine; reset or gap

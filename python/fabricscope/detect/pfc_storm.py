@@ -53,12 +53,17 @@ from fabricscope.detect._relations import Chain, Relation
 from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
+from fabricscope.vocabulary import counters_by_direction, counters_with_role
 
 KIND = "pfc_storm"
 
-WATCHDOG = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events"]
+WATCHDOG = counters_with_role("tx_pause_storm")
+TRANSITIONS = {d: c for c, d in counters_by_direction("pause_transitions").items()}
 # The traffic a pause stops: received pause stops our transmit, sent pause stops our receive.
-STOPPED = {"rx": ("prio_tx_bytes", "phy_tx_bytes"), "tx": ("prio_rx_bytes", "phy_rx_bytes")}
+STOPPED = {
+    "rx": (counters_with_role("tx_priority_bytes"), counters_with_role("tx_wire_bytes")),
+    "tx": (counters_with_role("rx_priority_bytes"), counters_with_role("rx_wire_bytes")),
+}
 PRIO_KEYS = ["host", "device", "_port", "_prio"]
 
 
@@ -206,7 +211,7 @@ def _unbroken_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]
     cand = p.filter(pl.col("ratio") >= cfg["unbroken_ratio"])
     if cand.is_empty():
         return []
-    trans = keyed(inp.rates.filter(pl.col("counter") == "rx_pause_transitions"))
+    trans = keyed(inp.rates.filter(pl.col("counter") == TRANSITIONS["rx"]))
     cand = attach_rate(cand, trans, "_trans_rate", by=PRIO_KEYS)
     # Received pause has a transition counter; without one (sent pause, older drivers) the ratio decides.
     cand = cand.filter(
@@ -215,12 +220,14 @@ def _unbroken_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]
         .otherwise(pl.lit(value=True))
     )
     frames = []
-    for direction, (prio_bytes, phy_bytes) in STOPPED.items():
+    for direction, (prio_bytes, wire_bytes) in STOPPED.items():
         c = cand.filter(pl.col("direction") == direction)
         if c.is_empty():
             continue
-        per_prio = keyed(inp.rates.filter(pl.col("counter") == prio_bytes))
-        glob = keyed(inp.rates.filter(pl.col("counter") == phy_bytes)).with_columns(pl.lit(-1, pl.Int64).alias("_prio"))
+        per_prio = keyed(inp.rates.filter(pl.col("counter").is_in(prio_bytes)))
+        glob = keyed(inp.rates.filter(pl.col("counter").is_in(wire_bytes))).with_columns(
+            pl.lit(-1, pl.Int64).alias("_prio")
+        )
         traffic = pl.concat([per_prio, glob], how="diagonal_relaxed")
         if traffic.is_empty():
             continue
@@ -468,9 +475,6 @@ def _capture_rule(inp: AnalysisInput, cfg: dict) -> list[dict[str, Any]]:
     return rows
 
 
-TRANSITIONS = {"rx": "rx_pause_transitions", "tx": "tx_pause_transitions"}
-
-
 def _no_transition_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[dict]:
     cand = p.filter(pl.col("ratio") >= cfg["unbroken_ratio"])
     frames = []
@@ -537,8 +541,8 @@ def _no_transition_rule(inp: AnalysisInput, p: pl.DataFrame, cfg: dict) -> list[
     return rows
 
 
-XOFF = {"rx_xoff_frames": "rx", "tx_xoff_frames": "tx"}
-XON = {"rx_xon_frames": "rx", "tx_xon_frames": "tx"}
+XOFF = counters_by_direction("xoff_frames")
+XON = counters_by_direction("xon_frames")
 
 
 def _xoff_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:

@@ -27,32 +27,24 @@ from fabricscope.pipeline import run_analysis
 from fabricscope.redaction import redact_text
 from fabricscope.remote import RemoteOptions
 from fabricscope.summary import MAX_LISTED, fabric_summary
+from fabricscope.vocabulary import counters_by_direction, counters_with_role
 
 _log = logging.getLogger(__name__)
 
 __all__ = ["ReportData", "gather", "render_html", "render_markdown", "write_report"]
 
-# Which counters feed each panel. The first present counter of a list is used, so one port never
-# shows the same traffic twice from two sources.
-_TX_BYTES = ["port_xmit_data_bytes", "phy_tx_bytes", "vport_rdma_tx_unicast_bytes", "netdev_tx_bytes", "capture_bytes"]
-_RX_BYTES = ["port_rcv_data_bytes", "phy_rx_bytes", "vport_rdma_rx_unicast_bytes", "netdev_rx_bytes"]
-_RX_PACKETS = ["port_rcv_packets", "phy_rx_packets", "vport_rdma_rx_unicast_packets", "netdev_rx_packets"]
-_ECN = ["prio_rx_ecn_marked_packets", "np_ecn_marked_roce_packets", "capture_ce_marked_packets"]
-_CNP = ["np_cnp_sent_packets", "rp_cnp_handled_packets", "rp_cnp_ignored_packets", "capture_cnp_packets"]
-_ERRORS = [
-    "symbol_errors",
-    "port_rcv_errors",
-    "port_rcv_remote_physical_errors",
-    "local_link_integrity_errors",
-    "link_error_recovery_events",
-    "link_downed_events",
-    "phy_rx_crc_errors",
-    "phy_rx_symbol_errors",
-    "phy_link_down_events",
-    "fec_uncorrectable_blocks",
-]
-# RoCE loss signals (Linux drivers/infiniband/hw/mlx5/counters.c): receiver sequence errors, NIC/physical drops.
-_LOSS = ["out_of_sequence_packets", "packet_seq_errors", "phy_rx_discards", "rx_out_of_buffer_packets"]
+# Which counters feed each panel, by role (the core's vocabulary), most preferred first. The first
+# present counter is used, so one port never shows the same traffic twice from two sources; the
+# kernel stack's counters (no RDMA) only for a port without any other.
+_TX_BYTES = (*counters_with_role("tx_bytes"), *counters_with_role("tx_stack_bytes"))
+_RX_BYTES = (*counters_with_role("rx_bytes"), *counters_with_role("rx_stack_bytes"))
+_RX_PACKETS = (*counters_with_role("rx_packets"), *counters_with_role("rx_stack_packets"))
+_ECN = (*counters_with_role("rx_priority_ecn_marked"), *counters_with_role("rx_ecn_marked"))
+_CNP = (*counters_with_role("tx_cnp"), *counters_with_role("rx_cnp_handled"), *counters_with_role("rx_cnp_ignored"))
+_PAUSE = tuple(counters_by_direction("pause_duration"))
+_ERRORS = counters_with_role("link_errors")
+# Loss on the traffic this port receives, over the same direction's packets (as packet_loss).
+_LOSS = counters_with_role("rx_loss")
 _SEV_COLOUR = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#7f7f7f"}
 
 
@@ -217,7 +209,7 @@ def _advice(analysis: Any) -> dict[str, pl.DataFrame] | str:
 # ------------------------------------------------------------------------------------------- plots
 
 
-def _series(rates: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+def _series(rates: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
     """Per time: the summed rate of the first counter of ``names`` present in ``rates``."""
     present = set(rates["counter"].cast(pl.String).unique().to_list()) if rates.height else set()
     for n in names:
@@ -310,7 +302,7 @@ def _plot_port(
     ax.set_ylabel("throughput Gb/s")
     # 2. pause ratio per priority
     ax = axes[1]
-    pause = pr.filter(pl.col("counter").cast(pl.String).is_in(["rx_pause_duration_us", "tx_pause_duration_us"]))
+    pause = pr.filter(pl.col("counter").cast(pl.String).is_in(_PAUSE))
     for (counter, prio), grp in pause.group_by("counter", "priority", maintain_order=True):
         grp = grp.sort("end")
         ax.plot(
@@ -342,7 +334,8 @@ def _plot_port(
     ax.set_ylabel("errors /s")
     # 5. estimated loss
     ax = axes[4]
-    loss = pr.filter(pl.col("counter").cast(pl.String).is_in(_LOSS)).group_by("end").agg(pl.col("rate_per_s").sum())
+    # One lost packet shows in several loss counters: the largest per interval, never a double count.
+    loss = pr.filter(pl.col("counter").cast(pl.String).is_in(_LOSS)).group_by("end").agg(pl.col("rate_per_s").max())
     if loss.height and pk.height:
         p = loss.join(pk, on="end", suffix="_pk").sort("end")
         ax.plot(p["end"].to_list(), (p["rate_per_s"] / p["rate_per_s_pk"]).to_list(), label="loss p")

@@ -148,6 +148,130 @@ impl Layer {
     }
 }
 
+/// Declares [`Role`] with its stable names once: each variant and its name on one line.
+macro_rules! roles {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// What an analysis reads a counter for. Detectors, the report and the dashboard ask for a role
+        /// ("the bytes this port transmitted") instead of naming counters, so a new source's counter joins
+        /// every analysis by getting a role here. A counter may carry several roles (`rx_xoff_frames` is
+        /// both pause frames and XOFF frames). Names start with the direction when there is one: `rx_`
+        /// for traffic the port receives, `tx_` for traffic it sends.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Role {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Role {
+            /// Every role, in declaration order.
+            pub const ALL: &'static [Role] = &[$(Role::$variant,)*];
+
+            /// Stable lowercase name used in tables, docs and by Python (`counters_with_role`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Role::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+roles! {
+    /// Data bytes the port sent.
+    TxBytes => "tx_bytes",
+    /// Data bytes the port received.
+    RxBytes => "rx_bytes",
+    /// Packets the port sent.
+    TxPackets => "tx_packets",
+    /// Packets the port received.
+    RxPackets => "rx_packets",
+    /// Bytes sent, per priority.
+    TxPriorityBytes => "tx_priority_bytes",
+    /// Bytes received, per priority.
+    RxPriorityBytes => "rx_priority_bytes",
+    /// Packets sent, per priority.
+    TxPriorityPackets => "tx_priority_packets",
+    /// Packets received, per priority.
+    RxPriorityPackets => "rx_priority_packets",
+    /// Bytes the kernel network stack sent through the port: excludes RDMA, so never an RDMA
+    /// port's traffic; a view for a port with no other byte counter.
+    TxStackBytes => "tx_stack_bytes",
+    /// Bytes the kernel network stack received.
+    RxStackBytes => "rx_stack_bytes",
+    /// Packets the kernel network stack sent.
+    TxStackPackets => "tx_stack_packets",
+    /// Packets the kernel network stack received.
+    RxStackPackets => "rx_stack_packets",
+    /// Every byte the port put on the wire, all priorities and protocols: what a pause stops.
+    TxWireBytes => "tx_wire_bytes",
+    /// Every byte the port took off the wire.
+    RxWireBytes => "rx_wire_bytes",
+    /// Pause (PFC or 802.3x) frames the port sent.
+    TxPauseFrames => "tx_pause_frames",
+    /// Pause frames the port received.
+    RxPauseFrames => "rx_pause_frames",
+    /// XOFF frames sent, on NICs that count XOFF and XON apart.
+    TxXoffFrames => "tx_xoff_frames",
+    /// XOFF frames received.
+    RxXoffFrames => "rx_xoff_frames",
+    /// XON frames sent.
+    TxXonFrames => "tx_xon_frames",
+    /// XON frames received.
+    RxXonFrames => "rx_xon_frames",
+    /// Time this port paused its peer.
+    TxPauseDuration => "tx_pause_duration",
+    /// Time the port was paused by its peer.
+    RxPauseDuration => "rx_pause_duration",
+    /// Xoff to Xon transitions of sent pause.
+    TxPauseTransitions => "tx_pause_transitions",
+    /// Xoff to Xon transitions of received pause.
+    RxPauseTransitions => "rx_pause_transitions",
+    /// The NIC's pause storm watchdog firing (it stops sending pause).
+    TxPauseStorm => "tx_pause_storm",
+    /// Packets dropped on a priority.
+    RxPriorityDrops => "rx_priority_drops",
+    /// Loss on traffic the port receives: drops, out-of-sequence arrivals, duplicate requests.
+    RxLoss => "rx_loss",
+    /// Loss on traffic the port sends, as the requester sees it: NAKs, timeouts, retransmissions.
+    TxLoss => "tx_loss",
+    /// RoCE packets received with an ECN congestion mark, counted by the RDMA device.
+    RxEcnMarked => "rx_ecn_marked",
+    /// Packets received with an ECN congestion mark, per priority, counted by the net device.
+    RxPriorityEcnMarked => "rx_priority_ecn_marked",
+    /// Congestion notification packets sent (the notification point).
+    TxCnp => "tx_cnp",
+    /// Congestion notification packets received and acted on (the reaction point).
+    RxCnpHandled => "rx_cnp_handled",
+    /// Congestion notification packets received and ignored: congestion control off.
+    RxCnpIgnored => "rx_cnp_ignored",
+    /// Time the port had data to send and no credit to send it.
+    TxWait => "tx_wait",
+    /// Physical link errors and recoveries.
+    LinkErrors => "link_errors",
+    /// The link's data rate.
+    LinkSpeed => "link_speed",
+    /// The link's width in lanes.
+    LinkWidth => "link_width",
+    /// The logical port state.
+    LinkState => "link_state",
+    /// The physical port state.
+    LinkPhysState => "link_phys_state",
+    /// Data messages of a memory link towards the host.
+    ToHostMessages => "to_host_messages",
+    /// Data messages of a memory link towards the device.
+    ToDeviceMessages => "to_device_messages",
+}
+
+/// One role of a counter and its preference among the counters of that role: where one port has
+/// several counters of a role (an RDMA byte counter and a wire byte counter), analyses that need
+/// one take the lowest `rank` that has data; analyses that need all take every one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoleRank {
+    /// The role.
+    pub role: Role,
+    /// Preference among the counters of the role: 1 first.
+    pub rank: u8,
+}
+
 /// A canonical counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CounterDef {
@@ -165,6 +289,29 @@ pub struct CounterDef {
     pub per_priority: bool,
     /// One-line meaning, with the source of the definition.
     pub description: &'static str,
+    /// What analyses read the counter for (empty: only by its name).
+    pub roles: &'static [RoleRank],
+    /// The counter this one is read as by analyses written against NIC counters (a capture's
+    /// count of CE-marked packets stands for the NIC's `np_ecn_marked_roce_packets`). Its roles
+    /// come through that counter, so a capture is never counted twice.
+    pub stands_for: Option<&'static str>,
+}
+
+impl CounterDef {
+    /// The same counter with `roles`.
+    const fn with(self, roles: &'static [RoleRank]) -> CounterDef {
+        CounterDef { roles, ..self }
+    }
+
+    /// The same counter, read as `counter` by analyses.
+    const fn stands_for(self, counter: &'static str) -> CounterDef {
+        CounterDef { stands_for: Some(counter), ..self }
+    }
+}
+
+/// A role with its preference rank.
+const fn r(role: Role, rank: u8) -> RoleRank {
+    RoleRank { role, rank }
 }
 
 /// The namespace a raw spelling lives in.
@@ -253,12 +400,13 @@ const fn c(
     per_priority: bool,
     description: &'static str,
 ) -> CounterDef {
-    CounterDef { name, unit, kind, overflow, layer, per_priority, description }
+    CounterDef { name, unit, kind, overflow, layer, per_priority, description, roles: &[], stands_for: None }
 }
 
 use Kind::{Counter as CTR, Gauge as GAU};
 use Layer::{Cxl as CXL, Device as DEV, Network as NET, Nvlink as NVL, Pcie as PCI};
 use Overflow::{None as NOOVF, Saturate as SAT, Wrap as WRAP};
+use Role as R;
 use Unit::{
     Bits, Bytes, BytesPerSecond, Celsius, Events, Lanes, Microseconds, Packets, Percent, Rpm, Seconds, StateId, Ticks,
     Watts,
@@ -269,13 +417,25 @@ const IB_DATA: Overflow = Overflow::SaturateOrWide { basic: 32, extended: 64 };
 /// Every canonical counter. Sources: kernel `drivers/infiniband/core/sysfs.c` (PMA widths),
 /// `drivers/infiniband/hw/mlx5/counters.c` (hw_counters), mlx5 `counters.rst` (ethtool), IBA spec
 /// via perfquery man page (4-octet data words), DCGM `dcgm_fields.h`.
+///
+/// Role ranks of the traffic roles (`tx_bytes`, `rx_packets`, ...), one order for every analysis:
+/// 1. `vport_rdma_*`: exactly the RoCE traffic the transport loss counters belong to, 64-bit;
+/// 2. `ext_port_*`: the IB port's 64-bit copies (legacy `counters_ext/`), which never saturate;
+/// 3. `port_*`: the IB PMA counters (RDMA only on a RoCE port), 32-bit saturating on older PMAs;
+/// 4. `phy_*`: the wire, every protocol and header, when the NIC has no RDMA counter.
+///
+/// The `netdev_*` counters exclude RDMA, so they are not an RDMA port's traffic: they carry their
+/// own `*_stack_*` roles, which a view may show for a port without any of the above.
+///
+/// Capture counters carry no traffic role: `fabricscope.captures` adds the NIC counters each
+/// stands for, which carry the roles, and a role on both would count a capture twice.
 #[rustfmt::skip]
 pub static COUNTERS: &[CounterDef] = &[
     // --- InfiniBand PMA PortCounters / PortCountersExtended -------------------------------------
-    c("port_xmit_data_bytes", Bytes, CTR, IB_DATA, NET, false, "Data octets transmitted on all VLs (PMA PortXmitData, counted in 4-octet words, stored as bytes)"),
-    c("port_rcv_data_bytes", Bytes, CTR, IB_DATA, NET, false, "Data octets received on all VLs (PMA PortRcvData, counted in 4-octet words, stored as bytes)"),
-    c("port_xmit_packets", Packets, CTR, IB_DATA, NET, false, "Packets transmitted on all VLs, including errors (PMA PortXmitPkts)"),
-    c("port_rcv_packets", Packets, CTR, IB_DATA, NET, false, "Packets received on all VLs, including errors (PMA PortRcvPkts)"),
+    c("port_xmit_data_bytes", Bytes, CTR, IB_DATA, NET, false, "Data octets transmitted on all VLs (PMA PortXmitData, counted in 4-octet words, stored as bytes)").with(&[r(R::TxBytes, 3)]),
+    c("port_rcv_data_bytes", Bytes, CTR, IB_DATA, NET, false, "Data octets received on all VLs (PMA PortRcvData, counted in 4-octet words, stored as bytes)").with(&[r(R::RxBytes, 3)]),
+    c("port_xmit_packets", Packets, CTR, IB_DATA, NET, false, "Packets transmitted on all VLs, including errors (PMA PortXmitPkts)").with(&[r(R::TxPackets, 3)]),
+    c("port_rcv_packets", Packets, CTR, IB_DATA, NET, false, "Packets received on all VLs, including errors (PMA PortRcvPkts)").with(&[r(R::RxPackets, 3)]),
     c("unicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets transmitted (PMA PortUnicastXmitPkts, extended only)"),
     c("unicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets received (PMA PortUnicastRcvPkts, extended only)"),
     c("multicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets transmitted (PMA PortMulticastXmitPkts, extended only)"),
@@ -283,28 +443,28 @@ pub static COUNTERS: &[CounterDef] = &[
     // Old mlx4 kernels (< 4.5) expose 64-bit copies in `counters_ext/` beside the basic
     // 32-bit `counters/` files (node_exporter calls them `legacy_*`). Both exist on one port with
     // different values, so they are distinct series; analysis prefers these when present.
-    c("ext_port_xmit_data_bytes", Bytes, CTR, WRAP(64), NET, false, "64-bit PortXmitData from legacy counters_ext (4-octet words, stored as bytes)"),
-    c("ext_port_rcv_data_bytes", Bytes, CTR, WRAP(64), NET, false, "64-bit PortRcvData from legacy counters_ext (4-octet words, stored as bytes)"),
-    c("ext_port_xmit_packets", Packets, CTR, WRAP(64), NET, false, "64-bit PortXmitPkts from legacy counters_ext"),
-    c("ext_port_rcv_packets", Packets, CTR, WRAP(64), NET, false, "64-bit PortRcvPkts from legacy counters_ext"),
+    c("ext_port_xmit_data_bytes", Bytes, CTR, WRAP(64), NET, false, "64-bit PortXmitData from legacy counters_ext (4-octet words, stored as bytes)").with(&[r(R::TxBytes, 2)]),
+    c("ext_port_rcv_data_bytes", Bytes, CTR, WRAP(64), NET, false, "64-bit PortRcvData from legacy counters_ext (4-octet words, stored as bytes)").with(&[r(R::RxBytes, 2)]),
+    c("ext_port_xmit_packets", Packets, CTR, WRAP(64), NET, false, "64-bit PortXmitPkts from legacy counters_ext").with(&[r(R::TxPackets, 2)]),
+    c("ext_port_rcv_packets", Packets, CTR, WRAP(64), NET, false, "64-bit PortRcvPkts from legacy counters_ext").with(&[r(R::RxPackets, 2)]),
     c("ext_unicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets transmitted, legacy counters_ext"),
     c("ext_unicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Unicast packets received, legacy counters_ext"),
     c("ext_multicast_xmit_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets transmitted, legacy counters_ext"),
     c("ext_multicast_rcv_packets", Packets, CTR, WRAP(64), NET, false, "Multicast packets received, legacy counters_ext"),
-    c("symbol_errors", Events, CTR, SAT(16), NET, false, "Minor link errors detected on one or more physical lanes (PMA SymbolErrorCounter)"),
-    c("link_error_recovery_events", Events, CTR, SAT(8), NET, false, "Successful link error recoveries (PMA LinkErrorRecoveryCounter)"),
-    c("link_downed_events", Events, CTR, SAT(8), NET, false, "Link error recoveries that failed and took the link down (PMA LinkDownedCounter)"),
-    c("port_rcv_errors", Events, CTR, SAT(16), NET, false, "Received packets containing an error (PMA PortRcvErrors)"),
-    c("port_rcv_remote_physical_errors", Events, CTR, SAT(16), NET, false, "Received packets marked with the EBP delimiter (PMA PortRcvRemotePhysicalErrors)"),
+    c("symbol_errors", Events, CTR, SAT(16), NET, false, "Minor link errors detected on one or more physical lanes (PMA SymbolErrorCounter)").with(&[r(R::LinkErrors, 1)]),
+    c("link_error_recovery_events", Events, CTR, SAT(8), NET, false, "Successful link error recoveries (PMA LinkErrorRecoveryCounter)").with(&[r(R::LinkErrors, 5)]),
+    c("link_downed_events", Events, CTR, SAT(8), NET, false, "Link error recoveries that failed and took the link down (PMA LinkDownedCounter)").with(&[r(R::LinkErrors, 6)]),
+    c("port_rcv_errors", Events, CTR, SAT(16), NET, false, "Received packets containing an error (PMA PortRcvErrors)").with(&[r(R::LinkErrors, 2)]),
+    c("port_rcv_remote_physical_errors", Events, CTR, SAT(16), NET, false, "Received packets marked with the EBP delimiter (PMA PortRcvRemotePhysicalErrors)").with(&[r(R::LinkErrors, 3)]),
     c("port_rcv_switch_relay_errors", Events, CTR, SAT(16), NET, false, "Received packets discarded because they could not be forwarded (PMA PortRcvSwitchRelayErrors)"),
     c("port_xmit_discards", Packets, CTR, SAT(16), NET, false, "Outbound packets discarded because the port is down or congested (PMA PortXmitDiscards)"),
     c("port_xmit_constraint_errors", Events, CTR, SAT(8), NET, false, "Packets not transmitted because of partition/raw constraints (PMA PortXmitConstraintErrors)"),
     c("port_rcv_constraint_errors", Events, CTR, SAT(8), NET, false, "Packets received and discarded because of constraints (PMA PortRcvConstraintErrors)"),
-    c("local_link_integrity_errors", Events, CTR, SAT(4), NET, false, "Times the local physical error count exceeded its threshold (PMA LocalLinkIntegrityErrors)"),
+    c("local_link_integrity_errors", Events, CTR, SAT(4), NET, false, "Times the local physical error count exceeded its threshold (PMA LocalLinkIntegrityErrors)").with(&[r(R::LinkErrors, 4)]),
     c("excessive_buffer_overrun_errors", Events, CTR, SAT(4), NET, false, "Consecutive flow-control update periods with buffer overrun (PMA ExcessiveBufferOverrunErrors)"),
     c("vl15_dropped_packets", Packets, CTR, SAT(16), NET, false, "Incoming VL15 packets dropped for lack of buffers (PMA VL15Dropped)"),
     c("qp1_dropped_packets", Packets, CTR, SAT(16), NET, false, "QP1 MADs dropped (PMA QP1Dropped)"),
-    c("port_xmit_wait_ticks", Ticks, CTR, IB_DATA, NET, false, "Ticks during which the port had data to send but sent none (PMA PortXmitWait, 32-bit saturating or 64-bit extended): congestion"),
+    c("port_xmit_wait_ticks", Ticks, CTR, IB_DATA, NET, false, "Ticks during which the port had data to send but sent none (PMA PortXmitWait, 32-bit saturating or 64-bit extended): congestion").with(&[r(R::TxWait, 1)]),
     c("port_local_physical_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: local physical errors"),
     c("port_malformed_packet_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: malformed packets"),
     c("port_buffer_overrun_errors", Events, CTR, WRAP(64), NET, false, "PortRcvErrorDetails: buffer overruns"),
@@ -317,28 +477,28 @@ pub static COUNTERS: &[CounterDef] = &[
     c("port_sw_lifetime_limit_discards", Packets, CTR, WRAP(64), NET, false, "Packets discarded by the switch lifetime limit (UFM PortSwLifetimeLimitDiscards)"),
     c("port_sw_hoq_lifetime_limit_discards", Packets, CTR, WRAP(64), NET, false, "Packets discarded by the head-of-queue lifetime limit (UFM PortSwHOQLifetimeLimitDiscards)"),
     c("fec_correctable_blocks", Events, CTR, WRAP(64), NET, false, "FEC blocks corrected (PortFECCorrectableBlockCounter)"),
-    c("fec_uncorrectable_blocks", Events, CTR, WRAP(64), NET, false, "FEC blocks that could not be corrected: data loss on the link (PortFECUncorrectableBlockCounter)"),
+    c("fec_uncorrectable_blocks", Events, CTR, WRAP(64), NET, false, "FEC blocks that could not be corrected: data loss on the link (PortFECUncorrectableBlockCounter)").with(&[r(R::LinkErrors, 10)]),
     c("fec_corrected_symbols", Events, CTR, WRAP(64), NET, false, "Symbols corrected by FEC (PortFECCorrectedSymbolCounter)"),
     // --- port attributes as gauges -------------------------------------------------------------
-    c("link_rate_bytes_per_s", BytesPerSecond, GAU, NOOVF, NET, false, "Effective data rate of the link (sysfs `rate`, exporter rate gauges)"),
-    c("link_width_lanes", Lanes, GAU, NOOVF, NET, false, "Active link width in lanes (1X/2X/4X/8X)"),
-    c("port_state_id", StateId, GAU, NOOVF, NET, false, "Logical port state: 1 down, 2 init, 3 armed, 4 active, 5 act defer"),
-    c("port_phys_state_id", StateId, GAU, NOOVF, NET, false, "Physical port state: 1 sleep, 2 polling, 3 disabled, 4 training, 5 link up, 6 error recovery, 7 phy test"),
+    c("link_rate_bytes_per_s", BytesPerSecond, GAU, NOOVF, NET, false, "Effective data rate of the link (sysfs `rate`, exporter rate gauges)").with(&[r(R::LinkSpeed, 1)]),
+    c("link_width_lanes", Lanes, GAU, NOOVF, NET, false, "Active link width in lanes (1X/2X/4X/8X)").with(&[r(R::LinkWidth, 1)]),
+    c("port_state_id", StateId, GAU, NOOVF, NET, false, "Logical port state: 1 down, 2 init, 3 armed, 4 active, 5 act defer").with(&[r(R::LinkState, 1)]),
+    c("port_phys_state_id", StateId, GAU, NOOVF, NET, false, "Physical port state: 1 sleep, 2 polling, 3 disabled, 4 training, 5 link up, 6 error recovery, 7 phy test").with(&[r(R::LinkPhysState, 1)]),
     // --- mlx5 hw_counters (RDMA transport, congestion) -------------------------------------------
     c("rx_write_requests", Events, CTR, WRAP(32), NET, false, "RDMA WRITE requests received (mlx5 Q counter)"),
     c("rx_read_requests", Events, CTR, WRAP(32), NET, false, "RDMA READ requests received (mlx5 Q counter)"),
     c("rx_atomic_requests", Events, CTR, WRAP(32), NET, false, "Atomic requests received (mlx5 Q counter)"),
-    c("rx_out_of_buffer_packets", Packets, CTR, WRAP(32), NET, false, "Packets dropped for lack of receive WQEs (mlx5 Q counter out_of_buffer / ethtool rx_out_of_buffer)"),
-    c("out_of_sequence_packets", Packets, CTR, WRAP(32), NET, false, "Out-of-sequence packets received: loss signal on RoCE (mlx5 Q counter)"),
-    c("duplicate_requests", Events, CTR, WRAP(32), NET, false, "Duplicate requests received: retransmissions (mlx5 Q counter)"),
+    c("rx_out_of_buffer_packets", Packets, CTR, WRAP(32), NET, false, "Packets dropped for lack of receive WQEs (mlx5 Q counter out_of_buffer / ethtool rx_out_of_buffer)").with(&[r(R::RxLoss, 4)]),
+    c("out_of_sequence_packets", Packets, CTR, WRAP(32), NET, false, "Out-of-sequence packets received: loss signal on RoCE (mlx5 Q counter)").with(&[r(R::RxLoss, 1)]),
+    c("duplicate_requests", Events, CTR, WRAP(32), NET, false, "Duplicate requests received: retransmissions (mlx5 Q counter)").with(&[r(R::RxLoss, 2)]),
     c("rnr_nak_retry_errors", Events, CTR, WRAP(32), NET, false, "RNR NAK retries exceeded (mlx5 Q counter)"),
-    c("packet_seq_errors", Events, CTR, WRAP(32), NET, false, "NAK sequence errors received: go-back-N triggers (mlx5 Q counter)"),
-    c("implied_nak_seq_errors", Events, CTR, WRAP(32), NET, false, "Implied NAK sequence errors (mlx5 Q counter)"),
-    c("local_ack_timeout_errors", Events, CTR, WRAP(32), NET, false, "Local ACK timeouts: lost packets or ACKs (mlx5 Q counter)"),
-    c("rp_cnp_ignored_packets", Packets, CTR, WRAP(64), NET, false, "CNPs received and ignored by the reaction point: congestion control off"),
-    c("rp_cnp_handled_packets", Packets, CTR, WRAP(64), NET, false, "CNPs handled by the reaction point (sender throttled)"),
-    c("np_ecn_marked_roce_packets", Packets, CTR, WRAP(64), NET, false, "RoCEv2 packets received with ECN CE at the notification point"),
-    c("np_cnp_sent_packets", Packets, CTR, WRAP(64), NET, false, "CNPs sent by the notification point"),
+    c("packet_seq_errors", Events, CTR, WRAP(32), NET, false, "NAK sequence errors received: go-back-N triggers (mlx5 Q counter)").with(&[r(R::TxLoss, 1)]),
+    c("implied_nak_seq_errors", Events, CTR, WRAP(32), NET, false, "Implied NAK sequence errors (mlx5 Q counter)").with(&[r(R::TxLoss, 2)]),
+    c("local_ack_timeout_errors", Events, CTR, WRAP(32), NET, false, "Local ACK timeouts: lost packets or ACKs (mlx5 Q counter)").with(&[r(R::TxLoss, 3)]),
+    c("rp_cnp_ignored_packets", Packets, CTR, WRAP(64), NET, false, "CNPs received and ignored by the reaction point: congestion control off").with(&[r(R::RxCnpIgnored, 1)]),
+    c("rp_cnp_handled_packets", Packets, CTR, WRAP(64), NET, false, "CNPs handled by the reaction point (sender throttled)").with(&[r(R::RxCnpHandled, 1)]),
+    c("np_ecn_marked_roce_packets", Packets, CTR, WRAP(64), NET, false, "RoCEv2 packets received with ECN CE at the notification point").with(&[r(R::RxEcnMarked, 1)]),
+    c("np_cnp_sent_packets", Packets, CTR, WRAP(64), NET, false, "CNPs sent by the notification point").with(&[r(R::TxCnp, 1)]),
     c("req_cqe_errors", Events, CTR, WRAP(32), NET, false, "Requester completions with error"),
     c("req_cqe_flush_errors", Events, CTR, WRAP(32), NET, false, "Requester completions flushed with error"),
     c("resp_cqe_errors", Events, CTR, WRAP(32), NET, false, "Responder completions with error"),
@@ -347,7 +507,7 @@ pub static COUNTERS: &[CounterDef] = &[
     c("resp_remote_access_errors", Events, CTR, WRAP(32), NET, false, "Remote access errors seen by the responder"),
     c("req_remote_invalid_requests", Events, CTR, WRAP(32), NET, false, "Remote invalid request errors seen by the requester"),
     c("resp_local_length_errors", Events, CTR, WRAP(32), NET, false, "Local length errors at the responder"),
-    c("roce_adp_retrans_events", Events, CTR, WRAP(32), NET, false, "Adaptive retransmissions (MLNX_OFED 5.0+/kernel 5.6+)"),
+    c("roce_adp_retrans_events", Events, CTR, WRAP(32), NET, false, "Adaptive retransmissions (MLNX_OFED 5.0+/kernel 5.6+)").with(&[r(R::TxLoss, 4)]),
     c("roce_adp_retrans_to_events", Events, CTR, WRAP(32), NET, false, "Adaptive retransmission timeouts"),
     c("roce_slow_restart_events", Events, CTR, WRAP(32), NET, false, "Slow restarts"),
     c("roce_slow_restart_cnp_packets", Packets, CTR, WRAP(32), NET, false, "CNPs that triggered slow restart"),
@@ -355,65 +515,65 @@ pub static COUNTERS: &[CounterDef] = &[
     c("rx_dct_connect_events", Events, CTR, WRAP(32), NET, false, "DCT connect requests received"),
     c("rx_icrc_encapsulated_packets", Packets, CTR, WRAP(32), NET, false, "Packets received with an encapsulated ICRC"),
     // --- Ethernet PHY / PPCNT (ethtool -S, mlx5) --------------------------------------------------
-    c("phy_rx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes received on the wire, including Ethernet header and FCS (rx_bytes_phy)"),
-    c("phy_tx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes transmitted on the wire (tx_bytes_phy)"),
-    c("phy_rx_packets", Packets, CTR, WRAP(64), NET, false, "Packets received on the wire (rx_packets_phy)"),
-    c("phy_tx_packets", Packets, CTR, WRAP(64), NET, false, "Packets transmitted on the wire (tx_packets_phy)"),
-    c("phy_rx_crc_errors", Events, CTR, WRAP(64), NET, false, "Frames received with FCS errors (rx_crc_errors_phy)"),
-    c("phy_rx_symbol_errors", Events, CTR, WRAP(64), NET, false, "PHY symbol errors (rx_symbol_err_phy)"),
+    c("phy_rx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes received on the wire, including Ethernet header and FCS (rx_bytes_phy)").with(&[r(R::RxBytes, 4), r(R::RxWireBytes, 1)]),
+    c("phy_tx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes transmitted on the wire (tx_bytes_phy)").with(&[r(R::TxBytes, 4), r(R::TxWireBytes, 1)]),
+    c("phy_rx_packets", Packets, CTR, WRAP(64), NET, false, "Packets received on the wire (rx_packets_phy)").with(&[r(R::RxPackets, 4)]),
+    c("phy_tx_packets", Packets, CTR, WRAP(64), NET, false, "Packets transmitted on the wire (tx_packets_phy)").with(&[r(R::TxPackets, 4)]),
+    c("phy_rx_crc_errors", Events, CTR, WRAP(64), NET, false, "Frames received with FCS errors (rx_crc_errors_phy)").with(&[r(R::LinkErrors, 7)]),
+    c("phy_rx_symbol_errors", Events, CTR, WRAP(64), NET, false, "PHY symbol errors (rx_symbol_err_phy)").with(&[r(R::LinkErrors, 8)]),
     c("phy_rx_pcs_symbol_errors", Events, CTR, WRAP(64), NET, false, "PCS symbol errors (rx_pcs_symbol_err_phy)"),
     c("phy_rx_corrected_bits", Bits, CTR, WRAP(64), NET, false, "Bits corrected by FEC (rx_corrected_bits_phy)"),
     c("phy_rx_bits", Bits, CTR, WRAP(64), NET, false, "Bits received, the BER denominator (rx_bits_phy)"),
-    c("phy_rx_discards", Packets, CTR, WRAP(64), NET, false, "Packets dropped for lack of buffers on the physical port: adapter congested (rx_discards_phy)"),
+    c("phy_rx_discards", Packets, CTR, WRAP(64), NET, false, "Packets dropped for lack of buffers on the physical port: adapter congested (rx_discards_phy)").with(&[r(R::RxLoss, 3)]),
     c("phy_tx_discards", Packets, CTR, WRAP(64), NET, false, "Packets discarded on transmit (tx_discards_phy)"),
     c("phy_tx_errors", Events, CTR, WRAP(64), NET, false, "Transmit errors (tx_errors_phy)"),
     c("phy_rx_pause_ctrl_frames", Packets, CTR, WRAP(64), NET, false, "Pause control frames received (rx_pause_ctrl_phy)"),
     c("phy_tx_pause_ctrl_frames", Packets, CTR, WRAP(64), NET, false, "Pause control frames sent (tx_pause_ctrl_phy)"),
-    c("phy_link_down_events", Events, CTR, WRAP(64), NET, false, "Link down events (link_down_events_phy)"),
+    c("phy_link_down_events", Events, CTR, WRAP(64), NET, false, "Link down events (link_down_events_phy)").with(&[r(R::LinkErrors, 9)]),
     c("rx_buffer_passed_thres_events", Events, CTR, WRAP(64), NET, false, "Events with the receive buffer above 85% (rx_buffer_passed_thres_phy)"),
-    c("rx_pause_frames", Packets, CTR, WRAP(64), NET, true, "PFC (per priority) or 802.3x (priority null) pause frames received"),
-    c("tx_pause_frames", Packets, CTR, WRAP(64), NET, true, "PFC (per priority) or 802.3x (priority null) pause frames sent"),
-    c("rx_pause_duration_us", Microseconds, CTR, WRAP(64), NET, true, "Time the port was paused by received pause frames, microseconds"),
-    c("tx_pause_duration_us", Microseconds, CTR, WRAP(64), NET, true, "Time this port paused its peer, microseconds"),
-    c("rx_pause_transitions", Events, CTR, WRAP(64), NET, true, "Xoff to Xon transitions of received pause"),
-    c("tx_pause_storm_warning_events", Events, CTR, WRAP(64), NET, false, "Pause stall exceeded the minor watermark"),
-    c("tx_pause_storm_error_events", Events, CTR, WRAP(64), NET, false, "Pause stall hit the critical watermark: pause TX disabled, drops possible"),
-    c("prio_rx_bytes", Bytes, CTR, WRAP(64), NET, true, "Bytes received on a priority (rx_prio<p>_bytes)"),
-    c("prio_tx_bytes", Bytes, CTR, WRAP(64), NET, true, "Bytes sent on a priority (tx_prio<p>_bytes)"),
-    c("prio_rx_packets", Packets, CTR, WRAP(64), NET, true, "Packets received on a priority"),
-    c("prio_tx_packets", Packets, CTR, WRAP(64), NET, true, "Packets sent on a priority"),
-    c("prio_rx_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority"),
-    c("prio_rx_buf_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority for lack of buffer"),
-    c("prio_rx_cong_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority by congestion"),
-    c("prio_rx_ecn_marked_packets", Packets, CTR, WRAP(64), NET, true, "Packets ECN-marked by the device on a priority (rx_prio<p>_marked)"),
-    c("vport_rdma_rx_unicast_bytes", Bytes, CTR, WRAP(64), NET, false, "RoCE unicast bytes received (rx_vport_rdma_unicast_bytes)"),
-    c("vport_rdma_tx_unicast_bytes", Bytes, CTR, WRAP(64), NET, false, "RoCE unicast bytes sent (tx_vport_rdma_unicast_bytes)"),
-    c("vport_rdma_rx_unicast_packets", Packets, CTR, WRAP(64), NET, false, "RoCE unicast packets received"),
-    c("vport_rdma_tx_unicast_packets", Packets, CTR, WRAP(64), NET, false, "RoCE unicast packets sent"),
+    c("rx_pause_frames", Packets, CTR, WRAP(64), NET, true, "PFC (per priority) or 802.3x (priority null) pause frames received").with(&[r(R::RxPauseFrames, 1)]),
+    c("tx_pause_frames", Packets, CTR, WRAP(64), NET, true, "PFC (per priority) or 802.3x (priority null) pause frames sent").with(&[r(R::TxPauseFrames, 1)]),
+    c("rx_pause_duration_us", Microseconds, CTR, WRAP(64), NET, true, "Time the port was paused by received pause frames, microseconds").with(&[r(R::RxPauseDuration, 1)]),
+    c("tx_pause_duration_us", Microseconds, CTR, WRAP(64), NET, true, "Time this port paused its peer, microseconds").with(&[r(R::TxPauseDuration, 1)]),
+    c("rx_pause_transitions", Events, CTR, WRAP(64), NET, true, "Xoff to Xon transitions of received pause").with(&[r(R::RxPauseTransitions, 1)]),
+    c("tx_pause_storm_warning_events", Events, CTR, WRAP(64), NET, false, "Pause stall exceeded the minor watermark").with(&[r(R::TxPauseStorm, 1)]),
+    c("tx_pause_storm_error_events", Events, CTR, WRAP(64), NET, false, "Pause stall hit the critical watermark: pause TX disabled, drops possible").with(&[r(R::TxPauseStorm, 2)]),
+    c("prio_rx_bytes", Bytes, CTR, WRAP(64), NET, true, "Bytes received on a priority (rx_prio<p>_bytes)").with(&[r(R::RxPriorityBytes, 1)]),
+    c("prio_tx_bytes", Bytes, CTR, WRAP(64), NET, true, "Bytes sent on a priority (tx_prio<p>_bytes)").with(&[r(R::TxPriorityBytes, 1)]),
+    c("prio_rx_packets", Packets, CTR, WRAP(64), NET, true, "Packets received on a priority").with(&[r(R::RxPriorityPackets, 1)]),
+    c("prio_tx_packets", Packets, CTR, WRAP(64), NET, true, "Packets sent on a priority").with(&[r(R::TxPriorityPackets, 1)]),
+    c("prio_rx_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority").with(&[r(R::RxPriorityDrops, 1)]),
+    c("prio_rx_buf_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority for lack of buffer").with(&[r(R::RxPriorityDrops, 2)]),
+    c("prio_rx_cong_discards", Packets, CTR, WRAP(64), NET, true, "Packets discarded on a priority by congestion").with(&[r(R::RxPriorityDrops, 3)]),
+    c("prio_rx_ecn_marked_packets", Packets, CTR, WRAP(64), NET, true, "Packets ECN-marked by the device on a priority (rx_prio<p>_marked)").with(&[r(R::RxPriorityEcnMarked, 1)]),
+    c("vport_rdma_rx_unicast_bytes", Bytes, CTR, WRAP(64), NET, false, "RoCE unicast bytes received (rx_vport_rdma_unicast_bytes)").with(&[r(R::RxBytes, 1)]),
+    c("vport_rdma_tx_unicast_bytes", Bytes, CTR, WRAP(64), NET, false, "RoCE unicast bytes sent (tx_vport_rdma_unicast_bytes)").with(&[r(R::TxBytes, 1)]),
+    c("vport_rdma_rx_unicast_packets", Packets, CTR, WRAP(64), NET, false, "RoCE unicast packets received").with(&[r(R::RxPackets, 1)]),
+    c("vport_rdma_tx_unicast_packets", Packets, CTR, WRAP(64), NET, false, "RoCE unicast packets sent").with(&[r(R::TxPackets, 1)]),
     c("pci_outbound_stalled_rd_percent", Percent, GAU, NOOVF, PCI, false, "Share of the last second PCIe reads were stalled (outbound_pci_stalled_rd, a gauge)"),
     c("pci_outbound_stalled_wr_percent", Percent, GAU, NOOVF, PCI, false, "Share of the last second PCIe writes were stalled (outbound_pci_stalled_wr, a gauge)"),
     c("pci_outbound_stalled_rd_events", Events, CTR, WRAP(64), PCI, false, "Seconds with PCIe read stalls above 30%"),
     c("pci_outbound_stalled_wr_events", Events, CTR, WRAP(64), PCI, false, "Seconds with PCIe write stalls above 30%"),
     // --- netdev software statistics ---------------------------------------------------------------
-    c("netdev_rx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes received by the netdev (software, excludes RDMA)"),
-    c("netdev_tx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes sent by the netdev (software, excludes RDMA)"),
-    c("netdev_rx_packets", Packets, CTR, WRAP(64), NET, false, "Packets received by the netdev"),
-    c("netdev_tx_packets", Packets, CTR, WRAP(64), NET, false, "Packets sent by the netdev"),
+    c("netdev_rx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes received by the netdev (software, excludes RDMA)").with(&[r(R::RxStackBytes, 1)]),
+    c("netdev_tx_bytes", Bytes, CTR, WRAP(64), NET, false, "Bytes sent by the netdev (software, excludes RDMA)").with(&[r(R::TxStackBytes, 1)]),
+    c("netdev_rx_packets", Packets, CTR, WRAP(64), NET, false, "Packets received by the netdev").with(&[r(R::RxStackPackets, 1)]),
+    c("netdev_tx_packets", Packets, CTR, WRAP(64), NET, false, "Packets sent by the netdev").with(&[r(R::TxStackPackets, 1)]),
     c("netdev_rx_errors", Events, CTR, WRAP(64), NET, false, "Receive errors on the netdev"),
     c("netdev_tx_errors", Events, CTR, WRAP(64), NET, false, "Transmit errors on the netdev"),
     c("netdev_rx_dropped", Packets, CTR, WRAP(64), NET, false, "Packets dropped on receive by the netdev"),
     c("netdev_tx_dropped", Packets, CTR, WRAP(64), NET, false, "Packets dropped on transmit by the netdev"),
     c("netdev_carrier_changes", Events, CTR, WRAP(64), NET, false, "Carrier up/down transitions (link flaps)"),
     // --- GPU: NVLink, PCIe, device (DCGM) -----------------------------------------------------------
-    c("nvlink_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, NVL, false, "NVLink transmit rate incl. headers (DCGM_FI_PROF_NVLINK_TX_BYTES, field 1011: a rate)"),
-    c("nvlink_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, NVL, false, "NVLink receive rate incl. headers (DCGM_FI_PROF_NVLINK_RX_BYTES, field 1012: a rate)"),
+    c("nvlink_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, NVL, false, "NVLink transmit rate incl. headers (DCGM_FI_PROF_NVLINK_TX_BYTES, field 1011: a rate)").with(&[r(R::TxBytes, 2)]),
+    c("nvlink_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, NVL, false, "NVLink receive rate incl. headers (DCGM_FI_PROF_NVLINK_RX_BYTES, field 1012: a rate)").with(&[r(R::RxBytes, 2)]),
     c("nvlink_bandwidth_total", Events, CTR, WRAP(64), NVL, false, "DCGM NVLink bandwidth counter summed over lanes (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL)"),
     c("nvlink_crc_flit_errors", Events, CTR, WRAP(64), NVL, false, "NVLink flow-control CRC errors"),
     c("nvlink_crc_data_errors", Events, CTR, WRAP(64), NVL, false, "NVLink data CRC errors"),
     c("nvlink_replay_errors", Events, CTR, WRAP(64), NVL, false, "NVLink replays"),
     c("nvlink_recovery_errors", Events, CTR, WRAP(64), NVL, false, "NVLink recoveries"),
-    c("pcie_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe transmit rate incl. headers (DCGM_FI_PROF_PCIE_TX_BYTES: a rate)"),
-    c("pcie_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe receive rate incl. headers (DCGM_FI_PROF_PCIE_RX_BYTES: a rate)"),
+    c("pcie_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe transmit rate incl. headers (DCGM_FI_PROF_PCIE_TX_BYTES: a rate)").with(&[r(R::TxBytes, 1)]),
+    c("pcie_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe receive rate incl. headers (DCGM_FI_PROF_PCIE_RX_BYTES: a rate)").with(&[r(R::RxBytes, 1)]),
     c("pcie_replay_events", Events, CTR, WRAP(64), PCI, false, "GPU PCIe replays (DCGM_FI_DEV_PCIE_REPLAY_COUNTER)"),
     // DCGM PCIe link training (dcgm_fields.h fields 235-238): a GPU trained below x16 or below its
     // generation halves its PCIe bandwidth (the bottleneck detector's PCIe layer).
@@ -422,8 +582,8 @@ pub static COUNTERS: &[CounterDef] = &[
     c("pcie_link_width_lanes", Lanes, GAU, NOOVF, PCI, false, "Current PCIe link width of the GPU in lanes (DCGM_FI_DEV_PCIE_LINK_WIDTH, field 238)"),
     c("pcie_link_max_width_lanes", Lanes, GAU, NOOVF, PCI, false, "Widest PCIe link the GPU supports, lanes (DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH, field 236)"),
     // `nvidia-smi nvlink`: per link (port = link number), KiB counters stored in bytes.
-    c("nvlink_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink data payload transmitted per link (nvidia-smi nvlink -gt d `Data Tx`, KiB x 1024)"),
-    c("nvlink_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink data payload received per link (nvidia-smi nvlink -gt d `Data Rx`, KiB x 1024)"),
+    c("nvlink_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink data payload transmitted per link (nvidia-smi nvlink -gt d `Data Tx`, KiB x 1024)").with(&[r(R::TxBytes, 1)]),
+    c("nvlink_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink data payload received per link (nvidia-smi nvlink -gt d `Data Rx`, KiB x 1024)").with(&[r(R::RxBytes, 1)]),
     c("nvlink_raw_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink payload plus protocol overhead transmitted per link (nvidia-smi nvlink -gt r `Raw Tx`, KiB x 1024)"),
     c("nvlink_raw_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "NVLink payload plus protocol overhead received per link (nvidia-smi nvlink -gt r `Raw Rx`, KiB x 1024)"),
     c("nvlink_counter0_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 0, transmit (nvidia-smi nvlink -g 0 `Tx0`, KiB x 1024); counts what `-sc` configured"),
@@ -437,9 +597,9 @@ pub static COUNTERS: &[CounterDef] = &[
     c("cxl_m2s_req_memrd", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemRd messages: host reads of device memory (CXL 3.0 Table 3-29; perf event m2s_req_memrd)"),
     c("cxl_m2s_req_memrddata", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemRdData messages (CXL 3.0 Table 3-29; perf event m2s_req_memrddata)"),
     c("cxl_m2s_req_memspecrd", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemSpecRd messages (CXL 3.0 Table 3-29; perf event m2s_req_memspecrd)"),
-    c("cxl_m2s_rwd_memwr", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S RwD MemWr messages: host writes to device memory (CXL 3.0 Table 3-35; perf event m2s_rwd_memwr)"),
-    c("cxl_m2s_rwd_memwrptl", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S RwD MemWrPtl (partial write) messages (CXL 3.0 Table 3-35; perf event m2s_rwd_memwrptl)"),
-    c("cxl_s2m_drs_memdata", Events, CTR, WRAP(64), CXL, false, "CXL.mem S2M DRS MemData messages: read data returned (CXL 3.0 Table 3-46; perf event s2m_drs_memdata)"),
+    c("cxl_m2s_rwd_memwr", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S RwD MemWr messages: host writes to device memory (CXL 3.0 Table 3-35; perf event m2s_rwd_memwr)").with(&[r(R::ToDeviceMessages, 1)]),
+    c("cxl_m2s_rwd_memwrptl", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S RwD MemWrPtl (partial write) messages (CXL 3.0 Table 3-35; perf event m2s_rwd_memwrptl)").with(&[r(R::ToDeviceMessages, 2)]),
+    c("cxl_s2m_drs_memdata", Events, CTR, WRAP(64), CXL, false, "CXL.mem S2M DRS MemData messages: read data returned (CXL 3.0 Table 3-46; perf event s2m_drs_memdata)").with(&[r(R::ToHostMessages, 1)]),
     c("cxl_s2m_ndr_cmp", Events, CTR, WRAP(64), CXL, false, "CXL.mem S2M NDR Cmp completions (CXL 3.0 Table 3-43; perf event s2m_ndr_cmp)"),
     c("cxl_d2h_req_rdcurr", Events, CTR, WRAP(64), CXL, false, "CXL.cache D2H Req RdCurr messages (perf event d2h_req_rdcurr)"),
     c("cxl_d2h_req_rdown", Events, CTR, WRAP(64), CXL, false, "CXL.cache D2H Req RdOwn messages (perf event d2h_req_rdown)"),
@@ -447,8 +607,8 @@ pub static COUNTERS: &[CounterDef] = &[
     c("cxl_h2d_req_snpdata", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D Req SnpData snoops (CXL 3.0 Table 3-21; perf event h2d_req_snpdata)"),
     c("cxl_h2d_req_snpinv", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D Req SnpInv snoops (CXL 3.0 Table 3-21; perf event h2d_req_snpinv)"),
     c("cxl_h2d_req_snpcur", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D Req SnpCur snoops (CXL 3.0 Table 3-21; perf event h2d_req_snpcur)"),
-    c("cxl_cachedata_d2h_data", Events, CTR, WRAP(64), CXL, false, "CXL.cache D2H data messages (CXL 3.0 Table 13-5; perf event cachedata_d2h_data)"),
-    c("cxl_cachedata_h2d_data", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D data messages (CXL 3.0 Table 13-5; perf event cachedata_h2d_data)"),
+    c("cxl_cachedata_d2h_data", Events, CTR, WRAP(64), CXL, false, "CXL.cache D2H data messages (CXL 3.0 Table 13-5; perf event cachedata_d2h_data)").with(&[r(R::ToHostMessages, 2)]),
+    c("cxl_cachedata_h2d_data", Events, CTR, WRAP(64), CXL, false, "CXL.cache H2D data messages (CXL 3.0 Table 13-5; perf event cachedata_h2d_data)").with(&[r(R::ToDeviceMessages, 3)]),
     c("cxl_ddr_casrd", Events, CTR, WRAP(64), CXL, false, "Device DDR read CAS commands (CXL 3.0 Table 13-5; perf event ddr_casrd)"),
     c("cxl_ddr_caswr", Events, CTR, WRAP(64), CXL, false, "Device DDR write CAS commands (CXL 3.0 Table 13-5; perf event ddr_caswr)"),
     c("gpu_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU temperature (DCGM_FI_DEV_GPU_TEMP)"),
@@ -466,26 +626,26 @@ pub static COUNTERS: &[CounterDef] = &[
     // (so captured PFC frames go to the shared `rx_pause_frames`). Values are exact (64-bit).
     c("capture_packets", Packets, CTR, WRAP(64), NET, true, "Frames in the capture (per interface and VLAN priority)"),
     c("capture_bytes", Bytes, CTR, WRAP(64), NET, true, "On-the-wire bytes of captured frames (original length, without preamble/IFG)"),
-    c("capture_roce_packets", Packets, CTR, WRAP(64), NET, true, "RoCEv2 packets (UDP 4791 with a BTH) in the capture"),
-    c("capture_roce_bytes", Bytes, CTR, WRAP(64), NET, true, "On-the-wire bytes of captured RoCEv2 packets"),
-    c("capture_ce_marked_packets", Packets, CTR, WRAP(64), NET, true, "Captured IP packets with ECN = CE (congestion experienced)"),
-    c("capture_cnp_packets", Packets, CTR, WRAP(64), NET, true, "Captured congestion notification packets (BTH opcode 0x81 RoCEv2, 0x80 IB)"),
-    c("capture_nak_seq_packets", Packets, CTR, WRAP(64), NET, true, "Captured NAKs with a PSN sequence error syndrome (go-back-N triggers)"),
+    c("capture_roce_packets", Packets, CTR, WRAP(64), NET, true, "RoCEv2 packets (UDP 4791 with a BTH) in the capture").stands_for("vport_rdma_rx_unicast_packets"),
+    c("capture_roce_bytes", Bytes, CTR, WRAP(64), NET, true, "On-the-wire bytes of captured RoCEv2 packets").stands_for("vport_rdma_rx_unicast_bytes"),
+    c("capture_ce_marked_packets", Packets, CTR, WRAP(64), NET, true, "Captured IP packets with ECN = CE (congestion experienced)").stands_for("np_ecn_marked_roce_packets"),
+    c("capture_cnp_packets", Packets, CTR, WRAP(64), NET, true, "Captured congestion notification packets (BTH opcode 0x81 RoCEv2, 0x80 IB)").stands_for("np_cnp_sent_packets"),
+    c("capture_nak_seq_packets", Packets, CTR, WRAP(64), NET, true, "Captured NAKs with a PSN sequence error syndrome (go-back-N triggers)").stands_for("packet_seq_errors"),
     c("capture_rnr_nak_packets", Packets, CTR, WRAP(64), NET, true, "Captured RNR NAKs (receiver not ready: no receive WQE)"),
-    c("capture_psn_gap_events", Events, CTR, WRAP(64), NET, true, "Forward PSN jumps on a (src IP, dst IP, dest QP) request stream: loss or reordering before the capture point"),
+    c("capture_psn_gap_events", Events, CTR, WRAP(64), NET, true, "Forward PSN jumps on a (src IP, dst IP, dest QP) request stream: loss or reordering before the capture point").stands_for("out_of_sequence_packets"),
     c("capture_retransmitted_packets", Packets, CTR, WRAP(64), NET, true, "Request packets whose PSN is below the highest PSN already seen on their flow (go-back-N, timeouts)"),
     c("capture_read_request_packets", Packets, CTR, WRAP(64), NET, true, "Captured RDMA READ requests"),
     c("capture_pfc_xoff_frames", Packets, CTR, WRAP(64), NET, true, "Captured PFC frames pausing a priority (enable bit set, quanta > 0)"),
     c("capture_pfc_xon_frames", Packets, CTR, WRAP(64), NET, true, "Captured PFC frames resuming a priority (enable bit set, quanta 0)"),
-    c("capture_paused_time_us", Microseconds, CTR, WRAP(64), NET, true, "Time a priority was paused per captured PFC/PAUSE frames (quanta x 512 bit times at the link speed; XON ends it; refreshes extend it), microseconds"),
+    c("capture_paused_time_us", Microseconds, CTR, WRAP(64), NET, true, "Time a priority was paused per captured PFC/PAUSE frames (quanta x 512 bit times at the link speed; XON ends it; refreshes extend it), microseconds").stands_for("rx_pause_duration_us"),
     // --- non-mlx5 RoCE NICs (bnxt_en, ice, ionic, qede): counters mlx5 has no spelling for -----
-    c("rx_pfc_frames", Packets, CTR, WRAP(64), NET, false, "PFC frames received, all priorities summed (bnxt_en/qede rx_pfc_frames, ionic frames_rx_pripause)"),
-    c("tx_pfc_frames", Packets, CTR, WRAP(64), NET, false, "PFC frames sent, all priorities summed (bnxt_en/qede tx_pfc_frames, ionic frames_tx_pripause)"),
-    c("rx_xoff_frames", Packets, CTR, WRAP(64), NET, true, "XOFF (pause) frames received: PFC per priority, 802.3x with priority null (ice rx_priority_<p>_xoff.nic, link_xoff_rx.nic)"),
-    c("rx_xon_frames", Packets, CTR, WRAP(64), NET, true, "XON (resume) frames received: PFC per priority, 802.3x with priority null (ice rx_priority_<p>_xon.nic, link_xon_rx.nic)"),
-    c("tx_xoff_frames", Packets, CTR, WRAP(64), NET, true, "XOFF (pause) frames sent: PFC per priority, 802.3x with priority null (ice tx_priority_<p>_xoff.nic, link_xoff_tx.nic)"),
-    c("tx_xon_frames", Packets, CTR, WRAP(64), NET, true, "XON (resume) frames sent: PFC per priority, 802.3x with priority null (ice tx_priority_<p>_xon.nic, link_xon_tx.nic)"),
-    c("tx_pause_transitions", Events, CTR, WRAP(64), NET, true, "Xoff to Xon transitions of sent pause (bnxt_en pfc_pri<p>_tx_transitions)"),
+    c("rx_pfc_frames", Packets, CTR, WRAP(64), NET, false, "PFC frames received, all priorities summed (bnxt_en/qede rx_pfc_frames, ionic frames_rx_pripause)").with(&[r(R::RxPauseFrames, 3)]),
+    c("tx_pfc_frames", Packets, CTR, WRAP(64), NET, false, "PFC frames sent, all priorities summed (bnxt_en/qede tx_pfc_frames, ionic frames_tx_pripause)").with(&[r(R::TxPauseFrames, 3)]),
+    c("rx_xoff_frames", Packets, CTR, WRAP(64), NET, true, "XOFF (pause) frames received: PFC per priority, 802.3x with priority null (ice rx_priority_<p>_xoff.nic, link_xoff_rx.nic)").with(&[r(R::RxPauseFrames, 2), r(R::RxXoffFrames, 1)]),
+    c("rx_xon_frames", Packets, CTR, WRAP(64), NET, true, "XON (resume) frames received: PFC per priority, 802.3x with priority null (ice rx_priority_<p>_xon.nic, link_xon_rx.nic)").with(&[r(R::RxXonFrames, 1)]),
+    c("tx_xoff_frames", Packets, CTR, WRAP(64), NET, true, "XOFF (pause) frames sent: PFC per priority, 802.3x with priority null (ice tx_priority_<p>_xoff.nic, link_xoff_tx.nic)").with(&[r(R::TxPauseFrames, 2), r(R::TxXoffFrames, 1)]),
+    c("tx_xon_frames", Packets, CTR, WRAP(64), NET, true, "XON (resume) frames sent: PFC per priority, 802.3x with priority null (ice tx_priority_<p>_xon.nic, link_xon_tx.nic)").with(&[r(R::TxXonFrames, 1)]),
+    c("tx_pause_transitions", Events, CTR, WRAP(64), NET, true, "Xoff to Xon transitions of sent pause (bnxt_en pfc_pri<p>_tx_transitions)").with(&[r(R::TxPauseTransitions, 1)]),
 ];
 
 const fn s(namespace: Namespace, raw: &'static str, counter: &'static str) -> Spelling {
@@ -1154,6 +1314,17 @@ pub fn counter(name: &str) -> Option<&'static CounterDef> {
     REGISTRY.by_name.get(name).copied()
 }
 
+/// The counters of `layer` that carry `role`, most preferred first.
+pub fn counters_with_role(role: Role, layer: Layer) -> Vec<&'static CounterDef> {
+    let mut found: Vec<(u8, &'static CounterDef)> = COUNTERS
+        .iter()
+        .filter(|d| d.layer == layer)
+        .filter_map(|d| d.roles.iter().find(|r| r.role == role).map(|r| (r.rank, d)))
+        .collect();
+    found.sort_by_key(|(rank, _)| *rank);
+    found.into_iter().map(|(_, d)| d).collect()
+}
+
 /// Split a per-priority ethtool name into its template and priority: `rx_prio3_pause` gives
 /// (`rx_prio{p}_pause`, 3) and the old `prio3_rx_pause` gives (`prio{p}_rx_pause`, 3). The other
 /// vendors' spellings split the same way: bnxt_en `rx_pfc_ena_frames_pri3` and
@@ -1205,6 +1376,84 @@ mod tests {
         for d in COUNTERS {
             assert!(seen.insert(d.name), "duplicate counter {}", d.name);
         }
+    }
+
+    #[test]
+    fn role_ranks_are_one_order_per_layer() {
+        let layers = [Layer::Network, Layer::Nvlink, Layer::Pcie, Layer::Cxl, Layer::Device];
+        for &role in Role::ALL {
+            let mut used = false;
+            for layer in layers {
+                let mut ranks: Vec<(u8, &str)> = COUNTERS
+                    .iter()
+                    .filter(|d| d.layer == layer)
+                    .flat_map(|d| d.roles.iter().filter(|r| r.role == role).map(|r| (r.rank, d.name)))
+                    .collect();
+                ranks.sort_unstable();
+                used |= !ranks.is_empty();
+                for (i, (rank, name)) in ranks.iter().enumerate() {
+                    assert_eq!(
+                        usize::from(*rank),
+                        i + 1,
+                        "{} rank {rank} of {}: ranks run 1, 2, ...",
+                        name,
+                        role.as_str()
+                    );
+                }
+            }
+            assert!(used, "role {} has no counter", role.as_str());
+        }
+        for d in COUNTERS {
+            let mut roles: Vec<&str> = d.roles.iter().map(|r| r.role.as_str()).collect();
+            let n = roles.len();
+            roles.dedup();
+            assert_eq!(roles.len(), n, "{} lists a role twice", d.name);
+        }
+    }
+
+    #[test]
+    fn roles_follow_the_direction_and_unit_they_name() {
+        for d in COUNTERS {
+            for r in d.roles {
+                let role = r.role.as_str();
+                if role.starts_with("tx_") {
+                    assert!(!d.name.contains("rx_") && !d.name.contains("_rcv_"), "{} is {role}", d.name);
+                }
+                if role.starts_with("rx_") {
+                    assert!(!d.name.contains("tx_") && !d.name.contains("_xmit_"), "{} is {role}", d.name);
+                }
+                if role.ends_with("_bytes") {
+                    assert!(matches!(d.unit, Unit::Bytes | Unit::BytesPerSecond), "{} is {role}", d.name);
+                }
+            }
+        }
+        let tx: Vec<&str> = counters_with_role(Role::TxBytes, Layer::Network).iter().map(|d| d.name).collect();
+        assert_eq!(
+            tx,
+            ["vport_rdma_tx_unicast_bytes", "ext_port_xmit_data_bytes", "port_xmit_data_bytes", "phy_tx_bytes",]
+        );
+        let nvlink: Vec<&str> = counters_with_role(Role::TxBytes, Layer::Nvlink).iter().map(|d| d.name).collect();
+        assert_eq!(nvlink, ["nvlink_tx_bytes", "nvlink_tx_bytes_per_s"]);
+    }
+
+    #[test]
+    fn a_stand_in_is_read_as_a_counter_of_its_unit_with_roles_of_its_own() {
+        let mut stand_ins = 0;
+        for d in COUNTERS {
+            if let Some(target) = d.stands_for {
+                stand_ins += 1;
+                let t = counter(target).expect("stands for a known counter");
+                assert!(d.roles.is_empty(), "{} has roles of its own and through {target}: counted twice", d.name);
+                assert!(!t.roles.is_empty() && t.stands_for.is_none(), "{target} is no analysed counter");
+                assert_eq!((d.kind, d.layer), (t.kind, t.layer), "{} and {target}", d.name);
+                assert!(
+                    d.unit == t.unit
+                        || (d.unit, t.unit) == (Unit::Packets, Unit::Events)
+                        || (d.unit, t.unit) == (Unit::Events, Unit::Packets)
+                );
+            }
+        }
+        assert_eq!(stand_ins, 7);
     }
 
     #[test]

@@ -344,6 +344,9 @@ pub fn counters(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             d.set_item("layer", c.layer.as_str())?;
             d.set_item("per_priority", c.per_priority)?;
             d.set_item("description", c.description)?;
+            d.set_item("roles", c.roles.iter().map(|r| r.role.as_str()).collect::<Vec<_>>())?;
+            d.set_item("role_ranks", c.roles.iter().map(|r| u32::from(r.rank)).collect::<Vec<_>>())?;
+            d.set_item("stands_for", c.stands_for)?;
             let spelled = |s: &Spelling| {
                 if s.multiply == 1 {
                     format!("{}:{}", s.namespace.as_str(), s.raw)
