@@ -126,3 +126,16 @@ def test_the_stream_engine_without_a_budget_takes_a_quarter_of_the_machine() -> 
     pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert 0 < StreamingEngine().memory <= pages // 4
     assert _json(str(SAMPLES / "prometheus"), "--engine", "stream") == _json(str(SAMPLES / "prometheus"))
+
+
+def test_ray_workers_in_a_budget_give_the_local_findings() -> None:
+    # A 1 KiB budget shared by the workers puts every host bucket of every partition in a
+    # sub-partition of its own, each analysed by its worker after the others were spilled.
+    pytest.importorskip("ray", reason="the ray engine needs Ray: pip install 'fabricscope[ray]'")
+    inputs = [str(SAMPLES / "prometheus"), str(SAMPLES / "scenarios" / "chain-two-faults")]
+    local = json.loads(_json(*inputs))
+    ray = json.loads(_json(*inputs, "--engine", "ray", "--memory", "1K"))
+    assert len(local["findings"]) > 10
+    assert ray["findings"] == local["findings"]
+    assert ray["incidents"] == local["incidents"]
+    assert [i["records"] for i in ray["inputs"]] == [i["records"] for i in local["inputs"]]
