@@ -162,7 +162,8 @@ struct Series {
 /// names are resolved again after a `# TYPE` line that changes a type).
 #[derive(Debug)]
 struct NameInfo {
-    mapping: Option<Mapping>,
+    multiply: u32,
+    scale: u32,
     /// The priority an `node_ethtool_*` name carries.
     name_priority: Option<u8>,
     /// An `*_info` series: attributes when its value is 1.
@@ -213,9 +214,24 @@ enum Fail {
 
 /// What resolving a series text gave.
 enum Resolved {
+    /// A series without state of its own (no extra labels, not `*_info`): its name's and label
+    /// set's cache slots.
+    Plain { name: u32, sets: usize, labels: u32 },
+    /// A series with state of its own, for the series cache.
     Series(Series),
     /// The line was a directive after all (`time: 1764686822` looks like a sample).
     Directive,
+}
+
+/// Where the state of a series is.
+#[derive(Debug, Clone, Copy)]
+enum Found {
+    /// No state of its own: its metric name's and label set's cache slots.
+    Plain { name: u32, sets: usize, labels: u32 },
+    /// Its slot in the series cache.
+    Series(u32),
+    /// Not seen before; the hash of its text when the series cache was asked.
+    New(Option<u64>),
 }
 
 /// Where the fields of a sample line are.
@@ -310,21 +326,21 @@ impl PrometheusReader {
         self.open_exposition = true;
 
         // Hot path: value and timestamp tokens taken from the end of the line, and the text before
-        // them found in the cache. A hit proves that text is a complete, validated series, so the
-        // forward parse below would have split the line the same way.
+        // them found in the caches (its metric name and label set, or the whole series text). A
+        // hit proves that text is a complete, validated series, so the forward parse below would
+        // have split the line the same way.
         let mut tail = None;
         if let Some(p) = split_tail(line)
             && let Some((value, float_syntax)) = parse_value(p.value)
             && let Ok(ts) = self.optional_timestamp(p.timestamp, ctx)
             && let Some(key) = line.get(..p.key_end)
         {
-            match self.series.find(key) {
-                Ok(slot) => {
+            match self.lookup(key) {
+                Found::New(hash) => tail = Some((p, hash, value, float_syntax, ts)),
+                found => {
                     let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
-                    return self.emit(slot, value, float_syntax, time, ctx);
+                    return self.emit(found, value, float_syntax, time, ctx);
                 }
-                // A new series (or another spelling): the hash of this text is kept for the insert.
-                Err(hash) => tail = Some((p, hash, value, float_syntax, ts)),
             }
         }
 
@@ -341,7 +357,7 @@ impl PrometheusReader {
             }
         };
         // The forward split usually finds what the tail split found: value and timestamp are
-        // parsed already, and the series text was looked up (and missed) already.
+        // parsed already, and the series text was looked up (and not found) already.
         let missed = tail.filter(|t| t.0.key_end == parts.key_end).map(|t| t.1);
         let (value, float_syntax, ts) = match tail {
             Some((p, _, value, float_syntax, ts)) if p == parts => (value, float_syntax, ts),
@@ -368,25 +384,86 @@ impl PrometheusReader {
         }
 
         // A series seen before, written with other spacing or an exemplar.
-        let hash = match missed.map_or_else(|| self.series.find(key), Err) {
-            Ok(slot) => {
+        let hash = match missed.map_or_else(|| self.lookup(key), Found::New) {
+            Found::New(hash) => hash,
+            found => {
                 let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
-                return self.emit(slot, value, float_syntax, time, ctx);
+                return self.emit(found, value, float_syntax, time, ctx);
             }
-            Err(hash) => hash,
         };
 
-        let Some(series) = self.new_series(line, key, pos, ctx)? else { return Ok(()) };
-        let slot = self.series.insert(key, hash, series);
+        let Some(found) = self.new_series(line, key, hash, pos, ctx)? else { return Ok(()) };
         let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
-        self.emit(slot, value, float_syntax, time, ctx)
+        self.emit(found, value, float_syntax, time, ctx)
     }
 
-    /// Push one sample of the cached series in `slot`.
-    fn emit(&mut self, slot: u32, value: Value, float_syntax: bool, time_ns: i64, ctx: &mut ReadContext<'_>) -> Result<()> {
-        match self.series.get_mut(slot) {
-            Some(s) => emit(s, value, float_syntax, time_ns, &mut self.attrs, ctx),
-            None => Ok(()),
+    /// Where the state of the series `key` is, if it was seen before. Most series have no state
+    /// of their own (their metric name and label set say everything): they are found by those
+    /// two, which exporters repeat in the same order in every family and scrape.
+    fn lookup(&mut self, key: &[u8]) -> Found {
+        let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
+        let (name, rest) = key.split_at(name_end);
+        if rest.is_empty() && name.last() == Some(&b':') {
+            // A directive (`time: 1764686822`) or `ethtool -S` output: the long way.
+            return Found::New(None);
+        }
+        let Ok(name_slot) = self.names.find(name) else { return Found::New(None) };
+        let Some(info) = self.names.get(name_slot) else { return Found::New(None) };
+        if !info.info {
+            let sets = usize::from(info.dcgm);
+            let Ok(set_slot) = self.label_sets[sets].find(rest) else { return Found::New(None) };
+            if self.label_sets[sets].get(set_slot).is_some_and(|l| l.extras.is_empty()) {
+                return Found::Plain { name: name_slot, sets, labels: set_slot };
+            }
+        }
+        // Extra labels or an `*_info` metric: state of its own, in the series cache.
+        match self.series.find(key) {
+            Ok(slot) => Found::Series(slot),
+            Err(hash) => Found::New(Some(hash)),
+        }
+    }
+
+    /// Push one sample of a series found by [`Self::lookup`] or made by [`Self::new_series`].
+    fn emit(&mut self, found: Found, value: Value, float_syntax: bool, time_ns: i64, ctx: &mut ReadContext<'_>) -> Result<()> {
+        match found {
+            Found::Series(slot) => match self.series.get_mut(slot) {
+                Some(s) => emit(s, value, float_syntax, time_ns, &mut self.attrs, ctx),
+                None => Ok(()),
+            },
+            Found::Plain { name, sets, labels } => {
+                let (Some(n), Some(l)) = (self.names.get_mut(name), self.label_sets[sets].get_mut(labels)) else {
+                    return Ok(());
+                };
+                if n.counter < 0 {
+                    n.counter = ctx.samples.counter(&n.base);
+                }
+                let value = if n.dcgm && is_dcgm_blank(value, float_syntax) { Value::Null } else { value };
+                // The first sample of a label set emits its attributes.
+                if !l.claimed {
+                    l.claimed = true;
+                    let (host, device, port) = (l.host, l.device, l.port);
+                    for &(k, v) in &l.attrs {
+                        if self.attrs.seen.insert((host, device, port, k, v))
+                            && let (Some(key), Some(value)) = (self.attrs.strings.get(k), self.attrs.strings.get(v))
+                        {
+                            let a = Attribute { time_ns, host, device, port, key, value };
+                            ctx.push_attribute(&l.host_name, &l.device_name, &a)?;
+                        }
+                    }
+                }
+                ctx.push(&Sample {
+                    time_ns,
+                    host: l.host,
+                    device: l.device,
+                    port: l.port,
+                    priority: n.name_priority.or(l.priority),
+                    counter: n.counter,
+                    value: value.multiplied(n.multiply),
+                    scale: n.scale,
+                    is_counter: n.is_counter,
+                })
+            }
+            Found::New(_) => Ok(()),
         }
     }
 
@@ -419,13 +496,14 @@ impl PrometheusReader {
         pos: Position,
         ctx: &mut ReadContext<'_>,
     ) -> Result<()> {
-        let hash = match self.series.find(key) {
-            Ok(slot) => return self.emit(slot, value, true, time_ns, ctx),
-            Err(hash) => hash,
+        let found = match self.lookup(key) {
+            Found::New(hash) => match self.new_series(key, key, hash, pos, ctx)? {
+                Some(found) => found,
+                None => return Ok(()),
+            },
+            found => found,
         };
-        let Some(series) = self.new_series(key, key, pos, ctx)? else { return Ok(()) };
-        let slot = self.series.insert(key, hash, series);
-        self.emit(slot, value, true, time_ns, ctx)
+        self.emit(found, value, true, time_ns, ctx)
     }
 
     /// Many samples of one series (remote read's `TimeSeries`): resolved once, then emitted as
@@ -440,42 +518,45 @@ impl PrometheusReader {
         let mut values = values.into_iter();
         // One lookup per series: a second one would find the series where the cache predicts its
         // successor, and link the series to itself.
-        let hash = match self.series.find(key) {
-            Ok(slot) => {
-                for (value, time_ns) in values {
-                    self.emit(slot, value, true, time_ns, ctx)?;
-                }
-                return Ok(());
+        let found = match self.lookup(key) {
+            Found::New(hash) => {
+                let Some((value, time_ns)) = values.next() else { return Ok(()) };
+                // The first sample resolves (and caches) the series, or reports why it cannot.
+                let Some(found) = self.new_series(key, key, hash, pos, ctx)? else {
+                    // Unresolvable: each sample is reported, as one by one.
+                    for (value, time_ns) in values {
+                        self.push_series_value(key, value, time_ns, pos, ctx)?;
+                    }
+                    return Ok(());
+                };
+                self.emit(found, value, true, time_ns, ctx)?;
+                found
             }
-            Err(hash) => hash,
+            found => found,
         };
-        let Some((value, time_ns)) = values.next() else { return Ok(()) };
-        // The first sample resolves (and caches) the series, or reports why it cannot.
-        let Some(series) = self.new_series(key, key, pos, ctx)? else {
-            // Unresolvable: each sample is reported, as one by one.
-            for (value, time_ns) in values {
-                self.push_series_value(key, value, time_ns, pos, ctx)?;
-            }
-            return Ok(());
-        };
-        let slot = self.series.insert(key, hash, series);
-        for (value, time_ns) in std::iter::once((value, time_ns)).chain(values) {
-            self.emit(slot, value, true, time_ns, ctx)?;
+        for (value, time_ns) in values {
+            self.emit(found, value, true, time_ns, ctx)?;
         }
         Ok(())
     }
 
-    /// Resolve a series text seen for the first time; `None` when the line was a directive or a
-    /// bad record already reported (lenient mode).
+    /// Resolve a series text seen for the first time (`hash`: its hash when the series cache
+    /// gave it); `None` when the line was a directive or a bad record already reported (lenient
+    /// mode).
     fn new_series(
         &mut self,
         line: &[u8],
         key: &[u8],
+        hash: Option<u64>,
         pos: Position,
         ctx: &mut ReadContext<'_>,
-    ) -> Result<Option<Series>> {
+    ) -> Result<Option<Found>> {
         match self.resolve(line, key, ctx) {
-            Ok(Resolved::Series(s)) => Ok(Some(s)),
+            Ok(Resolved::Plain { name, sets, labels }) => Ok(Some(Found::Plain { name, sets, labels })),
+            Ok(Resolved::Series(s)) => {
+                let hash = hash.unwrap_or_else(|| self.series.hash(key));
+                Ok(Some(Found::Series(self.series.insert(key, hash, s))))
+            }
             Ok(Resolved::Directive) => Ok(None),
             Err(Fail::Bad(expected)) => self.not_a_sample(line, pos, expected, ctx).map(|()| None),
             Err(Fail::TooManyLabels) => {
@@ -618,18 +699,11 @@ impl PrometheusReader {
     fn resolve(&mut self, line: &[u8], key: &[u8], ctx: &mut ReadContext<'_>) -> Result<Resolved, Fail> {
         let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
         let (name_bytes, rest) = key.split_at(name_end);
-        let name_slot = match self.names.find(name_bytes) {
-            Ok(slot) => slot,
-            Err(hash) => {
-                if !valid_metric_name(name_bytes) {
-                    return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
-                }
-                let name = std::str::from_utf8(name_bytes).map_err(|_| Fail::Bad("an ASCII metric name"))?;
-                let info = self.name_info(name);
-                self.names.insert(name_bytes, hash, info)
-            }
-        };
-        if rest.is_empty() && name_bytes.last() == Some(&b':') {
+        if !valid_metric_name(name_bytes) {
+            return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
+        }
+        let name = std::str::from_utf8(name_bytes).map_err(|_| Fail::Bad("an ASCII metric name"))?;
+        if rest.is_empty() && name.ends_with(':') {
             // `time: 1764686822` and `host: gpu017` are directives, not metrics named `time:`.
             if let Ok(text) = std::str::from_utf8(line) {
                 match parse_directive(text) {
@@ -645,15 +719,25 @@ impl PrometheusReader {
                 }
             }
         }
-        let Some(name) = self.names.get_mut(name_slot) else {
+        let name_slot = match self.names.find(name_bytes) {
+            Ok(slot) => slot,
+            Err(hash) => {
+                let info = self.name_info(name);
+                if self.names.is_full() {
+                    // Cached series refer to their names.
+                    self.series.clear();
+                }
+                self.names.insert(name_bytes, hash, info)
+            }
+        };
+        let Some(&NameInfo { info, dcgm, .. }) = self.names.get(name_slot) else {
             return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
         };
-        let (info, dcgm) = (name.info, name.dcgm);
 
         if info {
             // `*_info` series are few, and their extra labels are attributes too: not cached.
             let labels = self.resolve_labels(rest, dcgm, true, ctx)?;
-            let Some(name) = self.names.get_mut(name_slot) else {
+            let Some(name) = self.names.get(name_slot) else {
                 return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
             };
             let counter_name = format!("{}{}", name.base, labels.extras);
@@ -663,8 +747,8 @@ impl PrometheusReader {
                 port: labels.port,
                 priority: name.name_priority.or(labels.priority),
                 counter: -1,
-                multiply: name.mapping.map_or(1, |m| m.multiply),
-                scale: name.mapping.map_or(1, |m| m.scale),
+                multiply: name.multiply,
+                scale: name.scale,
                 is_counter: name.is_counter,
                 dcgm,
                 cold: Some(Box::new(Cold {
@@ -683,20 +767,20 @@ impl PrometheusReader {
             Ok(slot) => slot,
             Err(hash) => {
                 let labels = self.resolve_labels(rest, dcgm, false, ctx)?;
+                if self.label_sets[sets].is_full() {
+                    // Cached series refer to their label sets.
+                    self.series.clear();
+                }
                 self.label_sets[sets].insert(rest, hash, labels)
             }
         };
         let (Some(name), Some(labels)) = (self.names.get_mut(name_slot), self.label_sets[sets].get_mut(set_slot)) else {
             return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
         };
-        let counter = if labels.extras.is_empty() {
-            if name.counter < 0 {
-                name.counter = ctx.samples.counter(&name.base);
-            }
-            name.counter
-        } else {
-            ctx.samples.counter(&format!("{}{}", name.base, labels.extras))
-        };
+        if labels.extras.is_empty() {
+            return Ok(Resolved::Plain { name: name_slot, sets, labels: set_slot });
+        }
+        let counter = ctx.samples.counter(&format!("{}{}", name.base, labels.extras));
         // The first series of a label set emits its attributes.
         let cold = (!labels.claimed && !labels.attrs.is_empty()).then(|| {
             labels.claimed = true;
@@ -715,8 +799,8 @@ impl PrometheusReader {
             port: labels.port,
             priority: name.name_priority.or(labels.priority),
             counter,
-            multiply: name.mapping.map_or(1, |m| m.multiply),
-            scale: name.mapping.map_or(1, |m| m.scale),
+            multiply: name.multiply,
+            scale: name.scale,
             is_counter: name.is_counter,
             dcgm,
             cold,
@@ -732,7 +816,8 @@ impl PrometheusReader {
             && matches!(family, None | Some(MetricType::Gauge | MetricType::Info | MetricType::Untyped));
         let is_counter = mapping.map_or_else(|| type_is_counter(name, family), |m| m.def.kind == Kind::Counter);
         NameInfo {
-            mapping,
+            multiply: mapping.map_or(1, |m| m.multiply),
+            scale: mapping.map_or(1, |m| m.scale),
             name_priority,
             info,
             is_counter,
@@ -937,7 +1022,7 @@ impl<T> TextCache<T> {
             self.last = predicted;
             return Ok(predicted);
         }
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hash(key);
         let mut at = self.index.get(&hash).copied().unwrap_or(NO_SLOT);
         while let Some(s) = self.slots.get(at as usize) {
             if self.text_of(s) == key {
@@ -955,7 +1040,7 @@ impl<T> TextCache<T> {
     /// Keep `value` for `key` (whose hash [`Self::find`] gave) as the previous lookup's. The
     /// cache is bounded ([`MAX_CACHED_SERIES`] entries): a full one is emptied first.
     fn insert(&mut self, key: &[u8], hash: u64, value: T) -> u32 {
-        if self.slots.len() >= MAX_CACHED_SERIES {
+        if self.is_full() {
             self.clear();
         }
         let slot = self.slots.len() as u32;
@@ -968,6 +1053,18 @@ impl<T> TextCache<T> {
         self.last = slot;
         self.slots.push(Slot { start, len: key.len(), same_hash, next: NO_SLOT, value });
         slot
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn is_full(&self) -> bool {
+        self.slots.len() >= MAX_CACHED_SERIES
+    }
+
+    fn get(&self, slot: u32) -> Option<&T> {
+        self.slots.get(slot as usize).map(|s| &s.value)
     }
 
     fn get_mut(&mut self, slot: u32) -> Option<&mut T> {
