@@ -37,6 +37,8 @@
 //!
 //! An empty label value is the same as no label (Prometheus semantics) and is ignored.
 
+use std::borrow::Cow;
+
 use ahash::{AHashMap, AHashSet};
 use memchr::{memchr2, memchr3, memrchr2};
 
@@ -247,7 +249,8 @@ struct Parts<'a> {
 #[derive(Debug)]
 struct Label<'a> {
     name: &'a str,
-    value: String,
+    /// Borrowed from the line unless it held escapes.
+    value: Cow<'a, str>,
     role: Role,
 }
 
@@ -1308,27 +1311,16 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
             return Err(Fail::Bad("a double-quoted label value"));
         }
         i += 1;
-        let mut value = Vec::new();
-        loop {
-            let tail = rest.get(i..).unwrap_or_default();
-            let off = memchr2(b'"', b'\\', tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
-            value.extend_from_slice(tail.get(..off).unwrap_or_default());
-            i += off;
-            if rest.get(i) == Some(&b'"') {
-                i += 1;
-                break;
-            }
-            match rest.get(i + 1) {
-                Some(b'\\') => value.push(b'\\'),
-                Some(b'"') => value.push(b'"'),
-                Some(b'n') => value.push(b'\n'),
-                // Unknown escapes are kept as written (`C:\dir`).
-                Some(&c) => value.extend_from_slice(&[b'\\', c]),
-                None => return Err(Fail::Bad("a closing quote after a label value")),
-            }
-            i += 2;
-        }
-        let value = String::from_utf8(value).map_err(|_| Fail::Bad("a UTF-8 label value"))?;
+        let tail = rest.get(i..).unwrap_or_default();
+        let off = memchr2(b'"', b'\\', tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
+        let value = if tail.get(off) == Some(&b'"') {
+            // No escapes (the usual case): the value is borrowed from the line.
+            i += off + 1;
+            let text = std::str::from_utf8(tail.get(..off).unwrap_or_default());
+            Cow::Borrowed(text.map_err(|_| Fail::Bad("a UTF-8 label value"))?)
+        } else {
+            Cow::Owned(unescape_value(rest, &mut i)?)
+        };
         if out.len() >= max_labels {
             return Err(Fail::TooManyLabels);
         }
@@ -1352,11 +1344,37 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
     Ok(out)
 }
 
+/// A label value with escapes, from `rest[*i..]` (just after its opening quote) to its closing
+/// quote; `*i` is left after that quote.
+fn unescape_value(rest: &[u8], i: &mut usize) -> Result<String, Fail> {
+    let mut value = Vec::new();
+    loop {
+        let tail = rest.get(*i..).unwrap_or_default();
+        let off = memchr2(b'"', b'\\', tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
+        value.extend_from_slice(tail.get(..off).unwrap_or_default());
+        *i += off;
+        if rest.get(*i) == Some(&b'"') {
+            *i += 1;
+            break;
+        }
+        match rest.get(*i + 1) {
+            Some(b'\\') => value.push(b'\\'),
+            Some(b'"') => value.push(b'"'),
+            Some(b'n') => value.push(b'\n'),
+            // Unknown escapes are kept as written (`C:\dir`).
+            Some(&c) => value.extend_from_slice(&[b'\\', c]),
+            None => return Err(Fail::Bad("a closing quote after a label value")),
+        }
+        *i += 2;
+    }
+    String::from_utf8(value).map_err(|_| Fail::Bad("a UTF-8 label value"))
+}
+
 /// Take a not-yet-consumed, non-empty label's value and give it `role`.
 fn take_label(labels: &mut [Label<'_>], name: &str, role: Role) -> Option<String> {
     let l = labels.iter_mut().find(|l| l.name == name && l.role == Role::Extra)?;
     l.role = role;
-    Some(l.value.clone())
+    Some(l.value.to_string())
 }
 
 /// `[::1]:9100` -> `::1`, `gpu017:9100` -> `gpu017`; a bare IPv6 address is left alone.
@@ -1556,7 +1574,7 @@ mod tests {
     #[test]
     fn labels_unescape_and_allow_blanks_and_a_trailing_comma() {
         let l = parse_labels(br#"{gpu="0", UUID="x" , p="a\\b\"c\nd",}"#, 128).expect("labels");
-        let got: Vec<_> = l.iter().map(|l| (l.name, l.value.as_str())).collect();
+        let got: Vec<_> = l.iter().map(|l| (l.name, l.value.as_ref())).collect();
         assert_eq!(got, vec![("gpu", "0"), ("UUID", "x"), ("p", "a\\b\"c\nd")]);
         assert_eq!(parse_labels(b"{a=\"1\",b=\"2\"}", 1).err(), Some(Fail::TooManyLabels));
         assert!(parse_labels(b"{a=\"1\",a=\"2\"}", 9).is_err());
