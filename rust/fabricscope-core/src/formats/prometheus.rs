@@ -427,7 +427,14 @@ impl PrometheusReader {
     }
 
     /// Push one sample of a series found by [`Self::lookup`] or made by [`Self::new_series`].
-    fn emit(&mut self, found: Found, value: Value, float_syntax: bool, time_ns: i64, ctx: &mut ReadContext<'_>) -> Result<()> {
+    fn emit(
+        &mut self,
+        found: Found,
+        value: Value,
+        float_syntax: bool,
+        time_ns: i64,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
         match found {
             Found::Series(slot) => match self.series.get_mut(slot) {
                 Some(s) => emit(s, value, float_syntax, time_ns, &mut self.attrs, ctx),
@@ -777,7 +784,8 @@ impl PrometheusReader {
                 self.label_sets[sets].insert(rest, hash, labels)
             }
         };
-        let (Some(name), Some(labels)) = (self.names.get_mut(name_slot), self.label_sets[sets].get_mut(set_slot)) else {
+        let (Some(name), Some(labels)) = (self.names.get_mut(name_slot), self.label_sets[sets].get_mut(set_slot))
+        else {
             return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
         };
         if labels.extras.is_empty() {
