@@ -232,8 +232,17 @@ enum Found {
     Plain { name: u32, sets: usize, labels: u32 },
     /// Its slot in the series cache.
     Series(u32),
-    /// Not seen before; the hash of its text when the series cache was asked.
-    New(Option<u64>),
+    /// Not seen before.
+    New(Miss),
+}
+
+/// The hashes a lookup that missed computed, for the inserts that follow.
+#[derive(Debug, Clone, Copy, Default)]
+struct Miss {
+    /// Of the series text, when the series cache was asked.
+    series: Option<u64>,
+    /// Of the label set, when the label-set cache was asked.
+    labels: Option<u64>,
 }
 
 /// Where the fields of a sample line are.
@@ -408,13 +417,16 @@ impl PrometheusReader {
         let (name, rest) = key.split_at(name_end);
         if rest.is_empty() && name.last() == Some(&b':') {
             // A directive (`time: 1764686822`) or `ethtool -S` output: the long way.
-            return Found::New(None);
+            return Found::New(Miss::default());
         }
-        let Ok(name_slot) = self.names.find(name) else { return Found::New(None) };
-        let Some(info) = self.names.get(name_slot) else { return Found::New(None) };
+        let Ok(name_slot) = self.names.find(name) else { return Found::New(Miss::default()) };
+        let Some(info) = self.names.get(name_slot) else { return Found::New(Miss::default()) };
         if !info.info {
             let sets = usize::from(info.dcgm);
-            let Ok(set_slot) = self.label_sets[sets].find(rest) else { return Found::New(None) };
+            let set_slot = match self.label_sets[sets].find(rest) {
+                Ok(slot) => slot,
+                Err(hash) => return Found::New(Miss { series: None, labels: Some(hash) }),
+            };
             if self.label_sets[sets].get(set_slot).is_some_and(|l| l.extras.is_empty()) {
                 return Found::Plain { name: name_slot, sets, labels: set_slot };
             }
@@ -422,7 +434,7 @@ impl PrometheusReader {
         // Extra labels or an `*_info` metric: state of its own, in the series cache.
         match self.series.find(key) {
             Ok(slot) => Found::Series(slot),
-            Err(hash) => Found::New(Some(hash)),
+            Err(hash) => Found::New(Miss { series: Some(hash), labels: None }),
         }
     }
 
@@ -550,21 +562,20 @@ impl PrometheusReader {
         Ok(())
     }
 
-    /// Resolve a series text seen for the first time (`hash`: its hash when the series cache
-    /// gave it); `None` when the line was a directive or a bad record already reported (lenient
-    /// mode).
+    /// Resolve a series text seen for the first time (`miss`: what its lookup computed);
+    /// `None` when the line was a directive or a bad record already reported (lenient mode).
     fn new_series(
         &mut self,
         line: &[u8],
         key: &[u8],
-        hash: Option<u64>,
+        miss: Miss,
         pos: Position,
         ctx: &mut ReadContext<'_>,
     ) -> Result<Option<Found>> {
-        match self.resolve(line, key, ctx) {
+        match self.resolve(line, key, miss.labels, ctx) {
             Ok(Resolved::Plain { name, sets, labels }) => Ok(Some(Found::Plain { name, sets, labels })),
             Ok(Resolved::Series(s)) => {
-                let hash = hash.unwrap_or_else(|| self.series.hash(key));
+                let hash = miss.series.unwrap_or_else(|| self.series.hash(key));
                 Ok(Some(Found::Series(self.series.insert(key, hash, s))))
             }
             Ok(Resolved::Directive) => Ok(None),
@@ -706,7 +717,14 @@ impl PrometheusReader {
 
     /// Resolve a series text seen for the first time: its metric name and its label set, each
     /// resolved once per input and cached (a scrape repeats every label set once per family).
-    fn resolve(&mut self, line: &[u8], key: &[u8], ctx: &mut ReadContext<'_>) -> Result<Resolved, Fail> {
+    /// `labels_hash`: the hash of the label set when its lookup just missed.
+    fn resolve(
+        &mut self,
+        line: &[u8],
+        key: &[u8],
+        labels_hash: Option<u64>,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<Resolved, Fail> {
         let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
         let (name_bytes, rest) = key.split_at(name_end);
         if !valid_metric_name(name_bytes) {
@@ -773,7 +791,7 @@ impl PrometheusReader {
         }
 
         let sets = usize::from(dcgm);
-        let set_slot = match self.label_sets[sets].find(rest) {
+        let set_slot = match labels_hash.map_or_else(|| self.label_sets[sets].find(rest), Err) {
             Ok(slot) => slot,
             Err(hash) => {
                 let labels = self.resolve_labels(rest, dcgm, false, ctx)?;
