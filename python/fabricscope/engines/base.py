@@ -6,7 +6,6 @@ See :mod:`fabricscope.engines` for the overview.
 from __future__ import annotations
 
 import os
-import threading
 import time
 import zlib
 from abc import ABC, abstractmethod
@@ -133,48 +132,24 @@ def partition_of(host: str | None, partitions: int) -> int:
     return zlib.crc32((host or "").encode()) % partitions
 
 
-_PARTITION_OF_CODE: dict[int, pl.Series] = {}
-"""Per partition count, the :func:`partition_of` of every host by its code in the default
-categorical dtype (the same code for a string everywhere in the process; -1: not hashed yet), so
-that each host name is hashed once per process, not once per batch."""
-_PARTITION_OF_CODE_LOCK = threading.Lock()
-
-
-def _partition_column(host: pl.Series, partitions: int) -> pl.Series:
-    """:func:`partition_of` of every row's host, as UInt32."""
-    if host.dtype != pl.Categorical():
-        # Another categories object or a plain string column: hash this column's hosts.
-        hosts = host.unique().drop_nulls().cast(pl.String)
-        mapping = {h: partition_of(h, partitions) for h in hosts.to_list()}
-        return host.cast(pl.String).replace_strict(
-            mapping, default=partition_of(None, partitions), return_dtype=pl.UInt32
-        )
-    codes = host.to_physical()
-    with _PARTITION_OF_CODE_LOCK:
-        table = _PARTITION_OF_CODE.get(partitions, pl.Series(dtype=pl.Int64))
-        top = codes.max()
-        if isinstance(top, int) and top >= table.len():
-            table = table.extend(pl.repeat(-1, top + 1 - table.len(), dtype=pl.Int64, eager=True))
-        present = host.unique().drop_nulls()
-        present_codes = present.to_physical()
-        new = present.filter(table.gather(present_codes) < 0)
-        if new.len():
-            hashed = [partition_of(h, partitions) for h in new.cast(pl.String).to_list()]
-            table = table.scatter(new.to_physical(), hashed)
-        _PARTITION_OF_CODE[partitions] = table
-    return table.gather(codes).fill_null(partition_of(None, partitions)).cast(pl.UInt32)
-
-
 def split_by_partition(df: pl.DataFrame, partitions: int) -> dict[int, pl.DataFrame]:
-    """Split a frame with a ``host`` column into partitions (:func:`partition_of`); empty ones absent.
-
-    Its cost does not grow with the number of hosts: each host name is hashed once per process.
-    """
+    """Split a frame with a ``host`` column into partitions (:func:`partition_of`); empty ones absent."""
     if df.is_empty():
         return {}
     if partitions == 1:
         return {0: df}
-    part = _partition_column(df["host"], partitions).alias("_part")
+    hosts = df["host"].unique().drop_nulls()
+    # Map the categorical's physical codes (cheap integers) rather than joining on the strings.
+    mapping = {
+        code: partition_of(h, partitions)
+        for code, h in zip(hosts.to_physical().to_list(), hosts.cast(pl.String).to_list(), strict=True)
+    }
+    part = (
+        df["host"]
+        .to_physical()
+        .replace_strict(mapping, default=partition_of(None, partitions), return_dtype=pl.UInt32)
+        .alias("_part")
+    )
     parts = df.with_columns(part).partition_by("_part", as_dict=True, include_key=False, maintain_order=True)
     return {int(k[0]): v for k, v in parts.items()}  # type: ignore[call-overload]
 
