@@ -15,7 +15,7 @@ from fabricscope.config import load_config
 from fabricscope.detect import DETECTORS, SPECS
 from fabricscope.engines import FABRIC_WIDE, PER_PARTITION, Filters, ReadOptions, partition_of, split_by_partition
 from fabricscope.engines.local import LocalEngine
-from fabricscope.engines.ray import work_units
+from fabricscope.engines.ray import RayEngine, work_units
 from fabricscope.entities import apply, resolve
 from fabricscope.exceptions import FormatError
 from fabricscope.pipeline import run_analysis
@@ -232,6 +232,20 @@ def test_ray_engine_gives_the_local_findings(
     assert res.inputs == whole_inputs
     local = run_analysis([str(TRACES)], strict=False, engine="local", partitions=partitions)
     assert _stable(res.findings).equals(_stable(local.findings))
+
+
+@needs_ray
+def test_ray_workers_in_a_budget_split_their_partitions_and_find_the_same(ray_local: None) -> None:
+    # 1 KiB shared by the workers: each worker analyses every host bucket of its partition apart.
+    inputs = [str(TRACES / "prometheus"), str(TRACES / "scenarios" / "chain-two-faults")]
+    kw = {"read": ReadOptions(strict=False), "filters": Filters(), "config": load_config(None), "profile": None}
+    plain = RayEngine(partitions=4).run(inputs, **kw)
+    budget = RayEngine(partitions=4, memory=1024).run(inputs, **kw)
+    assert plain.partitions == 4
+    assert budget.partitions > plain.partitions
+    assert budget.rows == plain.rows == 3172
+    assert _stable(budget.findings).equals(_stable(plain.findings))
+    assert budget.findings.height == 24
 
 
 @needs_ray

@@ -35,8 +35,10 @@ def _json(*args: str) -> str:
 
 
 def test_every_sample_trace_is_covered() -> None:
-    assert len(TRACE_DIRS) == 34
-    assert {"prometheus", "sysfs", "chain-bad-cable", "pfc-storm"} <= {p.name for p in TRACE_DIRS}
+    assert len(TRACE_DIRS) == 35
+    assert {"prometheus", "sysfs", "chain-bad-cable", "pfc-storm", "trap-roce-coincident-leaves"} <= {
+        p.name for p in TRACE_DIRS
+    }
 
 
 @pytest.mark.parametrize("trace", TRACE_DIRS, ids=lambda p: p.name)
@@ -141,3 +143,16 @@ def test_the_progress_bar_shows_reading_then_analysing_to_the_end() -> None:
     assert "100.0%" in lines[-1] and "s left" not in lines[-1]
     # Reading reaches 100% before the analysis starts.
     assert any(seg.startswith("reading") and "100.0%" in seg for seg in lines)
+
+
+def test_ray_workers_in_a_budget_give_the_local_findings() -> None:
+    # A 1 KiB budget shared by the workers puts every host bucket of every partition in a
+    # sub-partition of its own, each analysed by its worker after the others were spilled.
+    pytest.importorskip("ray", reason="the ray engine needs Ray: pip install 'fabricscope[ray]'")
+    inputs = [str(SAMPLES / "prometheus"), str(SAMPLES / "scenarios" / "chain-two-faults")]
+    local = json.loads(_json(*inputs))
+    ray = json.loads(_json(*inputs, "--engine", "ray", "--memory", "1K"))
+    assert len(local["findings"]) > 10
+    assert ray["findings"] == local["findings"]
+    assert ray["incidents"] == local["incidents"]
+    assert [i["records"] for i in ray["inputs"]] == [i["records"] for i in local["inputs"]]

@@ -84,7 +84,8 @@ def get_engine(
         name: Engine name.
         address: Ray cluster address (``auto``, ``ray://head:10001``); None starts a local Ray.
         partitions: Number of host partitions (default: per engine).
-        memory: Memory budget in bytes of the ``stream`` engine (default: a quarter of the machine).
+        memory: Memory budget in bytes of the ``stream`` engine (default: a quarter of the machine),
+            or of all ``ray`` workers together (default: none).
         progress: The ``stream`` engine's progress bar on stderr (None: only on a terminal).
 
     Returns:
@@ -101,7 +102,7 @@ def get_engine(
     if name == "local":
         return LocalEngine(partitions=partitions)
     if name == "ray":
-        return RayEngine(address=address, partitions=partitions)
+        return RayEngine(address=address, partitions=partitions, memory=memory)
     if name == "stream":
         return StreamingEngine(memory=memory, progress=progress)
     raise ValueError(f"unknown engine {name!r}: expected 'local', 'ray' or 'stream'")

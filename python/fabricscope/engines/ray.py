@@ -8,6 +8,12 @@
 * One analysis task per partition receives that partition's frames from every read task, computes
   rates and the per-partition detectors, and returns findings plus the small reduced inputs of
   the fabric-wide detectors, which the driver runs last (:func:`fabricscope.engines.fabric_wide`).
+* With a memory budget (``--memory``), every worker keeps to its share of it (the budget divided by
+  the cluster's CPUs, one task per CPU at a time): each read task reads one work unit, and each
+  analysis task fetches its partition's frames one at a time into the streaming engine's spill
+  files and analyses them in sub-partitions of whole hosts that fit its share
+  (:func:`fabricscope.engines.streaming.analyse_in_budget`). The frames waiting between the two
+  steps are in Ray's object store, which spills to disk beyond its own limit.
 
 Install with ``pip install 'fabricscope[ray]'``; see ``docs/scale.md`` for a real cluster.
 """
@@ -30,6 +36,7 @@ from fabricscope.engines.base import (
     analyze_partition,
     merge_tables,
 )
+from fabricscope.engines.streaming import analyse_in_budget
 from fabricscope.engines.units import Unit, group_units, read_units, work_units
 from fabricscope.exceptions import EngineUnavailableError, FabricscopeError
 from fabricscope.io import empty_attributes
@@ -72,6 +79,25 @@ def _analyze_task(
     )
 
 
+def _analyze_in_budget_task(
+    tables: dict[str, pl.DataFrame],
+    config: dict[str, Any],
+    profile: Profile | None,
+    keep_detail: bool,
+    memory: int,
+    refs: list[Any],
+) -> list[PartitionResult]:
+    """One partition in a memory budget, analysed as the streaming engine does.
+
+    Its frames are fetched one at a time: ``refs`` is a list, so Ray does not fetch them all
+    before the task starts.
+    """
+    import ray
+
+    parts = (ray.get(ref) for ref in refs)
+    return analyse_in_budget(parts, tables, config, profile, memory=memory, keep_detail=keep_detail)
+
+
 def _get(ray: Any, refs: list[Any]) -> list[Any]:
     """``ray.get``, raising a worker's fabricscope error as itself (file, line, what was expected)."""
     try:
@@ -89,15 +115,21 @@ class RayEngine(Engine):
         address: Cluster to join (``auto``, ``ray://head:10001``); None uses the running Ray
             instance or starts a local one. A Ray started here is shut down after the run.
         partitions: Host partitions (default: twice the cluster's CPUs).
+        memory: A memory budget in bytes for all workers together, or None: each worker reads one
+            unit at a time and analyses its partition within the budget divided by the cluster's
+            CPUs, as the streaming engine does (:func:`fabricscope.engines.streaming.analyse_in_budget`).
     """
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, partitions: int | None = None) -> None:
+    def __init__(self, address: str | None = None, partitions: int | None = None, memory: int | None = None) -> None:
         if partitions is not None and partitions < 1:
             raise ValueError("partitions must be at least 1")
+        if memory is not None and memory < 1:
+            raise ValueError("memory must be at least 1 byte")
         self.address = address
         self.partitions = partitions
+        self.memory = memory
 
     def analyse_partitions(
         self,
@@ -142,19 +174,31 @@ class RayEngine(Engine):
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         n = self.partitions or 2 * cpus
         units = work_units(paths, read.format, filters)
-        groups = group_units(units, 2 * cpus)
+        # In a budget, a read task holds one unit's samples at a time, as the streaming engine does.
+        groups = [[u] for u in units] if self.memory else group_units(units, 2 * cpus)
         read_task = ray.remote(_read_task).options(num_returns=n + 1)
-        analyze_task = ray.remote(_analyze_task)
         reads = [read_task.remote(g, read, filters, n) for g in groups]
         metas = _get(ray, [r[0] for r in reads])
         tables = merge_tables([m["tables"] for m in metas])
         tables_ref = ray.put(tables)
         # Partition i's frames from every read task go to one analysis task, straight from the
         # object store: the driver never holds samples.
-        pending = [
-            analyze_task.remote(tables_ref, config, profile, keep_detail, *[r[1 + i] for r in reads]) for i in range(n)
-        ]
-        results: list[PartitionResult] = [r for r in _get(ray, pending) if r is not None]
+        results: list[PartitionResult]
+        if self.memory:
+            share = max(1, self.memory // cpus)
+            budget_task = ray.remote(_analyze_in_budget_task)
+            pending = [
+                budget_task.remote(tables_ref, config, profile, keep_detail, share, [r[1 + i] for r in reads])
+                for i in range(n)
+            ]
+            results = [p for got in _get(ray, pending) for p in got]
+        else:
+            analyze_task = ray.remote(_analyze_task)
+            pending = [
+                analyze_task.remote(tables_ref, config, profile, keep_detail, *[r[1 + i] for r in reads])
+                for i in range(n)
+            ]
+            results = [r for r in _get(ray, pending) if r is not None]
         # Reading and the partitions overlap in Ray: one figure for both.
         seconds = {"read+partitions": time.perf_counter() - t0}
         reports = [r for m in metas for r in m["reports"]]

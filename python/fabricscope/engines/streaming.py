@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from fabricscope.io import InputReport, empty_attributes
 from fabricscope.profiles import Profile
 from fabricscope.progress import ProgressBar
 
-__all__ = ["StreamingEngine", "default_memory", "parse_memory"]
+__all__ = ["StreamingEngine", "analyse_in_budget", "default_memory", "parse_memory"]
 
 WORKING_SET_FACTOR = 8
 """Bytes a partition's analysis holds per byte of its samples (the samples, their rates and the
@@ -216,54 +216,119 @@ class StreamingEngine(Engine):
             all_attrs = pl.concat(attr_frames, how="vertical_relaxed") if attr_frames else empty_attributes()
             t1 = time.perf_counter()
 
-            plan = self._plan(spill, all_attrs)
-            results: list[PartitionResult] = []
-            total_rows = sum(spill.rows.values()) or 1
-            analysed = 0
-            for buckets, hosts in plan:
-                frames = [f for b in buckets for f in spill.take(b)]
-                samples_df = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0].rechunk()
-                del frames
-                attrs_df = (
-                    all_attrs.filter(pl.col("host").is_in(hosts, nulls_equal=True)) if len(plan) > 1 else all_attrs
-                )
-                results.append(
-                    analyze_partition(samples_df, attrs_df, whole_tables, config, profile, keep_detail=keep_detail)
-                )
-                analysed += samples_df.height
-                del samples_df
-                bar.update(analysed, total_rows, label="analysing")
+            results = _analyse_spill(
+                spill, all_attrs, whole_tables, config, profile, memory=self.memory, keep_detail=keep_detail, bar=bar
+            )
             bar.close()
             seconds = {"read": t1 - t0, "partitions": time.perf_counter() - t1}
             return Partitioned(results, whole_tables, reports, seconds, spill.sample_bytes)
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
-    def _plan(self, spill: _Spill, attributes: pl.DataFrame) -> list[tuple[list[int], list[str | None]]]:
-        """Partitions as (buckets, hosts): consecutive buckets whose rows fit the budget.
 
-        Hosts with attributes but no samples join the partition of their bucket, or the last one
-        when their bucket has no samples, so that every attribute read reaches the detectors.
-        """
-        keys = sorted(spill.rows)
-        if not keys:
-            return []
-        bytes_per_row = spill.sample_bytes / max(1, sum(spill.rows.values()))
-        target = max(1, int(self.memory / WORKING_SET_FACTOR / max(bytes_per_row, 1.0)))
-        groups: list[list[int]] = [[]]
-        acc = 0
-        for b in keys:
-            if groups[-1] and acc + spill.rows[b] > target:
-                groups.append([])
-                acc = 0
-            groups[-1].append(b)
-            acc += spill.rows[b]
-        group_of = {b: i for i, g in enumerate(groups) for b in g}
-        hosts: list[list[str | None]] = [sorted_hosts({h for b in g for h in spill.hosts[b]}) for g in groups]
-        known = {h for hs in hosts for h in hs}
-        for h in hosts_without_samples(attributes, known):
-            hosts[group_of.get(partition_of(h, self.buckets), len(groups) - 1)].append(h)
-        return list(zip(groups, hosts, strict=True))
+def analyse_in_budget(
+    parts: Iterable[tuple[pl.DataFrame | None, pl.DataFrame | None]],
+    tables: dict[str, pl.DataFrame],
+    config: dict[str, Any],
+    profile: Profile | None,
+    *,
+    memory: int,
+    buckets: int = 256,
+    spill_dir: str | os.PathLike[str] | None = None,
+    keep_detail: bool = False,
+) -> list[PartitionResult]:
+    """The streaming engine's analysis of some hosts' samples, in a memory budget.
+
+    The parts are taken one at a time (an iterable that fetches or reads each one when asked
+    keeps only one in memory), their samples spilled by host bucket, then analysed in partitions
+    of whole hosts whose rows fit the budget, exactly as :class:`StreamingEngine` does after
+    reading. Another engine's worker uses it to analyse its share of the hosts in its share of the
+    budget.
+
+    Args:
+        parts: (samples, attributes) pairs, already filtered, either may be None; every row of a
+            host must be among them.
+        tables: Side tables, whole.
+        config: Thresholds.
+        profile: A forced profile, or None.
+        memory: The budget in bytes.
+        buckets: Host buckets the rows are spilled into.
+        spill_dir: Where the spill files go (default: the system's temporary directory).
+        keep_detail: Keep every rate row and the detectors' views.
+
+    Returns:
+        One :class:`PartitionResult` per partition analysed.
+    """
+    root = Path(tempfile.mkdtemp(prefix="fabricscope-spill-", dir=spill_dir))
+    try:
+        spill = _Spill(root, buckets, memory // SPILL_SHARE)
+        attr_frames: list[pl.DataFrame] = []
+        for samples, attrs in parts:
+            if samples is not None:
+                spill.add(samples)
+            if attrs is not None and attrs.height:
+                attr_frames.append(attrs)
+            del samples, attrs
+        attributes = pl.concat(attr_frames, how="vertical_relaxed") if attr_frames else empty_attributes()
+        return _analyse_spill(spill, attributes, tables, config, profile, memory=memory, keep_detail=keep_detail)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _analyse_spill(
+    spill: _Spill,
+    attributes: pl.DataFrame,
+    tables: dict[str, pl.DataFrame],
+    config: dict[str, Any],
+    profile: Profile | None,
+    *,
+    memory: int,
+    keep_detail: bool,
+    bar: ProgressBar | None = None,
+) -> list[PartitionResult]:
+    """Every partition of :func:`_plan`, one after the other, each read back from its spill files."""
+    plan = _plan(spill, attributes, memory)
+    results: list[PartitionResult] = []
+    total_rows = sum(spill.rows.values()) or 1
+    analysed = 0
+    for buckets, hosts in plan:
+        frames = [f for b in buckets for f in spill.take(b)]
+        samples_df = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0].rechunk()
+        del frames
+        attrs_df = attributes.filter(pl.col("host").is_in(hosts, nulls_equal=True)) if len(plan) > 1 else attributes
+        results.append(analyze_partition(samples_df, attrs_df, tables, config, profile, keep_detail=keep_detail))
+        analysed += samples_df.height
+        del samples_df
+        if bar is not None:
+            bar.update(analysed, total_rows, label="analysing")
+    return results
+
+
+def _plan(spill: _Spill, attributes: pl.DataFrame, memory: int) -> list[tuple[list[int], list[str | None]]]:
+    """Partitions as (buckets, hosts): consecutive buckets whose rows fit the budget.
+
+    Hosts with attributes but no samples join the partition of their bucket, or the last one
+    when their bucket has no samples, so that every attribute read reaches the detectors.
+    """
+    keys = sorted(spill.rows)
+    if not keys:
+        return []
+    bytes_per_row = spill.sample_bytes / max(1, sum(spill.rows.values()))
+    target = max(1, int(memory / WORKING_SET_FACTOR / max(bytes_per_row, 1.0)))
+    groups: list[list[int]] = [[]]
+    acc = 0
+    for b in keys:
+        if groups[-1] and acc + spill.rows[b] > target:
+            groups.append([])
+            acc = 0
+        groups[-1].append(b)
+        acc += spill.rows[b]
+    group_of = {b: i for i, g in enumerate(groups) for b in g}
+    hosts: list[list[str | None]] = [sorted_hosts({h for b in g for h in spill.hosts[b]}) for g in groups]
+    known = {h for hs in hosts for h in hs}
+    for h in hosts_without_samples(attributes, known):
+        hosts[group_of.get(partition_of(h, spill.buckets), len(groups) - 1)].append(h)
+    return list(zip(groups, hosts, strict=True))
 
 
 def _size(unit: Unit) -> int:

@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use ahash::AHashMap;
+use arrow_array::builder::StringBuilder;
 use arrow_array::types::Int32Type;
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, RecordBatch, StringArray,
@@ -405,7 +406,8 @@ pub struct AttributeBuilder {
     device: Vec<i32>,
     port: NullableColumn<u16>,
     key: Vec<i32>,
-    value: Vec<String>,
+    /// Values side by side in one buffer (no allocation per row).
+    value: StringBuilder,
 }
 
 impl AttributeBuilder {
@@ -423,7 +425,7 @@ impl AttributeBuilder {
             device: Vec::new(),
             port: NullableColumn::default(),
             key: Vec::new(),
-            value: Vec::new(),
+            value: StringBuilder::new(),
         }
     }
 
@@ -437,7 +439,7 @@ impl AttributeBuilder {
         self.port.push(port);
         let k = self.keys.intern(key);
         self.key.push(k);
-        self.value.push(value.to_owned());
+        self.value.append_value(value);
     }
 
     /// Rows buffered.
@@ -459,7 +461,7 @@ impl AttributeBuilder {
         let (pv, pn) = self.port.take();
         let port = UInt16Array::new(pv.into(), pn);
         let key = self.keys.dictionary(std::mem::take(&mut self.key))?;
-        let value = StringArray::from_iter_values(std::mem::take(&mut self.value));
+        let value = self.value.finish();
         let source = self.source.dictionary(vec![0; n])?;
         let columns: Vec<ArrayRef> = vec![
             Arc::new(time),

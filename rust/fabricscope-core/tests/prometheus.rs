@@ -494,6 +494,58 @@ fn host_directive_names_series_without_host_labels() {
     assert_eq!(hosts, vec!["gpu021", "gpu022"]);
 }
 
+#[test]
+fn label_sets_repeated_by_every_family_resolve_as_new_ones_would() {
+    // One scrape per file: every series once, each host's label sets repeated in every family.
+    // Also series with an extra label, a `# TYPE` that changes a name already resolved, and
+    // `# host:` directives that change the host of a label set without a host label.
+    let text = br#"node_infiniband_port_transmit_wait_total{device="mlx5_0",instance="gpu01:9100",job="node",port="1"} 10 1764686822000
+node_infiniband_port_transmit_wait_total{device="mlx5_0",instance="gpu02:9100",job="node",port="1"} 20 1764686822000
+my_errors_total{device="mlx5_0",instance="gpu01:9100",job="node",port="1"} 1 1764686823000
+my_errors_total{device="mlx5_0",instance="gpu02:9100",job="node",port="1"} 2 1764686823000
+my_errors_total{device="mlx5_0",instance="gpu01:9100",job="node",mode="b",port="1"} 3 1764686823000
+my_errors_total{device="mlx5_0",instance="gpu01:9100",job="node",mode="b",port="1"} 4 1764686824000
+# TYPE my_errors_total gauge
+my_errors_total{device="mlx5_0",instance="gpu02:9100",job="node",port="1"} 5 1764686825000
+# host: gpu09
+my_temp{device="mlx5_0"} 30 1764686826000
+# host: gpu10
+my_temp{device="mlx5_0"} 31 1764686827000
+"#;
+    let out = read_text("one-scrape.prom", text, &opts());
+    assert_eq!(out.reports[0].bad_records, 0);
+    let s = |k: i64| 1_764_686_822_000_000_000 + k * 1_000_000_000;
+    let got: Vec<_> = out
+        .rows
+        .iter()
+        .map(|r| (r.time_ns, r.host.as_str(), r.port, r.counter.as_str(), r.value.clone(), r.is_counter))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (s(0), "gpu01", Some(1), "port_xmit_wait_ticks", V::U(10), true),
+            (s(0), "gpu02", Some(1), "port_xmit_wait_ticks", V::U(20), true),
+            (s(1), "gpu01", Some(1), "my_errors_total", V::U(1), true),
+            (s(1), "gpu02", Some(1), "my_errors_total", V::U(2), true),
+            (s(1), "gpu01", Some(1), "my_errors_total{mode=\"b\"}", V::U(3), true),
+            (s(2), "gpu01", Some(1), "my_errors_total{mode=\"b\"}", V::U(4), true),
+            // The family's new type applies to series of names resolved before it.
+            (s(3), "gpu02", Some(1), "my_errors_total", V::U(5), false),
+            (s(4), "gpu09", None, "my_temp", V::U(30), false),
+            (s(5), "gpu10", None, "my_temp", V::U(31), false),
+        ]
+    );
+    assert!(out.rows.iter().all(|r| r.device == "mlx5_0"));
+    // One `job` attribute per port, dated by its first sample, whichever label set carried it.
+    assert_eq!(
+        out.attrs,
+        vec![
+            attr(s(0), "gpu01", "mlx5_0", Some(1), "job", "node"),
+            attr(s(0), "gpu02", "mlx5_0", Some(1), "job", "node"),
+        ]
+    );
+}
+
 // --- syntax ---------------------------------------------------------------------------------
 
 #[test]

@@ -37,7 +37,7 @@
 //!
 //! An empty label value is the same as no label (Prometheus semantics) and is ignored.
 
-use std::sync::Arc;
+use std::borrow::Cow;
 
 use ahash::{AHashMap, AHashSet};
 use memchr::{memchr2, memchr3, memrchr2};
@@ -46,7 +46,7 @@ use crate::error::{Error, Position, Result};
 use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::number;
 use crate::read::ReadContext;
-use crate::schema::{Attribute, Sample, Value};
+use crate::schema::{Attribute, Interner, Sample, Value};
 use crate::vocabulary::{self, Kind, Mapping, Namespace};
 
 /// Which dialect: decides the unit of sample timestamps.
@@ -135,7 +135,8 @@ impl MetricType {
 struct Cold {
     host: Box<str>,
     device: Box<str>,
-    attrs: Vec<(Box<str>, Box<str>)>,
+    /// Attribute names and values, as keys of [`AttrState::strings`].
+    attrs: Vec<(i32, i32)>,
     /// An `*_info` series: attributes when its value is 1, an ordinary sample otherwise.
     info: bool,
     /// Counter name of an info series, interned only if a value other than 1 shows up.
@@ -159,6 +160,51 @@ struct Series {
     cold: Option<Box<Cold>>,
 }
 
+/// What a metric name resolves to, once per name and input (its family type may change it: the
+/// names are resolved again after a `# TYPE` line that changes a type).
+#[derive(Debug)]
+struct NameInfo {
+    multiply: u32,
+    scale: u32,
+    /// The priority an `node_ethtool_*` name carries.
+    name_priority: Option<u8>,
+    /// An `*_info` series: attributes when its value is 1.
+    info: bool,
+    is_counter: bool,
+    dcgm: bool,
+    /// The counter name before any extra labels: the vocabulary's canonical name, else the name.
+    base: Box<str>,
+    /// Counter key of `base` (series without extra labels); -1 until a series needs it.
+    counter: i32,
+}
+
+/// What a label set (`{device="mlx5_0",instance="gpu017:9100",job="node",port="1"}`) resolves
+/// to, once per label set and input: the families of a scrape repeat the label sets of a host.
+#[derive(Debug)]
+struct LabelSet {
+    host: i32,
+    device: i32,
+    port: Option<u16>,
+    priority: Option<u8>,
+    /// The labels that distinguish series, as they follow the counter name
+    /// (`{duplex="full",mode="1000baseT"}`), or empty.
+    extras: Box<str>,
+    /// Attribute names and values (keys of [`AttrState::strings`]), in label order.
+    attrs: Vec<(i32, i32)>,
+    host_name: Box<str>,
+    device_name: Box<str>,
+    /// A series of this label set took the attributes to emit: every later one would find them
+    /// emitted already.
+    claimed: bool,
+}
+
+/// The port attributes emitted so far, and the attribute texts by key.
+#[derive(Debug, Default)]
+struct AttrState {
+    seen: AHashSet<AttrKey>,
+    strings: Interner,
+}
+
 /// Why a sample line could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fail {
@@ -170,9 +216,33 @@ enum Fail {
 
 /// What resolving a series text gave.
 enum Resolved {
+    /// A series without state of its own (no extra labels, not `*_info`): its name's and label
+    /// set's cache slots.
+    Plain { name: u32, sets: usize, labels: u32 },
+    /// A series with state of its own, for the series cache.
     Series(Series),
     /// The line was a directive after all (`time: 1764686822` looks like a sample).
     Directive,
+}
+
+/// Where the state of a series is.
+#[derive(Debug, Clone, Copy)]
+enum Found {
+    /// No state of its own: its metric name's and label set's cache slots.
+    Plain { name: u32, sets: usize, labels: u32 },
+    /// Its slot in the series cache.
+    Series(u32),
+    /// Not seen before.
+    New(Miss),
+}
+
+/// The hashes a lookup that missed computed, for the inserts that follow.
+#[derive(Debug, Clone, Copy, Default)]
+struct Miss {
+    /// Of the series text, when the series cache was asked.
+    series: Option<u64>,
+    /// Of the label set, when the label-set cache was asked.
+    labels: Option<u64>,
 }
 
 /// Where the fields of a sample line are.
@@ -188,7 +258,8 @@ struct Parts<'a> {
 #[derive(Debug)]
 struct Label<'a> {
     name: &'a str,
-    value: String,
+    /// Borrowed from the line unless it held escapes.
+    value: Cow<'a, str>,
     role: Role,
 }
 
@@ -206,14 +277,17 @@ enum Role {
 #[derive(Debug, Clone, Copy)]
 struct BadTimestamp;
 
-type AttrKey = (i32, i32, Option<u16>, Box<str>, Box<str>);
+type AttrKey = (i32, i32, Option<u16>, i32, i32);
 
 /// Streaming reader for Prometheus/OpenMetrics text.
 pub struct PrometheusReader {
     flavor: Flavor,
-    series: SeriesCache,
+    series: TextCache<Series>,
+    names: TextCache<NameInfo>,
+    /// Label sets of other metrics and of `DCGM_FI_*` metrics (which read a `gpu` label).
+    label_sets: [TextCache<LabelSet>; 2],
     types: AHashMap<Box<str>, MetricType>,
-    seen_attrs: AHashSet<AttrKey>,
+    attrs: AttrState,
     /// Last timestamp directive: dates samples without their own timestamp.
     directive_time: Option<i64>,
     /// Last `# host: NAME` directive.
@@ -241,9 +315,11 @@ impl PrometheusReader {
     pub fn new(flavor: Flavor) -> Self {
         PrometheusReader {
             flavor,
-            series: SeriesCache::default(),
+            series: TextCache::default(),
+            names: TextCache::default(),
+            label_sets: [TextCache::default(), TextCache::default()],
             types: AHashMap::new(),
-            seen_attrs: AHashSet::new(),
+            attrs: AttrState::default(),
             directive_time: None,
             directive_host: None,
             fallback_time: None,
@@ -262,15 +338,22 @@ impl PrometheusReader {
         self.open_exposition = true;
 
         // Hot path: value and timestamp tokens taken from the end of the line, and the text before
-        // them found in the cache. A hit proves that text is a complete, validated series, so the
-        // forward parse below would have split the line the same way.
+        // them found in the caches (its metric name and label set, or the whole series text). A
+        // hit proves that text is a complete, validated series, so the forward parse below would
+        // have split the line the same way.
+        let mut tail = None;
         if let Some(p) = split_tail(line)
             && let Some((value, float_syntax)) = parse_value(p.value)
             && let Ok(ts) = self.optional_timestamp(p.timestamp, ctx)
-            && let Some(s) = line.get(..p.key_end).and_then(|key| self.series.find(key))
+            && let Some(key) = line.get(..p.key_end)
         {
-            let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
-            return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
+            match self.lookup(key) {
+                Found::New(hash) => tail = Some((p, hash, value, float_syntax, ts)),
+                found => {
+                    let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
+                    return self.emit(found, value, float_syntax, time, ctx);
+                }
+            }
         }
 
         let parts = match split_sample(line) {
@@ -285,15 +368,24 @@ impl PrometheusReader {
                 return self.not_a_sample(line, pos, expected, ctx);
             }
         };
-        let Some((value, float_syntax)) = parse_value(parts.value) else {
-            return self.not_a_sample(line, pos, "a sample value (a number, NaN, +Inf or -Inf)", ctx);
-        };
-        let ts = match parts.timestamp {
-            Some(tok) => match self.parse_timestamp(tok, ctx) {
-                Some(t) => Some(t),
-                None => return self.not_a_sample(line, pos, "a timestamp after the value", ctx),
-            },
-            None => None,
+        // The forward split usually finds what the tail split found: value and timestamp are
+        // parsed already, and the series text was looked up (and not found) already.
+        let missed = tail.filter(|t| t.0.key_end == parts.key_end).map(|t| t.1);
+        let (value, float_syntax, ts) = match tail {
+            Some((p, _, value, float_syntax, ts)) if p == parts => (value, float_syntax, ts),
+            _ => {
+                let Some((value, float_syntax)) = parse_value(parts.value) else {
+                    return self.not_a_sample(line, pos, "a sample value (a number, NaN, +Inf or -Inf)", ctx);
+                };
+                let ts = match parts.timestamp {
+                    Some(tok) => match self.parse_timestamp(tok, ctx) {
+                        Some(t) => Some(t),
+                        None => return self.not_a_sample(line, pos, "a timestamp after the value", ctx),
+                    },
+                    None => None,
+                };
+                (value, float_syntax, ts)
+            }
         };
         let key = line.get(..parts.key_end).unwrap_or(line);
         // `rx_packets: 1260062` is a valid exposition line by the grammar (a metric name may hold
@@ -304,15 +396,97 @@ impl PrometheusReader {
         }
 
         // A series seen before, written with other spacing or an exemplar.
-        if let Some(s) = self.series.find(key) {
-            let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
-            return emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx);
-        }
+        let hash = match missed.map_or_else(|| self.lookup(key), Found::New) {
+            Found::New(hash) => hash,
+            found => {
+                let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
+                return self.emit(found, value, float_syntax, time, ctx);
+            }
+        };
 
-        let Some(series) = self.new_series(line, key, pos, ctx)? else { return Ok(()) };
-        let s = self.series.insert(key, series);
+        let Some(found) = self.new_series(line, key, hash, pos, ctx)? else { return Ok(()) };
         let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
-        emit(s, value, float_syntax, time, &mut self.seen_attrs, ctx)
+        self.emit(found, value, float_syntax, time, ctx)
+    }
+
+    /// Where the state of the series `key` is, if it was seen before. Most series have no state
+    /// of their own (their metric name and label set say everything): they are found by those
+    /// two, which exporters repeat in the same order in every family and scrape.
+    fn lookup(&mut self, key: &[u8]) -> Found {
+        let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
+        let (name, rest) = key.split_at(name_end);
+        if rest.is_empty() && name.last() == Some(&b':') {
+            // A directive (`time: 1764686822`) or `ethtool -S` output: the long way.
+            return Found::New(Miss::default());
+        }
+        let Ok(name_slot) = self.names.find(name) else { return Found::New(Miss::default()) };
+        let Some(info) = self.names.get(name_slot) else { return Found::New(Miss::default()) };
+        if !info.info {
+            let sets = usize::from(info.dcgm);
+            let set_slot = match self.label_sets[sets].find(rest) {
+                Ok(slot) => slot,
+                Err(hash) => return Found::New(Miss { series: None, labels: Some(hash) }),
+            };
+            if self.label_sets[sets].get(set_slot).is_some_and(|l| l.extras.is_empty()) {
+                return Found::Plain { name: name_slot, sets, labels: set_slot };
+            }
+        }
+        // Extra labels or an `*_info` metric: state of its own, in the series cache.
+        match self.series.find(key) {
+            Ok(slot) => Found::Series(slot),
+            Err(hash) => Found::New(Miss { series: Some(hash), labels: None }),
+        }
+    }
+
+    /// Push one sample of a series found by [`Self::lookup`] or made by [`Self::new_series`].
+    fn emit(
+        &mut self,
+        found: Found,
+        value: Value,
+        float_syntax: bool,
+        time_ns: i64,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<()> {
+        match found {
+            Found::Series(slot) => match self.series.get_mut(slot) {
+                Some(s) => emit(s, value, float_syntax, time_ns, &mut self.attrs, ctx),
+                None => Ok(()),
+            },
+            Found::Plain { name, sets, labels } => {
+                let (Some(n), Some(l)) = (self.names.get_mut(name), self.label_sets[sets].get_mut(labels)) else {
+                    return Ok(());
+                };
+                if n.counter < 0 {
+                    n.counter = ctx.samples.counter(&n.base);
+                }
+                let value = if n.dcgm && is_dcgm_blank(value, float_syntax) { Value::Null } else { value };
+                // The first sample of a label set emits its attributes.
+                if !l.claimed {
+                    l.claimed = true;
+                    let (host, device, port) = (l.host, l.device, l.port);
+                    for &(k, v) in &l.attrs {
+                        if self.attrs.seen.insert((host, device, port, k, v))
+                            && let (Some(key), Some(value)) = (self.attrs.strings.get(k), self.attrs.strings.get(v))
+                        {
+                            let a = Attribute { time_ns, host, device, port, key, value };
+                            ctx.push_attribute(&l.host_name, &l.device_name, &a)?;
+                        }
+                    }
+                }
+                ctx.push(&Sample {
+                    time_ns,
+                    host: l.host,
+                    device: l.device,
+                    port: l.port,
+                    priority: n.name_priority.or(l.priority),
+                    counter: n.counter,
+                    value: value.multiplied(n.multiply),
+                    scale: n.scale,
+                    is_counter: n.is_counter,
+                })
+            }
+            Found::New(_) => Ok(()),
+        }
     }
 
     /// One sample of the series `key` (`name{label="value",...}`, as an exposition writes it)
@@ -344,12 +518,14 @@ impl PrometheusReader {
         pos: Position,
         ctx: &mut ReadContext<'_>,
     ) -> Result<()> {
-        if let Some(s) = self.series.find(key) {
-            return emit(s, value, true, time_ns, &mut self.seen_attrs, ctx);
-        }
-        let Some(series) = self.new_series(key, key, pos, ctx)? else { return Ok(()) };
-        let s = self.series.insert(key, series);
-        emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)
+        let found = match self.lookup(key) {
+            Found::New(hash) => match self.new_series(key, key, hash, pos, ctx)? {
+                Some(found) => found,
+                None => return Ok(()),
+            },
+            found => found,
+        };
+        self.emit(found, value, true, time_ns, ctx)
     }
 
     /// Many samples of one series (remote read's `TimeSeries`): resolved once, then emitted as
@@ -364,39 +540,44 @@ impl PrometheusReader {
         let mut values = values.into_iter();
         // One lookup per series: a second one would find the series where the cache predicts its
         // successor, and link the series to itself.
-        if let Some(s) = self.series.find(key) {
-            for (value, time_ns) in values {
-                emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)?;
+        let found = match self.lookup(key) {
+            Found::New(hash) => {
+                let Some((value, time_ns)) = values.next() else { return Ok(()) };
+                // The first sample resolves (and caches) the series, or reports why it cannot.
+                let Some(found) = self.new_series(key, key, hash, pos, ctx)? else {
+                    // Unresolvable: each sample is reported, as one by one.
+                    for (value, time_ns) in values {
+                        self.push_series_value(key, value, time_ns, pos, ctx)?;
+                    }
+                    return Ok(());
+                };
+                self.emit(found, value, true, time_ns, ctx)?;
+                found
             }
-            return Ok(());
-        }
-        let Some((value, time_ns)) = values.next() else { return Ok(()) };
-        // The first sample resolves (and caches) the series, or reports why it cannot.
-        let Some(series) = self.new_series(key, key, pos, ctx)? else {
-            // Unresolvable: each sample is reported, as one by one.
-            for (value, time_ns) in values {
-                self.push_series_value(key, value, time_ns, pos, ctx)?;
-            }
-            return Ok(());
+            found => found,
         };
-        let s = self.series.insert(key, series);
-        for (value, time_ns) in std::iter::once((value, time_ns)).chain(values) {
-            emit(s, value, true, time_ns, &mut self.seen_attrs, ctx)?;
+        for (value, time_ns) in values {
+            self.emit(found, value, true, time_ns, ctx)?;
         }
         Ok(())
     }
 
-    /// Resolve a series text seen for the first time; `None` when the line was a directive or a
-    /// bad record already reported (lenient mode).
+    /// Resolve a series text seen for the first time (`miss`: what its lookup computed);
+    /// `None` when the line was a directive or a bad record already reported (lenient mode).
     fn new_series(
         &mut self,
         line: &[u8],
         key: &[u8],
+        miss: Miss,
         pos: Position,
         ctx: &mut ReadContext<'_>,
-    ) -> Result<Option<Series>> {
-        match self.resolve(line, key, ctx) {
-            Ok(Resolved::Series(s)) => Ok(Some(s)),
+    ) -> Result<Option<Found>> {
+        match self.resolve(line, key, miss.labels, ctx) {
+            Ok(Resolved::Plain { name, sets, labels }) => Ok(Some(Found::Plain { name, sets, labels })),
+            Ok(Resolved::Series(s)) => {
+                let hash = miss.series.unwrap_or_else(|| self.series.hash(key));
+                Ok(Some(Found::Series(self.series.insert(key, hash, s))))
+            }
             Ok(Resolved::Directive) => Ok(None),
             Err(Fail::Bad(expected)) => self.not_a_sample(line, pos, expected, ctx).map(|()| None),
             Err(Fail::TooManyLabels) => {
@@ -454,8 +635,9 @@ impl PrometheusReader {
         };
         if self.types.get(name) != Some(&kind) {
             self.types.insert(name.into(), kind);
-            // Cached series may have been resolved without (or with another) type.
+            // Cached series and names may have been resolved without (or with another) type.
             self.series.clear();
+            self.names.clear();
         }
         Ok(())
     }
@@ -463,7 +645,11 @@ impl PrometheusReader {
     fn set_host(&mut self, host: String) {
         if self.directive_host.as_deref() != Some(host.as_str()) {
             self.directive_host = Some(host);
+            // Series and label sets without a host label take this one.
             self.series.clear();
+            for sets in &mut self.label_sets {
+                sets.clear();
+            }
         }
     }
 
@@ -529,8 +715,16 @@ impl PrometheusReader {
             .find_map(|suffix| name.strip_suffix(suffix).and_then(|base| self.types.get(base)).copied())
     }
 
-    /// Resolve a series text seen for the first time.
-    fn resolve(&mut self, line: &[u8], key: &[u8], ctx: &mut ReadContext<'_>) -> Result<Resolved, Fail> {
+    /// Resolve a series text seen for the first time: its metric name and its label set, each
+    /// resolved once per input and cached (a scrape repeats every label set once per family).
+    /// `labels_hash`: the hash of the label set when its lookup just missed.
+    fn resolve(
+        &mut self,
+        line: &[u8],
+        key: &[u8],
+        labels_hash: Option<u64>,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<Resolved, Fail> {
         let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
         let (name_bytes, rest) = key.split_at(name_end);
         if !valid_metric_name(name_bytes) {
@@ -553,9 +747,127 @@ impl PrometheusReader {
                 }
             }
         }
-        let mut labels = parse_labels(rest, ctx.options().limits.max_labels)?;
-        let dcgm = name.starts_with("DCGM_FI_");
+        let name_slot = match self.names.find(name_bytes) {
+            Ok(slot) => slot,
+            Err(hash) => {
+                let info = self.name_info(name);
+                if self.names.is_full() {
+                    // Cached series refer to their names.
+                    self.series.clear();
+                }
+                self.names.insert(name_bytes, hash, info)
+            }
+        };
+        let Some(&NameInfo { info, dcgm, .. }) = self.names.get(name_slot) else {
+            return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
+        };
 
+        if info {
+            // `*_info` series are few, and their extra labels are attributes too: not cached.
+            let labels = self.resolve_labels(rest, dcgm, true, ctx)?;
+            let Some(name) = self.names.get(name_slot) else {
+                return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
+            };
+            let counter_name = format!("{}{}", name.base, labels.extras);
+            return Ok(Resolved::Series(Series {
+                host: labels.host,
+                device: labels.device,
+                port: labels.port,
+                priority: name.name_priority.or(labels.priority),
+                counter: -1,
+                multiply: name.multiply,
+                scale: name.scale,
+                is_counter: name.is_counter,
+                dcgm,
+                cold: Some(Box::new(Cold {
+                    host: labels.host_name,
+                    device: labels.device_name,
+                    attrs: labels.attrs,
+                    info: true,
+                    counter_name: counter_name.into(),
+                    emitted: false,
+                })),
+            }));
+        }
+
+        let sets = usize::from(dcgm);
+        let set_slot = match labels_hash.map_or_else(|| self.label_sets[sets].find(rest), Err) {
+            Ok(slot) => slot,
+            Err(hash) => {
+                let labels = self.resolve_labels(rest, dcgm, false, ctx)?;
+                if self.label_sets[sets].is_full() {
+                    // Cached series refer to their label sets.
+                    self.series.clear();
+                }
+                self.label_sets[sets].insert(rest, hash, labels)
+            }
+        };
+        let (Some(name), Some(labels)) = (self.names.get_mut(name_slot), self.label_sets[sets].get_mut(set_slot))
+        else {
+            return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
+        };
+        if labels.extras.is_empty() {
+            return Ok(Resolved::Plain { name: name_slot, sets, labels: set_slot });
+        }
+        let counter = ctx.samples.counter(&format!("{}{}", name.base, labels.extras));
+        // The first series of a label set emits its attributes.
+        let cold = (!labels.claimed && !labels.attrs.is_empty()).then(|| {
+            labels.claimed = true;
+            Box::new(Cold {
+                host: labels.host_name.clone(),
+                device: labels.device_name.clone(),
+                attrs: labels.attrs.clone(),
+                info: false,
+                counter_name: Box::default(),
+                emitted: false,
+            })
+        });
+        Ok(Resolved::Series(Series {
+            host: labels.host,
+            device: labels.device,
+            port: labels.port,
+            priority: name.name_priority.or(labels.priority),
+            counter,
+            multiply: name.multiply,
+            scale: name.scale,
+            is_counter: name.is_counter,
+            dcgm,
+            cold,
+        }))
+    }
+
+    /// What the metric `name` means: counter mapping, priority, type.
+    fn name_info(&self, name: &str) -> NameInfo {
+        let family = self.family_type(name);
+        let (mapping, name_priority) = map_counter(name);
+        let info = mapping.is_none()
+            && name.ends_with("_info")
+            && matches!(family, None | Some(MetricType::Gauge | MetricType::Info | MetricType::Untyped));
+        let is_counter = mapping.map_or_else(|| type_is_counter(name, family), |m| m.def.kind == Kind::Counter);
+        NameInfo {
+            multiply: mapping.map_or(1, |m| m.multiply),
+            scale: mapping.map_or(1, |m| m.scale),
+            name_priority,
+            info,
+            is_counter,
+            dcgm: name.starts_with("DCGM_FI_"),
+            base: mapping.map_or(name, |m| m.def.name).into(),
+            counter: -1,
+        }
+    }
+
+    /// Resolve a label set (`{...}` after a metric name, or nothing): host, device, port and
+    /// priority labels, the labels that distinguish series, and the attributes (with `info`, the
+    /// distinguishing labels are attributes too). `dcgm`: the metric is a DCGM one, whose `gpu`
+    /// label names the device.
+    fn resolve_labels(
+        &mut self,
+        rest: &[u8],
+        dcgm: bool,
+        info: bool,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<LabelSet, Fail> {
+        let mut labels = parse_labels(rest, ctx.options().limits.max_labels)?;
         for l in &mut labels {
             if l.value.is_empty() {
                 l.role = Role::Identity;
@@ -604,12 +916,12 @@ impl PrometheusReader {
             }
         }
         // Priority.
-        let mut label_priority = None;
+        let mut priority = None;
         for pk in ["priority", "prio"] {
             if let Some(l) = labels.iter_mut().find(|l| l.name == pk && l.role == Role::Extra)
                 && let [d @ b'0'..=b'7'] = l.value.as_bytes()
             {
-                label_priority = Some(d - b'0');
+                priority = Some(d - b'0');
                 l.role = Role::Identity;
             }
         }
@@ -619,69 +931,45 @@ impl PrometheusReader {
             }
         }
 
-        let family = self.family_type(name);
-        let (mapping, name_priority) = map_counter(name);
-        let info = mapping.is_none()
-            && name.ends_with("_info")
-            && matches!(family, None | Some(MetricType::Gauge | MetricType::Info | MetricType::Untyped));
-        let is_counter = mapping.map_or_else(|| type_is_counter(name, family), |m| m.def.kind == Kind::Counter);
-        let base = mapping.map_or(name, |m| m.def.name);
-
         let mut extras: Vec<&Label<'_>> = labels.iter().filter(|l| l.role == Role::Extra).collect();
-        let counter_name = if extras.is_empty() {
-            base.to_owned()
-        } else {
+        let mut extra_text = String::new();
+        if !extras.is_empty() {
             extras.sort_unstable_by(|a, b| a.name.cmp(b.name));
-            let mut s = String::with_capacity(base.len() + 16 * extras.len());
-            s.push_str(base);
-            s.push('{');
+            extra_text.reserve(16 * extras.len());
+            extra_text.push('{');
             for (i, l) in extras.iter().enumerate() {
                 if i > 0 {
-                    s.push(',');
+                    extra_text.push(',');
                 }
-                s.push_str(l.name);
-                s.push_str("=\"");
-                push_escaped(&mut s, &l.value);
-                s.push('"');
+                extra_text.push_str(l.name);
+                extra_text.push_str("=\"");
+                push_escaped(&mut extra_text, &l.value);
+                extra_text.push('"');
             }
-            s.push('}');
-            s
-        };
-        let attrs: Vec<(Box<str>, Box<str>)> = labels
+            extra_text.push('}');
+        }
+        let strings = &mut self.attrs.strings;
+        let attrs: Vec<(i32, i32)> = labels
             .iter()
             .filter(|l| l.role == Role::Metadata || (info && l.role == Role::Extra))
-            .map(|l| (l.name.into(), l.value.as_str().into()))
+            .map(|l| (strings.intern(l.name), strings.intern(&l.value)))
             .collect();
 
         let host = match host.or_else(|| self.directive_host.clone()) {
             Some(h) => h,
             None => self.fallback_host.get_or_insert_with(|| ctx.fallback_host()).clone(),
         };
-        let host_key = ctx.samples.host(&host);
-        let device_key = ctx.samples.device(&device);
-        let counter = if info { -1 } else { ctx.samples.counter(&counter_name) };
-        let cold = (info || !attrs.is_empty()).then(|| {
-            Box::new(Cold {
-                host: host.into(),
-                device: device.into(),
-                attrs,
-                info,
-                counter_name: if info { counter_name.into() } else { Box::default() },
-                emitted: false,
-            })
-        });
-        Ok(Resolved::Series(Series {
-            host: host_key,
-            device: device_key,
+        Ok(LabelSet {
+            host: ctx.samples.host(&host),
+            device: ctx.samples.device(&device),
             port,
-            priority: name_priority.or(label_priority),
-            counter,
-            multiply: mapping.map_or(1, |m| m.multiply),
-            scale: mapping.map_or(1, |m| m.scale),
-            is_counter,
-            dcgm,
-            cold,
-        }))
+            priority,
+            extras: extra_text.into(),
+            attrs,
+            host_name: host.into(),
+            device_name: device.into(),
+            claimed: false,
+        })
     }
 }
 
@@ -707,69 +995,114 @@ impl LineReader for PrometheusReader {
 /// No slot.
 const NO_SLOT: u32 = u32::MAX;
 
-/// A resolved series and the text it was resolved from.
+/// A cached value and where its text is in the cache's arena.
 #[derive(Debug)]
-struct Slot {
-    key: Arc<[u8]>,
-    series: Series,
-    /// The slot whose sample followed this one's last time, or [`NO_SLOT`].
+struct Slot<T> {
+    start: usize,
+    len: usize,
+    /// The next slot whose text has the same hash, or [`NO_SLOT`].
+    same_hash: u32,
+    /// The slot looked up after this one last time, or [`NO_SLOT`].
     next: u32,
+    value: T,
 }
 
-/// Resolved series by their text. Exporters write the series of a scrape in the same order every
-/// time (and `/federate` sorts them), so the series after the previous line's is predicted
-/// from the last scrape and confirmed with one comparison, without hashing the text.
+/// Values resolved from texts (series texts, label sets, metric names), found by their text.
+/// Exporters write the series of a scrape in the same order every time (and `/federate` sorts
+/// them), so the entry after the previous lookup's is predicted from the last scrape and confirmed
+/// with one comparison, without hashing the text. The texts live in one arena and the index maps
+/// their hashes to slots, so a new entry costs no allocation of its own, and a missed lookup
+/// hands its hash to the insert that follows.
 #[derive(Debug)]
-struct SeriesCache {
-    index: AHashMap<Arc<[u8]>, u32>,
-    slots: Vec<Slot>,
-    /// Slot of the previous sample, or [`NO_SLOT`].
+struct TextCache<T> {
+    /// First slot of each text hash.
+    index: AHashMap<u64, u32>,
+    hasher: ahash::RandomState,
+    text: Vec<u8>,
+    slots: Vec<Slot<T>>,
+    /// Slot of the previous lookup, or [`NO_SLOT`].
     last: u32,
 }
 
-impl Default for SeriesCache {
+impl<T> Default for TextCache<T> {
     fn default() -> Self {
-        SeriesCache { index: AHashMap::new(), slots: Vec::new(), last: NO_SLOT }
+        TextCache {
+            index: AHashMap::new(),
+            hasher: ahash::RandomState::with_seeds(0x5eed, 0xfab, 0x7e1e, 0x3e7),
+            text: Vec::new(),
+            slots: Vec::new(),
+            last: NO_SLOT,
+        }
     }
 }
 
-impl SeriesCache {
-    /// The series resolved from `key`, if any; remembers it as the previous sample's.
-    fn find(&mut self, key: &[u8]) -> Option<&mut Series> {
-        let predicted = self.slots.get(self.last as usize).map_or(NO_SLOT, |s| s.next);
-        let slot = match self.slots.get(predicted as usize) {
-            Some(s) if *s.key == *key => predicted,
-            _ => {
-                let found = *self.index.get(key)?;
-                if let Some(prev) = self.slots.get_mut(self.last as usize) {
-                    prev.next = found;
-                }
-                found
-            }
-        };
-        self.last = slot;
-        self.slots.get_mut(slot as usize).map(|s| &mut s.series)
+impl<T> TextCache<T> {
+    fn text_of(&self, s: &Slot<T>) -> &[u8] {
+        self.text.get(s.start..s.start + s.len).unwrap_or_default()
     }
 
-    /// Keep a resolved series (bounded: see [`MAX_CACHED_SERIES`]) as the previous sample's.
-    fn insert(&mut self, key: &[u8], series: Series) -> &mut Series {
-        if self.slots.len() >= MAX_CACHED_SERIES {
+    /// The slot holding `key` (remembered as the previous lookup's), or the hash of `key` for
+    /// [`Self::insert`].
+    fn find(&mut self, key: &[u8]) -> Result<u32, u64> {
+        let predicted = self.slots.get(self.last as usize).map_or(NO_SLOT, |s| s.next);
+        if let Some(s) = self.slots.get(predicted as usize)
+            && self.text_of(s) == key
+        {
+            self.last = predicted;
+            return Ok(predicted);
+        }
+        let hash = self.hash(key);
+        let mut at = self.index.get(&hash).copied().unwrap_or(NO_SLOT);
+        while let Some(s) = self.slots.get(at as usize) {
+            if self.text_of(s) == key {
+                if let Some(prev) = self.slots.get_mut(self.last as usize) {
+                    prev.next = at;
+                }
+                self.last = at;
+                return Ok(at);
+            }
+            at = s.same_hash;
+        }
+        Err(hash)
+    }
+
+    /// Keep `value` for `key` (whose hash [`Self::find`] gave) as the previous lookup's. The
+    /// cache is bounded ([`MAX_CACHED_SERIES`] entries): a full one is emptied first.
+    fn insert(&mut self, key: &[u8], hash: u64, value: T) -> u32 {
+        if self.is_full() {
             self.clear();
         }
         let slot = self.slots.len() as u32;
-        let key: Arc<[u8]> = key.into();
-        self.index.insert(Arc::clone(&key), slot);
+        let start = self.text.len();
+        self.text.extend_from_slice(key);
+        let same_hash = self.index.insert(hash, slot).unwrap_or(NO_SLOT);
         if let Some(prev) = self.slots.get_mut(self.last as usize) {
             prev.next = slot;
         }
         self.last = slot;
-        self.slots.push(Slot { key, series, next: NO_SLOT });
-        let Some(s) = self.slots.last_mut() else { unreachable!("a slot was just pushed") };
-        &mut s.series
+        self.slots.push(Slot { start, len: key.len(), same_hash, next: NO_SLOT, value });
+        slot
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn is_full(&self) -> bool {
+        self.slots.len() >= MAX_CACHED_SERIES
+    }
+
+    fn get(&self, slot: u32) -> Option<&T> {
+        self.slots.get(slot as usize).map(|s| &s.value)
+    }
+
+    fn get_mut(&mut self, slot: u32) -> Option<&mut T> {
+        self.slots.get_mut(slot as usize).map(|s| &mut s.value)
     }
 
     fn clear(&mut self) {
         self.index.clear();
+        self.text.clear();
         self.slots.clear();
         self.last = NO_SLOT;
     }
@@ -800,7 +1133,7 @@ fn emit(
     value: Value,
     float_syntax: bool,
     time_ns: i64,
-    seen: &mut AHashSet<AttrKey>,
+    attrs: &mut AttrState,
     ctx: &mut ReadContext<'_>,
 ) -> Result<()> {
     let value = if s.dcgm && is_dcgm_blank(value, float_syntax) { Value::Null } else { value };
@@ -808,9 +1141,11 @@ fn emit(
         let is_one = value == Value::U64(1);
         if !cold.emitted && (!cold.info || is_one) {
             cold.emitted = true;
-            for (k, v) in &cold.attrs {
-                if seen.insert((s.host, s.device, s.port, k.clone(), v.clone())) {
-                    let a = Attribute { time_ns, host: s.host, device: s.device, port: s.port, key: k, value: v };
+            for &(k, v) in &cold.attrs {
+                if attrs.seen.insert((s.host, s.device, s.port, k, v))
+                    && let (Some(key), Some(value)) = (attrs.strings.get(k), attrs.strings.get(v))
+                {
+                    let a = Attribute { time_ns, host: s.host, device: s.device, port: s.port, key, value };
                     ctx.push_attribute(&cold.host, &cold.device, &a)?;
                 }
             }
@@ -1002,27 +1337,16 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
             return Err(Fail::Bad("a double-quoted label value"));
         }
         i += 1;
-        let mut value = Vec::new();
-        loop {
-            let tail = rest.get(i..).unwrap_or_default();
-            let off = memchr2(b'"', b'\\', tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
-            value.extend_from_slice(tail.get(..off).unwrap_or_default());
-            i += off;
-            if rest.get(i) == Some(&b'"') {
-                i += 1;
-                break;
-            }
-            match rest.get(i + 1) {
-                Some(b'\\') => value.push(b'\\'),
-                Some(b'"') => value.push(b'"'),
-                Some(b'n') => value.push(b'\n'),
-                // Unknown escapes are kept as written (`C:\dir`).
-                Some(&c) => value.extend_from_slice(&[b'\\', c]),
-                None => return Err(Fail::Bad("a closing quote after a label value")),
-            }
-            i += 2;
-        }
-        let value = String::from_utf8(value).map_err(|_| Fail::Bad("a UTF-8 label value"))?;
+        let tail = rest.get(i..).unwrap_or_default();
+        let off = memchr2(b'"', b'\\', tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
+        let value = if tail.get(off) == Some(&b'"') {
+            // No escapes (the usual case): the value is borrowed from the line.
+            i += off + 1;
+            let text = std::str::from_utf8(tail.get(..off).unwrap_or_default());
+            Cow::Borrowed(text.map_err(|_| Fail::Bad("a UTF-8 label value"))?)
+        } else {
+            Cow::Owned(unescape_value(rest, &mut i)?)
+        };
         if out.len() >= max_labels {
             return Err(Fail::TooManyLabels);
         }
@@ -1046,11 +1370,37 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
     Ok(out)
 }
 
+/// A label value with escapes, from `rest[*i..]` (just after its opening quote) to its closing
+/// quote; `*i` is left after that quote.
+fn unescape_value(rest: &[u8], i: &mut usize) -> Result<String, Fail> {
+    let mut value = Vec::new();
+    loop {
+        let tail = rest.get(*i..).unwrap_or_default();
+        let off = memchr2(b'"', b'\\', tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
+        value.extend_from_slice(tail.get(..off).unwrap_or_default());
+        *i += off;
+        if rest.get(*i) == Some(&b'"') {
+            *i += 1;
+            break;
+        }
+        match rest.get(*i + 1) {
+            Some(b'\\') => value.push(b'\\'),
+            Some(b'"') => value.push(b'"'),
+            Some(b'n') => value.push(b'\n'),
+            // Unknown escapes are kept as written (`C:\dir`).
+            Some(&c) => value.extend_from_slice(&[b'\\', c]),
+            None => return Err(Fail::Bad("a closing quote after a label value")),
+        }
+        *i += 2;
+    }
+    String::from_utf8(value).map_err(|_| Fail::Bad("a UTF-8 label value"))
+}
+
 /// Take a not-yet-consumed, non-empty label's value and give it `role`.
 fn take_label(labels: &mut [Label<'_>], name: &str, role: Role) -> Option<String> {
     let l = labels.iter_mut().find(|l| l.name == name && l.role == Role::Extra)?;
     l.role = role;
-    Some(l.value.clone())
+    Some(l.value.to_string())
 }
 
 /// `[::1]:9100` -> `::1`, `gpu017:9100` -> `gpu017`; a bare IPv6 address is left alone.
@@ -1250,7 +1600,7 @@ mod tests {
     #[test]
     fn labels_unescape_and_allow_blanks_and_a_trailing_comma() {
         let l = parse_labels(br#"{gpu="0", UUID="x" , p="a\\b\"c\nd",}"#, 128).expect("labels");
-        let got: Vec<_> = l.iter().map(|l| (l.name, l.value.as_str())).collect();
+        let got: Vec<_> = l.iter().map(|l| (l.name, l.value.as_ref())).collect();
         assert_eq!(got, vec![("gpu", "0"), ("UUID", "x"), ("p", "a\\b\"c\nd")]);
         assert_eq!(parse_labels(b"{a=\"1\",b=\"2\"}", 1).err(), Some(Fail::TooManyLabels));
         assert!(parse_labels(b"{a=\"1\",a=\"2\"}", 9).is_err());
