@@ -232,6 +232,12 @@ def run_analysis(
     prof = get_profile(profile) if profile else None
     filters = Filters.make(since, until, hosts)
     keep = engine is None if keep_detail is None else keep_detail
+
+    def read_options(paths: Sequence[str | os.PathLike[str]]) -> ReadOptions:
+        # Timeless files take one time per input set, whichever engine splits the reading.
+        stamp = input_set_mtime(paths) if time is None else time
+        return ReadOptions(format, host, stamp, strict, tuple((limits or {}).items()), remote)
+
     if isinstance(data, ReadResult):
         # Read already (io.load): its reports are the inputs, failed ones included.
         raise_if_nothing_read(data.reports)
@@ -262,15 +268,7 @@ def run_analysis(
         # Paths and frames together: one input set, read here and analysed in memory.
         sources = list(data)
         paths = [d for d in sources if isinstance(d, (str, os.PathLike))]
-        read = ReadOptions(
-            format=format,
-            host=host,
-            time=input_set_mtime(paths) if time is None else time,
-            strict=strict,
-            limits=tuple((limits or {}).items()),
-            remote=remote,
-        )
-        samples, attrs, side, reports = _gather(sources, read, filters)
+        samples, attrs, side, reports = _gather(sources, read_options(paths), filters)
         if attributes is not None:
             attrs.append(attributes)
         raise_if_nothing_read(reports)
@@ -291,15 +289,7 @@ def run_analysis(
         name = "stream" if memory is not None and engine in (None, "local") else (engine or "local")
         ran = get_engine(name, address=address, partitions=partitions, memory=memory, progress=progress).run(
             paths,
-            read=ReadOptions(
-                format=format,
-                host=host,
-                # Timeless files take one time per input set, whichever engine splits the reading.
-                time=input_set_mtime(paths) if time is None else time,
-                strict=strict,
-                limits=tuple((limits or {}).items()),
-                remote=remote,
-            ),
+            read=read_options(paths),
             filters=filters,
             config=cfg,
             profile=prof,
