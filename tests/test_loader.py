@@ -126,6 +126,8 @@ def test_run_analysis_lists_a_failed_path_beside_a_frame(ib_with_corrupt_gz: Pat
     assert "gzip stream is corrupt or truncated" in mixed.failed_inputs[0]["error"]
     assert mixed.inputs[0]["path"] == "<frame>"
     only = fabricscope.run_analysis(frame)
+    assert only.inputs == [{"path": "<frame>", "format": "frame", "records": 480, "rejected": 0, "error": None}]
+    assert [(r.path, r.rows) for r in only.reports] == [("<frame>", 480)]
     assert only.findings.filter(pl.col("host") == "gpu02").height > 0
     assert set(only.findings["kind"].to_list()) <= set(mixed.findings["kind"].to_list())
 

@@ -46,7 +46,8 @@ class Analysis:
         findings: Frame with :data:`fabricscope.findings.FINDINGS_SCHEMA`, worst first.
         inputs: Per input: path, format, records, rejected (the contract's ``inputs``).
         rates: The rates every detector saw.
-        reports: The readers' per-input reports (empty when a frame was analysed).
+        reports: The readers' per-input reports; a samples frame given to :func:`run_analysis` is
+            one report named ``<frame>`` (:data:`FRAME_INPUT`).
         tables: Every side table read (``nccl_results``, ``perftest_results``, ``links`` ...), by name,
             and ``entities``: every name the inputs use for a host, HCA, switch or cable
             (:mod:`fabricscope.entities`).
@@ -263,7 +264,8 @@ def run_analysis(
             profile=prof,
             keep_detail=keep,
         )
-        inputs = [{"path": FRAME_INPUT, "format": "frame", "records": data.height, "rejected": 0}]
+        ran.reports = [_frame_report(data)]
+        inputs = input_rows(ran.reports)
     elif not isinstance(data, (str, os.PathLike)) and any(isinstance(d, (pl.DataFrame, ReadResult)) for d in data):
         # Paths and frames together: one input set, read here and analysed in memory.
         sources = list(data)
