@@ -334,7 +334,8 @@ def scan(
     bounded. Iterate the result; afterwards ``.reports`` holds the per-input reports.
 
     Args:
-        paths: Files or directories. See :func:`fabricscope.load`.
+        paths: Files or directories the Rust reader reads (not URLs or ``fabricscope cron``
+            histories, which :func:`fabricscope.load` reads). See :func:`fabricscope.load`.
         format: ``"auto"`` or a format name.
         host: Host for inputs that name none.
         time: Timestamp for inputs that carry none.
