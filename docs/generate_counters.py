@@ -35,11 +35,12 @@ def main() -> None:
         print()
     print("## Formats")
     print()
-    print("| format | also accepted as | produced by | detection | timestamps |")
-    print("|---|---|---|---|---|")
+    print("| format | also accepted as | produced by | detection | timestamps | time resolution |")
+    print("|---|---|---|---|---|---|")
     for r in fabricscope.formats().iter_rows(named=True):
         aliases = ", ".join(f"`{a}`" for a in r["aliases"])
-        print(f"| `{r['name']}` | {aliases} | {r['produced_by']} | {r['detection']} | {r['timestamps']} |")
+        cells = [f"`{r['name']}`", aliases, r["produced_by"], r["detection"], r["timestamps"], r["time_resolution"]]
+        print(f"| {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -152,3 +157,24 @@ def test_a_query_api_time_beyond_i64_nanoseconds_is_a_bad_record(
     err = capsys.readouterr()
     assert code == 3
     assert "a timestamp in seconds since the epoch" in err.out + err.err
+
+
+def test_json_into_a_pipe_writes_through_it_and_leaves_it_a_pipe(tmp_path: Path) -> None:
+    # `--json /dev/null` or a FIFO: a rename onto the path (the crash-safe write of a regular file)
+    # would replace the device or the pipe with a regular file.
+    fifo = tmp_path / "findings.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    out = subprocess.run(
+        [sys.executable, "-m", "fabricscope", "analyze", "sample_traces/ethtool", "--json", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    reader.join(timeout=60)
+    assert out.returncode in (0, 1, 2), out.stderr
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert json.loads(got[0])["findings"]
+    assert [p.name for p in tmp_path.iterdir()] == ["findings.fifo"]

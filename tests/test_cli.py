@@ -103,6 +103,7 @@ def test_formats_command_declares_each_format_fact_once() -> None:
         "ibdiagnet-net-dump",
         "lldpctl-keyvalue",
         "lldpctl-json",
+        "sonic-lldp-table",
     }
     assert rows["ibdiagnet-net-dump"]["aliases"] == ["net_dump", "net-dump", "ibdiagnet-net_dump"]
     assert rows["perfquery"]["aliases"] == []
@@ -114,6 +115,33 @@ def test_formats_command_declares_each_format_fact_once() -> None:
     )
     assert parsed.returncode == 0, parsed.stderr
     assert json.loads(parsed.stdout)["inputs"][0]["format"] == "ibdiagnet-net-dump"
+
+
+SONIC_CUT = Path(__file__).parent / "fixtures" / "sonic_lldp" / "sonic-buildimage-issue11645-vlab-02-no-footer.txt"
+
+
+def test_a_cut_sonic_lldp_table_names_file_line_and_offset_and_lenient_keeps_its_rows() -> None:
+    # A `show lldp table` posted without its footer: the table may be cut, so strict reading stops
+    # with the position where the footer should be; --lenient keeps the six links read.
+    fabricscope = [sys.executable, "-m", "fabricscope"]
+    strict = subprocess.run([*fabricscope, "topology", str(SONIC_CUT)], capture_output=True, text=True)
+    assert strict.returncode == 3
+    size = SONIC_CUT.stat().st_size
+    assert f"{SONIC_CUT}: line 13 (byte {size}): expected the `Total entries displayed:` footer" in strict.stderr
+    assert 'found "the end of the input"' in strict.stderr
+    lenient = subprocess.run(
+        [*fabricscope, "topology", str(SONIC_CUT), "--lenient", "--json"], capture_output=True, text=True, check=True
+    )
+    links = json.loads(lenient.stdout)
+    assert sorted((x["peer_node_name"], x["peer_port_name"], x["node_name"], x["port_name"]) for x in links) == [
+        ("vlab-02", "Ethernet0", "ARISTA01T1", "fortyGigE0/0"),
+        ("vlab-02", "Ethernet1", "ARISTA01T1", "fortyGigE0/4"),
+        ("vlab-02", "Ethernet16", "ARISTA03T1", "fortyGigE0/0"),
+        ("vlab-02", "Ethernet17", "ARISTA03T1", "fortyGigE0/4"),
+        ("vlab-02", "Ethernet20", "ARISTA04T1", "fortyGigE0/0"),
+        ("vlab-02", "Ethernet21", "ARISTA04T1", "fortyGigE0/4"),
+    ]
+    assert {x["source"] for x in links} == {"sonic-lldp-table"}
 
 
 @pytest.mark.parametrize("command", [["formats"], ["counters", "--layer", "network"], ["topology", "sample_traces/ib"]])

@@ -38,6 +38,7 @@ def test_every_incident_scenario_is_listed() -> None:
         "pfc-storm-1s",
         "trap-busy-healthy",
         "trap-coincident-leaves",
+        "trap-roce-coincident-leaves",
     }
 
 
@@ -405,6 +406,177 @@ def test_cli_lldp_attaches_the_leaf_mate_and_not_the_other_leaf(tmp_path: Path) 
     ]
 
 
+def _analyze(d: Path, out: Path) -> dict:
+    """``fabricscope analyze <d> --json <out>`` (a critical finding: exit 2), the document."""
+    r = _cli("analyze", str(d), "--json", str(out))
+    assert r.returncode == 2, r.stderr
+    return json.loads(out.read_text())
+
+
+def _shape(inc: dict) -> tuple:
+    """An incident as (rule, root kind, root host, its consequences as (kind, host, relation))."""
+    members = sorted((c["finding"]["kind"], c["finding"]["host"], c["relation"]) for c in inc["consequences"])
+    return (inc["rule"], inc["root"]["kind"], inc["root"]["host"], members)
+
+
+def test_cli_sonic_lldp_tables_instead_of_lldpctl_give_the_same_pause_spread_incident(tmp_path: Path) -> None:
+    # The same fabric's cabling seen from the two leaves (SONiC `show lldp table`, one file per
+    # leaf) instead of from the four hosts (lldpctl): the same incidents, member for member.
+    import shutil
+
+    sim = tmp_path / "sim"
+    r = _cli("simulate", str(sim), "--scenario", "chain-pause-storm", "--lldp", "sonic")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (sim / "sonic-lldp").iterdir()) == [
+        "spread-leaf01.show-lldp-table.txt",
+        "spread-leaf02.show-lldp-table.txt",
+    ]
+    assert not (sim / "lldpctl").exists()
+
+    def incidents(topology: Path) -> tuple[list, list]:
+        d = tmp_path / topology.name
+        shutil.copytree(COMMITTED / "chain-pause-storm" / "ethtool", d / "ethtool")
+        shutil.copytree(topology, d / topology.name)
+        incs = _analyze(d, tmp_path / f"{topology.name}.json")["incidents"]
+        return [_shape(i) for i in incs], [i["topology"] for i in incs]
+
+    from_hosts, topo_hosts = incidents(COMMITTED / "chain-pause-storm" / "lldpctl")
+    from_leaves, topo_leaves = incidents(sim / "sonic-lldp")
+    assert from_leaves == from_hosts
+    assert from_leaves == [
+        (
+            "pause_storm_head_of_line",
+            "pfc_storm",
+            "spread-gpu03",
+            [
+                ("packet_loss", "spread-gpu03", "same_port"),
+                ("pfc_congestion", "spread-gpu03", "same_port"),
+                ("pfc_congestion", "spread-gpu04", "same_leaf"),
+            ],
+        ),
+        ("single_fault", "pfc_congestion", "spread-gpu02", []),
+    ]
+    assert set(topo_leaves) == {"links table (sonic-lldp-table)"}
+    assert set(topo_hosts) == {"links table (lldpctl-json, lldpctl-keyvalue)"}
+
+
+def test_cli_roce_coincident_faults_behind_two_leaves_are_two_incidents(tmp_path: Path) -> None:
+    # A pause storm on leaf01 and a lossy cable on leaf02 in the same minutes, no shared job: the
+    # leaves' LLDP tables relate each fault to its own leaf-mate and never the two faults.
+    doc = _analyze(COMMITTED / "trap-roce-coincident-leaves", tmp_path / "f.json")
+    got = [(*_shape(i), sorted(i["hosts"])) for i in doc["incidents"]]
+    assert got == [
+        (
+            "pause_storm_head_of_line",
+            "pfc_storm",
+            "rocecoin-gpu02",
+            [
+                ("packet_loss", "rocecoin-gpu02", "same_port"),
+                ("pfc_congestion", "rocecoin-gpu01", "same_leaf"),
+                ("pfc_congestion", "rocecoin-gpu02", "same_port"),
+            ],
+            ["rocecoin-gpu01", "rocecoin-gpu02"],
+        ),
+        (
+            "link_loss_go_back_n",
+            "packet_loss",
+            "rocecoin-gpu04",
+            [("packet_loss", "rocecoin-gpu03", "same_count")],
+            ["rocecoin-gpu03", "rocecoin-gpu04"],
+        ),
+    ]
+    assert {i["topology"] for i in doc["incidents"]} == {"links table (sonic-lldp-table)"}
+    # every warning/critical finding is in exactly one of the two
+    assert {f["incident"] for f in doc["findings"] if f["severity"] != "info"} == {i["id"] for i in doc["incidents"]}
+
+
+def test_cli_pfc_storm_without_lldp_keeps_the_paused_host_apart_and_joins_it_with_the_leaf_table(
+    tmp_path: Path,
+) -> None:
+    # pfc-storm: pfcstorm-gpu03 storms; pfcstorm-gpu02 (same leaf in the simulated fabric, not in
+    # the inputs) is paused 7% in the same minutes. With no topology and no job nothing physical
+    # relates the two hosts, and co-timing alone is no relation: two incidents.
+    import shutil
+
+    def incidents(d: Path) -> list[tuple]:
+        return [(*_shape(i), i["topology"]) for i in _analyze(d, tmp_path / f"{d.name}.json")["incidents"]]
+
+    no_topology = (
+        "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
+    )
+    own = [("packet_loss", "pfcstorm-gpu03", "same_port"), ("pfc_congestion", "pfcstorm-gpu03", "same_port")]
+    assert incidents(COMMITTED / "pfc-storm") == [
+        ("pause_storm_head_of_line", "pfc_storm", "pfcstorm-gpu03", own, no_topology),
+        ("single_fault", "pfc_congestion", "pfcstorm-gpu02", [], no_topology),
+    ]
+    # the leaf's `show lldp table` (named by its file) is the evidence: the same timing and
+    # magnitude checks then attach the paused leaf-mate to the storm
+    d = tmp_path / "with-lldp"
+    shutil.copytree(COMMITTED / "pfc-storm", d)
+    ports = [f"Ethernet{4 * i}" for i in range(4)]
+    rows = [f"{p:<11}  pfcstorm-gpu0{i + 1}  0c:42:a1:00:00:0{i + 1}  R             eth0" for i, p in enumerate(ports)]
+    (d / "pfcstorm-leaf01.show-lldp-table.txt").write_text(
+        "\n".join(
+            [
+                "LocalPort    RemoteDevice    RemotePortID       Capability    RemotePortDescr",
+                "-----------  --------------  -----------------  ------------  -----------------",
+                *rows,
+                "-" * 50,
+                "Total entries displayed:  4",
+            ]
+        )
+        + "\n"
+    )
+    assert incidents(d) == [
+        (
+            "pause_storm_head_of_line",
+            "pfc_storm",
+            "pfcstorm-gpu03",
+            sorted([*own, ("pfc_congestion", "pfcstorm-gpu02", "same_leaf")]),
+            "links table (sonic-lldp-table)",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "titles", "foreign"),
+    [
+        (
+            # InfiniBand: a marginal cable (bit errors) and a flapping port; no PFC on IB, no RoCE
+            "trap-coincident-leaves",
+            [
+                "bad link coincident-gpu02 mlx5_0 port 1 <-> MF0;coincident-leaf01:MQM9700/U1 port 2: "
+                "errors and loss reaching coincident-gpu01",
+                "bad link coincident-gpu04 mlx5_0 port 1 <-> MF0;coincident-leaf02:MQM9700/U1 port 2: "
+                "link flaps reaching coincident-gpu03",
+            ],
+            ("RoCE", "PFC", "pause", "Pause"),
+        ),
+        (
+            # RoCE: a pause storm and a lossy cable that counted no bit error; no credits on Ethernet
+            "trap-roce-coincident-leaves",
+            [
+                "PFC pause storm from rocecoin-gpu02 eth0 <-> rocecoin-leaf01 port Ethernet4: pause spread to "
+                "rocecoin-gpu01",
+                "bad link rocecoin-gpu04 mlx5_0 port 1: packet loss reaching rocecoin-gpu03",
+            ],
+            ("InfiniBand", "credit", "symbol error"),
+        ),
+    ],
+)
+def test_cli_titles_use_the_words_of_the_hardware_and_never_name_the_root_as_its_victim(
+    tmp_path: Path, scenario: str, titles: list[str], foreign: tuple[str, ...]
+) -> None:
+    doc = _analyze(COMMITTED / scenario, tmp_path / "f.json")
+    assert [i["title"] for i in doc["incidents"]] == titles
+    # no finding or incident of this fabric speaks of the other technology, evidence included
+    text = json.dumps({"findings": doc["findings"], "incidents": doc["incidents"]})
+    assert [w for w in foreign if w in text] == []
+    for inc in doc["incidents"]:
+        victims = inc["title"].rsplit(" reaching ", 1)[-1].rsplit(" spread to ", 1)[-1]
+        assert inc["root"]["host"] not in victims.split(", ")
+
+
 def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
     r = _cli("topology", str(COMMITTED / "chain-pause-storm" / "lldpctl"), "--json")
     assert r.returncode == 0, r.stderr
@@ -419,11 +591,12 @@ def test_cli_topology_draws_roce_leaves_from_lldpctl() -> None:
     assert {x["source"] for x in rows} == {"lldpctl-keyvalue", "lldpctl-json"}
 
 
-@pytest.mark.parametrize("scenario", ["trap-coincident-leaves", "link-flap"])
+@pytest.mark.parametrize("scenario", ["trap-coincident-leaves", "trap-roce-coincident-leaves", "link-flap"])
 def test_analyze_report_cron_and_alerts_show_the_same_incidents(tmp_path: Path, scenario: str) -> None:
     """One incident per independent fault, the same through every front door.
 
-    trap-coincident-leaves: two unrelated faults on two leaves, two incidents; link-flap: flaps and
+    trap-coincident-leaves (InfiniBand) and trap-roce-coincident-leaves (RoCE, topology from SONiC LLDP
+    tables): two unrelated faults on two leaves, two incidents; link-flap: flaps and
     credit waits nothing relates (no topology, no job): each port's fault one incident, its two windows
     in it (the fault identity cron tracks).
     """
@@ -434,7 +607,7 @@ def test_analyze_report_cron_and_alerts_show_the_same_incidents(tmp_path: Path, 
     out = tmp_path / "a.json"
     assert _cli("analyze", str(src), "--json", str(out)).returncode == 2
     doc = json.loads(out.read_text())
-    expected = {"trap-coincident-leaves": 2, "link-flap": 2}[scenario]
+    expected = {"trap-coincident-leaves": 2, "trap-roce-coincident-leaves": 2, "link-flap": 2}[scenario]
     assert len(doc["incidents"]) == expected
     # every warning/critical finding belongs to exactly one incident
     held = [f["incident"] for f in doc["findings"] if f["severity"] != "info"]

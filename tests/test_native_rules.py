@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,32 @@ def test_an_unset_limit_is_the_core_default(tmp_path: Path) -> None:
     # No limit passed to the binding: the core's default applies and names itself.
     with pytest.raises(fabricscope.exceptions.LimitExceededError, match="max_line_bytes"):
         _native.read([str(long)], format="prometheus")
-    assert _native.read([str(long)], format="prometheus", max_line_bytes=8 << 20)[3][0]["rows"] == 1
+    assert _native.read([str(long)], format="prometheus", limits={"max_line_bytes": 8 << 20})[3][0]["rows"] == 1
+
+
+def test_limits_travel_as_one_dict_judged_by_the_core(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.prom"
+    labels.write_text('x_total{a="1",b="2",instance="h"} 1\n')
+    with pytest.raises(fabricscope.exceptions.LimitExceededError, match="max_labels"):
+        _native.read([str(labels)], limits={"max_labels": 2})
+    assert _native.read([str(labels)], limits={"max_labels": 3})[3][0]["rows"] == 1
+    assert dict(_native.limits({"max_labels": 3}))["max_labels"] == 3
+    # Every reader entry point judges the dict the same way, naming the limit and the accepted names.
+    calls = [
+        lambda limits: _native.read([str(labels)], limits=limits),
+        lambda limits: _native.read_buffer(b"x 1\n", "buf", limits=limits),
+        lambda limits: _native.Scanner([str(labels)], limits=limits),
+        lambda limits: _native.limits(limits),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r'unknown limit "max_lines"; expected one of max_line_bytes, max_labels'):
+            call({"max_lines": 5})
+        with pytest.raises(ValueError, match="limit max_labels must be a positive integer, got 0"):
+            call({"max_labels": 0})
+        with pytest.raises(ValueError, match="limit max_labels must be a positive integer, got True"):
+            call({"max_labels": True})
+        with pytest.raises(ValueError, match="limit max_document_bytes must be a positive integer, got -1"):
+            call({"max_document_bytes": -1})
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -165,3 +191,53 @@ def test_cli_reads_a_tree_the_walk_found(tmp_path: Path) -> None:
     r = subprocess.run([*cmd, "parse", str(root), "--json", "--lenient"], capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr
     assert str(root / "gpu07" / "sys") in r.stdout
+
+
+def test_formats_declare_their_time_resolution() -> None:
+    declared = {f["name"]: (f["time_resolution"], f["time_resolution_ns"]) for f in _native.formats()}
+    assert declared["prometheus"] == ("1 ms", 1_000_000)
+    assert declared["prometheus-remote-read"] == ("1 ms", 1_000_000)
+    assert declared["ufm-csv"] == ("1 µs", 1_000)
+    assert declared["pcap"] == ("per capture", None)
+    assert declared["ethtool"] == ("per input", None)
+    assert declared["lldpctl-json"] == ("none", None)
+    table = fabricscope.formats()
+    assert table.filter(pl.col("name") == "openmetrics")["time_resolution"].item() == "per input"
+
+
+def test_each_input_reports_the_resolution_its_times_were_stated_to(tmp_path: Path) -> None:
+    snapshot = "NIC statistics:\n     rx_packets: {}\n"
+    inputs = {
+        # `date +%s` lines: whole seconds.
+        "seconds.log": f"1764686822\n{snapshot.format(1)}1764686837\n{snapshot.format(2)}",
+        # `date +%s.%N` lines: nanoseconds.
+        "nanos.log": f"1764686822.123456789\n{snapshot.format(1)}1764686837.223456789\n{snapshot.format(2)}",
+        # One coarse line makes the input as coarse as its coarsest stated time.
+        "mixed.log": f"1764686822.123\n{snapshot.format(1)}1764686837\n{snapshot.format(2)}",
+        # No timestamp line: the file name's stamp (whole seconds).
+        "ethtool-1764686822.log": snapshot.format(1),
+        # Nothing stated: the --time argument dates it, at no resolution the input knows.
+        "undated.log": snapshot.format(1),
+        # Prometheus text: per-sample integer milliseconds.
+        "scrape.prom": 'node_network_receive_packets_total{device="eth0"} 1 1764686822000\n',
+    }
+    for name, text in inputs.items():
+        (tmp_path / name).write_text(text)
+    exe = Path(sys.executable).parent / "fabricscope"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
+    args = [*cmd, "parse", "--json", "-q", "--host", "h", "--time", "2025-12-02T14:47:02Z"]
+    files = [str(tmp_path / n) for n in inputs]
+    pcap = str(SAMPLES / "pcap" / "roce_pfc.pcap")
+    r = subprocess.run([*args, *files, pcap], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    stated = {Path(i["path"]).name: i["time_resolution_ns"] for i in json.loads(r.stdout)["inputs"]}
+    assert stated == {
+        "seconds.log": 1_000_000_000,
+        "nanos.log": 1,
+        "mixed.log": 1_000_000_000,
+        "ethtool-1764686822.log": 1_000_000_000,
+        "undated.log": None,
+        "scrape.prom": 1_000_000,
+        # A nanosecond pcap (magic a1b23c4d).
+        "roce_pfc.pcap": 1,
+    }

@@ -144,4 +144,4 @@ if ls.height:
         "[lossy_collapse] thresholds (the lossy_collapse model, docs/detectors.md)."
     )
 else:
-    st.caption("No RoCE loss counters for this port.")
+    st.caption("No RDMA loss counters (InfiniBand or RoCE transport) for this port.")

@@ -115,8 +115,8 @@ if links.height:
     )
 else:
     st.info(
-        "Topology unknown for this source (no ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv or lldpctl input): "
-        "ports by host."
+        "Topology unknown for this source (no ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv, lldpctl or SONiC "
+        "show lldp table input): ports by host."
     )
     ph = aggregates.port_health(ds)
     if not ph.height:

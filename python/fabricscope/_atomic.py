@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -63,6 +64,15 @@ def atomic_path(
         'hello'
     """
     final = Path(target)
+    try:
+        kind = final.stat().st_mode
+    except OSError:
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind):
+        # A device or a pipe (`--json /dev/null`, /dev/stdout, a FIFO) is written in place: there is
+        # nothing to tear, and a rename would replace the device node with a regular file.
+        yield final
+        return
     final.parent.mkdir(parents=True, exist_ok=True)
     where = staging if staging is not None else final.parent
     where.mkdir(parents=True, exist_ok=True)

@@ -43,15 +43,15 @@ def read(
     time_ns: int | None = None,
     strict: bool = True,
     batch_rows: int = ...,
-    max_line_bytes: int | None = None,
-    max_labels: int | None = None,
-    max_decompressed_bytes: int | None = None,
-    max_decompression_ratio: int | None = None,
-    max_document_bytes: int | None = None,
+    limits: dict[str, int] | None = None,
     link_speed_gbps: float | None = None,
     bin_seconds: float = 1.0,
 ) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
-    """Parse inputs with the GIL released; returns (samples, attributes, other tables, reports)."""
+    """Parse inputs with the GIL released; returns (samples, attributes, other tables, reports).
+
+    ``limits`` overrides reader limits by name (:func:`limits` lists them); an unknown name or a
+    value that is not a positive integer raises ``ValueError`` naming it.
+    """
 
 def read_buffer(
     data: bytes,
@@ -62,11 +62,7 @@ def read_buffer(
     time_ns: int | None = None,
     strict: bool = True,
     batch_rows: int = ...,
-    max_line_bytes: int | None = None,
-    max_labels: int | None = None,
-    max_decompressed_bytes: int | None = None,
-    max_decompression_ratio: int | None = None,
-    max_document_bytes: int | None = None,
+    limits: dict[str, int] | None = None,
 ) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
     """Parse one in-memory input named ``name`` (an API response, a scrape); returns what :func:`read` returns."""
 
@@ -91,11 +87,7 @@ class Scanner(Iterator[tuple[str, Any]]):
         time_ns: int | None = None,
         strict: bool = True,
         batch_rows: int = ...,
-        max_line_bytes: int | None = None,
-        max_labels: int | None = None,
-        max_decompressed_bytes: int | None = None,
-        max_decompression_ratio: int | None = None,
-        max_document_bytes: int | None = None,
+        limits: dict[str, int] | None = None,
         link_speed_gbps: float | None = None,
         bin_seconds: float = 1.0,
     ) -> None: ...
@@ -115,7 +107,7 @@ def events_schema_arrow() -> _ArrowSchema: ...
 def attributes_schema_arrow() -> _ArrowSchema: ...
 def rates(
     table: Any,
-    rules: list[tuple[int, int, int]],
+    counters: list[tuple[int, str]],
     *,
     gap_factor: float = 3.0,
     min_gap_s: float = 0.0,
@@ -124,16 +116,20 @@ def rates(
     """Rate kernel over an Arrow table; releases the GIL and runs on the rayon pool.
 
     ``table`` holds ``time`` (int64 ns), the six series key codes, ``value_u64``, ``value_f64``,
-    ``scale`` and ``is_counter``; ``rules`` is ``(counter code, mode, bits)`` with mode 0 none,
-    1 saturate, 2 wrap, 3 saturate-or-wide. Returns the intervals (``series, start, end,
-    interval_s, value, delta, rate_per_s, scale, wrapped, saturated, reset, gap``; ``start`` and
-    ``end`` in int64 ns) and, per series number, the input row of the series' first reading (uint32).
+    ``scale`` and ``is_counter``; ``counters`` names the counter codes, ``(code, name)``: the
+    kernel looks each name's overflow rule up in the vocabulary (codes not named and names
+    outside it are 64-bit wrapping). Returns the intervals (``series, start, end, interval_s,
+    value, delta, rate_per_s, scale, wrapped, saturated, reset, gap``; ``start`` and ``end`` in
+    int64 ns) and, per series number, the input row of the series' first reading (uint32).
     ``min_rows_per_task`` (default about 64k) only changes how the work is split over threads.
     """
 
+def overflow_rules() -> list[tuple[str, str, int, int]]:
+    """Every vocabulary counter's overflow rule as the kernel applies it: ``(counter, mode, bits, register_max)``."""
+
 def links_schema_arrow() -> _ArrowSchema: ...
-def limits() -> list[tuple[str, int]]:
-    """The reader limits and their defaults, by name (None for a limit argument means this default)."""
+def limits(overrides: dict[str, int] | None = None) -> list[tuple[str, int]]:
+    """The reader limits by name: the defaults with ``overrides`` applied (validated as the readers do)."""
 
 def expand(paths: list[str | PathLike[str]], format: str | None = None) -> list[tuple[str, str]]:
     """What ``paths`` expand to, in reading order: ``(path, kind)``.

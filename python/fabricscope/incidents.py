@@ -89,6 +89,8 @@ class Rule:
         consequences: Consequence ``kind`` (or ``kind:direction``) -> the relations accepted for it.
         info: Consequence specs whose info findings count too (a sender's DCQCN loop numbers are
             info findings, yet they are the incast's footprint); otherwise info findings are context.
+        fault: The chain's word for its root's fault (the title's ``{fault}``).
+        fault_words: Root spec -> the word its detector declares for it (a flap, a loss, bit errors).
     """
 
     name: str
@@ -101,6 +103,12 @@ class Rule:
     title_local: str = "{entity}: {n} consequence(s) on its own host"
     info: tuple[str, ...] = ()
     magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool | None, str]] | None = None
+    fault: str = ""
+    fault_words: Mapping[str, str] = field(default_factory=dict)
+
+    def fault_of(self, root: dict[str, Any]) -> str:
+        """What this root's fault is called in the title: its relation's words, else the chain's."""
+        return next((w for spec, w in self.fault_words.items() if _matches(spec, root)), self.fault)
 
 
 def _direction(f: dict[str, Any]) -> str | None:
@@ -145,6 +153,8 @@ def _rules(specs: Mapping[str, DetectorSpec]) -> tuple[Rule, ...]:
                 title_local=c.title_local,
                 info=tuple(r.spec for r in mine if r.role == "consequence" and r.info),
                 magnitude=c.magnitude,
+                fault=c.fault,
+                fault_words={r.spec: r.words for r in mine if r.role == "root" and r.words},
             )
         )
     return tuple(out)
@@ -617,7 +627,7 @@ def correlate(
                 start=min(starts) if starts else None,
                 end=max(ends) if ends else None,
                 severity=sev,
-                title=title.format(entity=entity, hosts=host_text, n=len(cons)),
+                title=title.format(entity=entity, hosts=host_text, n=len(cons), fault=rule.fault_of(root)),
                 action=rule.action.format(entity=entity),
                 # its members' decisions, and the findings it was a candidate for but failed a check on
                 decided=[

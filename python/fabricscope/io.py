@@ -115,6 +115,12 @@ class InputReport:
         warnings: Non-fatal remarks (mtime used as time, host unknown, ...).
         time_source: Where fallback timestamps came from: ``in-file``, ``file-name``,
             ``argument`` or ``mtime``.
+        time_resolution_ns: The coarsest resolution, in nanoseconds, of the times the input
+            states for its rows, as the core reads them: the format's fixed resolution
+            (Prometheus text 1 ms), a capture header's (pcap µs or ns), the digits of its
+            timestamp lines (``date +%s`` 1 s, ``date +%s.%N`` 1 ns) or of a file-name stamp
+            (1 s). None when unknown (rows dated by the time argument or mtime; see
+            ``time_resolution`` in :func:`fabricscope.formats`).
         failed: True when the input could not be read at all.
         exception: For a failed input read by an analysis engine, the error it raised (to raise it
             when no input could be read at all); None otherwise.
@@ -129,6 +135,7 @@ class InputReport:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     time_source: str = "in-file"
+    time_resolution_ns: int | None = None
     failed: bool = False
     exception: BaseException | None = field(default=None, compare=False, repr=False)
 
@@ -239,34 +246,22 @@ def _time_ns(time: TimeLike) -> int | None:
     raise TypeError("time must be a datetime, epoch seconds or an ISO 8601 string")
 
 
-def _limits(limits: Mapping[str, int] | None, max_line_bytes: int = LIMITS["max_line_bytes"]) -> dict[str, int]:
-    """Every limit's value: the defaults, ``max_line_bytes``, then ``limits`` (validated)."""
-    out = {**LIMITS, "max_line_bytes": max_line_bytes}
-    for name, value in (limits or {}).items():
-        if name not in LIMITS:
-            raise ValueError(f"unknown limit {name!r}; expected one of {', '.join(LIMITS)}")
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 1 << 64:
-            raise ValueError(f"limit {name} must be a positive integer, got {value!r}")
-        out[name] = value
-    return out
-
-
 def _native_kwargs(
     format: str,
     host: str | None,
     time: TimeLike,
     strict: bool,
     batch_rows: int,
-    max_line_bytes: int,
     limits: Mapping[str, int] | None = None,
 ) -> dict[str, object]:
+    # The limits go to the core as given: it validates the names and values (one place).
     return {
         "format": format,
         "host": host,
         "time_ns": _time_ns(time),
         "strict": strict,
         "batch_rows": batch_rows,
-        **_limits(limits, max_line_bytes),
+        "limits": None if limits is None else dict(limits),
     }
 
 
@@ -357,5 +352,5 @@ def scan(
     every = _paths(paths)
     if time is None:
         time = input_set_mtime(every)
-    kwargs = _native_kwargs(format, host, time, strict, batch_rows, LIMITS["max_line_bytes"], limits)
+    kwargs = _native_kwargs(format, host, time, strict, batch_rows, limits)
     return Scan(_native.Scanner(every, **kwargs), include_attributes, time if isinstance(time, SetMtime) else None)

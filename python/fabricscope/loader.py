@@ -27,7 +27,6 @@ from fabricscope.io import (
     PathLike,
     ReadResult,
     TimeLike,
-    _limits,
     _paths,
     empty_attributes,
     empty_samples,
@@ -131,7 +130,8 @@ def load(
         host=host,
         time=input_set_mtime(every) if time is None else time,
         strict=strict,
-        limits=tuple(_limits(limits, max_line_bytes).items()),
+        # ``max_line_bytes`` is one of the limits; an entry in ``limits`` wins.
+        limits=tuple({"max_line_bytes": max_line_bytes, **(limits or {})}.items()),
         remote=remote,
     )
     result = read_sources(every, options, batch_rows=batch_rows)

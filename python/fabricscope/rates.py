@@ -54,7 +54,8 @@ _RATES_COLUMNS = [
 ]
 
 _U64_MAX = (1 << 64) - 1
-# Overflow modes as small integers: comparing strings on every row costs more than the rules.
+# Overflow modes as small integers in the reference's expressions: comparing strings on every row
+# costs more than the rules. The kernel resolves its rules itself, by counter name.
 _NONE, _SATURATE, _WRAP, _WIDE = 0, 1, 2, 3
 _MODE_CODES = {"none": _NONE, "saturate": _SATURATE, "wrap": _WRAP, "wide": _WIDE}
 
@@ -68,26 +69,15 @@ def overflow_table() -> pl.DataFrame:
     """Per canonical counter: overflow mode (``saturate``, ``wrap``, ``wide``, ``none``) and width.
 
     ``wide`` marks ``saturate@32|wrap@64`` counters: 32-bit saturating unless a reading exceeds
-    the 32-bit register, in which case the series is a 64-bit wrapping counter.
+    the 32-bit register, in which case the series is a 64-bit wrapping counter. The rules are the
+    rate kernel's own (``fabricscope-core`` resolves them from the vocabulary).
 
     Returns:
         Columns ``counter`` (Categorical), ``overflow_mode``, ``overflow_bits``, ``overflow_max``
         (the register maximum ``2^bits - 1`` of the basic width).
     """
-    rows = []
-    for c in _native.counters():
-        desc: str = c["overflow"]
-        if "|" in desc:
-            mode, bits = "wide", int(desc.split("|")[0].split("@")[1])
-        elif desc.startswith("saturate@"):
-            mode, bits = "saturate", int(desc.split("@")[1])
-        elif desc.startswith("wrap@"):
-            mode, bits = "wrap", int(desc.split("@")[1])
-        else:
-            mode, bits = "none", 64
-        rows.append((c["name"], mode, bits, (1 << bits) - 1))
     return pl.DataFrame(
-        rows,
+        _native.overflow_rules(),
         schema={
             "counter": pl.Categorical(),
             "overflow_mode": pl.String,
@@ -100,10 +90,8 @@ def overflow_table() -> pl.DataFrame:
 
 @functools.cache
 def _overflow_rules() -> dict[str, tuple[int, int, int]]:
-    return {
-        r["counter"]: (_MODE_CODES[r["overflow_mode"]], r["overflow_bits"], r["overflow_max"])
-        for r in overflow_table().with_columns(pl.col("counter").cast(pl.String)).iter_rows(named=True)
-    }
+    """The reference's view of the kernel's rules: mode code, bits and register maximum by name."""
+    return {name: (_MODE_CODES[mode], bits, top) for name, mode, bits, top in _native.overflow_rules()}
 
 
 def _overflow_by_code(counter: pl.Series) -> tuple[pl.Expr, dict[object, int], dict[object, int], dict[object, int]]:
@@ -171,9 +159,9 @@ def _rates_native(df: pl.DataFrame, *, gap_factor: float, min_gap_s: float) -> p
     prepared = _kernel_input(df)
     if prepared is None:
         return rates_reference(df, gap_factor=gap_factor, min_gap_s=min_gap_s)
-    table, rules = prepared
+    table, counters = prepared
     intervals, series_rows = _native.rates(
-        table, rules, gap_factor=gap_factor, min_gap_s=min_gap_s, min_rows_per_task=_MIN_ROWS_PER_TASK
+        table, counters, gap_factor=gap_factor, min_gap_s=min_gap_s, min_rows_per_task=_MIN_ROWS_PER_TASK
     )
     kernel = pl.DataFrame(intervals)
     time_dtype = df.schema["time"]
@@ -196,8 +184,8 @@ _CODE_DTYPES = (pl.UInt8, pl.UInt16, pl.UInt32)
 _MAX_KERNEL_ROWS = 1 << 30
 
 
-def _kernel_input(df: pl.DataFrame) -> tuple[pl.DataFrame, list[tuple[int, int, int]]] | None:
-    """The frame and overflow rules the native kernel takes, or None when it cannot take ``df``."""
+def _kernel_input(df: pl.DataFrame) -> tuple[pl.DataFrame, list[tuple[int, str]]] | None:
+    """The frame and counter names by code the native kernel takes, or None when it cannot take ``df``."""
     schema = df.schema
     if not isinstance(schema.get("time"), pl.Datetime) or df.height >= _MAX_KERNEL_ROWS:
         return None
@@ -221,26 +209,21 @@ def _kernel_input(df: pl.DataFrame) -> tuple[pl.DataFrame, list[tuple[int, int, 
         *expected,
     )
     counter_dtype = pl.Categorical() if schema["counter"] == pl.String else schema["counter"]
-    return table, _rules_by_code(counter_dtype)
+    return table, _counter_codes(counter_dtype)
 
 
-def _rules_by_code(counter_dtype: pl.DataType) -> list[tuple[int, int, int]]:
-    """``(dictionary code, mode, bits)`` of every vocabulary counter under ``counter_dtype``.
+def _counter_codes(counter_dtype: pl.DataType) -> list[tuple[int, str]]:
+    """``(dictionary code, name)`` of every vocabulary counter under ``counter_dtype``.
 
     The codes come from casting the vocabulary's names to the column's dtype (a few hundred
     strings), not from scanning the column for the codes present. Names an ``Enum`` lacks are
-    left out; integer counter columns have no names, hence no rules.
+    left out; integer counter columns have no names, hence no rules (the kernel's default).
     """
     if not isinstance(counter_dtype, (pl.Categorical, pl.Enum)):
         return []
-    rules = _overflow_rules()
-    names = pl.Series("counter", list(rules), dtype=pl.String)
+    names = pl.Series("counter", list(_overflow_rules()), dtype=pl.String)
     codes = names.cast(counter_dtype, strict=False).to_physical()
-    return [
-        (code, *rules[name][:2])
-        for name, code in zip(names.to_list(), codes.to_list(), strict=True)
-        if code is not None
-    ]
+    return [(code, name) for name, code in zip(names.to_list(), codes.to_list(), strict=True) if code is not None]
 
 
 def rates_reference(

@@ -39,7 +39,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -677,8 +677,8 @@ def _printable_report(report: dict[str, object]) -> dict[str, object]:
 
 def _body_budget(read_kwargs: Mapping[str, object]) -> int:
     """Largest response body (wire and decompressed): the readers' document limit."""
-    limit = read_kwargs.get("max_document_bytes")
-    return int(limit) if isinstance(limit, int) and limit > 0 else DEFAULT_MAX_BODY_BYTES
+    limits = read_kwargs.get("limits")
+    return dict(_native.limits(limits if isinstance(limits, dict) else None))["max_document_bytes"]
 
 
 def _seconds(ns: int) -> str:
@@ -917,7 +917,12 @@ def scan_url(
     """
     opts = options or RemoteOptions()
     progress = progress or opts.progress
-    read_kwargs: dict[str, object] = {"host": host, "strict": strict, **(limits or {})}
+    # The limits go to the reader as given: the core validates them (one place).
+    read_kwargs: dict[str, object] = {
+        "host": host,
+        "strict": strict,
+        "limits": None if limits is None else dict(limits),
+    }
     if format not in ("auto", "prometheus-api"):
         read_kwargs["format"] = format
     # One deadline for the whole pull: the probe, every chunk, every retry and redirect.
@@ -958,6 +963,7 @@ def load_url(
         "errors": [],
         "warnings": [],
         "time_source": "in-file",
+        "time_resolution_ns": None,
         "failed": False,
     }
     for kind, frame, r in scan_url(
@@ -978,6 +984,9 @@ def load_url(
                 seen.extend(x for x in r[k] if x not in seen)  # type: ignore[union-attr]
             if r["time_source"] != "in-file":
                 report["time_source"] = r["time_source"]
+            report["time_resolution_ns"] = coarsest_resolution_ns(
+                [report["time_resolution_ns"], r["time_resolution_ns"]]
+            )
     out_s = pl.concat(samples, how="vertical") if samples else _empty(_native.samples_schema_arrow())
     out_a = (
         pl.concat(attrs, how="vertical").unique(maintain_order=True)
@@ -985,6 +994,12 @@ def load_url(
         else _empty(_native.attributes_schema_arrow())
     )
     return out_s, out_a, report
+
+
+def coarsest_resolution_ns(resolutions: Iterable[object]) -> int | None:
+    """The coarsest of several reports' ``time_resolution_ns`` (None when none is known)."""
+    known = [int(r) for r in resolutions if isinstance(r, int)]
+    return max(known) if known else None
 
 
 def _empty(schema: object) -> pl.DataFrame:

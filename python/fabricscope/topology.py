@@ -95,9 +95,9 @@ def _retier(df: pl.DataFrame) -> pl.DataFrame:
 def topology(paths: str | PathLike[str] | Sequence[str | PathLike[str]], *, strict: bool = True) -> pl.DataFrame:
     """The links of a fabric, one row per cable.
 
-    Reads every input under ``paths`` (any format; ``ibnetdiscover``, ``iblinkinfo``,
-    ``ibdiagnet2`` and, for RoCE, ``lldpctl`` contribute links). A link seen in several inputs is kept once (the first
-    input that names it wins); tiers are recomputed over all inputs together.
+    Reads every input under ``paths`` (any format; ``ibnetdiscover``, ``iblinkinfo``, ``ibdiagnet2`` and,
+    for RoCE, ``lldpctl`` and SONiC ``show lldp table`` contribute links). A link seen in several inputs
+    is kept once (the first input that names it wins); tiers are recomputed over all inputs together.
 
     Args:
         paths: Files or directories.

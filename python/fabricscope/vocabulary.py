@@ -36,7 +36,10 @@ def formats() -> pl.DataFrame:
     Returns:
         One row per format: ``name`` (for ``format=``), ``aliases`` (other accepted names),
         ``appendable`` (cron mode reads only an appended tail), ``emits_links`` (fills the
-        ``links`` topology table), ``produced_by``, ``detection``, ``timestamps``.
+        ``links`` topology table), ``produced_by``, ``detection``, ``timestamps``,
+        ``time_resolution`` (``1 ms``, ``1 µs``, ``per capture``, ``per input``, ``none``) and
+        ``time_resolution_ns`` (the fixed resolution, null when the format does not fix one; what
+        each input stated is its report's ``time_resolution_ns``).
 
     Example:
         >>> import fabricscope

@@ -31,7 +31,11 @@ PAGES = [
     ("", ".", ["Fabric health", "all of sample_traces/", "CRITICAL", "Worst ports"]),
     ("port", "scenarios/pfc-storm", ["Throughput against line rate", "Pause ratio per priority", "pfc_storm"]),
     ("topology", "scenarios/link-flap", ["Topology unknown for this source", "Flapping", "flap-gpu03"]),
-    ("topology", ".", ["56 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue", "Cable matrix"]),
+    (
+        "topology",
+        ".",
+        ["64 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table", "Cable matrix"],
+    ),
     ("layers", "scenarios/nvlink-saturated", ["Bottleneck verdicts", "nvlink saturates first"]),
     ("expected", "scenarios/link-degraded", ["Port throughput against line rate", "ndr200"]),
     (

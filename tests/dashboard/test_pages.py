@@ -227,14 +227,26 @@ def test_topology_link_degraded_marks_both_ports() -> None:
 def test_topology_known_fabric_matrix() -> None:
     at = run("topology", ".")
     # sample_traces/ib (4 hca→leaf, 4 leaf→spine), the six incident scenarios with an IB topology
-    # and chain-pause-storm's four RoCE NICs from lldpctl
-    caption = "56 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue: 32 hca→leaf, 24 leaf→spine"
+    # chain-pause-storm's four RoCE NICs from lldpctl and trap-roce-coincident-leaves' four NICs and
+    # four uplinks from the leaves' SONiC LLDP tables
+    caption = (
+        "64 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table: 36 hca→leaf, 28 leaf→spine"
+    )
     assert any(caption in c.value for c in at.caption), [c.value for c in at.caption]
     bad = frame(at, "lower")
     congested = bad.filter(pl.col("kinds").str.contains("ib_congestion"))
     assert congested.select("lower", "upper").row(0) == ("gpu03 mlx5_0:1", "ib-leaf02:1")
     matrix = [c for c in charts(at) if "layer" in c]
     assert matrix and matrix[0]["layer"][0]["encoding"]["x"]["field"] == "upper_node"
+
+
+def test_topology_draws_roce_leaves_from_sonic_lldp_tables() -> None:
+    # trap-roce-coincident-leaves: four RoCE hosts and two spines known only from the two leaves'
+    # `show lldp table` (a switch-side table shows leaf <-> spine, host files cannot)
+    at = run("topology", "scenarios/trap-roce-coincident-leaves")
+    assert any("8 cable(s) from sonic-lldp-table: 4 hca→leaf, 4 leaf→spine" in c.value for c in at.caption), [
+        c.value for c in at.caption
+    ]
 
 
 def test_topology_draws_roce_leaves_from_lldpctl() -> None:

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import polars as pl
 
+from fabricscope import _native
 from fabricscope._text_table import cell_text, terminal_width, text_table
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.io import LIMITS
@@ -39,17 +40,19 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def limit_arg(text: str) -> tuple[str, int]:
-    """Parse ``--limit NAME=VALUE`` (VALUE an integer, ``_`` separators allowed)."""
+    """Parse ``--limit NAME=VALUE`` (VALUE an integer, ``_`` separators allowed); the core judges it."""
     name, sep, value = text.partition("=")
     name = name.strip().replace("-", "_")
-    if not sep or name not in LIMITS:
+    if not sep:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of {', '.join(LIMITS)}, got {text!r}")
     try:
         number = int(value.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"{name}: expected a positive integer, got {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{name}: expected a positive integer, got {number}")
+    try:
+        _native.limits({name: number})
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return name, number
 
 

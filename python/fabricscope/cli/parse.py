@@ -29,9 +29,9 @@ from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.entities import resolve
 from fabricscope.exceptions import FabricscopeError, InternalError
 from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
-from fabricscope.io import LIMITS, InputReport, _limits, _paths, _reports, _time_ns
+from fabricscope.io import LIMITS, InputReport, _paths, _reports, _time_ns
 from fabricscope.progress import ProgressBar
-from fabricscope.remote import is_url, redact, scan_url
+from fabricscope.remote import coarsest_resolution_ns, is_url, redact, scan_url
 
 _EPILOG_PARSE = """\
 examples:
@@ -191,7 +191,7 @@ def _pull(url: str, args: argparse.Namespace, emit: Callable[[str, Any], None], 
             format=args.format,
             host=args.host,
             strict=not args.lenient,
-            limits=_limits(dict(args.limit), args.max_line_bytes),
+            limits=_reading_limits(args),
             progress=bar.pulled,
         ):
             if kind == "attributes":
@@ -219,7 +219,13 @@ def _pull(url: str, args: argparse.Namespace, emit: Callable[[str, Any], None], 
         errors=list(dict.fromkeys(e for c in chunks for e in c["errors"])),
         warnings=list(dict.fromkeys(w for c in chunks for w in c["warnings"])),
         time_source=next((str(c["time_source"]) for c in chunks if c["time_source"] != "in-file"), "in-file"),
+        time_resolution_ns=coarsest_resolution_ns(c["time_resolution_ns"] for c in chunks),
     )
+
+
+def _reading_limits(args: argparse.Namespace) -> dict[str, int]:
+    """``--max-line-bytes`` and the ``--limit`` options as one dict (a ``--limit`` wins)."""
+    return {"max_line_bytes": args.max_line_bytes, **dict(args.limit)}
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
@@ -252,7 +258,7 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
             time_ns=time_ns,
             strict=not args.lenient,
             batch_rows=args.batch_rows,
-            **_limits(dict(args.limit), args.max_line_bytes),
+            limits=_reading_limits(args),
         )
         if paths
         else None

@@ -55,6 +55,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         seed=args.seed,
         formats=fmts,
         sysfs_snapshots=args.sysfs_snapshots,
+        lldp=args.lldp,
     )
     print(f"wrote {len(res.files)} file(s), {res.bytes / 1e6:,.2f} MB under {args.outdir}")
     for e in res.truth["expected"]:
@@ -95,6 +96,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="random seed (output is deterministic per seed)")
     p.add_argument("--format", help=f"comma-separated formats: {','.join(FORMATS)}")
     p.add_argument("--sysfs-snapshots", choices=["last", "all"], default="last", help="sysfs trees to write")
+    p.add_argument(
+        "--lldp",
+        choices=["lldpctl", "sonic"],
+        help="RoCE topology: lldpctl files per host, or SONiC `show lldp table` per leaf (default: the scenario's)",
+    )
     p.add_argument(
         "--scale",
         metavar="PORTSxCOUNTERSxREADINGS",

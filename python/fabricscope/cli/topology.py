@@ -29,7 +29,8 @@ def add_parser(sub: Any) -> None:
     """Register ``fabricscope topology`` on the CLI's subparsers."""
     topo = sub.add_parser(
         "topology",
-        help="print which port is cabled to which (ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv, lldpctl)",
+        help="print which port is cabled to which (ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv, lldpctl, "
+        "SONiC show lldp table)",
         description="Read topology sources and print the links table with tiers (hca, leaf, spine).",
     )
     topo.add_argument("inputs", nargs="+", metavar="INPUT")

@@ -26,9 +26,11 @@ class Chain:
         argument: The physical argument, one paragraph.
         source: Public documents a user can open.
         action: What fixes the root (``{entity}`` is replaced by the root's entity).
-        title: One-line title template (``{entity}``, ``{hosts}``, ``{n}`` consequences).
+        title: One-line title template (``{entity}``, ``{hosts}``, ``{n}`` consequences, ``{fault}``:
+            what the root's fault is called, its :attr:`Relation.words`, else :attr:`fault`).
         title_local: The title when every consequence is on the root's own host (a root is never
             named as its own victim).
+        fault: What a root's fault is called in the title when its relation does not say.
         magnitude: Optional check ``(root, consequence) -> (ok, text)``: can the root explain the size?
             ``ok`` is None when no bound applies or a number is missing (the consequence is kept).
     """
@@ -40,6 +42,7 @@ class Chain:
     title: str
     title_local: str = "{entity}: {n} consequence(s) on its own host"
     magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool | None, str]] | None = None
+    fault: str = ""
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class Relation:
         via: For a consequence: the relations it is accepted through (``same_port``, ``same_host``,
             ``cable``, ``same_count``, ``same_leaf``, ``below_spine``, ``job``).
         info: For a consequence: its info findings count too (otherwise info findings are context).
+        words: For a root: what its fault is called in the chain's title (``{fault}``), in words
+            that fit what it measured (a flapping port is no bit error).
     """
 
     chain: str
@@ -60,6 +65,7 @@ class Relation:
     spec: str
     via: tuple[str, ...] = ()
     info: bool = False
+    words: str = ""
 
 
 def evidence(f: dict[str, Any]) -> dict[str, Any]:

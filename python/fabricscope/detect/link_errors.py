@@ -119,7 +119,7 @@ def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | Non
 
 # bit errors root the go-back-N chain; the far end of the cable counts them too (its own finding)
 RELATIONS = (
-    Relation("link_loss_go_back_n", "root", "link_errors"),
+    Relation("link_loss_go_back_n", "root", "link_errors", words="errors and loss"),
     Relation("link_loss_go_back_n", "consequence", "link_errors", ("same_port", "cable")),
 )
 
@@ -139,9 +139,10 @@ LINK_LOSS_GO_BACK_N = Chain(
         "Large-Scale RDMA Deployments', SIGCOMM 2015"
     ),
     action="replace or reseat the cable/transceiver of {entity} (check both ends with mlxlink / ibdiagnet)",
-    title="bad link {entity}: errors and loss reaching {hosts}",
-    title_local="bad link {entity}: errors and loss on its own port",
+    title="bad link {entity}: {fault} reaching {hosts}",
+    title_local="bad link {entity}: {fault} on its own port",
     magnitude=_loss_magnitude,
+    fault="loss",
 )
 
 

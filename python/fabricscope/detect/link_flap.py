@@ -124,7 +124,7 @@ def _link_downed(r: pl.DataFrame) -> pl.DataFrame:
 
 
 # a port that went down loses what was in flight: the sender's go-back-N (link_loss_go_back_n)
-RELATIONS = (Relation("link_loss_go_back_n", "root", "link_flap"),)
+RELATIONS = (Relation("link_loss_go_back_n", "root", "link_flap", words="link flaps"),)
 
 
 SPEC = DetectorSpec(

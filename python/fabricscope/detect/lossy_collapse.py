@@ -235,7 +235,7 @@ def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:
 
 # a receiver's collapse roots the go-back-N chain; a sender's collapse is the loss it resends
 RELATIONS = (
-    Relation("link_loss_go_back_n", "root", "lossy_collapse:rx"),
+    Relation("link_loss_go_back_n", "root", "lossy_collapse:rx", words="loss collapsing goodput"),
     Relation(
         "link_loss_go_back_n", "consequence", "lossy_collapse", ("same_port", "cable", "same_count", "same_leaf", "job")
     ),

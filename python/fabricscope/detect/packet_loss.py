@@ -1,4 +1,4 @@
-"""``packet_loss``: the RoCE loss rate p per NIC and direction, from transport and drop counters.
+"""``packet_loss``: the RDMA loss rate p (InfiniBand, RoCE) per NIC and direction, from transport and drops.
 
 Receive side (loss on traffic this NIC receives): ``out_of_sequence``, ``duplicate_request``,
 ``rx_discards_phy``, ``rx_out_of_buffer``. Send side (loss on traffic this NIC sends, seen by the
@@ -137,7 +137,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 # a receiver's loss roots the go-back-N chain; a sender's retransmissions are its consequence
 RELATIONS = (
-    Relation("link_loss_go_back_n", "root", "packet_loss:rx"),
+    Relation("link_loss_go_back_n", "root", "packet_loss:rx", words="packet loss"),
     Relation(
         "link_loss_go_back_n", "consequence", "packet_loss", ("same_port", "cable", "same_count", "same_leaf", "job")
     ),
@@ -148,7 +148,7 @@ RELATIONS = (
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="RoCE loss rate p per NIC and direction",
+    summary="RDMA loss rate p (InfiniBand and RoCE) per NIC and direction",
     detect=detect,
     scope="partition",
     relations=RELATIONS,
@@ -157,7 +157,8 @@ SPEC = DetectorSpec(
         "warning_p": 1e-6,
         "min_events": 10,
         "mtu_bytes": 4096,
-        "source": "mlx5 RoCE loss counters (Linux kernel drivers/infiniband/hw/mlx5/counters.c); p >= 1e-6 with "
+        "source": "mlx5 RC transport and drop counters (Linux kernel drivers/infiniband/hw/mlx5/counters.c); "
+        "p >= 1e-6 with "
         ">= 10 events: " + default("a lossless fabric should lose nothing; 1000x below the 0.1% collapse line"),
     },
 )

@@ -13,7 +13,7 @@ from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
 from fabricscope.history import History, is_history, partition_dir
-from fabricscope.io import InputReport, _limits, scan
+from fabricscope.io import InputReport, scan
 from fabricscope.remote import RemoteOptions, is_url, load_url
 
 __all__ = ["Unit", "available_cores", "group_units", "raise_if_nothing_read", "read_units", "work_units"]
@@ -233,7 +233,7 @@ def _read_url(
     # A server is pulled over the filters' time range (the last hour when none is given).
     opts = (read.remote or RemoteOptions()).with_range(filters.since, filters.until)
     got, got_attrs, report = load_url(
-        url, opts, format=read.format, host=read.host, strict=read.strict, limits=_limits(dict(read.limits))
+        url, opts, format=read.format, host=read.host, strict=read.strict, limits=dict(read.limits)
     )
     reports.append(InputReport(**report))  # type: ignore[arg-type]
     for i, df in split_by_partition(filters.apply(got), partitions).items():

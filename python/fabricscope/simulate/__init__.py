@@ -37,6 +37,7 @@ from fabricscope.simulate.sidefiles import (
     write_ibnetdiscover,
     write_lldpctl,
     write_nccl_tests,
+    write_sonic_lldp_table,
 )
 from fabricscope.simulate.writers import (
     write_ethtool,
@@ -178,6 +179,7 @@ def simulate(
     seed: int = 1,
     formats: list[str] | None = None,
     sysfs_snapshots: str = "last",
+    lldp: str | None = None,
 ) -> SimResult:
     """Simulate one scenario and write its files and ``truth.json`` under ``outdir``.
 
@@ -190,6 +192,8 @@ def simulate(
         seed: Random seed; output is a pure function of the arguments.
         formats: Subset of :data:`FORMATS` (default: the scenario's).
         sysfs_snapshots: ``last`` (one tree per host) or ``all`` (one tree per reading).
+        lldp: A RoCE fabric's topology as ``lldpctl`` files (one per host) or SONiC ``show lldp
+            table`` files (``sonic``, one per leaf); default: the scenario's (``lldpctl`` unless it says).
 
     Returns:
         A :class:`SimResult`.
@@ -205,6 +209,9 @@ def simulate(
         raise ValueError("a fabric needs at least 2 hosts")
     d = float(duration or sc.duration)
     iv = float(interval or sc.interval)
+    lldp = lldp or sc.extra.get("lldp", "lldpctl")
+    if lldp not in ("lldpctl", "sonic"):
+        raise ValueError(f"unknown LLDP source {lldp!r}; known: lldpctl, sonic")
     fmts = list(formats or sc.formats)
     for f in fmts:
         if f not in FORMATS:
@@ -252,7 +259,11 @@ def simulate(
         write_ibdev2netdev(sim.fabric, out / "ibdev2netdev", t_s=T0)
     if sc.topology and sim.fabric.tech.family == "roce":
         shutil.rmtree(out / "lldpctl", ignore_errors=True)
-        write_lldpctl(sim.fabric, out / "lldpctl", prefix=sc.prefix or sc.name)
+        shutil.rmtree(out / "sonic-lldp", ignore_errors=True)
+        if lldp == "sonic":
+            write_sonic_lldp_table(sim.fabric, out / "sonic-lldp", prefix=sc.prefix or sc.name)
+        else:
+            write_lldpctl(sim.fabric, out / "lldpctl", prefix=sc.prefix or sc.name)
     runs = sc.jobs(h, d)
     if runs:
         shutil.rmtree(out / "nccl-tests", ignore_errors=True)

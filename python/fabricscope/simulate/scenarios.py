@@ -916,6 +916,79 @@ SCENARIOS: dict[str, Scenario] = {
             separate=lambda h, d: [list(range(h // 2)), list(range(h // 2, h))],
         ),
         Scenario(
+            "trap-roce-coincident-leaves",
+            "trap: RoCE 400G, in the same minutes a NIC on leaf01 storms pauses (its leaf-mate, which sends into "
+            "it, is paused) and the cable into a NIC on leaf02 drops packets: two unrelated faults, no shared job, "
+            "topology from the leaves' SONiC LLDP tables",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("pfc_storm", 1, 0, 0.3 * d, 0.4 * d, {"leaf_spread": 0.5}),
+                Fault("lossy_link", h - 1, 0, 0.3 * d, 0.4 * d, {"p": 5e-4}),
+            ],
+            expected=lambda h, d: [
+                {
+                    "kind": "pfc_storm",
+                    "severity": "critical",
+                    "host": 1,
+                    "nic": 0,
+                    "priority": 3,
+                    "start": 0.3 * d,
+                    "end": 0.7 * d,
+                    "note": "tx_prio3_pause_duration ~97% of each interval",
+                },
+                {
+                    "kind": "pfc_congestion",
+                    "severity": "warning",
+                    "host": 0,
+                    "nic": 0,
+                    "priority": 3,
+                    "start": 0.3 * d,
+                    "end": 0.7 * d,
+                    "note": "rx_prio3_pause_duration ~50%: paused by the leaf it shares with the storm",
+                },
+                {
+                    "kind": "packet_loss",
+                    "severity": "warning",
+                    "host": h - 1,
+                    "nic": 0,
+                    "start": 0.3 * d,
+                    "end": 0.7 * d,
+                    "note": "out_of_sequence and rx_crc_errors_phy on the receiver, packet_seq_err at the sender",
+                },
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": 1, "nic": 0} for k in ("pfc_congestion", "packet_loss")]
+                + [{"kind": "packet_loss", "host": h - 2, "nic": 0}]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+            ),
+            formats=_ROCE_FMT,
+            prefix="rocecoin",
+            hosts_per_leaf=2,
+            duration=180.0,
+            topology=True,
+            extra={"lldp": "sonic"},
+            incidents=lambda h, d: [
+                {
+                    # the storm's pause reaches its leaf-mate only
+                    "rule": "pause_storm_head_of_line",
+                    "root": {"kind": "pfc_storm", "host": 1, "nic": 0},
+                    "members": [{"kind": "pfc_congestion", "host": 0}],
+                    "optional": [{"kind": k, "host": 1} for k in ("pfc_congestion", "packet_loss")],
+                },
+                {
+                    # the lossy cable on the other leaf is a fault of its own, never merged into the storm
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "packet_loss", "host": h - 1, "nic": 0},
+                    "members": [],
+                    "optional": [{"kind": "packet_loss", "host": h - 2}],
+                },
+            ],
+            separate=lambda h, d: [[0, 1], [h - 2, h - 1]],
+        ),
+        Scenario(
             "trap-counter-reset",
             "trap: mlx5 driver reload on one host mid-run: every counter of one HCA restarts near zero",
             "ndr400",

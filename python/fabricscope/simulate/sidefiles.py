@@ -18,7 +18,13 @@ from typing import Any
 from fabricscope.simulate.fabric import Fabric
 from fabricscope.simulate.model import ACHIEVABLE, RTT_S, Fault
 
-__all__ = ["ring_busbw_bytes_per_s", "write_ibnetdiscover", "write_lldpctl", "write_nccl_tests"]
+__all__ = [
+    "ring_busbw_bytes_per_s",
+    "write_ibnetdiscover",
+    "write_lldpctl",
+    "write_nccl_tests",
+    "write_sonic_lldp_table",
+]
 
 _SIZES = (1 << 30, 1 << 31, 1 << 32, 1 << 33)
 
@@ -74,6 +80,46 @@ def write_lldpctl(fabric: Fabric, outdir: Path, *, prefix: str) -> None:
         else:
             doc = json.dumps({"lldp": {"interface": interfaces}}, indent=2)
             (outdir / f"{h.name}.lldpctl.json").write_text(f"# host: {h.name}\n{doc}\n")
+
+
+def write_sonic_lldp_table(fabric: Fabric, outdir: Path, *, prefix: str) -> None:
+    """SONiC ``show lldp table`` on every RoCE leaf, one file per leaf: the same cabling as :func:`write_lldpctl`.
+
+    Each host runs lldpd with its defaults (the NIC's MAC as port ID, the interface name as
+    description) and IP forwarding on (capability ``R``); NIC n under a leaf is on ``Ethernet{4(n-1)}``.
+    Spine s (SONiC too: ``BR``, its port named by ``ifname``) is on the leaf's ``Ethernet{256 + 4s}``,
+    on its own ``Ethernet{4l}`` for leaf l. The layout is sonic-utilities ``lldpshow``'s
+    (``tests/fixtures/sonic_lldp``), after a ``# host:`` line.
+    """
+    outdir.mkdir(parents=True, exist_ok=True)
+    rows: dict[int, list[tuple[str, ...]]] = {}
+    for h in fabric.hosts:
+        for nic in h.nics:
+            if nic.netdev is None:
+                continue
+            n = len(rows.setdefault(h.leaf, [])) + 1
+            mac = f"0c:42:a1:{h.leaf:02x}:00:{n:02x}"
+            rows[h.leaf].append((f"Ethernet{4 * (n - 1)}", h.name, mac, "R", nic.netdev))
+    for leaf, table in rows.items():
+        for si in range(fabric.spines):
+            table.append((f"Ethernet{256 + 4 * si}", f"{prefix}-spine{si + 1:02d}", f"Ethernet{4 * leaf}", "BR", ""))
+    header = ("LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr")
+    for leaf, table in rows.items():
+        name = f"{prefix}-leaf{leaf + 1:02d}"
+        # python-tabulate's simple layout: a column as wide as its widest cell, at least its header + 2
+        widths = [max([len(header[i]) + 2] + [len(r[i]) for r in table]) for i in range(len(header))]
+        cells = [header, *table]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+        text = [
+            f"# host: {name}",
+            "Capability codes: (R) Router, (B) Bridge, (O) Other",
+            lines[0],
+            "  ".join("-" * w for w in widths),
+            *lines[1:],
+            "-" * 50,
+            f"Total entries displayed:  {len(table)}",
+        ]
+        (outdir / f"{name}.show-lldp-table.txt").write_text("\n".join(text) + "\n")
 
 
 def write_ibnetdiscover(fabric: Fabric, out: Path, *, prefix: str, t_s: int, host: str = "mgmt01") -> None:

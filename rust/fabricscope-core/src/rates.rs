@@ -55,6 +55,18 @@ pub enum OverflowMode {
     Wide,
 }
 
+impl OverflowMode {
+    /// Lowercase name: `none`, `saturate`, `wrap`, `wide`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverflowMode::None => "none",
+            OverflowMode::Saturate => "saturate",
+            OverflowMode::Wrap => "wrap",
+            OverflowMode::Wide => "wide",
+        }
+    }
+}
+
 /// Overflow rule of one counter: mode and register width in bits (the basic width for `Wide`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OverflowRule {
@@ -69,7 +81,22 @@ impl OverflowRule {
     /// practice, so a decrease is a reset).
     pub const UNKNOWN: OverflowRule = OverflowRule { mode: OverflowMode::Wrap, bits: 64 };
 
-    fn register_max(self) -> u64 {
+    /// The rule of the vocabulary counter `name`: its [`crate::vocabulary::Overflow`] (the
+    /// counter's default; the samples name the reader, not the spelling, so a spelling's override
+    /// cannot be told apart), or [`OverflowRule::UNKNOWN`] for a name outside the vocabulary.
+    pub fn of_counter(name: &str) -> OverflowRule {
+        use crate::vocabulary::Overflow;
+        match crate::vocabulary::counter(name).map(|c| c.overflow) {
+            Some(Overflow::Saturate(bits)) => OverflowRule { mode: OverflowMode::Saturate, bits },
+            Some(Overflow::Wrap(bits)) => OverflowRule { mode: OverflowMode::Wrap, bits },
+            Some(Overflow::SaturateOrWide { basic, .. }) => OverflowRule { mode: OverflowMode::Wide, bits: basic },
+            Some(Overflow::None) => OverflowRule { mode: OverflowMode::None, bits: 64 },
+            None => OverflowRule::UNKNOWN,
+        }
+    }
+
+    /// The register maximum of the rule's (basic) width: `2^bits - 1`.
+    pub fn register_max(self) -> u64 {
         if self.bits >= 64 { u64::MAX } else { (1u64 << self.bits) - 1 }
     }
 }

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Position, Result, excerpt};
 use crate::formats::{self, Format};
 use crate::schema::{Attribute, AttributeBuilder, Sample, SampleBuilder};
-use crate::timestamp::timestamp_from_file_name;
+use crate::timestamp::{FILE_NAME_RESOLUTION_NS, Stamp, timestamp_from_file_name};
 
 /// Resource bounds. Every limit has an option that raises it; errors name that option.
 ///
@@ -71,9 +71,29 @@ impl Limits {
         ]
     }
 
+    /// The defaults with the limits in `named` set by name (the inverse of [`Limits::named`]).
+    /// `Err` names the first unknown name (with the accepted ones) or bad value.
+    pub fn from_named<'n>(named: impl IntoIterator<Item = (&'n str, u64)>) -> std::result::Result<Limits, String> {
+        let mut limits = Limits::default();
+        for (name, value) in named {
+            limits.set(name, value)?;
+        }
+        Ok(limits)
+    }
+
+    /// `Ok` for a limit's name; `Err` names the accepted ones.
+    pub fn check_name(name: &str) -> std::result::Result<(), String> {
+        if Self::NAMES.contains(&name) {
+            Ok(())
+        } else {
+            Err(format!("unknown limit {name:?}; expected one of {}", Self::NAMES.join(", ")))
+        }
+    }
+
     /// Set one limit by name. `Err` names what was expected: a known name and a positive value
     /// that fits the platform's sizes.
     pub fn set(&mut self, name: &str, value: u64) -> std::result::Result<(), String> {
+        Self::check_name(name)?;
         if value == 0 {
             return Err(format!("limit {name} must be a positive integer, got 0"));
         }
@@ -179,6 +199,12 @@ pub struct InputReport {
     pub warnings: Vec<String>,
     /// Where fallback timestamps came from (`InFile` when none were needed).
     pub time_source: TimeSource,
+    /// The coarsest resolution (ns) of the times the input states for its rows: the format's
+    /// fixed resolution (Prometheus text 1 ms), a capture header's, the digits of its timestamp
+    /// lines (`date +%s` 1 s, `date +%s.%N` 1 ns) or of a file-name stamp (1 s). `None` when
+    /// unknown: rows dated by the time argument or the mtime, a reader that does not state it
+    /// (times whose unit is judged by magnitude), or no rows.
+    pub time_resolution_ns: Option<i64>,
     /// True when the input could not be read at all (lenient mode keeps going).
     pub failed: bool,
 }
@@ -195,6 +221,7 @@ impl InputReport {
             errors: Vec::new(),
             warnings: Vec::new(),
             time_source: TimeSource::InFile,
+            time_resolution_ns: None,
             failed: false,
         }
     }
@@ -311,10 +338,27 @@ impl<'a> ReadContext<'a> {
         }
     }
 
+    /// Note the resolution of a time the input states (a capture header, a timestamp line); the
+    /// report keeps the coarsest.
+    pub fn note_time_resolution_ns(&mut self, resolution_ns: i64) {
+        let r = resolution_ns.max(1);
+        self.report.time_resolution_ns = Some(self.report.time_resolution_ns.map_or(r, |seen| seen.max(r)));
+    }
+
+    /// A time the input states (a timestamp line) for the rows that follow: its nanoseconds, its
+    /// resolution noted in the report.
+    pub fn stated_time(&mut self, stamp: Stamp) -> i64 {
+        self.note_time_resolution_ns(stamp.resolution_ns);
+        stamp.ns
+    }
+
     /// Timestamp for rows whose input gave none: file name, argument, then mtime (warned).
     pub fn fallback_time_ns(&mut self) -> Result<i64> {
         if let Some((t, src)) = self.fallback_time {
             self.report.time_source = src;
+            if src == TimeSource::FileName {
+                self.note_time_resolution_ns(FILE_NAME_RESOLUTION_NS);
+            }
             return Ok(t);
         }
         let (t, src) = resolve_fallback_time(self.path, self.opts)?;
@@ -326,6 +370,9 @@ impl<'a> ReadContext<'a> {
         }
         self.fallback_time = Some((t, src));
         self.report.time_source = src;
+        if src == TimeSource::FileName {
+            self.note_time_resolution_ns(FILE_NAME_RESOLUTION_NS);
+        }
         Ok(t)
     }
 
@@ -409,6 +456,15 @@ impl<'a> ReadContext<'a> {
     fn finish(mut self) -> Result<InputReport> {
         self.flush_samples()?;
         self.flush_attributes()?;
+        // Rows dated by the format's own timestamps carry its fixed resolution; rows dated by a
+        // fallback carry the fallback's (noted when it was taken).
+        let had_rows = self.report.rows + self.report.attribute_rows > 0;
+        if had_rows
+            && self.report.time_source == TimeSource::InFile
+            && let Some(r) = self.report.format.and_then(|f| f.info().time_resolution.ns())
+        {
+            self.note_time_resolution_ns(r);
+        }
         Ok(self.report)
     }
 }

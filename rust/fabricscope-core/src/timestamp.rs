@@ -14,12 +14,36 @@ fn plausible_epoch_seconds(s: i64) -> bool {
     (1_000_000_000..i64::MAX / NS_PER_S).contains(&s)
 }
 
+/// A time an input states, with the resolution it is written to (`date +%s` 1 s, `date +%s.%N`
+/// 1 ns, `date -Is` 1 s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Nanoseconds since the epoch, UTC.
+    pub ns: i64,
+    /// The unit of the last digit written, in nanoseconds.
+    pub resolution_ns: i64,
+}
+
+/// A file-name timestamp's resolution: every form [`timestamp_from_file_name`] reads ends at
+/// whole seconds.
+pub const FILE_NAME_RESOLUTION_NS: i64 = NS_PER_S;
+
+/// [`parse_timestamp_line`] with the resolution the line is written to.
+pub fn parse_stamp_line(line: &str) -> Option<Stamp> {
+    parse_stamp(timestamp_token(line)?)
+}
+
 /// Parse a line that consists of a timestamp only, as `date +%s`, `date +%s.%N`, `date -Is`,
 /// `date -Ins`, `date --rfc-3339=seconds`, `date -u` (UTC/GMT only) print it. An optional leading
 /// `#` and a `time:`/`timestamp:`/`time=`/`timestamp=` key are accepted.
 ///
 /// Returns nanoseconds since the epoch, UTC.
 pub fn parse_timestamp_line(line: &str) -> Option<i64> {
+    parse_timestamp(timestamp_token(line)?)
+}
+
+/// The timestamp text of a timestamp line: without a leading `#` and a `time:`-style key.
+fn timestamp_token(line: &str) -> Option<&str> {
     let mut s = line.trim();
     if let Some(rest) = s.strip_prefix('#') {
         s = rest.trim_start();
@@ -30,14 +54,22 @@ pub fn parse_timestamp_line(line: &str) -> Option<i64> {
             break;
         }
     }
-    if s.is_empty() {
-        return None;
-    }
-    parse_timestamp(s)
+    (!s.is_empty()).then_some(s)
 }
 
 /// Parse one timestamp token (no surrounding text). See [`parse_timestamp_line`].
 pub fn parse_timestamp(s: &str) -> Option<i64> {
+    parse_stamp(s).map(|t| t.ns)
+}
+
+/// [`parse_timestamp`] with the resolution the token is written to.
+pub fn parse_stamp(s: &str) -> Option<Stamp> {
+    // The unit of a fraction's last digit (`.5` 100 ms, `,250000000` 1 ns); 1 s without one.
+    let fraction = |frac: &str| match frac.bytes().take_while(u8::is_ascii_digit).count() {
+        0 => NS_PER_S,
+        n => 10_i64.pow(9 - n.min(9) as u32),
+    };
+    let stamp = |ns: Option<i64>, resolution_ns: i64| ns.map(|ns| Stamp { ns, resolution_ns });
     let b = s.as_bytes();
     if b.iter().all(|c| c.is_ascii_digit() || *c == b'.') && b.first().is_some_and(u8::is_ascii_digit) {
         let (int, frac) = s.split_once('.').unwrap_or((s, ""));
@@ -53,23 +85,28 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
             let digits: i64 = frac.parse().ok()?;
             frac_ns = digits * 10_i64.pow(9 - frac.len() as u32);
         }
-        return secs.checked_mul(NS_PER_S)?.checked_add(frac_ns);
+        return stamp(secs.checked_mul(NS_PER_S)?.checked_add(frac_ns), fraction(frac));
     }
-    // RFC 3339 / ISO 8601 (`date -Ins` uses a comma before the fraction).
+    // RFC 3339 / ISO 8601 (`date -Ins` uses a comma before the fraction). Dates hold no `.`, so
+    // the digits after one are the seconds' fraction.
     let normalised = s.replacen(',', ".", 1);
+    let written = fraction(normalised.split_once('.').map_or("", |(_, f)| f));
     if let Ok(dt) = DateTime::parse_from_rfc3339(&normalised) {
-        return dt.timestamp_nanos_opt();
+        return stamp(dt.timestamp_nanos_opt(), written);
     }
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M:%S%.f%z", "%Y-%m-%dT%H:%M%z"] {
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M:%S%.f%z"] {
         if let Ok(dt) = DateTime::parse_from_str(&normalised, fmt) {
-            return dt.timestamp_nanos_opt();
+            return stamp(dt.timestamp_nanos_opt(), written);
         }
+    }
+    if let Ok(dt) = DateTime::parse_from_str(&normalised, "%Y-%m-%dT%H:%M%z") {
+        return stamp(dt.timestamp_nanos_opt(), 60 * NS_PER_S);
     }
     // Naive forms are taken as UTC.
     let naive = normalised.trim_end_matches('Z').trim_end_matches(" UTC");
     for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(naive, fmt) {
-            return Utc.from_utc_datetime(&dt).timestamp_nanos_opt();
+            return stamp(Utc.from_utc_datetime(&dt).timestamp_nanos_opt(), written);
         }
     }
     // `date` default output, only when the zone is UTC/GMT (any other abbreviation is ambiguous).
@@ -77,7 +114,7 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
     if words.len() == 6 && (words[4] == "UTC" || words[4] == "GMT") {
         let joined = format!("{} {} {} {}", words[1], words[2], words[5], words[3]);
         if let Ok(dt) = NaiveDateTime::parse_from_str(&joined, "%b %d %Y %H:%M:%S") {
-            return Utc.from_utc_datetime(&dt).timestamp_nanos_opt();
+            return stamp(Utc.from_utc_datetime(&dt).timestamp_nanos_opt(), NS_PER_S);
         }
     }
     None
@@ -137,6 +174,21 @@ mod tests {
     use super::*;
 
     const T: i64 = 1_764_686_822 * NS_PER_S; // 2025-12-02T14:47:02Z
+
+    #[test]
+    fn stamps_carry_the_resolution_they_are_written_to() {
+        let res = |line: &str| parse_stamp_line(line).map(|s| s.resolution_ns);
+        assert_eq!(parse_stamp_line("1764686822"), Some(Stamp { ns: T, resolution_ns: NS_PER_S }));
+        assert_eq!(res("1764686822.5"), Some(100_000_000));
+        assert_eq!(res("# time: 1764686822.123"), Some(1_000_000));
+        assert_eq!(res("1764686822.123456789"), Some(1));
+        assert_eq!(res("# 2025-12-02T14:47:02+00:00"), Some(NS_PER_S));
+        assert_eq!(res("2025-12-02T14:47:02,250000000+00:00"), Some(1));
+        assert_eq!(res("timestamp: 2025-12-02 14:47:02"), Some(NS_PER_S));
+        assert_eq!(res("2025-12-02T14:47+00:00"), Some(60 * NS_PER_S));
+        assert_eq!(res("Tue Dec  2 14:47:02 UTC 2025"), Some(NS_PER_S));
+        assert_eq!(res("rx_packets: 5"), None);
+    }
 
     #[test]
     fn date_outputs_parse() {

@@ -4,10 +4,7 @@
 
 mod common;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::UInt16Type;
-use arrow_array::{Array, RecordBatch};
-use common::{Output, fixture, read_with, temp_file};
+use common::{Output, ethernet_links, fixture, read_with, temp_file};
 use fabricscope_core::formats::detect;
 use fabricscope_core::{Error, Format, ReadOptions};
 
@@ -15,43 +12,11 @@ fn opts() -> ReadOptions {
     ReadOptions { time_ns: Some(1_764_686_822_000_000_000), host: Some("ns-1".into()), ..ReadOptions::default() }
 }
 
-fn s(b: &RecordBatch, c: &str, i: usize) -> Option<String> {
-    let a = b.column_by_name(c).unwrap().as_string::<i32>();
-    a.is_valid(i).then(|| a.value(i).to_owned())
-}
-
 /// (node_name, port_name, node_type, tier, peer_node_name, peer_port_name, peer_node_type, peer_tier, source)
 type Row = [Option<String>; 9];
 
 fn rows(out: &Output) -> Vec<Row> {
-    let mut v = Vec::new();
-    for (name, b) in &out.tables {
-        assert_eq!(*name, "links");
-        for c in ["node_guid", "peer_node_guid"] {
-            assert_eq!(b.column_by_name(c).unwrap().null_count(), b.num_rows(), "{c}: Ethernet ends have no GUID");
-        }
-        for c in ["port", "peer_port"] {
-            let p = b.column_by_name(c).unwrap().as_primitive::<UInt16Type>();
-            assert_eq!(p.null_count(), b.num_rows(), "{c}: Ethernet ports are named, not numbered");
-        }
-        for i in 0..b.num_rows() {
-            v.push(
-                [
-                    "node_name",
-                    "port_name",
-                    "node_type",
-                    "tier",
-                    "peer_node_name",
-                    "peer_port_name",
-                    "peer_node_type",
-                    "peer_tier",
-                    "source",
-                ]
-                .map(|c| s(b, c, i)),
-            );
-        }
-    }
-    v
+    ethernet_links(out)
 }
 
 fn row(a: [&str; 9]) -> Row {

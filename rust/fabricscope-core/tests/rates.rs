@@ -210,3 +210,22 @@ fn shuffled_series_spanning_centuries_sorts_with_duplicates_in_read_order() {
     assert_eq!(ints(&out, "start"), [-4_000_000_000_000_000_000, 0]);
     assert_eq!(floats(&out, "delta"), [Some(600.0), Some(200.0)]);
 }
+
+#[test]
+fn overflow_rule_comes_from_the_vocabulary_by_counter_name() {
+    // PMA data counters: 32-bit saturating unless a reading exceeds it (then 64-bit wrapping).
+    assert_eq!(OverflowRule::of_counter("port_xmit_data_bytes"), OverflowRule { mode: OverflowMode::Wide, bits: 32 });
+    assert_eq!(OverflowRule::of_counter("port_rcv_errors"), OverflowRule { mode: OverflowMode::Saturate, bits: 16 });
+    assert_eq!(
+        OverflowRule::of_counter("rx_out_of_buffer_packets"),
+        OverflowRule { mode: OverflowMode::Wrap, bits: 32 }
+    );
+    assert_eq!(
+        OverflowRule::of_counter("ext_port_xmit_data_bytes"),
+        OverflowRule { mode: OverflowMode::Wrap, bits: 64 }
+    );
+    // A name outside the vocabulary: 64-bit wrapping, so a decrease is a reset.
+    assert_eq!(OverflowRule::of_counter("vendor_private_counter"), OverflowRule::UNKNOWN);
+    assert_eq!(OverflowRule::of_counter("port_rcv_errors").register_max(), 65_535);
+    assert_eq!(OverflowRule::UNKNOWN.register_max(), u64::MAX);
+}

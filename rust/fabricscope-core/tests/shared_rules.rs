@@ -60,6 +60,12 @@ fn limits_by_name_round_trip_and_refuse_nonsense() {
     let unknown = l.set("max_lines", 5).expect_err("unknown");
     assert!(unknown.contains("expected one of max_line_bytes"), "{unknown}");
     assert!(l.set("max_line_bytes", 0).expect_err("zero").contains("positive"));
+    // The inverse of `named`: the defaults with the named limits set, or the first problem.
+    let from = Limits::from_named([("max_labels", 512), ("max_document_bytes", 4096)]).expect("known limits");
+    assert_eq!((from.max_labels, from.max_document_bytes, from.max_line_bytes), (512, 4096, d.max_line_bytes));
+    assert_eq!(Limits::from_named(d.named()).expect("defaults").named(), d.named());
+    let unknown = Limits::from_named([("max_lines", 0)]).expect_err("unknown name first");
+    assert!(unknown.starts_with("unknown limit \"max_lines\"; expected one of max_line_bytes"), "{unknown}");
 }
 
 #[test]

@@ -27,6 +27,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reader::events_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(reader::attributes_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(rates::rates, m)?)?;
+    m.add_function(wrap_pyfunction!(rates::overflow_rules, m)?)?;
     m.add_function(wrap_pyfunction!(rules::limits, m)?)?;
     m.add_function(wrap_pyfunction!(rules::expand, m)?)?;
     m.add_function(wrap_pyfunction!(rules::parse_directive_line, m)?)?;

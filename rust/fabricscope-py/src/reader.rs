@@ -10,8 +10,8 @@ use arrow_array::RecordBatch;
 use fabricscope_core::formats::{prometheus_api, remote_read};
 use fabricscope_core::vocabulary::{COUNTERS, SPELLINGS, Spelling, VENDOR_SPELLINGS};
 use fabricscope_core::{
-    Error, Event, FORMATS, Format, InputReport, Limits, ReadOptions, attributes_schema, read_bytes, read_paths,
-    samples_schema, total_input_bytes,
+    Error, Event, FORMATS, Format, InputReport, ReadOptions, attributes_schema, read_bytes, read_paths, samples_schema,
+    total_input_bytes,
 };
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
@@ -19,6 +19,7 @@ use pyo3::types::PyDict;
 use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
 
 use crate::error::{guarded, to_py_err};
+use crate::rules::limits_arg;
 
 #[allow(clippy::too_many_arguments)]
 fn options(
@@ -27,11 +28,7 @@ fn options(
     time_ns: Option<i64>,
     strict: bool,
     batch_rows: usize,
-    max_line_bytes: Option<usize>,
-    max_labels: Option<usize>,
-    max_decompressed_bytes: Option<u64>,
-    max_decompression_ratio: Option<u64>,
-    max_document_bytes: Option<u64>,
+    limits: Option<&Bound<'_, PyDict>>,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
 ) -> PyResult<ReadOptions> {
@@ -55,7 +52,6 @@ fn options(
     if !(1e-9..=9e9).contains(&bin_seconds) {
         return Err(PyValueError::new_err(format!("bin_seconds must be positive, got {bin_seconds}")));
     }
-    let defaults = Limits::default();
     Ok(ReadOptions {
         format,
         host,
@@ -63,13 +59,7 @@ fn options(
         strict,
         batch_rows,
         // Unset limits take the core's defaults (the one place they are written).
-        limits: Limits {
-            max_line_bytes: max_line_bytes.unwrap_or(defaults.max_line_bytes),
-            max_decompressed_bytes: max_decompressed_bytes.unwrap_or(defaults.max_decompressed_bytes),
-            max_labels: max_labels.unwrap_or(defaults.max_labels),
-            max_decompression_ratio: max_decompression_ratio.unwrap_or(defaults.max_decompression_ratio),
-            max_document_bytes: max_document_bytes.unwrap_or(defaults.max_document_bytes),
-        },
+        limits: limits_arg(limits)?,
         link_speed_bps,
         bin_ns: (bin_seconds * 1e9).round() as i64,
         ..ReadOptions::default()
@@ -87,6 +77,7 @@ fn report_dict<'py>(py: Python<'py>, r: &InputReport) -> PyResult<Bound<'py, PyD
     d.set_item("errors", r.errors.clone())?;
     d.set_item("warnings", r.warnings.clone())?;
     d.set_item("time_source", r.time_source.as_str())?;
+    d.set_item("time_resolution_ns", r.time_resolution_ns)?;
     d.set_item("failed", r.failed)?;
     Ok(d)
 }
@@ -97,9 +88,7 @@ type ReadOutput<'py> = (PyTable, PyTable, Bound<'py, PyDict>, Vec<Bound<'py, PyD
 /// Read every input and return `(samples, attributes, {other_table_name: table}, reports)`.
 #[pyfunction]
 #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                    max_line_bytes=None, max_labels=None, max_decompressed_bytes=None,
-                    max_decompression_ratio=None, max_document_bytes=None,
-                    link_speed_gbps=None, bin_seconds=1.0))]
+                    limits=None, link_speed_gbps=None, bin_seconds=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn read<'py>(
     py: Python<'py>,
@@ -109,28 +98,11 @@ pub fn read<'py>(
     time_ns: Option<i64>,
     strict: bool,
     batch_rows: usize,
-    max_line_bytes: Option<usize>,
-    max_labels: Option<usize>,
-    max_decompressed_bytes: Option<u64>,
-    max_decompression_ratio: Option<u64>,
-    max_document_bytes: Option<u64>,
+    limits: Option<&Bound<'py, PyDict>>,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
 ) -> PyResult<ReadOutput<'py>> {
-    let opts = options(
-        format,
-        host,
-        time_ns,
-        strict,
-        batch_rows,
-        max_line_bytes,
-        max_labels,
-        max_decompressed_bytes,
-        max_decompression_ratio,
-        max_document_bytes,
-        link_speed_gbps,
-        bin_seconds,
-    )?;
+    let opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds)?;
     collect(py, move |sink| read_paths(&paths, &opts, sink))
 }
 
@@ -172,8 +144,7 @@ fn collect(
 /// reports and errors; returns what :func:`read` returns.
 #[pyfunction]
 #[pyo3(signature = (data, name, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                    max_line_bytes=None, max_labels=None, max_decompressed_bytes=None,
-                    max_decompression_ratio=None, max_document_bytes=None))]
+                    limits=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_buffer<'py>(
     py: Python<'py>,
@@ -184,26 +155,9 @@ pub fn read_buffer<'py>(
     time_ns: Option<i64>,
     strict: bool,
     batch_rows: usize,
-    max_line_bytes: Option<usize>,
-    max_labels: Option<usize>,
-    max_decompressed_bytes: Option<u64>,
-    max_decompression_ratio: Option<u64>,
-    max_document_bytes: Option<u64>,
+    limits: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<ReadOutput<'py>> {
-    let opts = options(
-        format,
-        host,
-        time_ns,
-        strict,
-        batch_rows,
-        max_line_bytes,
-        max_labels,
-        max_decompressed_bytes,
-        max_decompression_ratio,
-        max_document_bytes,
-        None,
-        1.0,
-    )?;
+    let opts = options(format, host, time_ns, strict, batch_rows, limits, None, 1.0)?;
     collect(py, move |sink| read_bytes(&data, name.as_ref(), &opts, sink).map(|r| vec![r]))
 }
 
@@ -257,9 +211,7 @@ pub struct Scanner {
 impl Scanner {
     #[new]
     #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                        max_line_bytes=None, max_labels=None, max_decompressed_bytes=None,
-                    max_decompression_ratio=None, max_document_bytes=None,
-                    link_speed_gbps=None, bin_seconds=1.0))]
+                        limits=None, link_speed_gbps=None, bin_seconds=1.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -269,28 +221,11 @@ impl Scanner {
         time_ns: Option<i64>,
         strict: bool,
         batch_rows: usize,
-        max_line_bytes: Option<usize>,
-        max_labels: Option<usize>,
-        max_decompressed_bytes: Option<u64>,
-        max_decompression_ratio: Option<u64>,
-        max_document_bytes: Option<u64>,
+        limits: Option<&Bound<'_, PyDict>>,
         link_speed_gbps: Option<f64>,
         bin_seconds: f64,
     ) -> PyResult<Self> {
-        let mut opts = options(
-            format,
-            host,
-            time_ns,
-            strict,
-            batch_rows,
-            max_line_bytes,
-            max_labels,
-            max_decompressed_bytes,
-            max_decompression_ratio,
-            max_document_bytes,
-            link_speed_gbps,
-            bin_seconds,
-        )?;
+        let mut opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds)?;
         let progress = Arc::new(AtomicU64::new(0));
         opts.progress = Some(progress.clone());
         let total = py.detach(|| total_input_bytes(&paths));
@@ -388,6 +323,8 @@ pub fn formats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             d.set_item("produced_by", f.produced_by)?;
             d.set_item("detection", f.detection)?;
             d.set_item("timestamps", f.timestamps)?;
+            d.set_item("time_resolution", f.time_resolution.describe())?;
+            d.set_item("time_resolution_ns", f.time_resolution.ns())?;
             Ok(d)
         })
         .collect()

@@ -7,12 +7,40 @@ use fabricscope_core::formats::{Directive, parse_directive};
 use fabricscope_core::{FORMATS, Format, Limits, expand_inputs, normalize_guid as core_normalize_guid};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict};
 use pyo3_arrow::PySchema;
 
-/// The reader limits and their defaults, by name, in the order the core lists them.
+/// The reader limits by name, in the order the core lists them: the defaults, with `overrides`
+/// (a `{name: value}` dict, validated as every reader validates it) applied.
 #[pyfunction]
-pub fn limits() -> Vec<(&'static str, u64)> {
-    Limits::default().named().to_vec()
+#[pyo3(signature = (overrides=None))]
+pub fn limits(overrides: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(&'static str, u64)>> {
+    Ok(limits_arg(overrides)?.named().to_vec())
+}
+
+/// [`Limits`] from the `limits` argument every reader takes (`{name: value}`, None for the
+/// defaults): the one place a limit's name meets its value. Unknown names and values that are
+/// not positive integers raise `ValueError` naming the limit (and, for a name, the accepted ones).
+pub fn limits_arg(limits: Option<&Bound<'_, PyDict>>) -> PyResult<Limits> {
+    let Some(limits) = limits else { return Ok(Limits::default()) };
+    let shown = |o: &Bound<'_, PyAny>| o.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string());
+    let mut named: Vec<(String, u64)> = Vec::with_capacity(limits.len());
+    for (key, value) in limits.iter() {
+        let name: String = key
+            .extract()
+            .map_err(|_| PyValueError::new_err(format!("limit names are strings, got {}", shown(&key))))?;
+        // `True` is an int to Python, never a size.
+        let number = if value.is_instance_of::<PyBool>() { None } else { value.extract::<u64>().ok() };
+        let Some(number) = number else {
+            Limits::check_name(&name).map_err(PyValueError::new_err)?;
+            return Err(PyValueError::new_err(format!(
+                "limit {name} must be a positive integer, got {}",
+                shown(&value)
+            )));
+        };
+        named.push((name, number));
+    }
+    Limits::from_named(named.iter().map(|(n, v)| (n.as_str(), *v))).map_err(PyValueError::new_err)
 }
 
 /// What `paths` expand to, in reading order: `(path, kind)` with kind `file`, `walked`,
@@ -39,7 +67,7 @@ pub fn parse_directive_line(py: Python<'_>, line: &str) -> PyResult<Option<(&'st
     Ok(match parse_directive(line) {
         Some(Directive::Host(h)) => Some(("host", h.into_pyobject(py)?.into_any().unbind())),
         Some(Directive::Device(d)) => Some(("device", d.into_pyobject(py)?.into_any().unbind())),
-        Some(Directive::Time(t)) => Some(("time", t.into_pyobject(py)?.into_any().unbind())),
+        Some(Directive::Time(t)) => Some(("time", t.ns.into_pyobject(py)?.into_any().unbind())),
         None => None,
     })
 }

@@ -1,4 +1,9 @@
-//! Helpers several readers share: IBA port-state names and the `date`-style start stamp.
+//! Helpers several readers share: IBA port-state names, the `date`-style start stamp, the device
+//! a file name names, the ibdiagnet net_dump block header (read by its reader and by detection),
+//! and iproute2 `rdma` link names and JSON documents.
+
+use crate::error::{Position, Result};
+use crate::read::ReadContext;
 
 /// Logical port state id (IBA PortInfo:PortState) from ibdiagnet's short names or libibmad's
 /// long ones (`Down`, `Initialize`, `Armed`, `Active`).
@@ -33,4 +38,66 @@ pub(crate) fn parse_started(s: &str) -> Option<i64> {
     let norm = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let t = chrono::NaiveDateTime::parse_from_str(&norm, "%a %b %d %H:%M:%S %Y").ok()?;
     t.and_utc().timestamp_nanos_opt()
+}
+
+/// The device a file name names: its first `0x<hex>` token, normalised.
+pub(crate) fn guid_from_path(path: &std::path::Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy();
+    name.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| t.starts_with("0x"))
+        .find_map(crate::formats::ib::normalize_guid)
+}
+
+/// An `ibdiagnet2.net_dump` block header `"<desc>", <vendor>, <guid>, LID <n>` → (desc, vendor,
+/// guid text, lid text).
+pub(crate) fn net_dump_block_header(t: &str) -> Option<(&str, &str, &str, &str)> {
+    let body = t.strip_prefix('"')?;
+    let (desc, rest) = body.rsplit_once("\",")?;
+    let mut parts = rest.split(',').map(str::trim);
+    let (vendor, guid, lid) = (parts.next()?, parts.next()?, parts.next()?);
+    let lid = lid.strip_prefix("LID")?.trim();
+    if parts.next().is_some() || !guid.starts_with("0x") || lid.is_empty() {
+        return None;
+    }
+    Some((desc, vendor, guid, lid))
+}
+
+/// An iproute2 `rdma` link name `mlx5_0/1` → (`mlx5_0`, 1). Device names hold no `/`.
+pub(crate) fn split_rdma_link(s: &str) -> Option<(&str, u16)> {
+    let (dev, port) = s.rsplit_once('/')?;
+    (!dev.is_empty() && !dev.contains('/')).then_some(())?;
+    Some((dev, port.parse().ok()?))
+}
+
+/// The objects of an iproute2 `rdma -j ...` JSON document (an array of objects, or one object).
+/// A document that is not such JSON, and each element that is not an object, is a bad record
+/// naming `command` (the caller's `rdma -j ... show`): strict mode stops there, lenient mode
+/// skips it.
+pub(crate) fn rdma_json_objects(
+    doc: &[u8],
+    pos: Position,
+    ctx: &mut ReadContext<'_>,
+    command: &str,
+) -> Result<Vec<serde_json::Map<String, serde_json::Value>>> {
+    let head = doc.get(..80).unwrap_or(doc);
+    let records = match serde_json::from_slice::<serde_json::Value>(doc) {
+        Ok(serde_json::Value::Array(a)) => a,
+        Ok(obj @ serde_json::Value::Object(_)) => vec![obj],
+        Ok(_) => {
+            ctx.bad_record(pos, "a JSON array of link objects", head)?;
+            return Ok(Vec::new());
+        }
+        Err(e) => {
+            ctx.bad_record(pos, &format!("an `{command}` JSON array ({e})"), head)?;
+            return Ok(Vec::new());
+        }
+    };
+    let mut objects = Vec::with_capacity(records.len());
+    for rec in records {
+        match rec {
+            serde_json::Value::Object(obj) => objects.push(obj),
+            other => ctx.bad_record(pos, "a JSON object per link", other.to_string().as_bytes())?,
+        }
+    }
+    Ok(objects)
 }

@@ -194,7 +194,7 @@ pub fn detect(text: &str) -> Option<Format> {
         if t.strip_prefix("START_").is_some_and(is_section_name) {
             return Some(Format::IbdiagnetDbCsv);
         }
-        if crate::formats::netdump::parse_block_header(t).is_some() {
+        if crate::formats::common::net_dump_block_header(t).is_some() {
             return Some(Format::IbdiagnetNetDump);
         }
         if crate::formats::perfquery::parse_header(t).is_some() {

@@ -51,6 +51,7 @@ use crate::formats::ib;
 use crate::formats::{Directive, DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Value};
+use crate::timestamp::Stamp;
 use crate::topology::{End, Link, LinkSet, NodeType};
 
 /// True for `CA|SW|RT <lid> <port> 0x<guid> ...`.
@@ -330,8 +331,10 @@ impl IbnetdiscoverReader {
     /// The time of the current record: a timestamp line, else the file's `generated on` line,
     /// else the driver's fallbacks.
     fn time_ns(&self, ctx: &mut ReadContext<'_>) -> Result<i64> {
-        match self.directives.explicit_time().or(self.generated_ns) {
-            Some(t) => Ok(t),
+        // `generated on <ctime>` is written to the second.
+        let generated = self.generated_ns.map(|ns| Stamp { ns, resolution_ns: 1_000_000_000 });
+        match self.directives.explicit_time().or(generated) {
+            Some(t) => Ok(ctx.stated_time(t)),
             None => ctx.fallback_time_ns(),
         }
     }

@@ -185,7 +185,7 @@ impl IbswinfoReader {
         let host_name = self.directives.host(ctx);
         let switch = match self.guid.take() {
             Some(g) => g,
-            None => crate::formats::perfquery::guid_from_path(ctx.path).unwrap_or_else(|| {
+            None => crate::formats::common::guid_from_path(ctx.path).unwrap_or_else(|| {
                 ctx.path.file_stem().map_or_else(|| "unknown".to_owned(), |s| s.to_string_lossy().into_owned())
             }),
         };

@@ -22,6 +22,7 @@ pub mod lldpctl;
 pub mod netdump;
 pub mod perfquery;
 pub mod rdma_statistic;
+pub mod sonic_lldp;
 // RDMA device <-> network device identity.
 pub mod ibdev2netdev;
 pub mod rdma_link;
@@ -38,76 +39,7 @@ pub use ib::normalize_guid;
 
 use crate::error::{Position, Result};
 use crate::read::ReadContext;
-
-/// A supported input format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// Prometheus text exposition 0.0.4 (timestamps in milliseconds).
-    Prometheus,
-    /// OpenMetrics 1.0 text (timestamps in seconds, `# EOF`).
-    OpenMetrics,
-    /// A Prometheus HTTP API query response (`/api/v1/query`, `/api/v1/query_range` JSON).
-    PrometheusApi,
-    /// A Prometheus remote read response (`/api/v1/read`: snappy-compressed protobuf).
-    PrometheusRemoteRead,
-    /// `ethtool -S <iface>` output, one or more snapshots.
-    Ethtool,
-    /// A copied `/sys/class/{infiniband,net}` tree (a directory).
-    SysfsTree,
-    /// `path:value` lines as `grep -H . /sys/class/infiniband/*/ports/*/counters/*` prints them.
-    SysfsGrep,
-    /// `perfquery` output (basic, `-x` extended, `-E` receive-error details), several blocks.
-    Perfquery,
-    /// `ibqueryerrors` output (`Errors for ...`, `GUID ... port N: [Name == v]`, `##` summary).
-    Ibqueryerrors,
-    /// `iblinkinfo` output (per-switch/CA blocks of links with width, speed, peer).
-    Iblinkinfo,
-    /// `ibnetdiscover`: the topology file (default output) or the `-p` ports report.
-    Ibnetdiscover,
-    /// `ibdiagnet2.db_csv`: `START_<SECTION>` ... `END_<SECTION>` CSV sections.
-    IbdiagnetDbCsv,
-    /// UFM telemetry CSV: a header, then one row per port.
-    UfmCsv,
-    /// UFM telemetry JSON (`{"values": [{"node_guid": ..., "port_num": ..., ...}]}`).
-    UfmJson,
-    /// Influx line protocol as telegraf writes it (`infiniband` and `ethtool` inputs).
-    Telegraf,
-    /// `ibdiagnet2.net_dump`: per-node blocks of a ` :`-separated port table (LWA, LSA, neighbor).
-    IbdiagnetNetDump,
-    /// `ibswinfo` switch vitals (`key | value`, or `key : value` in vitals mode).
-    Ibswinfo,
-    // --- packet captures ---
-    /// Classic libpcap capture (both byte orders, µs/ns, the "modified" variant).
-    Pcap,
-    /// pcapng capture (SHB/IDB/EPB/SPB; several sections, per-interface resolution).
-    Pcapng,
-    // --- measured performance, GPU and CXL sources ---
-    /// `nvidia-smi nvlink` throughput (`-gt d|r`, `-g`), status (`-s`) and error (`-e`) output.
-    NvidiaSmiNvlink,
-    /// nccl-tests text logs (`all_reduce_perf` ...): the `nccl_results`/`nccl_ranks` tables.
-    NcclTests,
-    /// nccl-tests `-J` JSON report.
-    NcclTestsJson,
-    /// perftest output (`ib_write_bw`, `ib_read_lat`, ...): the `perftest_results` table.
-    Perftest,
-    /// `cxl list` JSON (ndctl cxl-cli): the `cxl_devices` table.
-    CxlList,
-    /// `perf stat` (CSV `-x,` or table, totals or `-I` intervals) for `cxl_pmu_mem*` events.
-    PerfStatCxl,
-    // --- vendor-neutral RDMA ---
-    /// `rdma statistic show` (iproute2): RDMA port counters of any RDMA driver, text or `-j` JSON.
-    RdmaStatistic,
-    // --- RDMA device <-> network device identity ---
-    /// `ibdev2netdev [-v]` (MLNX_OFED): `mlx5_0 port 1 ==> ens1f0 (Up)`, port attributes only.
-    Ibdev2netdev,
-    /// `rdma [-j] link show` (iproute2): port state and netdev, port attributes only.
-    RdmaLink,
-    // --- Ethernet (RoCE) topology ---
-    /// `lldpctl -f keyvalue` (lldpd) neighbours of one host: the `links` table.
-    LldpctlKeyvalue,
-    /// `lldpctl -f json` / `-f json0` (lldpd) neighbours of one host: the `links` table.
-    LldpctlJson,
-}
+use crate::timestamp::Stamp;
 
 /// Static description of a format for `fabricscope formats`.
 #[derive(Debug, Clone, Copy)]
@@ -131,7 +63,76 @@ pub struct FormatInfo {
     pub detection: &'static str,
     /// Where timestamps come from.
     pub timestamps: &'static str,
+    /// The resolution of its timestamps, where the format fixes it.
+    pub time_resolution: TimeResolution,
+    /// What content detection recognises as this format's own.
+    pub signature: Signature,
 }
+
+/// A format's own signature in the first bytes of an input. [`detect`] checks the signatures in
+/// [`FORMATS`] order, before the heuristics the other formats share (InfiniBand diagnostic shapes,
+/// then Prometheus, sysfs and ethtool lines scored against each other).
+#[derive(Debug, Clone, Copy)]
+pub enum Signature {
+    /// Recognised by the shared heuristics (or only by name, `format=`).
+    Shared,
+    /// A magic number in the head bytes.
+    Bytes(fn(&[u8]) -> bool),
+    /// Text only this format prints, in the head decoded as UTF-8 (lossily).
+    Text(fn(&str) -> bool),
+}
+
+/// The head of a JSON document (after leading whitespace), for the signatures of JSON formats.
+fn json_head(text: &str) -> Option<&str> {
+    let trimmed = text.trim_start();
+    (trimmed.starts_with('{') || trimmed.starts_with('[')).then_some(trimmed)
+}
+
+/// The resolution of a format's timestamps. What an input actually stated is in its report
+/// ([`crate::read::InputReport::time_resolution_ns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeResolution {
+    /// The format fixes it, in nanoseconds (Prometheus text: integer milliseconds).
+    Fixed(i64),
+    /// Each capture's header sets it (pcap: µs or ns by magic; pcapng: `if_tsresol` per interface).
+    PerCapture,
+    /// Decided per input: by how its timestamp lines or its file name write the time (`date +%s`
+    /// 1 s, `date +%s.%N` 1 ns), or as each timestamp is written.
+    PerInput,
+    /// The format dates no rows of its own (an inventory or topology table).
+    None,
+}
+
+impl TimeResolution {
+    /// The fixed resolution in nanoseconds, if the format fixes one.
+    pub fn ns(self) -> Option<i64> {
+        match self {
+            TimeResolution::Fixed(ns) => Some(ns),
+            TimeResolution::PerCapture | TimeResolution::PerInput | TimeResolution::None => None,
+        }
+    }
+
+    /// `1 ms`, `1 µs`, `per capture`, `per input`, `none`.
+    pub fn describe(self) -> String {
+        match self {
+            TimeResolution::Fixed(ns) => match ns {
+                1 => "1 ns".to_owned(),
+                1_000 => "1 µs".to_owned(),
+                1_000_000 => "1 ms".to_owned(),
+                1_000_000_000 => "1 s".to_owned(),
+                other => format!("{other} ns"),
+            },
+            TimeResolution::PerCapture => "per capture".to_owned(),
+            TimeResolution::PerInput => "per input".to_owned(),
+            TimeResolution::None => "none".to_owned(),
+        }
+    }
+}
+
+/// Integer milliseconds (Prometheus, its APIs).
+const MS: TimeResolution = TimeResolution::Fixed(1_000_000);
+/// Integer microseconds (UFM telemetry).
+const US: TimeResolution = TimeResolution::Fixed(1_000);
 
 /// How a format's input is read: the constructor of a fresh reader.
 #[derive(Debug, Clone, Copy)]
@@ -144,10 +145,25 @@ pub enum Reader {
     Tree,
 }
 
-/// Every format, in the order `fabricscope formats` lists them.
-pub static FORMATS: &[FormatInfo] = &[
-    FormatInfo {
-        format: Format::Prometheus,
+/// Declares [`Format`] (one variant per entry, documented by the entry's doc comment) and
+/// [`FORMATS`] (the entries, in order) from one list, so a format is registered in one place.
+macro_rules! formats {
+    ($($(#[$doc:meta])* $variant:ident => FormatInfo { $($field:ident: $value:expr),* $(,)? }),* $(,)?) => {
+        /// A supported input format.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Format {
+            $($(#[$doc])* $variant,)*
+        }
+
+        /// Every format, in the order `fabricscope formats` lists them and [`detect`] checks their
+        /// signatures. Adding a format is its module plus its entry in `formats!`.
+        pub static FORMATS: &[FormatInfo] = &[$(FormatInfo { format: Format::$variant, $($field: $value),* },)*];
+    };
+}
+
+formats! {
+    /// Prometheus text exposition 0.0.4 (timestamps in milliseconds).
+    Prometheus => FormatInfo {
         reader: Reader::Lines(|| Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::Prometheus))),
         name: "prometheus",
         aliases: &["prom", "node_exporter", "federate"],
@@ -156,9 +172,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "node_exporter (infiniband, ethtool), infiniband_exporter, DCGM exporter, Prometheus /federate",
         detection: "`# HELP`/`# TYPE` lines or `name{labels} value` samples",
         timestamps: "per-sample (ms); else timestamp lines, file name, argument, mtime",
+        time_resolution: MS,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::OpenMetrics,
+    /// OpenMetrics 1.0 text (timestamps in seconds, `# EOF`).
+    OpenMetrics => FormatInfo {
         reader: Reader::Lines(|| Box::new(prometheus::PrometheusReader::new(prometheus::Flavor::OpenMetrics))),
         name: "openmetrics",
         aliases: &["om"],
@@ -167,9 +185,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "OpenMetrics 1.0 exporters and scrapes (`# EOF` terminated)",
         detection: "as prometheus, plus `# EOF` or `# UNIT`",
         timestamps: "per-sample (s); else timestamp lines, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::PrometheusApi,
+    /// A Prometheus HTTP API query response (`/api/v1/query`, `/api/v1/query_range` JSON).
+    PrometheusApi => FormatInfo {
         reader: Reader::Binary(|| Box::new(prometheus_api::PrometheusApiReader)),
         name: "prometheus-api",
         aliases: &["prometheus-http", "prometheus-json"],
@@ -178,9 +198,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "a Prometheus server's HTTP API (`/api/v1/query` with a range selector, `/api/v1/query_range`): what `fabricscope analyze http://prometheus:9090` pulls, or a saved response",
         detection: "a JSON object with `\"status\"` and `\"resultType\"`",
         timestamps: "per-sample (s with ms precision)",
+        time_resolution: MS,
+        signature: Signature::Text(|t| json_head(t).is_some_and(prometheus_api::looks_like)),
     },
-    FormatInfo {
-        format: Format::PrometheusRemoteRead,
+    /// A Prometheus remote read response (`/api/v1/read`: snappy-compressed protobuf).
+    PrometheusRemoteRead => FormatInfo {
         reader: Reader::Binary(|| Box::new(remote_read::RemoteReadReader)),
         name: "prometheus-remote-read",
         aliases: &["remote-read", "prometheus-read"],
@@ -189,9 +211,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "a Prometheus server's remote read API (`POST /api/v1/read`, snappy-compressed protobuf `ReadResponse`): what `fabricscope analyze http://prometheus:9090` pulls by default",
         detection: "none (binary without a magic number): name it with format=prometheus-remote-read",
         timestamps: "per-sample (ms)",
+        time_resolution: MS,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Ethtool,
+    /// `ethtool -S <iface>` output, one or more snapshots.
+    Ethtool => FormatInfo {
         reader: Reader::Lines(|| Box::new(ethtool::EthtoolReader::new())),
         name: "ethtool",
         aliases: &["ethtool-s"],
@@ -200,9 +224,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ethtool -S <iface>` (mlx5 and generic drivers), appended snapshots",
         detection: "a `NIC statistics:` line, or only `<name>: <integer>` lines (the header cut off)",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::SysfsTree,
+    /// A copied `/sys/class/{infiniband,net}` tree (a directory).
+    SysfsTree => FormatInfo {
         reader: Reader::Tree,
         name: "sysfs",
         aliases: &["sysfs-tree"],
@@ -211,9 +237,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "a copy of /sys/class/infiniband and /sys/class/net (directory)",
         detection: "a directory containing class/infiniband or class/net, or ports/<n>/counters",
         timestamps: "a `timestamp` file at the tree root; else directory name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::SysfsGrep,
+    /// `path:value` lines as `grep -H . /sys/class/infiniband/*/ports/*/counters/*` prints them.
+    SysfsGrep => FormatInfo {
         reader: Reader::Lines(|| Box::new(sysfs::SysfsGrepReader::new())),
         name: "sysfs-grep",
         aliases: &[],
@@ -222,10 +250,12 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`grep -H . /sys/class/infiniband/*/ports/*/{counters,hw_counters}/*` (path:value lines)",
         detection: "lines `/sys/class/.../<counter>:<value>` or `.../ports/<n>/...:<value>`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     // --- InfiniBand diagnostic sources ---
-    FormatInfo {
-        format: Format::Perfquery,
+    /// `perfquery` output (basic, `-x` extended, `-E` receive-error details), several blocks.
+    Perfquery => FormatInfo {
         reader: Reader::Lines(|| Box::new(perfquery::PerfqueryReader::new())),
         name: "perfquery",
         aliases: &[],
@@ -234,9 +264,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`perfquery [-x] [-E] [-l] <lid|guid> [ports]` (infiniband-diags), appended snapshots",
         detection: "a `# Port counters:`/`# Port extended counters:`/`# <X> counters: ... port N` header or `Name:....value` lines",
         timestamps: "timestamp line before each block; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Ibqueryerrors,
+    /// `ibqueryerrors` output (`Errors for ...`, `GUID ... port N: [Name == v]`, `##` summary).
+    Ibqueryerrors => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibqueryerrors::IbqueryerrorsReader::new())),
         name: "ibqueryerrors",
         aliases: &[],
@@ -245,9 +277,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibqueryerrors [--data]` (infiniband-diags)",
         detection: "`Errors for ...` lines or `GUID 0x... port N: [Name == value]` lines",
         timestamps: "timestamp line before the run; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Iblinkinfo,
+    /// `iblinkinfo` output (per-switch/CA blocks of links with width, speed, peer).
+    Iblinkinfo => FormatInfo {
         reader: Reader::Lines(|| Box::new(iblinkinfo::IblinkinfoReader::new())),
         name: "iblinkinfo",
         aliases: &[],
@@ -256,9 +290,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`iblinkinfo [-l]` (infiniband-diags); also emits the `links` table",
         detection: "`Switch: 0x...`/`CA: ...` block headers or `==( ... )==>` link lines",
         timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Ibnetdiscover,
+    /// `ibnetdiscover`: the topology file (default output) or the `-p` ports report.
+    Ibnetdiscover => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibnetdiscover::IbnetdiscoverReader::new())),
         name: "ibnetdiscover",
         aliases: &[],
@@ -267,9 +303,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibnetdiscover` topology file (default output, `-g` grouped too) and `ibnetdiscover -p` (ports report); emits the `links` table",
         detection: "`switchguid=0x...`/`caguid=0x...` lines, `Switch|Ca <ports> \"S-|H-<guid>\" # ...` node headers, `[<port>] \"S-<guid>\"[<port>] # ...` port lines, or `-p` lines `CA|SW|RT <lid> <port> 0x<guid> <width> <speed> ...`",
         timestamps: "timestamp line; else `# Topology file: generated on <ctime>` (local time read as UTC); else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::IbdiagnetDbCsv,
+    /// `ibdiagnet2.db_csv`: `START_<SECTION>` ... `END_<SECTION>` CSV sections.
+    IbdiagnetDbCsv => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibdiagnet::DbCsvReader::new())),
         name: "ibdiagnet-db-csv",
         aliases: &["db_csv", "db-csv", "ibdiagnet", "ibdiagnet2"],
@@ -278,9 +316,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibdiagnet` → `ibdiagnet2.db_csv` (NODES, PORTS, LINKS, PM_INFO; others skipped); emits `links`",
         detection: "a `START_<SECTION>` line",
         timestamps: "none in the file: file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::UfmCsv,
+    /// UFM telemetry CSV: a header, then one row per port.
+    UfmCsv => FormatInfo {
         reader: Reader::Lines(|| Box::new(ufm::UfmCsvReader::new())),
         name: "ufm-csv",
         aliases: &[],
@@ -289,9 +329,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "UFM telemetry `/csv/metrics`, `/csv/xcset/<name>` (header, one row per port)",
         detection: "a comma-separated header with `timestamp` and `node_guid`/`Node_GUID`",
         timestamps: "per-row `timestamp` (µs epoch); else file name, argument, mtime",
+        time_resolution: US,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::UfmJson,
+    /// UFM telemetry JSON (`{"values": [{"node_guid": ..., "port_num": ..., ...}]}`).
+    UfmJson => FormatInfo {
         reader: Reader::Binary(|| Box::new(ufm::UfmJsonReader::new())),
         name: "ufm-json",
         aliases: &[],
@@ -300,9 +342,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "UFM telemetry JSON (fluentd telemetry plugin messages, REST), at most `max_document_bytes` (256 MiB) per document",
         detection: "a JSON document whose head contains `\"node_guid\"` and `\"port_num\"`",
         timestamps: "per-record `timestamp` (µs epoch); else file name, argument, mtime",
+        time_resolution: US,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Telegraf,
+    /// Influx line protocol as telegraf writes it (`infiniband` and `ethtool` inputs).
+    Telegraf => FormatInfo {
         reader: Reader::Lines(|| Box::new(telegraf::TelegrafReader::new())),
         name: "telegraf",
         aliases: &["influx", "line-protocol"],
@@ -311,9 +355,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "telegraf `infiniband` and `ethtool` inputs (Influx line protocol)",
         detection: "line protocol `infiniband,...`/`ethtool,...` lines (`measurement,tags fields timestamp`)",
         timestamps: "per-line timestamp (ns; s/ms/µs by magnitude); else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::IbdiagnetNetDump,
+    /// `ibdiagnet2.net_dump`: per-node blocks of a ` :`-separated port table (LWA, LSA, neighbor).
+    IbdiagnetNetDump => FormatInfo {
         reader: Reader::Lines(|| Box::new(netdump::NetDumpReader::new())),
         name: "ibdiagnet-net-dump",
         aliases: &["net_dump", "net-dump", "ibdiagnet-net_dump"],
@@ -322,9 +368,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibdiagnet` → `ibdiagnet2.net_dump` (per-port state, width, speed, FEC, neighbor)",
         detection: "a block header `\"<description>\", <vendor>, 0x<guid>, LID <n>`",
         timestamps: "none in the file: file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
-    FormatInfo {
-        format: Format::Ibswinfo,
+    /// `ibswinfo` switch vitals (`key | value`, or `key : value` in vitals mode).
+    Ibswinfo => FormatInfo {
         reader: Reader::Lines(|| Box::new(ibswinfo::IbswinfoReader::new())),
         name: "ibswinfo",
         aliases: &[],
@@ -333,10 +381,12 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`ibswinfo -d <lid>` (unmanaged switch vitals: part/serial/firmware, PSUs, fans, temperatures, uptime), also `-o vitals`",
         detection: "`part number | ...`, `fan#N (rpm) | ...`, `cur.temp (C) : ...` and similar vitals lines",
         timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Shared,
     },
     // --- packet captures ---
-    FormatInfo {
-        format: Format::Pcap,
+    /// Classic libpcap capture (both byte orders, µs/ns, the "modified" variant).
+    Pcap => FormatInfo {
         reader: Reader::Binary(|| Box::new(crate::packets::CaptureReader)),
         name: "pcap",
         aliases: &[],
@@ -345,9 +395,11 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "tcpdump/dumpcap/NIC sniffers: classic pcap (Ethernet, Linux cooked v1/v2); emits `packet_events`, `packet_flows`",
         detection: "magic a1b2c3d4 / a1b23c4d / a1b2cd34 in either byte order",
         timestamps: "per-packet (µs or ns, integer)",
+        time_resolution: TimeResolution::PerCapture,
+        signature: Signature::Bytes(|b| crate::packets::container::pcap_magic(b).is_some()),
     },
-    FormatInfo {
-        format: Format::Pcapng,
+    /// pcapng capture (SHB/IDB/EPB/SPB; several sections, per-interface resolution).
+    Pcapng => FormatInfo {
         reader: Reader::Binary(|| Box::new(crate::packets::CaptureReader)),
         name: "pcapng",
         aliases: &[],
@@ -356,77 +408,12 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "dumpcap/Wireshark/tcpdump pcapng; emits `packet_events`, `packet_flows`",
         detection: "a Section Header Block (0a0d0d0a + byte-order magic)",
         timestamps: "per-packet, per-interface if_tsresol/if_tsoffset (integer ns)",
-    },
-    // --- measured performance, GPU and CXL sources ---
-    FormatInfo {
-        format: Format::NvidiaSmiNvlink,
-        reader: Reader::Lines(|| Box::new(nvidia_smi::NvidiaSmiReader::new())),
-        name: "nvidia-smi-nvlink",
-        aliases: &["nvidia-smi", "nvlink"],
-        appendable: false,
-        emits_links: false,
-        produced_by: "`nvidia-smi nvlink -gt d|r`, `-g <set>` (KiB counters), `-s` (link speed), `-e` (error counters)",
-        detection: "a `GPU <n>: <name> (UUID: GPU-...)` line followed by `Link <n>: ...` lines",
-        timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
-    },
-    FormatInfo {
-        format: Format::NcclTests,
-        reader: Reader::Lines(|| Box::new(nccl_tests::NcclTestsReader::new())),
-        name: "nccl-tests",
-        aliases: &["nccl", "rccl-tests"],
-        appendable: false,
-        emits_links: false,
-        produced_by: "nccl-tests/rccl-tests `*_perf` logs; emits `nccl_results`, `nccl_ranks`",
-        detection: "`# Collective test starting`, `# nThread ... nGpus`, `#  Rank N ... on HOST device N` or a `size count type ... busbw` header",
-        timestamps: "the `timestamp` column (local time read as UTC); else timestamp line, file name, argument, mtime",
-    },
-    FormatInfo {
-        format: Format::NcclTestsJson,
-        reader: Reader::Binary(|| Box::new(nccl_tests::NcclJsonReader)),
-        name: "nccl-tests-json",
-        aliases: &[],
-        appendable: false,
-        emits_links: false,
-        produced_by: "nccl-tests `-J <file>` JSON report; emits `nccl_results`, `nccl_ranks`",
-        detection: "a JSON object with `\"nccl_version\"` and `\"start_time\"`/`\"results\"`",
-        timestamps: "`start_time` (local time read as UTC); else file name, argument, mtime",
-    },
-    FormatInfo {
-        format: Format::Perftest,
-        reader: Reader::Lines(|| Box::new(perftest::PerftestReader::new())),
-        name: "perftest",
-        aliases: &[],
-        appendable: false,
-        emits_links: false,
-        produced_by: "perftest `ib_{write,read,send,atomic}_{bw,lat}` client/server output; emits `perftest_results`",
-        detection: "a ` #bytes #iterations ...` results header or a `... BW Test`/`... Latency Test` banner",
-        timestamps: "timestamp line before each run; else file name, argument, mtime",
-    },
-    FormatInfo {
-        format: Format::CxlList,
-        reader: Reader::Binary(|| Box::new(cxl_list::CxlListReader::new())),
-        name: "cxl-list",
-        aliases: &["cxl"],
-        appendable: false,
-        emits_links: false,
-        produced_by: "`cxl list [-M] [-u] [-BEMP]` (ndctl cxl-cli) JSON; emits `cxl_devices`",
-        detection: "a JSON array/object containing `\"memdev\"`",
-        timestamps: "none (inventory table)",
-    },
-    FormatInfo {
-        format: Format::PerfStatCxl,
-        reader: Reader::Lines(|| Box::new(perf_stat::PerfStatReader::new())),
-        name: "perf-stat-cxl",
-        aliases: &["perf-stat"],
-        appendable: false,
-        emits_links: false,
-        produced_by: "`perf stat [-x,] [-I ms] -e cxl_pmu_mem<X>.<Y>/<event>/` (CXL PMU)",
-        detection: "a line naming a `cxl_pmu_<pmu>/<event>/` event",
-        timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
+        time_resolution: TimeResolution::PerCapture,
+        signature: Signature::Bytes(crate::packets::container::is_pcapng),
     },
     // --- vendor-neutral RDMA ---
-    FormatInfo {
-        format: Format::RdmaStatistic,
+    /// `rdma statistic show` (iproute2): RDMA port counters of any RDMA driver, text or `-j` JSON.
+    RdmaStatistic => FormatInfo {
         reader: Reader::Lines(|| Box::new(rdma_statistic::RdmaStatisticReader::new())),
         name: "rdma-statistic",
         aliases: &[],
@@ -435,21 +422,12 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`rdma [-j] statistic [qp] show [link <dev>/<port>]` (iproute2 5.3+; any RDMA driver: mlx5, bnxt_re, irdma, ionic, qedr)",
         detection: "`link <dev>/<port> <counter> <value> ...` records, or a JSON array of objects with `ifindex`, `ifname`, `port`",
         timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(rdma_statistic::looks_like),
     },
     // --- RDMA device <-> network device identity ---
-    FormatInfo {
-        format: Format::Ibdev2netdev,
-        reader: Reader::Lines(|| Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
-        name: "ibdev2netdev",
-        aliases: &[],
-        appendable: false,
-        emits_links: false,
-        produced_by: "`ibdev2netdev [-v]` (MLNX_OFED / mlnx-tools): which netdev each RDMA port drives; port attributes only",
-        detection: "`<dev> port <n> ==> <netdev> (Up)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
-        timestamps: "timestamp line; else file name, argument, mtime",
-    },
-    FormatInfo {
-        format: Format::RdmaLink,
+    /// `rdma [-j] link show` (iproute2): port state and netdev, port attributes only.
+    RdmaLink => FormatInfo {
         reader: Reader::Lines(|| Box::new(rdma_link::RdmaLinkReader::new())),
         name: "rdma-link",
         aliases: &[],
@@ -458,21 +436,38 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`rdma [-j] [-d] link show` (iproute2 4.16+; any RDMA driver): port state, LID, netdev; port attributes only",
         detection: "`link <dev>/<port>` lines whose first key is `state`, `lid`, `subnet_prefix` or `netdev` (or `<i>/<p>: <dev>/<port>: ...`), or a JSON array of objects with `ifname` and `state`",
         timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(rdma_link::looks_like),
+    },
+    /// `ibdev2netdev [-v]` (MLNX_OFED): `mlx5_0 port 1 ==> ens1f0 (Up)`, port attributes only.
+    Ibdev2netdev => FormatInfo {
+        reader: Reader::Lines(|| Box::new(ibdev2netdev::Ibdev2netdevReader::new())),
+        name: "ibdev2netdev",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        produced_by: "`ibdev2netdev [-v]` (MLNX_OFED / mlnx-tools): which netdev each RDMA port drives; port attributes only",
+        detection: "`<dev> port <n> ==> <netdev> (Up)` lines (`-v`: PCI address, part, fw before `port`; old style `<===>`)",
+        timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(ibdev2netdev::looks_like),
     },
     // --- Ethernet (RoCE) topology ---
-    FormatInfo {
-        format: Format::LldpctlKeyvalue,
-        reader: Reader::Lines(|| Box::new(lldpctl::LldpKeyValueReader::new())),
-        name: "lldpctl-keyvalue",
-        aliases: &["lldpctl", "lldp", "lldpcli"],
+    /// SONiC `show lldp table` (sonic-utilities `lldpshow`) on one switch: the `links` table.
+    SonicLldpTable => FormatInfo {
+        reader: Reader::Lines(|| Box::new(sonic_lldp::SonicLldpReader::new())),
+        name: "sonic-lldp-table",
+        aliases: &["show-lldp-table", "lldpshow"],
         appendable: false,
         emits_links: true,
-        produced_by: "`lldpctl -f keyvalue` / `lldpcli -f keyvalue show neighbors [details]` (lldpd) on a host; emits `links`",
-        detection: "`lldp.<interface>.<field>=<value>` lines",
-        timestamps: "none (topology table); host from `# host:` line or argument",
+        produced_by: "`show lldp table` (SONiC, sonic-utilities `lldpshow`) on a switch; emits `links`",
+        detection: "the header `LocalPort RemoteDevice RemotePortID Capability RemotePortDescr`",
+        timestamps: "none (topology table); switch from `# host:` line, the echoed prompt (`admin@leaf01:~$`), argument or file name",
+        time_resolution: TimeResolution::None,
+        signature: Signature::Text(sonic_lldp::looks_like),
     },
-    FormatInfo {
-        format: Format::LldpctlJson,
+    /// `lldpctl -f json` / `-f json0` (lldpd) neighbours of one host: the `links` table.
+    LldpctlJson => FormatInfo {
         reader: Reader::Binary(|| Box::new(lldpctl::LldpJsonReader)),
         name: "lldpctl-json",
         aliases: &[],
@@ -481,8 +476,102 @@ pub static FORMATS: &[FormatInfo] = &[
         produced_by: "`lldpctl -f json` or `-f json0` (lldpd) on a host; emits `links`",
         detection: "a JSON object starting `{\"lldp\": {` or `{\"lldp\": [`",
         timestamps: "none (topology table); host from `# host:` line or argument",
+        time_resolution: TimeResolution::None,
+        signature: Signature::Text(lldpctl::looks_like_json),
     },
-];
+    /// `lldpctl -f keyvalue` (lldpd) neighbours of one host: the `links` table.
+    LldpctlKeyvalue => FormatInfo {
+        reader: Reader::Lines(|| Box::new(lldpctl::LldpKeyValueReader::new())),
+        name: "lldpctl-keyvalue",
+        aliases: &["lldpctl", "lldp", "lldpcli"],
+        appendable: false,
+        emits_links: true,
+        produced_by: "`lldpctl -f keyvalue` / `lldpcli -f keyvalue show neighbors [details]` (lldpd) on a host; emits `links`",
+        detection: "`lldp.<interface>.<field>=<value>` lines",
+        timestamps: "none (topology table); host from `# host:` line or argument",
+        time_resolution: TimeResolution::None,
+        signature: Signature::Text(lldpctl::looks_like_keyvalue),
+    },
+    // --- measured performance, GPU and CXL sources ---
+    /// nccl-tests `-J` JSON report.
+    NcclTestsJson => FormatInfo {
+        reader: Reader::Binary(|| Box::new(nccl_tests::NcclJsonReader)),
+        name: "nccl-tests-json",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        produced_by: "nccl-tests `-J <file>` JSON report; emits `nccl_results`, `nccl_ranks`",
+        detection: "a JSON object with `\"nccl_version\"` and `\"start_time\"`/`\"results\"`",
+        timestamps: "`start_time` (local time read as UTC); else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(|t| json_head(t).is_some_and(nccl_tests::looks_like_json)),
+    },
+    /// `cxl list` JSON (ndctl cxl-cli): the `cxl_devices` table.
+    CxlList => FormatInfo {
+        reader: Reader::Binary(|| Box::new(cxl_list::CxlListReader::new())),
+        name: "cxl-list",
+        aliases: &["cxl"],
+        appendable: false,
+        emits_links: false,
+        produced_by: "`cxl list [-M] [-u] [-BEMP]` (ndctl cxl-cli) JSON; emits `cxl_devices`",
+        detection: "a JSON array/object containing `\"memdev\"`",
+        timestamps: "none (inventory table)",
+        time_resolution: TimeResolution::None,
+        signature: Signature::Text(|t| json_head(t).is_some_and(cxl_list::looks_like)),
+    },
+    /// `nvidia-smi nvlink` throughput (`-gt d|r`, `-g`), status (`-s`) and error (`-e`) output.
+    NvidiaSmiNvlink => FormatInfo {
+        reader: Reader::Lines(|| Box::new(nvidia_smi::NvidiaSmiReader::new())),
+        name: "nvidia-smi-nvlink",
+        aliases: &["nvidia-smi", "nvlink"],
+        appendable: false,
+        emits_links: false,
+        produced_by: "`nvidia-smi nvlink -gt d|r`, `-g <set>` (KiB counters), `-s` (link speed), `-e` (error counters)",
+        detection: "a `GPU <n>: <name> (UUID: GPU-...)` line followed by `Link <n>: ...` lines",
+        timestamps: "timestamp line before each snapshot; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(nvidia_smi::looks_like),
+    },
+    /// nccl-tests text logs (`all_reduce_perf` ...): the `nccl_results`/`nccl_ranks` tables.
+    NcclTests => FormatInfo {
+        reader: Reader::Lines(|| Box::new(nccl_tests::NcclTestsReader::new())),
+        name: "nccl-tests",
+        aliases: &["nccl", "rccl-tests"],
+        appendable: false,
+        emits_links: false,
+        produced_by: "nccl-tests/rccl-tests `*_perf` logs; emits `nccl_results`, `nccl_ranks`",
+        detection: "`# Collective test starting`, `# nThread ... nGpus`, `#  Rank N ... on HOST device N` or a `size count type ... busbw` header",
+        timestamps: "the `timestamp` column (local time read as UTC); else timestamp line, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(nccl_tests::looks_like_log),
+    },
+    /// perftest output (`ib_write_bw`, `ib_read_lat`, ...): the `perftest_results` table.
+    Perftest => FormatInfo {
+        reader: Reader::Lines(|| Box::new(perftest::PerftestReader::new())),
+        name: "perftest",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        produced_by: "perftest `ib_{write,read,send,atomic}_{bw,lat}` client/server output; emits `perftest_results`",
+        detection: "a ` #bytes #iterations ...` results header or a `... BW Test`/`... Latency Test` banner",
+        timestamps: "timestamp line before each run; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(perftest::looks_like),
+    },
+    /// `perf stat` (CSV `-x,` or table, totals or `-I` intervals) for `cxl_pmu_mem*` events.
+    PerfStatCxl => FormatInfo {
+        reader: Reader::Lines(|| Box::new(perf_stat::PerfStatReader::new())),
+        name: "perf-stat-cxl",
+        aliases: &["perf-stat"],
+        appendable: false,
+        emits_links: false,
+        produced_by: "`perf stat [-x,] [-I ms] -e cxl_pmu_mem<X>.<Y>/<event>/` (CXL PMU)",
+        detection: "a line naming a `cxl_pmu_<pmu>/<event>/` event",
+        timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(perf_stat::looks_like),
+    },
+}
 
 impl Format {
     /// Name used by `format=`.
@@ -605,8 +694,9 @@ pub fn lines(chunk: &[u8], start: Position) -> impl Iterator<Item = (&[u8], Posi
 /// A directive line that text readers without their own metadata understand.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
-    /// A timestamp line (see [`crate::timestamp::parse_timestamp_line`]); nanoseconds UTC.
-    Time(i64),
+    /// A timestamp line (see [`crate::timestamp::parse_timestamp_line`]) with the resolution it
+    /// is written to.
+    Time(Stamp),
     /// `# host: NAME`, `# hostname: NAME`, `host=NAME`.
     Host(String),
     /// A command echo naming the interface: `# ethtool -S eth0`, `$ ethtool -S eth0`.
@@ -618,7 +708,7 @@ pub enum Directive {
 /// time or host of their own, so they all resolve them the same way.
 #[derive(Debug, Default, Clone)]
 pub struct DirectiveState {
-    time: Option<i64>,
+    time: Option<Stamp>,
     host: Option<String>,
     /// Host from the arguments or `unknown`, computed on first use (it may warn).
     fallback_host: Option<String>,
@@ -626,8 +716,8 @@ pub struct DirectiveState {
 
 impl DirectiveState {
     /// A timestamp line: it dates every following record until the next one.
-    pub fn set_time(&mut self, time_ns: i64) {
-        self.time = Some(time_ns);
+    pub fn set_time(&mut self, time: Stamp) {
+        self.time = Some(time);
     }
 
     /// A `# host: NAME` line: it names the host of every following record.
@@ -648,7 +738,7 @@ impl DirectiveState {
     }
 
     /// The time the last timestamp line set, if any.
-    pub fn explicit_time(&self) -> Option<i64> {
+    pub fn explicit_time(&self) -> Option<Stamp> {
         self.time
     }
 
@@ -656,7 +746,7 @@ impl DirectiveState {
     /// name, argument, mtime).
     pub fn time_ns(&self, ctx: &mut ReadContext<'_>) -> Result<i64> {
         match self.time {
-            Some(t) => Ok(t),
+            Some(t) => Ok(ctx.stated_time(t)),
             None => ctx.fallback_time_ns(),
         }
     }
@@ -693,39 +783,24 @@ pub fn parse_directive(line: &str) -> Option<Directive> {
     {
         return Some(Directive::Device((*dev).to_owned()));
     }
-    crate::timestamp::parse_timestamp_line(t).map(Directive::Time)
+    crate::timestamp::parse_stamp_line(t).map(Directive::Time)
 }
 
 /// Detect the format of a file from its first bytes (already decompressed). `name` is the file
 /// name, used only as a tie-breaker.
 pub fn detect(head: &[u8], name: &str) -> Option<Format> {
-    // Packet captures: binary magic numbers, checked before any text heuristics.
-    if crate::packets::container::is_pcapng(head) {
-        return Some(Format::Pcapng);
-    }
-    if crate::packets::container::pcap_magic(head).is_some() {
-        return Some(Format::Pcap);
-    }
     let text = String::from_utf8_lossy(head);
-    if rdma_statistic::looks_like(&text) {
-        return Some(Format::RdmaStatistic);
-    }
-    if rdma_link::looks_like(&text) {
-        return Some(Format::RdmaLink);
-    }
-    if ibdev2netdev::looks_like(&text) {
-        return Some(Format::Ibdev2netdev);
-    }
-    if lldpctl::looks_like_json(&text) {
-        return Some(Format::LldpctlJson);
-    }
-    if lldpctl::looks_like_keyvalue(&text) {
-        return Some(Format::LldpctlKeyvalue);
-    }
-    // Measured-performance and GPU/CXL sources: strict signatures, checked before the
-    // IB heuristics so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire.
-    if let Some(f) = detect_perf_sources(&text) {
-        return Some(f);
+    // Formats with a signature of their own: binary magic numbers, then text only one tool
+    // prints (strict, so a `Link 0: 25 GB/s` or a perftest banner's `key : value` cannot misfire).
+    for f in FORMATS {
+        let own = match f.signature {
+            Signature::Shared => false,
+            Signature::Bytes(magic) => magic(head),
+            Signature::Text(sig) => sig(&text),
+        };
+        if own {
+            return Some(f.format);
+        }
     }
     // InfiniBand diagnostic outputs have distinctive shapes; checked first because a few of their
     // lines (`CA   134  1 0x...`) would otherwise score as Prometheus samples.
@@ -772,36 +847,6 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     let lower = name.to_ascii_lowercase();
     if lower.contains("ethtool") && text.contains(": ") {
         return Some(Format::Ethtool);
-    }
-    None
-}
-
-/// Measured-performance, GPU and CXL sources: JSON documents by their keys, text by lines only these tools print.
-fn detect_perf_sources(text: &str) -> Option<Format> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        if nccl_tests::looks_like_json(trimmed) {
-            return Some(Format::NcclTestsJson);
-        }
-        if cxl_list::looks_like(trimmed) {
-            return Some(Format::CxlList);
-        }
-        if prometheus_api::looks_like(trimmed) {
-            return Some(Format::PrometheusApi);
-        }
-        // `[1,0]<stdout>:` (mpirun --tag-output) also starts with a bracket: keep looking.
-    }
-    if nvidia_smi::looks_like(text) {
-        return Some(Format::NvidiaSmiNvlink);
-    }
-    if nccl_tests::looks_like_log(text) {
-        return Some(Format::NcclTests);
-    }
-    if perftest::looks_like(text) {
-        return Some(Format::Perftest);
-    }
-    if perf_stat::looks_like(text) {
-        return Some(Format::PerfStatCxl);
     }
     None
 }
@@ -959,7 +1004,10 @@ mod tests {
         assert_eq!(parse_directive("# ethtool -S eth2"), Some(Directive::Device("eth2".into())));
         assert_eq!(parse_directive("$ sudo ethtool -S ens1f0np0"), Some(Directive::Device("ens1f0np0".into())));
         assert_eq!(parse_directive("# host: gpu017"), Some(Directive::Host("gpu017".into())));
-        assert_eq!(parse_directive("1764686822"), Some(Directive::Time(1_764_686_822_000_000_000)));
+        assert_eq!(
+            parse_directive("1764686822"),
+            Some(Directive::Time(Stamp { ns: 1_764_686_822_000_000_000, resolution_ns: 1_000_000_000 }))
+        );
         assert_eq!(parse_directive("     rx_packets: 5"), None);
     }
 

@@ -36,7 +36,7 @@
 //!   a header row without `IB#`, a port that is not a number, a block without a column header.
 
 use crate::error::{Position, Result};
-use crate::formats::common::{phys_state_id, state_id};
+use crate::formats::common::{net_dump_block_header, phys_state_id, state_id};
 use crate::formats::ib;
 use crate::formats::{LineReader, feed_lines};
 use crate::read::ReadContext;
@@ -95,19 +95,6 @@ struct Block {
     cols: Option<[Option<usize>; 12]>,
     /// The column header was unreadable: rows are skipped until the block ends.
     skip: bool,
-}
-
-/// `"<desc>", <vendor>, <guid>, LID <n>` → (desc, vendor, guid text, lid text).
-pub fn parse_block_header(t: &str) -> Option<(&str, &str, &str, &str)> {
-    let body = t.strip_prefix('"')?;
-    let (desc, rest) = body.rsplit_once("\",")?;
-    let mut parts = rest.split(',').map(str::trim);
-    let (vendor, guid, lid) = (parts.next()?, parts.next()?, parts.next()?);
-    let lid = lid.strip_prefix("LID")?.trim();
-    if parts.next().is_some() || !guid.starts_with("0x") || lid.is_empty() {
-        return None;
-    }
-    Some((desc, vendor, guid, lid))
 }
 
 /// Speed name from `LSA`: per-lane Gb/s as ibdiagnet prints it, or a name (`FDR10`).
@@ -282,7 +269,7 @@ impl NetDumpReader {
         if t.starts_with('#') {
             return Ok(());
         }
-        if let Some((desc, vendor, guid_text, lid)) = parse_block_header(t) {
+        if let Some((desc, vendor, guid_text, lid)) = net_dump_block_header(t) {
             self.end_block(ctx)?;
             let Some(guid) = ib::normalize_guid(guid_text) else {
                 return ctx.bad_record(pos, "a hex node GUID in the block header", raw);
@@ -362,12 +349,12 @@ mod tests {
     #[test]
     fn headers_states_and_speeds() {
         assert_eq!(
-            parse_block_header("\"MF0;sw:MQM8700/U1\", Mellanox, 0xb8cef603001bf9de, LID 1"),
+            net_dump_block_header("\"MF0;sw:MQM8700/U1\", Mellanox, 0xb8cef603001bf9de, LID 1"),
             Some(("MF0;sw:MQM8700/U1", "Mellanox", "0xb8cef603001bf9de", "1"))
         );
-        assert_eq!(parse_block_header("\"x\", Mellanox, 0x1"), None);
-        assert_eq!(parse_block_header("IB# : Sta"), None);
-        assert_eq!(parse_block_header("\"é"), None);
+        assert_eq!(net_dump_block_header("\"x\", Mellanox, 0x1"), None);
+        assert_eq!(net_dump_block_header("IB# : Sta"), None);
+        assert_eq!(net_dump_block_header("\"é"), None);
         assert_eq!(state_id("ACT"), Some(4));
         assert_eq!(phys_state_id("LINK UP"), Some(5));
         assert_eq!(phys_state_id("Polling"), Some(2));

@@ -69,12 +69,6 @@ pub fn parse_header(line: &str) -> Option<Header<'_>> {
     Some(Header { kind: kind.trim(), target, port, cap_mask: cap("CapMask:"), cap_mask2: cap("CapMask2:") })
 }
 
-/// The device a file name names: its first `0x<hex>` token, normalised.
-pub fn guid_from_path(path: &std::path::Path) -> Option<String> {
-    let name = path.file_name()?.to_string_lossy();
-    name.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| t.starts_with("0x")).find_map(ib::normalize_guid)
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Block {
     time_ns: i64,
@@ -121,7 +115,7 @@ impl PerfqueryReader {
         } else {
             {
                 if !self.path_checked {
-                    self.path_device = guid_from_path(ctx.path);
+                    self.path_device = crate::formats::common::guid_from_path(ctx.path);
                     self.path_checked = true;
                 }
                 match (self.path_device.clone(), header) {

@@ -432,7 +432,7 @@ impl PrometheusReader {
         }
         if let Ok(text) = std::str::from_utf8(line) {
             match parse_directive(text) {
-                Some(Directive::Time(t)) => self.directive_time = Some(t),
+                Some(Directive::Time(t)) => self.directive_time = Some(ctx.stated_time(t)),
                 Some(Directive::Host(h)) => self.set_host(h),
                 Some(Directive::Device(_)) | None => {}
             }
@@ -472,7 +472,7 @@ impl PrometheusReader {
         if let Ok(text) = std::str::from_utf8(line) {
             match parse_directive(text) {
                 Some(Directive::Time(t)) => {
-                    self.directive_time = Some(t);
+                    self.directive_time = Some(ctx.stated_time(t));
                     return Ok(());
                 }
                 Some(Directive::Host(h)) => {
@@ -542,7 +542,7 @@ impl PrometheusReader {
             if let Ok(text) = std::str::from_utf8(line) {
                 match parse_directive(text) {
                     Some(Directive::Time(t)) => {
-                        self.directive_time = Some(t);
+                        self.directive_time = Some(ctx.stated_time(t));
                         return Ok(Resolved::Directive);
                     }
                     Some(Directive::Host(h)) => {

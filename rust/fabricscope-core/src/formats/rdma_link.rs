@@ -21,16 +21,10 @@
 //! (before a JSON document too), else the driver's fallbacks.
 
 use crate::error::{Error, Position, Result};
+use crate::formats::common::{rdma_json_objects, split_rdma_link};
 use crate::formats::{DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::Attribute;
-
-/// `mlx5_0/1` → (`mlx5_0`, 1).
-fn split_link(s: &str) -> Option<(&str, u16)> {
-    let (dev, port) = s.rsplit_once('/')?;
-    (!dev.is_empty() && !dev.contains('/')).then_some(())?;
-    Some((dev, port.parse().ok()?))
-}
 
 /// The attribute key for an `rdma link` key: sysfs's name where sysfs has the same fact.
 fn key_for(name: &str) -> &str {
@@ -48,16 +42,16 @@ fn split_record(t: &str) -> Option<((&str, u16), &str)> {
     if let Some(rest) = t.strip_prefix("link ") {
         let rest = rest.trim_start();
         let (link, pairs) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        return Some((split_link(link)?, pairs));
+        return Some((split_rdma_link(link)?, pairs));
     }
     let (index, rest) = t.split_once(": ")?;
-    split_link(index)?;
+    split_rdma_link(index)?;
     let rest = rest.trim_start();
     let (link, pairs) = match rest.split_once(": ") {
         Some(split) => split,
         None => (rest.strip_suffix(':')?, ""),
     };
-    Some((split_link(link)?, pairs))
+    Some((split_rdma_link(link)?, pairs))
 }
 
 /// True when the input looks like `rdma link show` text or its JSON.
@@ -164,28 +158,12 @@ impl RdmaLinkReader {
     }
 
     fn read_json(&mut self, doc: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        let parsed: serde_json::Value = match serde_json::from_slice(doc) {
-            Ok(v) => v,
-            Err(e) => {
-                let expected = format!("an `rdma -j link show` JSON array ({e})");
-                return ctx.bad_record(pos, &expected, doc.get(..80).unwrap_or(doc));
-            }
-        };
-        let records: Vec<serde_json::Value> = match parsed {
-            serde_json::Value::Array(a) => a,
-            serde_json::Value::Object(_) => vec![parsed],
-            _ => return ctx.bad_record(pos, "a JSON array of link objects", doc.get(..80).unwrap_or(doc)),
-        };
-        for rec in &records {
-            let Some(obj) = rec.as_object() else {
-                ctx.bad_record(pos, "a JSON object per link", rec.to_string().as_bytes())?;
-                continue;
-            };
+        for obj in &rdma_json_objects(doc, pos, ctx, "rdma -j link show")? {
             let name = obj.get("ifname").and_then(serde_json::Value::as_str);
             let port = obj.get("port").and_then(serde_json::Value::as_u64).and_then(|p| u16::try_from(p).ok());
             // the first iproute2 versions: `"ifname":"mlx5_0/1"` beside `"port":1`
             let link = match (name, port) {
-                (Some(n), _) if n.contains('/') => split_link(n),
+                (Some(n), _) if n.contains('/') => split_rdma_link(n),
                 (Some(n), Some(p)) if !n.is_empty() => Some((n, p)),
                 _ => None,
             };
@@ -193,7 +171,7 @@ impl RdmaLinkReader {
                 ctx.bad_record(
                     pos,
                     "`ifname` (a device name) and `port` (0-65535) in each link object",
-                    rec.to_string().as_bytes(),
+                    &serde_json::to_vec(obj).unwrap_or_default(),
                 )?;
                 continue;
             };

@@ -20,6 +20,7 @@
 //! * Host and time: `# host:`/timestamp lines (before a JSON document too), else the fallbacks.
 
 use crate::error::{Position, Result};
+use crate::formats::common::{rdma_json_objects, split_rdma_link};
 use crate::formats::{DirectiveState, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
@@ -56,17 +57,10 @@ pub fn looks_like(text: &str) -> bool {
             return false;
         };
         // `rdma link show` prints `link mlx5_0/1 state ACTIVE ...`: identity, not counters.
-        split_link(link).is_some()
+        split_rdma_link(link).is_some()
             && !matches!(name, "state" | "subnet_prefix" | "lid" | "sm_lid" | "lmc")
             && (name == "cntn" || value.bytes().all(|b| b.is_ascii_digit()))
     }
-}
-
-/// `mlx5_0/1` → (`mlx5_0`, 1).
-fn split_link(s: &str) -> Option<(&str, u16)> {
-    let (dev, port) = s.rsplit_once('/')?;
-    (!dev.is_empty()).then_some(())?;
-    Some((dev, port.parse().ok()?))
 }
 
 /// The record being read: device (or counter sub-device) and port.
@@ -169,7 +163,7 @@ impl RdmaStatisticReader {
             if self.pending.take().is_some() {
                 return ctx.bad_record(pos, "a value after the last counter name of the previous record", raw);
             }
-            let Some((dev, port)) = tokens.next().and_then(split_link) else {
+            let Some((dev, port)) = tokens.next().and_then(split_rdma_link) else {
                 return ctx.bad_record(pos, "`link <device>/<port>` (e.g. `link mlx5_0/1`)", raw);
             };
             self.record = Some(Record { device: dev.to_owned(), port });
@@ -205,30 +199,14 @@ impl RdmaStatisticReader {
     }
 
     fn read_json(&mut self, doc: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
-        let parsed: serde_json::Value = match serde_json::from_slice(doc) {
-            Ok(v) => v,
-            Err(e) => {
-                let expected = format!("an `rdma -j statistic show` JSON array ({e})");
-                return ctx.bad_record(pos, &expected, doc.get(..80).unwrap_or(doc));
-            }
-        };
-        let records: Vec<serde_json::Value> = match parsed {
-            serde_json::Value::Array(a) => a,
-            serde_json::Value::Object(_) => vec![parsed],
-            _ => return ctx.bad_record(pos, "a JSON array of link objects", doc.get(..80).unwrap_or(doc)),
-        };
-        for rec in &records {
-            let Some(obj) = rec.as_object() else {
-                ctx.bad_record(pos, "a JSON object per link", rec.to_string().as_bytes())?;
-                continue;
-            };
+        for obj in &rdma_json_objects(doc, pos, ctx, "rdma -j statistic show")? {
             let dev = obj.get("ifname").and_then(serde_json::Value::as_str);
             let port = obj.get("port").and_then(serde_json::Value::as_u64).and_then(|p| u16::try_from(p).ok());
             let (Some(dev), Some(port)) = (dev, port) else {
                 ctx.bad_record(
                     pos,
                     "`ifname` (a string) and `port` (0-65535) in each link object",
-                    rec.to_string().as_bytes(),
+                    &serde_json::to_vec(obj).unwrap_or_default(),
                 )?;
                 continue;
             };
@@ -299,10 +277,10 @@ mod tests {
 
     #[test]
     fn links_split_at_the_last_slash() {
-        assert_eq!(split_link("mlx5_0/1"), Some(("mlx5_0", 1)));
-        assert_eq!(split_link("rocep8s0f0/2"), Some(("rocep8s0f0", 2)));
-        assert_eq!(split_link("mlx5_0"), None);
-        assert_eq!(split_link("/1"), None);
-        assert_eq!(split_link("mlx5_0/70000"), None);
+        assert_eq!(split_rdma_link("mlx5_0/1"), Some(("mlx5_0", 1)));
+        assert_eq!(split_rdma_link("rocep8s0f0/2"), Some(("rocep8s0f0", 2)));
+        assert_eq!(split_rdma_link("mlx5_0"), None);
+        assert_eq!(split_rdma_link("/1"), None);
+        assert_eq!(split_rdma_link("mlx5_0/70000"), None);
     }
 }

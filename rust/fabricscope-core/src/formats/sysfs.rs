@@ -29,7 +29,7 @@ use crate::error::{Error, Position, Result, excerpt};
 use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
-use crate::timestamp::parse_timestamp_line;
+use crate::timestamp::parse_stamp_line;
 use crate::vocabulary::{self, Kind, Namespace};
 
 /// Largest sysfs attribute we read. The kernel caps them at one page; a bigger file is not sysfs.
@@ -402,8 +402,8 @@ fn tree_time(root: &Path, ctx: &mut ReadContext<'_>) -> Result<i64> {
         match read_small(&file) {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes);
-                if let Some(t) = parse_timestamp_line(text.trim()) {
-                    return Ok(t);
+                if let Some(t) = parse_stamp_line(text.trim()) {
+                    return Ok(ctx.stated_time(t));
                 }
                 bad(ctx, Loc::File(&file), "a timestamp (`date +%s`, `date -Is`)", &bytes)?;
             }
@@ -657,7 +657,7 @@ fn parse_grep_line(line: &str) -> Option<GrepLine<'_>> {
 #[derive(Default)]
 pub struct SysfsGrepReader {
     /// Last timestamp line; it dates the lines after it.
-    time: Option<i64>,
+    time: Option<crate::timestamp::Stamp>,
     /// Last `# host: NAME` line.
     host: Option<String>,
     fallback_time: Option<i64>,
@@ -695,7 +695,7 @@ impl SysfsGrepReader {
 
     fn emit(&mut self, g: &GrepLine<'_>, pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
         let time_ns = match self.time {
-            Some(t) => t,
+            Some(t) => ctx.stated_time(t),
             None => match self.fallback_time {
                 Some(t) => t,
                 None => *self.fallback_time.insert(ctx.fallback_time_ns()?),

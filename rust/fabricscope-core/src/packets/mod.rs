@@ -1046,6 +1046,8 @@ trait Out {
     fn drain(&mut self, an: &mut Analyzer, force: bool) -> Result<()>;
     fn io(&self, e: std::io::Error) -> Error;
     fn cancelled(&self) -> bool;
+    /// The capture clock's resolution (ns per timestamp unit) of an interface or file header.
+    fn clock_resolution_ns(&mut self, ns: i64);
 }
 
 struct CtxOut<'c, 'a> {
@@ -1063,6 +1065,10 @@ impl Out for CtxOut<'_, '_> {
 
     fn warn(&mut self, msg: String) {
         self.ctx.warn(msg);
+    }
+
+    fn clock_resolution_ns(&mut self, ns: i64) {
+        self.ctx.note_time_resolution_ns(ns);
     }
 
     fn drain(&mut self, an: &mut Analyzer, force: bool) -> Result<()> {
@@ -1137,6 +1143,7 @@ impl Out for StatsOut {
     fn cancelled(&self) -> bool {
         false
     }
+    fn clock_resolution_ns(&mut self, _ns: i64) {}
 }
 
 /// Read a whole capture from bytes and return its totals (tests, benchmarks). `strict` as in
@@ -1198,6 +1205,7 @@ fn read_pcap(s: &mut Stream<'_>, an: &mut Analyzer, out: &mut dyn Out) -> Result
         }
     };
     let iface = an.add_iface("capture0".into(), hdr.linktype, hdr.fcs_len, None);
+    out.clock_resolution_ns(if hdr.nanos { 1 } else { 1_000 });
     if !decode::supported_linktype(hdr.linktype) {
         out.bad(
             20,
@@ -1418,6 +1426,8 @@ fn read_pcapng(s: &mut Stream<'_>, an: &mut Analyzer, out: &mut dyn Out) -> Resu
                         }
                     });
                     let g = an.add_iface(name, linktype, fcs_len, speed_bps);
+                    // if_tsresol: units per second (10^-n or 2^-n s); a unit finer than 1 ns is 1.
+                    out.clock_resolution_ns((1e9 / units_per_sec.max(1) as f64).round().max(1.0) as i64);
                     an.ifaces[g].clock =
                         Interface { linktype, snaplen, name: None, units_per_sec, ts_offset_s, fcs_len, speed_bps };
                     section.push((g, snaplen));

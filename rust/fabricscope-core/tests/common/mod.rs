@@ -114,6 +114,42 @@ impl Output {
     }
 }
 
+/// The columns of a `links` row with Ethernet (LLDP) ends, in the order [`ethernet_links`] gives them.
+pub const ETHERNET_LINK_COLUMNS: [&str; 9] = [
+    "node_name",
+    "port_name",
+    "node_type",
+    "tier",
+    "peer_node_name",
+    "peer_port_name",
+    "peer_node_type",
+    "peer_tier",
+    "source",
+];
+
+/// Every `links` row of a read whose ends are Ethernet ports (LLDP: no GUID, no port number, both
+/// checked), as [`ETHERNET_LINK_COLUMNS`] (`None` for a null).
+pub fn ethernet_links(out: &Output) -> Vec<[Option<String>; 9]> {
+    let mut v = Vec::new();
+    for (name, b) in &out.tables {
+        assert_eq!(*name, "links");
+        for c in ["node_guid", "peer_node_guid"] {
+            assert_eq!(b.column_by_name(c).unwrap().null_count(), b.num_rows(), "{c}: Ethernet ends have no GUID");
+        }
+        for c in ["port", "peer_port"] {
+            let p = b.column_by_name(c).unwrap().as_primitive::<UInt16Type>();
+            assert_eq!(p.null_count(), b.num_rows(), "{c}: Ethernet ports are named, not numbered");
+        }
+        for i in 0..b.num_rows() {
+            v.push(ETHERNET_LINK_COLUMNS.map(|c| {
+                let a = b.column_by_name(c).unwrap().as_string::<i32>();
+                a.is_valid(i).then(|| a.value(i).to_owned())
+            }));
+        }
+    }
+    v
+}
+
 /// Read `paths` with `opts` through the real driver.
 pub fn read_with(paths: &[PathBuf], opts: &ReadOptions) -> Result<Output> {
     let samples = Mutex::new(Vec::new());
