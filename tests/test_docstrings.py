@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "fabricscope",
     "fabricscope.io",
+    "fabricscope.loader",
     "fabricscope.vocabulary",
     "fabricscope.exceptions",
     "fabricscope.input_summary",

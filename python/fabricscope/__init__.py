@@ -15,7 +15,8 @@ from fabricscope._native import __version__
 from fabricscope.advise import advise
 from fabricscope.history import History
 from fabricscope.incidents import Incident, correlate
-from fabricscope.io import InputReport, ReadResult, Scan, load, read, scan
+from fabricscope.io import InputReport, ReadResult, Scan, scan
+from fabricscope.loader import load, read
 from fabricscope.packets import PcapResult, read_pcap
 from fabricscope.pipeline import Analysis, analyze, run_analysis
 from fabricscope.profiles import get_profile, profiles

@@ -1,7 +1,8 @@
-"""Reading telemetry into Polars frames.
+"""Reading telemetry into Polars frames: the schemas, the per-input reports and :func:`scan`.
 
-All parsing happens in Rust with the GIL released; Arrow batches cross into Polars zero-copy
-through the Arrow PyCapsule interface.
+:func:`fabricscope.load` and :func:`fabricscope.read` live in :mod:`fabricscope.loader`, above the
+pipeline's unit reader that reads through this module. All parsing happens in Rust with the GIL
+released; Arrow batches cross into Polars zero-copy through the Arrow PyCapsule interface.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import TypeAlias
 import polars as pl
 
 from fabricscope import _native
-from fabricscope.remote import RemoteOptions, is_url, load_url
 
 __all__ = [
     "LIMITS",
@@ -29,9 +29,7 @@ __all__ = [
     "empty_attributes",
     "empty_samples",
     "links_schema",
-    "load",
     "normalize_guid",
-    "read",
     "samples_schema",
     "scan",
 ]
@@ -286,138 +284,6 @@ def _reports(raw: list[dict[str, object]] | None, set_mtime: SetMtime | None = N
     return reports
 
 
-def load(
-    paths: PathLike | Sequence[PathLike],
-    *,
-    format: str = "auto",
-    host: str | None = None,
-    time: TimeLike = None,
-    strict: bool = True,
-    batch_rows: int = 1 << 20,
-    max_line_bytes: int = LIMITS["max_line_bytes"],
-    limits: Mapping[str, int] | None = None,
-    remote: RemoteOptions | None = None,
-) -> ReadResult:
-    """Read inputs into samples, port attributes and per-input reports.
-
-    Args:
-        paths: Files or directories (walked recursively; sysfs trees are recognised). Files may
-            be gzip- or zstd-compressed. An ``http(s)://`` URL is a Prometheus server (pulled
-            over ``remote``'s range, default the last hour) or an exporter endpoint (scraped).
-        format: ``"auto"`` (detect from content) or a name from :func:`fabricscope.formats`.
-        host: Host for inputs that name none (labels and in-file ``# host:`` lines win).
-        time: Timestamp for inputs that carry none (in-file timestamp lines and timestamps in
-            file names win): a datetime, epoch seconds, or an ISO 8601 string.
-        strict: Raise on the first malformed record (default) or skip and count bad records.
-        batch_rows: Rows per Arrow batch.
-        max_line_bytes: Longest accepted line.
-        limits: Overrides of the resource limits in :data:`LIMITS` by name, for example
-            ``{"max_labels": 512}``.
-        remote: How to read URLs (:class:`fabricscope.remote.RemoteOptions`).
-
-    Returns:
-        A :class:`ReadResult`.
-
-    Raises:
-        fabricscope.exceptions.FabricscopeError: an input is unreadable or malformed (strict).
-        fabricscope.exceptions.LimitExceededError: an input exceeds a limit (see ``limits``).
-        ValueError: an unknown limit name or a non-positive limit.
-
-    Example:
-        >>> import fabricscope
-        >>> res = fabricscope.load("sample_traces/ethtool")
-        >>> res.samples.columns[:4]
-        ['time', 'host', 'device', 'port']
-    """
-    every = _paths(paths)
-    if time is None:
-        time = input_set_mtime(every)
-    # ``max_line_bytes`` is one of the limits; an entry in ``limits`` wins.
-    limits = {"max_line_bytes": max_line_bytes, **(limits or {})}
-    if any(is_url(p) for p in every):
-        return _load_mixed(every, format, host, time, strict, batch_rows, limits, remote)
-    samples, attributes, tables, reports = _native.read(
-        every, **_native_kwargs(format, host, time, strict, batch_rows, limits)
-    )
-    return ReadResult(
-        pl.DataFrame(samples),
-        pl.DataFrame(attributes),
-        _reports(reports, time if isinstance(time, SetMtime) else None),
-        {name: pl.DataFrame(t) for name, t in tables.items()},
-    )
-
-
-def _load_mixed(
-    paths: list[str],
-    format: str,
-    host: str | None,
-    time: TimeLike,
-    strict: bool,
-    batch_rows: int,
-    limits: Mapping[str, int] | None,
-    remote: RemoteOptions | None,
-) -> ReadResult:
-    """Paths and URLs together, in input order (URLs through :mod:`fabricscope.remote`)."""
-    samples: list[pl.DataFrame] = []
-    attrs: list[pl.DataFrame] = []
-    reports: list[InputReport] = []
-    tables: dict[str, list[pl.DataFrame]] = {}
-    for p in paths:
-        if is_url(p):
-            s, a, r = load_url(p, remote, format=format, host=host, strict=strict, limits=limits)
-            samples.append(s)
-            attrs.append(a)
-            reports.append(InputReport(**r))  # type: ignore[arg-type]
-            continue
-        got = load(p, format=format, host=host, time=time, strict=strict, batch_rows=batch_rows, limits=limits)
-        samples.append(got.samples)
-        attrs.append(got.attributes)
-        reports.extend(got.reports)
-        for name, t in got.tables.items():
-            tables.setdefault(name, []).append(t)
-    return ReadResult(
-        pl.concat(samples, how="vertical"),
-        pl.concat(attrs, how="vertical"),
-        reports,
-        {k: pl.concat(v, how="vertical_relaxed") for k, v in tables.items()},
-    )
-
-
-def read(
-    paths: PathLike | Sequence[PathLike],
-    *,
-    format: str = "auto",
-    host: str | None = None,
-    time: TimeLike = None,
-    strict: bool = True,
-    limits: Mapping[str, int] | None = None,
-) -> pl.DataFrame:
-    """Read inputs into the canonical samples table.
-
-    One row per observation: ``time`` (UTC, ns), ``host``, ``device``, ``port``, ``priority``,
-    ``counter`` (canonical name, or the raw name when unknown), ``value_u64`` (exact integers),
-    ``value_f64`` (other numbers), ``scale``, ``is_counter`` and ``source``.
-
-    Args:
-        paths: Files or directories. See :func:`load`.
-        format: ``"auto"`` or a format name.
-        host: Host for inputs that name none.
-        time: Timestamp for inputs that carry none.
-        strict: Raise on the first malformed record, or skip and count (see :func:`load`).
-        limits: Overrides of the resource limits in :data:`LIMITS` (see :func:`load`).
-
-    Returns:
-        The samples as a Polars DataFrame.
-
-    Example:
-        >>> import fabricscope
-        >>> df = fabricscope.read("sample_traces/prometheus")
-        >>> df.filter(df["counter"] == "port_xmit_data_bytes").height > 0
-        True
-    """
-    return load(paths, format=format, host=host, time=time, strict=strict, limits=limits).samples
-
-
 class Scan:
     """Iterator over bounded-size sample frames; see :func:`scan`."""
 
@@ -463,7 +329,8 @@ def scan(
     bounded. Iterate the result; afterwards ``.reports`` holds the per-input reports.
 
     Args:
-        paths: Files or directories. See :func:`load`.
+        paths: Files or directories the Rust reader reads (not URLs or ``fabricscope cron``
+            histories, which :func:`fabricscope.load` reads). See :func:`fabricscope.load`.
         format: ``"auto"`` or a format name.
         host: Host for inputs that name none.
         time: Timestamp for inputs that carry none.
@@ -471,7 +338,7 @@ def scan(
         batch_rows: Most rows per yielded frame.
         include_attributes: Yield ``(kind, frame)`` pairs with kind ``"samples"``,
             ``"attributes"`` or another table's name instead of sample frames only.
-        limits: Overrides of the resource limits in :data:`LIMITS` (see :func:`load`).
+        limits: Overrides of the resource limits in :data:`LIMITS` (see :func:`fabricscope.load`).
 
     Returns:
         A :class:`Scan` iterator.

@@ -16,21 +16,26 @@ import polars as pl
 
 from fabricscope.config import load_config
 from fabricscope.detect import empty_views
-from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine
+from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine, merge_tables
 from fabricscope.engines.units import raise_if_nothing_read
 from fabricscope.entities import apply as apply_entities
 from fabricscope.entities import resolve as resolve_entities
 from fabricscope.findings import FINDINGS_SCHEMA, STATUS_EXIT, analysed_anything, overall_status
 from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, ReadResult, TimeLike, empty_attributes, input_set_mtime
+from fabricscope.loader import read_sources
 from fabricscope.profiles import get_profile
 from fabricscope.remote import RemoteOptions
 
-__all__ = ["Analysis", "Source", "analyze", "input_rows", "ordered_findings", "run_analysis"]
+__all__ = ["FRAME_INPUT", "Analysis", "Source", "analyze", "input_rows", "ordered_findings", "run_analysis"]
 
 Source = str | os.PathLike[str] | pl.DataFrame | ReadResult
 """What :func:`run_analysis` analyses: a path, URL or ``fabricscope cron`` history (read by the engine),
-a samples frame, or a :class:`fabricscope.io.ReadResult` already read (its reports become ``inputs``)."""
+a samples frame, or a :class:`fabricscope.io.ReadResult` already read (its reports become ``inputs``);
+or a list of any of them, analysed as one input set."""
+
+FRAME_INPUT = "<frame>"
+"""The ``path`` under which a samples frame given to :func:`run_analysis` is listed in ``inputs``."""
 
 
 @dataclass
@@ -41,7 +46,8 @@ class Analysis:
         findings: Frame with :data:`fabricscope.findings.FINDINGS_SCHEMA`, worst first.
         inputs: Per input: path, format, records, rejected (the contract's ``inputs``).
         rates: The rates every detector saw.
-        reports: The readers' per-input reports (empty when a frame was analysed).
+        reports: The readers' per-input reports; a samples frame given to :func:`run_analysis` is
+            one report named ``<frame>`` (:data:`FRAME_INPUT`).
         tables: Every side table read (``nccl_results``, ``perftest_results``, ``links`` ...), by name,
             and ``entities``: every name the inputs use for a host, HCA, switch or cable
             (:mod:`fabricscope.entities`).
@@ -107,8 +113,51 @@ def ordered_findings(findings: pl.DataFrame) -> pl.DataFrame:
     return findings.sort([order, "kind", "host", "device", "port"], nulls_last=True).select(FINDINGS_SCHEMA.names())
 
 
+def _frame_report(frame: pl.DataFrame) -> InputReport:
+    """The report of a samples frame analysed among other sources: all its rows, nothing rejected."""
+    return InputReport(FRAME_INPUT, "frame", 0, frame.height, 0, 0)
+
+
+def _gather(
+    sources: Sequence[Source], read: ReadOptions, filters: Filters
+) -> tuple[list[pl.DataFrame], list[pl.DataFrame], list[dict[str, pl.DataFrame]], list[InputReport]]:
+    """Read a mixed list in order: each run of paths through the unit reader, frames as they are."""
+    samples: list[pl.DataFrame] = []
+    attrs: list[pl.DataFrame] = []
+    tables: list[dict[str, pl.DataFrame]] = []
+    reports: list[InputReport] = []
+    run: list[str | os.PathLike[str]] = []
+
+    def flush() -> None:
+        if run:
+            got = read_sources(run, read, filters)
+            samples.append(got.samples)
+            attrs.append(got.attributes)
+            tables.append(got.tables)
+            reports.extend(got.reports)
+            run.clear()
+
+    for src in sources:
+        if isinstance(src, (str, os.PathLike)):
+            run.append(src)
+            continue
+        flush()
+        if isinstance(src, ReadResult):
+            samples.append(src.samples)
+            attrs.append(src.attributes)
+            tables.append(src.tables)
+            reports.extend(src.reports)
+        elif isinstance(src, pl.DataFrame):
+            samples.append(src)
+            reports.append(_frame_report(src))
+        else:
+            raise TypeError(f"cannot analyse a {type(src).__name__}: expected a path, URL, DataFrame or ReadResult")
+    flush()
+    return samples, attrs, tables, reports
+
+
 def run_analysis(
-    data: Source | Sequence[str | os.PathLike[str]],
+    data: Source | Sequence[Source],
     *,
     profile: str | None = None,
     config: str | os.PathLike[str] | dict[str, Any] | None = None,
@@ -140,15 +189,20 @@ def run_analysis(
 
     Args:
         data: Paths, URLs or ``fabricscope cron`` history directories to read (one or a list), a
-            samples frame, or a :class:`fabricscope.io.ReadResult` already read.
+            samples frame, or a :class:`fabricscope.io.ReadResult` already read; or a list mixing
+            them, analysed as one input set: the paths are read in this process (whatever
+            ``engine``) by the reader :func:`fabricscope.load` uses, the frames' rows join theirs in
+            list order, and ``inputs`` lists each frame as ``<frame>`` and each ``ReadResult``'s
+            reports.
         profile: Force a technology profile (``ndr400``, ``roce400``...); default: per port.
         config: A TOML path or an already-loaded config dict.
         strict: Reader strictness (see :func:`fabricscope.load`).
         host: Host for inputs naming none.
         format: Input format (``auto`` detects).
         time: Timestamp for inputs without one (see :func:`fabricscope.load`).
-        attributes: Port attributes to use with a samples frame.
-        tables: Other tables to use with a samples frame (``links`` for topology).
+        attributes: Port attributes to use with a samples frame (added to a mixed list's).
+        tables: Other tables to use with a samples frame (``links`` for topology; added to a mixed
+            list's).
         engine: ``"local"`` (the default, also when None) or ``"ray"``: who runs the partitions
             (:mod:`fabricscope.engines`); the findings are the same. Ignored for frames.
         address: Ray cluster address for ``engine="ray"`` (None: a local Ray instance).
@@ -179,6 +233,12 @@ def run_analysis(
     prof = get_profile(profile) if profile else None
     filters = Filters.make(since, until, hosts)
     keep = engine is None if keep_detail is None else keep_detail
+
+    def read_options(paths: Sequence[str | os.PathLike[str]]) -> ReadOptions:
+        # Timeless files take one time per input set, whichever engine splits the reading.
+        stamp = input_set_mtime(paths) if time is None else time
+        return ReadOptions(format, host, stamp, strict, tuple((limits or {}).items()), remote)
+
     if isinstance(data, ReadResult):
         # Read already (io.load): its reports are the inputs, failed ones included.
         raise_if_nothing_read(data.reports)
@@ -204,22 +264,34 @@ def run_analysis(
             profile=prof,
             keep_detail=keep,
         )
-        inputs = [{"path": "<frame>", "format": "frame", "records": data.height, "rejected": 0}]
+        ran.reports = [_frame_report(data)]
+        inputs = input_rows(ran.reports)
+    elif not isinstance(data, (str, os.PathLike)) and any(isinstance(d, (pl.DataFrame, ReadResult)) for d in data):
+        # Paths and frames together: one input set, read here and analysed in memory.
+        sources = list(data)
+        paths = [d for d in sources if isinstance(d, (str, os.PathLike))]
+        samples, attrs, side, reports = _gather(sources, read_options(paths), filters)
+        if attributes is not None:
+            attrs.append(attributes)
+        raise_if_nothing_read(reports)
+        ran = analyze_tables(
+            pl.concat(samples, how="vertical_relaxed"),
+            pl.concat(attrs, how="vertical_relaxed") if attrs else empty_attributes(),
+            merge_tables([*side, dict(tables or {})]),
+            filters=filters,
+            config=cfg,
+            profile=prof,
+            keep_detail=keep,
+        )
+        ran.reports = reports
+        inputs = input_rows(reports)
     else:
         paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
         # A budget turns the local engine (the default) into the streaming one; Ray ignores it.
         name = "stream" if memory is not None and engine in (None, "local") else (engine or "local")
         ran = get_engine(name, address=address, partitions=partitions, memory=memory, progress=progress).run(
             paths,
-            read=ReadOptions(
-                format=format,
-                host=host,
-                # Timeless files take one time per input set, whichever engine splits the reading.
-                time=input_set_mtime(paths) if time is None else time,
-                strict=strict,
-                limits=tuple((limits or {}).items()),
-                remote=remote,
-            ),
+            read=read_options(paths),
             filters=filters,
             config=cfg,
             profile=prof,

@@ -17,7 +17,8 @@ from os import PathLike
 
 import polars as pl
 
-from fabricscope.io import links_schema, load
+from fabricscope.io import links_schema
+from fabricscope.loader import load
 
 __all__ = ["LINKS_SCHEMA", "format_topology", "topology"]
 

@@ -15,6 +15,8 @@ from fabricscope.exceptions import FabricscopeError
 # Formats whose files are line-oriented and self-describing per line (plus a few directives), so
 # an appended tail can be read on its own: the core declares it per format.
 APPENDABLE = frozenset(f["name"] for f in _native.formats() if f["appendable"])
+# How much of a file the core's format detection looks at (``formats::detect``'s head).
+_DETECT_BYTES = 64 << 10
 
 
 # The prefix fingerprint hashes this much of the start and of the end of the consumed prefix:
@@ -193,13 +195,15 @@ def _partial_last_line(path: str, size: int) -> bool:
         last = f.read(1)
     if last == b"\n" or _native.compression(head) is not None or b"\0" in head:
         return False
-    from fabricscope.io import load
-
-    # Rare (only files caught mid-write), so learning the format with a lenient read is affordable.
+    # The core detects a format from the first 64 KiB and the file name: reading that much of the
+    # file (leniently, the last line of the window may be cut) names the format a full read would.
+    with Path(path).open("rb") as f:
+        window = f.read(_DETECT_BYTES)
     try:
-        fmt = load([path], strict=False).reports[0].format
+        reports = _native.read_buffer(window, path, strict=False)[3]
     except FabricscopeError:
         return False
+    fmt = reports[0]["format"] if reports else None
     return fmt in APPENDABLE and _last_newline(path, size) > 0
 
 

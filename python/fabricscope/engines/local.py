@@ -36,7 +36,7 @@ from fabricscope.engines.base import (
     merge_tables,
     partition_of,
 )
-from fabricscope.engines.units import Unit, group_units, read_units, work_units
+from fabricscope.engines.units import Unit, available_cores, group_units, read_units, work_units
 from fabricscope.io import InputReport, empty_attributes
 from fabricscope.profiles import Profile
 
@@ -52,14 +52,6 @@ class _Read:
     batches: list[pl.DataFrame]
     hosts: list[dict[str | None, int]]
     attributes: list[pl.DataFrame]
-
-
-def _cores() -> int:
-    """Cores this process may run on (a ``taskset`` or a container's CPU set), else all of them."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _rows_per_host(batch: pl.DataFrame) -> dict[str | None, int]:
@@ -117,7 +109,7 @@ class LocalEngine(Engine):
         self.partitions = partitions
         self.target_rows = target_rows
         self.batch_rows = batch_rows
-        self.workers = workers or _cores()
+        self.workers = workers or available_cores()
 
     def analyse_partitions(
         self,
@@ -132,7 +124,7 @@ class LocalEngine(Engine):
         """Read with a thread per group of inputs, then analyse partitions on ``workers`` threads."""
         t0 = time.perf_counter()
         units = work_units(paths, read.format, filters)
-        threads = max(1, min(_cores(), len(units)))
+        threads = max(1, min(available_cores(), len(units)))
         unit_groups = group_units(units, 4 * threads)
         with ThreadPoolExecutor(threads, thread_name_prefix="fabricscope-read") as pool:
             parts = list(pool.map(lambda g: _read(g, read, filters, self.batch_rows), unit_groups))

@@ -16,7 +16,7 @@ from fabricscope.history import History, is_history, partition_dir
 from fabricscope.io import InputReport, scan
 from fabricscope.remote import RemoteOptions, is_url, load_url
 
-__all__ = ["Unit", "group_units", "raise_if_nothing_read", "read_units", "work_units"]
+__all__ = ["Unit", "available_cores", "group_units", "raise_if_nothing_read", "read_units", "work_units"]
 
 Unit = tuple[str, str]
 """A path and its kind: ``file`` (named by the user), ``walked`` (found by walking a directory:
@@ -93,6 +93,14 @@ def work_units(
     return units
 
 
+def available_cores() -> int:
+    """Cores this process may run on (a ``taskset`` or a container's CPU set), else all of them."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def group_units(units: list[Unit], groups: int) -> list[list[Unit]]:
     """Split units into at most ``groups`` lists of similar total size, keeping input order inside."""
     sizes = []
@@ -145,8 +153,10 @@ def read_units(
         except UnknownFormatError as e:
             if walked:
                 # What the Rust reader does with an undetectable file it found by walking.
+                # Its warning in the Rust walker's words, naming what was found (the path is the report's).
+                why = getattr(e, "found", None) or str(e)
                 reports.append(
-                    InputReport(path, None, 0, 0, 0, 0, warnings=[f"skipped: not a recognised format ({e})"])
+                    InputReport(path, None, 0, 0, 0, 0, warnings=[f"skipped: not a recognised format ({why})"])
                 )
             else:
                 reports.append(_failed(path, e))
