@@ -23,6 +23,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -104,14 +105,16 @@ class _Spill:
         self.pending_bytes = 0
         self.files: dict[int, list[Path]] = {}
         self.rows: dict[int, int] = {}
-        self.hosts: dict[int, set[str | None]] = {}
+        self.host_rows: dict[int, dict[str | None, int]] = {}
         self.sample_bytes = 0
 
     def add(self, frame: pl.DataFrame) -> None:
         for b, part in split_by_partition(frame, self.buckets).items():
             self.pending.setdefault(b, []).append(part)
             self.rows[b] = self.rows.get(b, 0) + part.height
-            self.hosts.setdefault(b, set()).update(part["host"].unique().cast(pl.String).to_list())
+            counts = self.host_rows.setdefault(b, {})
+            for h, n in part.group_by(pl.col("host").cast(pl.String)).len().iter_rows():
+                counts[h] = counts.get(h, 0) + n
             size = part.estimated_size()
             self.pending_bytes += size
             self.sample_bytes += size
@@ -135,6 +138,21 @@ class _Spill:
             path.unlink()
         frames.extend(self.pending.pop(bucket, []))
         return frames
+
+    def take_hosts(self, bucket: int, hosts: list[str | None], last: bool) -> list[pl.DataFrame]:
+        """The rows of some of a bucket's hosts in read order; the files go with the ``last`` call.
+
+        A bucket larger than a partition (a large input in few buckets) is analysed a few hosts at a
+        time: each of its files is scanned once per group of hosts, keeping only their rows.
+        """
+        mine = pl.col("host").is_in(hosts, nulls_equal=True)
+        frames = [pl.scan_ipc(path).filter(mine).collect() for path in self.files.get(bucket, [])]
+        frames += [f.filter(mine) for f in self.pending.get(bucket, [])]
+        if last:
+            for path in self.files.pop(bucket, []):
+                path.unlink()
+            self.pending.pop(bucket, None)
+        return [f for f in frames if f.height]
 
 
 class StreamingEngine(Engine):
@@ -291,8 +309,14 @@ def _analyse_spill(
     results: list[PartitionResult] = []
     total_rows = sum(spill.rows.values()) or 1
     analysed = 0
-    for buckets, hosts in plan:
-        frames = [f for b in buckets for f in spill.take(b)]
+    # How many partitions still read each bucket a few hosts at a time.
+    shares = Counter(b for buckets, _, split in plan if split for b in buckets)
+    for buckets, hosts, split in plan:
+        if split:
+            shares[buckets[0]] -= 1
+            frames = spill.take_hosts(buckets[0], hosts, last=not shares[buckets[0]])
+        else:
+            frames = [f for b in buckets for f in spill.take(b)]
         samples_df = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0].rechunk()
         del frames
         attrs_df = attributes.filter(pl.col("host").is_in(hosts, nulls_equal=True)) if len(plan) > 1 else attributes
@@ -304,31 +328,55 @@ def _analyse_spill(
     return results
 
 
-def _plan(spill: _Spill, attributes: pl.DataFrame, memory: int) -> list[tuple[list[int], list[str | None]]]:
-    """Partitions as (buckets, hosts): consecutive buckets whose rows fit the budget.
+def _plan(spill: _Spill, attributes: pl.DataFrame, memory: int) -> list[tuple[list[int], list[str | None], bool]]:
+    """Partitions as (buckets, hosts, split): consecutive buckets whose rows fit the budget.
 
-    Hosts with attributes but no samples join the partition of their bucket, or the last one
-    when their bucket has no samples, so that every attribute read reaches the detectors.
+    A bucket with more rows than a partition holds (a large input: the bucket count is fixed before
+    the size is known) is split into groups of whole hosts that fit (``split``: the partition reads
+    only those hosts' rows of the bucket); one host larger than a partition stays whole. Hosts with
+    attributes but no samples join the partition of their bucket, or the last one when their bucket
+    has no samples, so that every attribute read reaches the detectors.
     """
     keys = sorted(spill.rows)
     if not keys:
         return []
     bytes_per_row = spill.sample_bytes / max(1, sum(spill.rows.values()))
     target = max(1, int(memory / WORKING_SET_FACTOR / max(bytes_per_row, 1.0)))
-    groups: list[list[int]] = [[]]
+    plan: list[tuple[list[int], list[str | None], bool]] = []
+    entry_of: dict[int, int] = {}
+    whole: list[int] = []
     acc = 0
+
+    def close() -> None:
+        nonlocal whole, acc
+        if whole:
+            entry_of.update(dict.fromkeys(whole, len(plan)))
+            plan.append((whole, sorted_hosts({h for b in whole for h in spill.host_rows[b]}), False))
+        whole, acc = [], 0
+
     for b in keys:
-        if groups[-1] and acc + spill.rows[b] > target:
-            groups.append([])
-            acc = 0
-        groups[-1].append(b)
+        if spill.rows[b] > target:
+            close()
+            chunk: list[str | None] = []
+            rows = 0
+            for h in sorted_hosts(spill.host_rows[b]):
+                if chunk and rows + spill.host_rows[b][h] > target:
+                    plan.append(([b], chunk, True))
+                    chunk, rows = [], 0
+                chunk.append(h)
+                rows += spill.host_rows[b][h]
+            entry_of[b] = len(plan)
+            plan.append(([b], chunk, True))
+            continue
+        if whole and acc + spill.rows[b] > target:
+            close()
+        whole.append(b)
         acc += spill.rows[b]
-    group_of = {b: i for i, g in enumerate(groups) for b in g}
-    hosts: list[list[str | None]] = [sorted_hosts({h for b in g for h in spill.hosts[b]}) for g in groups]
-    known = {h for hs in hosts for h in hs}
+    close()
+    known = {h for _, hosts, _ in plan for h in hosts}
     for h in hosts_without_samples(attributes, known):
-        hosts[group_of.get(partition_of(h, spill.buckets), len(groups) - 1)].append(h)
-    return list(zip(groups, hosts, strict=True))
+        plan[entry_of.get(partition_of(h, spill.buckets), len(plan) - 1)][1].append(h)
+    return plan
 
 
 def _size(unit: Unit) -> int:
