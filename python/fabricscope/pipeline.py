@@ -240,7 +240,7 @@ def run_analysis(
         return ReadOptions(format, host, stamp, strict, tuple((limits or {}).items()), remote)
 
     if isinstance(data, ReadResult):
-        # Read already (io.load): its reports are the inputs, failed ones included.
+        # Read already (fabricscope.load): its reports are the inputs, failed ones included.
         raise_if_nothing_read(data.reports)
         ran = analyze_tables(
             data.samples,
