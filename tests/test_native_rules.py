@@ -20,10 +20,10 @@ from fabricscope.io import (
     attributes_schema,
     empty_attributes,
     links_schema,
-    load,
     normalize_guid,
     samples_schema,
 )
+from fabricscope.loader import load
 from fabricscope.topology import LINKS_SCHEMA, topology
 
 from .conftest import FIXTURES, SAMPLES

@@ -56,6 +56,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _hangup_by_default() -> None:
+    # A run started under nohup (or by a service that ignores SIGHUP) passes that on to every
+    # descendant: the server then outlives a hangup, as nohup asks. The tests run it as a terminal does.
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @contextmanager
 def running_dashboard(
     log: Path, *extra: str, command: Sequence[str] | None = None, data: Sequence[str] | None = None
@@ -78,7 +84,9 @@ def running_dashboard(
     ]
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as log_fh:
-        proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_hangup_by_default
+        )
         try:
             deadline = time.monotonic() + 90
             while True:
