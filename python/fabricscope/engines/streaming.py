@@ -95,10 +95,15 @@ def parse_memory(text: str) -> int:
 
 
 class _Spill:
-    """Per-bucket buffers of sample rows, flushed to compressed Arrow IPC files."""
+    """Per-bucket buffers of sample rows, flushed to compressed Arrow IPC files, and the attributes.
 
-    def __init__(self, root: Path, buckets: int, flush_bytes: int) -> None:
-        self.root = root
+    A context manager: the spill files live in a temporary directory (under ``spill_dir``, default
+    the system's), removed on exit whatever happened.
+    """
+
+    def __init__(self, spill_dir: str | os.PathLike[str] | None, buckets: int, flush_bytes: int) -> None:
+        self.spill_dir = spill_dir
+        self.root = Path()
         self.buckets = buckets
         self.flush_bytes = flush_bytes
         self.pending: dict[int, list[pl.DataFrame]] = {}
@@ -107,6 +112,23 @@ class _Spill:
         self.rows: dict[int, int] = {}
         self.host_rows: dict[int, dict[str | None, int]] = {}
         self.sample_bytes = 0
+        self.attribute_frames: list[pl.DataFrame] = []
+
+    def __enter__(self) -> _Spill:
+        self.root = Path(tempfile.mkdtemp(prefix="fabricscope-spill-", dir=self.spill_dir))
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def add_attributes(self, frames: Iterable[pl.DataFrame | None]) -> None:
+        """Keep port attributes (small: a few rows per port) for the partitions of their hosts."""
+        self.attribute_frames.extend(a for a in frames if a is not None and a.height)
+
+    def attributes(self) -> pl.DataFrame:
+        """Every attribute kept, in the order added."""
+        frames = self.attribute_frames
+        return pl.concat(frames, how="vertical_relaxed") if frames else empty_attributes()
 
     def add(self, frame: pl.DataFrame) -> None:
         for b, part in split_by_partition(frame, self.buckets).items():
@@ -212,36 +234,30 @@ class StreamingEngine(Engine):
         bar = ProgressBar(self.progress)
         units = work_units(paths, read.format, filters)
         sizes = [_size(u) for u in units]
-        root = Path(tempfile.mkdtemp(prefix="fabricscope-spill-", dir=self.spill_dir))
-        try:
-            spill = _Spill(root, self.buckets, self.memory // SPILL_SHARE)
+        with _Spill(self.spill_dir, self.buckets, self.memory // SPILL_SHARE) as spill:
             reports: list[InputReport] = []
             table_parts: list[dict[str, pl.DataFrame]] = []
-            attr_frames: list[pl.DataFrame] = []
             done = 0
             for unit, size in zip(units, sizes, strict=True):
                 # One unit at a time: its batches are spilled before the next unit is parsed.
                 unit_reports, unit_tables, samples, attrs = read_units([unit], read, filters, 1, self.batch_rows)
                 reports.extend(unit_reports)
                 table_parts.append(unit_tables)
-                attr_frames.extend(a for a in attrs[0] if a.height)
+                spill.add_attributes(attrs[0])
                 for frame in samples[0]:
                     spill.add(frame)
                 del samples
                 done += size
                 bar.update(done, sum(sizes), label="reading")
             whole_tables = merge_tables(table_parts)
-            all_attrs = pl.concat(attr_frames, how="vertical_relaxed") if attr_frames else empty_attributes()
             t1 = time.perf_counter()
 
             results = _analyse_spill(
-                spill, all_attrs, whole_tables, config, profile, memory=self.memory, keep_detail=keep_detail, bar=bar
+                spill, whole_tables, config, profile, memory=self.memory, keep_detail=keep_detail, bar=bar
             )
             bar.close()
             seconds = {"read": t1 - t0, "partitions": time.perf_counter() - t1}
             return Partitioned(results, whole_tables, reports, seconds, spill.sample_bytes)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
 
 
 def analyse_in_budget(
@@ -277,25 +293,17 @@ def analyse_in_budget(
     Returns:
         One :class:`PartitionResult` per partition analysed.
     """
-    root = Path(tempfile.mkdtemp(prefix="fabricscope-spill-", dir=spill_dir))
-    try:
-        spill = _Spill(root, buckets, memory // SPILL_SHARE)
-        attr_frames: list[pl.DataFrame] = []
+    with _Spill(spill_dir, buckets, memory // SPILL_SHARE) as spill:
         for samples, attrs in parts:
             if samples is not None:
                 spill.add(samples)
-            if attrs is not None and attrs.height:
-                attr_frames.append(attrs)
+            spill.add_attributes([attrs])
             del samples, attrs
-        attributes = pl.concat(attr_frames, how="vertical_relaxed") if attr_frames else empty_attributes()
-        return _analyse_spill(spill, attributes, tables, config, profile, memory=memory, keep_detail=keep_detail)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+        return _analyse_spill(spill, tables, config, profile, memory=memory, keep_detail=keep_detail)
 
 
 def _analyse_spill(
     spill: _Spill,
-    attributes: pl.DataFrame,
     tables: dict[str, pl.DataFrame],
     config: dict[str, Any],
     profile: Profile | None,
@@ -305,6 +313,7 @@ def _analyse_spill(
     bar: ProgressBar | None = None,
 ) -> list[PartitionResult]:
     """Every partition of :func:`_plan`, one after the other, each read back from its spill files."""
+    attributes = spill.attributes()
     plan = _plan(spill, attributes, memory)
     results: list[PartitionResult] = []
     total_rows = sum(spill.rows.values()) or 1
