@@ -198,13 +198,18 @@ def _pause_intervals(inp: AnalysisInput) -> pl.DataFrame:
         (pl.col("rate_per_s") / 1e6).alias("ratio"),
         timestamp_resolution_s(["host", "device", "_port", "_prio", "counter"]).alias("resolution_s"),
     )
-    shortest = pl.col("interval_s") - pl.col("resolution_s")
-    return out.with_columns(
-        pl.when(shortest > 0)
-        .then(pl.col("ratio") * pl.col("interval_s") / shortest)
-        .otherwise(pl.col("ratio"))
-        .alias("ratio_upper")
-    )
+    return out.with_columns(over_shortest_span("ratio", "interval_s").alias("ratio_upper"))
+
+
+def over_shortest_span(ratio: str, span_s: str) -> pl.Expr:
+    """A time share measured over ``span_s`` seconds, over the shortest span the timestamps allow.
+
+    The span is known to its timestamps' ``resolution_s`` (1 s for ``date +%s``): the share of the
+    same pause time over ``span - resolution`` is its upper bound (the share itself when the span
+    is no longer than the resolution).
+    """
+    shortest = pl.col(span_s) - pl.col("resolution_s")
+    return pl.when(shortest > 0).then(pl.col(ratio) * pl.col(span_s) / shortest).otherwise(pl.col(ratio))
 
 
 def prio_name(priority: int | None) -> str:

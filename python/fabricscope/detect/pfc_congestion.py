@@ -17,7 +17,7 @@ import polars as pl
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import rate_rows
 from fabricscope.detect._relations import Relation
-from fabricscope.detect._shared import MEANING, PAUSE, SERIES, pause_intervals, prio_name
+from fabricscope.detect._shared import MEANING, PAUSE, SERIES, over_shortest_span, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import MLX5_PAUSE, default
 
@@ -55,13 +55,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     stats = stats.filter(
         (pl.col("covered_s") >= cfg["sustain_s"] * 0.999) & (pl.col("peak_ratio") >= cfg["warning_ratio"])
     ).sort("start")
-    shortest = pl.col("covered_s") - pl.col("resolution_s")
-    stats = stats.with_columns(
-        pl.when(shortest > 0)
-        .then(pl.col("mean_ratio") * pl.col("covered_s") / shortest)
-        .otherwise(pl.col("mean_ratio"))
-        .alias("mean_upper")
-    )
+    stats = stats.with_columns(over_shortest_span("mean_ratio", "covered_s").alias("mean_upper"))
     wins = list(stats.iter_rows(named=True))
     rows = []
     for w in wins:

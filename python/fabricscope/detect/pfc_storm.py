@@ -50,7 +50,7 @@ import polars as pl
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import attach_rate, keyed
 from fabricscope.detect._relations import Chain, Relation
-from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, pause_intervals, prio_name
+from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, over_shortest_span, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
 from fabricscope.vocabulary import counters_by_direction, counters_with_role
@@ -89,13 +89,9 @@ def _ratio_rule(p: pl.DataFrame, cfg: dict) -> list[dict]:
             pl.col("ratio").max().alias("peak_ratio"),
         ],
     ).filter((pl.col("covered_s") >= cfg["window_s"] * 0.999) & (pl.col("peak_ratio") >= cfg["storm_ratio"]))
-    shortest = pl.col("covered_s") - pl.col("resolution_s")
-    windows = windows.with_columns(
-        pl.when(shortest > 0)
-        .then(pl.col("mean_ratio") * pl.col("covered_s") / shortest)
-        .otherwise(pl.col("mean_ratio"))
-        .alias("mean_upper")
-    ).filter(pl.col("mean_upper") >= cfg["storm_ratio"])
+    windows = windows.with_columns(over_shortest_span("mean_ratio", "covered_s").alias("mean_upper")).filter(
+        pl.col("mean_upper") >= cfg["storm_ratio"]
+    )
     rows = []
     for w in windows.iter_rows(named=True):
         used = max(cfg["window_s"], w["max_interval_s"])
