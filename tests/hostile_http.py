@@ -127,6 +127,65 @@ def drip(every_s: float, bytes_total: int = 120) -> Handler:
     return handle
 
 
+def slow_headers(every_s: float, total_s: float = 60.0) -> Handler:
+    """Every path gets its status line and headers one byte every ``every_s`` seconds, for ``total_s`` at most.
+
+    The header is one long value, so the client's line and header-count limits never end it:
+    only a deadline over the whole exchange does.
+    """
+
+    def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        if length:
+            h.rfile.read(length)
+        head = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"x" * max(1, int(total_s / every_s))
+        try:
+            for i in range(len(head)):
+                h.wfile.write(head[i : i + 1])
+                h.wfile.flush()
+                time.sleep(every_s)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        h.close_connection = True
+
+    return handle
+
+
+def cut_short(payload: bytes, sent: int) -> Handler:
+    """``/metrics`` declares ``len(payload)`` bytes (Content-Length), sends the first ``sent`` and closes."""
+
+    def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        if not _is_metrics(h):
+            not_found(h)
+            return
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain; version=0.0.4")
+        h.send_header("Content-Length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload[:sent])
+        h.close_connection = True
+
+    return handle
+
+
+def chunked_cut_short(payload: bytes, sent: int) -> Handler:
+    """``/metrics`` sends the first ``sent`` bytes of ``payload`` as one chunk, then closes without the last chunk."""
+
+    def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        if not _is_metrics(h):
+            not_found(h)
+            return
+        h.protocol_version = "HTTP/1.1"  # chunked transfer coding is HTTP/1.1's
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain; version=0.0.4")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        h.wfile.write(b"%x\r\n%s\r\n" % (sent, payload[:sent]))
+        h.close_connection = True
+
+    return handle
+
+
 def error(status: int, text: bytes) -> Handler:
     """Every path answers ``status`` with ``text`` as its body."""
 

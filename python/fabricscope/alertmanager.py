@@ -24,7 +24,10 @@ What each Alertmanager last received is kept in ``alertmanager.json`` in cron's 
 per URL (without credentials): an incident that resolved while an Alertmanager was down is
 resolved there at its next successful delivery, and an incident whose labels changed (its
 severity rose) has its old alert resolved. Delivery comes after cron's commit point: a down,
-slow or refusing Alertmanager costs one short attempt per run and never cron's state.
+slow or refusing Alertmanager costs one short attempt per run and never cron's state. Only a 2xx
+answer to the POST itself counts as delivered: a redirect is followed only as 307 or 308 (which
+repeat the POST with its body); a 301, 302 or 303 would turn it into a GET that delivers nothing,
+so it is a failed delivery, sent again next run.
 """
 
 from __future__ import annotations
@@ -61,8 +64,9 @@ FAULT_ALERTNAME = "FabricscopeFault"
 #: A firing alert is valid for this many run intervals (Prometheus's rule manager: 4, see the
 #: module docstring).
 VALID_INTERVALS = 4
-#: Seconds one delivery may take at most (fabricscope default: cron runs every minute in the
-#: documented crontab; the next run re-sends whatever this one could not deliver).
+#: Seconds one delivery (connect, request and answer) may take at most (fabricscope default: cron
+#: runs every minute in the documented crontab; the next run re-sends whatever this one could not
+#: deliver). A lower ``--timeout`` lowers it.
 MAX_TIMEOUT_S = 10.0
 #: The file in cron's state directory that records what each Alertmanager received.
 STATE_FILE = "alertmanager.json"
@@ -76,8 +80,8 @@ class AlertmanagerOptions:
 
     Attributes:
         urls: Alertmanager base URLs (``http://alertmanager:9093``); each gets every alert.
-        connection: Authentication, TLS, headers and timeout (one attempt per run, at most
-            :data:`MAX_TIMEOUT_S` seconds).
+        connection: Authentication, TLS, headers and timeout (one attempt per run: its
+            ``timeout_s``, at most :data:`MAX_TIMEOUT_S` seconds, bounds the whole exchange).
         fabric: The ``fabric`` label: which fabric this cron watches.
         interval_s: Seconds between cron runs: a firing alert is valid for
             :data:`VALID_INTERVALS` of them.
@@ -287,7 +291,15 @@ def deliver(
     """
     path = Path(state_dir) / STATE_FILE
     record = _read_state(path)
-    conn = replace(opts.connection, retries=0, timeout_s=min(opts.connection.timeout_s, MAX_TIMEOUT_S))
+    # One bound for the whole delivery to one receiver (connect, request, answer): --timeout, at
+    # most MAX_TIMEOUT_S. The delivery runs while cron holds its locks, so a receiver that drips
+    # its answer costs one bounded attempt per run, never a run that does not end.
+    bound = min(opts.connection.timeout_s, MAX_TIMEOUT_S)
+    conn = replace(opts.connection, retries=0, timeout_s=bound, deadline_s=bound)
+    if opts.connection.timeout_s <= MAX_TIMEOUT_S:
+        option = "--timeout"
+    else:
+        option = f"one Alertmanager delivery takes at most {MAX_TIMEOUT_S:g} s; --timeout lowers it"
     out: list[Delivery] = []
     for url in _unique(opts.urls):
         shown = redact(url)
@@ -297,9 +309,8 @@ def deliver(
             out.append(Delivery(shown, 0, 0))
             continue
         try:
-            # One policy for every request (redirects, byte budget, redaction); the deadline
-            # bounds a receiver that drips its answer, so a run never waits on Alertmanager.
-            http = HttpClient(url, conn, deadline=time.monotonic() + MAX_TIMEOUT_S)
+            # One policy for every request (redirects, byte budget, redaction, the deadline).
+            http = HttpClient(url, conn, deadline=time.monotonic() + bound, deadline_option=option)
             http.request(
                 "/api/v2/alerts", body=json.dumps(alerts).encode(), headers={"Content-Type": "application/json"}
             )

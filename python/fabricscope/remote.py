@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures as _futures
+import contextlib
 import datetime as _dt
 import http.client
+import io
 import json
 import logging
 import re
+import socket
 import ssl
 import time as _time
 import urllib.error
@@ -97,6 +100,8 @@ DEFAULT_DEADLINE_S = 3600.0
 # checked often, large enough that a 256 MiB body takes a few thousand reads.
 _READ_BYTES = 1 << 16
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# The redirects that repeat a request with its method and body (RFC 9110 sections 15.4.8, 15.4.9).
+_REPEATS_POST = frozenset({307, 308})
 
 
 def is_url(source: object) -> bool:
@@ -340,11 +345,94 @@ class _Gunzip:
             raise _AttemptFailedError(200, "the gzip body is truncated (it ended inside a compressed member)", False)
 
 
-def _socket_of(resp: object) -> object | None:
-    # http.client reads through a buffered SocketIO: its socket takes the remaining deadline as
-    # the timeout of each read, so a server dripping bytes cannot outlive the deadline.
-    raw = getattr(getattr(resp, "fp", None), "raw", None)
-    return getattr(raw, "_sock", None)
+class _DeadlineReachedError(Exception):
+    """The client's deadline passed in the middle of an exchange (turned into a RemoteError naming it)."""
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads, each waiting at most what the client allows: ``timeout_s``, or less near the deadline.
+
+    http.client reads the status line, the headers and the body through this, so a server that
+    sends any of them one byte at a time cannot outlive the deadline.
+    """
+
+    def __init__(self, raw: io.RawIOBase, sock: socket.socket, client: HttpClient) -> None:
+        super().__init__()
+        self._raw, self._sock, self._client = raw, sock, client
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int | None:  # type: ignore[override]
+        with self._client._bounded(self._sock):
+            return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()  # releases the socket's file reference, as socket.makefile's own would
+        super().close()
+
+
+class _DeadlineSocket:
+    """A connected socket whose sends and reads end at the client's deadline (see :class:`_DeadlineReader`)."""
+
+    def __init__(self, sock: socket.socket, client: HttpClient) -> None:
+        self._sock, self._client = sock, client
+
+    def makefile(self, mode: str = "r", buffering: int | None = None, **_kwargs: object) -> io.BufferedReader:
+        # http.client asks for "rb" only: the response is read through a buffer over bounded reads.
+        raw = self._sock.makefile("rb", buffering=0)
+        return io.BufferedReader(_DeadlineReader(raw, self._sock, self._client))  # type: ignore[arg-type]
+
+    def sendall(self, data: bytes, *args: int) -> None:
+        # A socket's timeout bounds the whole sendall (not each send): a server that reads the
+        # request slowly is bounded too.
+        with self._client._bounded(self._sock):
+            self._sock.sendall(data, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._sock, name)
+
+
+class _DeadlineConnection(http.client.HTTPConnection):
+    """An HTTP(S) connection whose connect, TLS handshake, sends and reads all end at the client's deadline."""
+
+    def __init__(self, host: str, *, client: HttpClient, **kwargs: object) -> None:
+        super().__init__(host, **kwargs)  # type: ignore[arg-type]
+        self._client = client
+
+    def connect(self) -> None:
+        # The connect (and the TLS handshake, which CPython bounds as a whole by the socket's
+        # timeout) waits at most what the deadline leaves.
+        self.timeout, by_deadline = self._client._next_wait()
+        try:
+            super().connect()
+        except TimeoutError:
+            if by_deadline:
+                raise _DeadlineReachedError from None
+            raise
+        self.sock = _DeadlineSocket(self.sock, self._client)  # type: ignore[assignment]
+
+
+class _DeadlineHTTPSConnection(_DeadlineConnection, http.client.HTTPSConnection):
+    pass
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, client: HttpClient) -> None:
+        super().__init__()
+        self._client = client
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_DeadlineConnection, req, client=self._client)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, client: HttpClient, context: ssl.SSLContext) -> None:
+        super().__init__(context=context)
+        self._client, self._ssl_context = client, context
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_DeadlineHTTPSConnection, req, client=self._client, context=self._ssl_context)
 
 
 class HttpClient:
@@ -355,9 +443,16 @@ class HttpClient:
     * Redirects are followed by hand, at most :data:`MAX_REDIRECTS`, each re-checked: never from
       https to http, only to http(s), and a hop to another origin (scheme, host, port) drops
       the credential headers for the rest of the request.
+    * A POST follows only a 307 or 308 redirect, which repeat it with its body (RFC 9110,
+      section 15.4): a 301, 302 or 303 would turn it into a GET without its body, so it is a
+      failed request, never a success that delivered nothing.
+    * One deadline bounds the whole exchange: the connect, the TLS handshake, sending the
+      request, the status line, the headers and the body. Each socket operation waits at most
+      ``timeout_s`` and all of them together end at ``deadline``, however slowly a server sends.
     * Bodies are read in pieces within a byte budget, before and after gzip (``max_body_bytes``,
-      derived from the readers' ``max_document_bytes``), and within the deadline: each socket
-      operation waits at most ``timeout_s`` and all of them together end at ``deadline``.
+      derived from the readers' ``max_document_bytes``); a body shorter than its
+      Content-Length, or a chunked body without its last chunk, is an error, never a complete
+      document.
     * Every failure is a :class:`RemoteError` naming the URL without credentials.
 
     Args:
@@ -366,6 +461,7 @@ class HttpClient:
         max_body_bytes: Largest body accepted, on the wire and decompressed.
         deadline: ``time.monotonic()`` value after which no request starts or continues; None:
             ``connection.deadline_s`` from now.
+        deadline_option: What set the deadline, as its message names it (``--deadline``).
 
     Example:
         >>> from fabricscope.remote import Connection, HttpClient
@@ -382,8 +478,10 @@ class HttpClient:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         deadline: float | None = None,
+        deadline_option: str = "--deadline",
     ) -> None:
         self.conn = connection
+        self.deadline_option = deadline_option
         self.headers, self.secrets = connection._secrets_and_headers(base)
         p = urllib.parse.urlsplit(base)
         # Credentials go in the header only: request URLs never carry user info. A query string
@@ -407,8 +505,9 @@ class HttpClient:
             context = connection._ssl_context()
         except (OSError, ssl.SSLError) as e:
             raise RemoteError(self.shown, None, f"cannot load the CA file {connection.ca_file}: {e}") from None
-        self.opener = urllib.request.build_opener(_RefuseRedirects(), urllib.request.HTTPSHandler(context=context))
-        self._deadline_bound = False
+        self.opener = urllib.request.build_opener(
+            _RefuseRedirects(), _DeadlineHTTPHandler(self), _DeadlineHTTPSHandler(self, context)
+        )
         self._credential_headers = {name.lower() for name, _ in connection.headers} | {"authorization", "cookie"}
         self._warn_transport(p.scheme.lower(), bool(p.query))
 
@@ -439,14 +538,32 @@ class HttpClient:
         return left
 
     def _deadline_error(self, shown: str) -> RemoteError:
-        return RemoteError(shown, None, f"the deadline of {self.conn.deadline_s:g} s passed (--deadline)")
+        return RemoteError(shown, None, f"the deadline of {self.conn.deadline_s:g} s passed ({self.deadline_option})")
 
-    def _socket_timeout(self, shown: str) -> float:
-        """The timeout of the next socket operation: ``timeout_s``, or less when the deadline is nearer."""
-        left = self.remaining_s(shown)
-        # A timeout cut short by the deadline is reported as the deadline, not as a slow socket.
-        self._deadline_bound = left < self.conn.timeout_s
-        return min(self.conn.timeout_s, left)
+    def _next_wait(self) -> tuple[float, bool]:
+        """How long the next socket operation may wait, and whether the deadline (not ``timeout_s``) set it.
+
+        Raises:
+            _DeadlineReachedError: the deadline has passed.
+        """
+        if self.deadline is None:
+            return self.conn.timeout_s, False
+        left = self.deadline - _time.monotonic()
+        if left <= 0:
+            raise _DeadlineReachedError
+        return min(self.conn.timeout_s, left), left < self.conn.timeout_s
+
+    @contextlib.contextmanager
+    def _bounded(self, sock: socket.socket) -> Iterator[None]:
+        """One socket operation within what :meth:`_next_wait` allows; a wait the deadline cut ends the exchange."""
+        timeout, by_deadline = self._next_wait()
+        sock.settimeout(timeout)
+        try:
+            yield
+        except TimeoutError:
+            if by_deadline:
+                raise _DeadlineReachedError from None
+            raise
 
     def request(
         self,
@@ -503,7 +620,7 @@ class HttpClient:
         """One attempt: the request and the redirects it is allowed to follow."""
         method = "POST" if data else "GET"
         for _hop in range(MAX_REDIRECTS + 1):
-            timeout = self._socket_timeout(shown)
+            timeout, _ = self._next_wait_or_error(shown)
             req = urllib.request.Request(url, data=data, headers=sent, method=method)
             try:
                 try:
@@ -518,10 +635,19 @@ class HttpClient:
                     location = e.headers.get("Location", "")
                     e.close()
                     url = self._redirect_target(url, location, e.code)
+                    if method == "POST" and e.code not in _REPEATS_POST:
+                        # urllib (and browsers) would follow it as a GET without the body: the
+                        # server's answer to that GET is no answer to the POST.
+                        raise _AttemptFailedError(
+                            e.code,
+                            f"refused to follow the redirect of a POST to {redact(url)}: it would become a GET "
+                            "without its body (only 307 and 308 repeat a POST, RFC 9110 section 15.4)",
+                            False,
+                        ) from None
                     if _origin(url) != self.origin:
                         # Another origin gets no credential: not the token, not the custom headers.
                         sent = {k: v for k, v in sent.items() if k.lower() not in self._credential_headers}
-                    if e.code == 303 or (e.code in (301, 302) and method == "POST"):
+                    if e.code == 303:
                         method, data = "GET", None
                         sent.pop("Content-Type", None)
                         sent.pop("Content-Encoding", None)
@@ -531,21 +657,27 @@ class HttpClient:
                     return resp.status, self._read(resp, shown)
             except (_AttemptFailedError, RemoteError):
                 raise
+            except _DeadlineReachedError:
+                raise self._deadline_error(shown) from None
             except urllib.error.URLError as e:
                 reason = e.reason
-                if isinstance(reason, TimeoutError) and self._deadline_bound:
+                if isinstance(reason, _DeadlineReachedError):
                     raise self._deadline_error(shown) from None
                 message = self.scrub(f"{type(reason).__name__}: {reason}")
                 raise _AttemptFailedError(None, message, not isinstance(reason, ssl.SSLCertVerificationError)) from None
             except (TimeoutError, ConnectionError, OSError, http.client.HTTPException) as e:
-                if isinstance(e, TimeoutError) and self._deadline_bound:
-                    raise self._deadline_error(shown) from None
                 raise _AttemptFailedError(None, self.scrub(f"{type(e).__name__}: {e}"), True) from None
             except ValueError as e:
                 # http.client's refusals (a header value, a URL it cannot send) quote what they
                 # refuse: scrubbed, never retried.
                 raise _AttemptFailedError(None, self.scrub(f"{type(e).__name__}: {e}"), False) from None
         raise _AttemptFailedError(None, f"more than {MAX_REDIRECTS} redirects", False)
+
+    def _next_wait_or_error(self, shown: str) -> tuple[float, bool]:
+        try:
+            return self._next_wait()
+        except _DeadlineReachedError:
+            raise self._deadline_error(shown) from None
 
     def _redirect_target(self, url: str, location: str, status: int) -> str:
         if not location:
@@ -562,7 +694,7 @@ class HttpClient:
         return urllib.parse.urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path, p.query, ""))
 
     def _read(self, resp: http.client.HTTPResponse, shown: str) -> bytes:
-        """The body, within the byte budget (wire and decompressed) and the deadline."""
+        """The whole body, within the byte budget (wire and decompressed); a body cut short is an error."""
         limit = self.max_body_bytes
         too_big = f"more than {limit} bytes (max_document_bytes; raise it with --limit max_document_bytes=N)"
         length = resp.headers.get("Content-Length", "").strip()
@@ -570,16 +702,30 @@ class HttpClient:
             raise _AttemptFailedError(
                 resp.status, f"the response declares {length} bytes: {too_big}", False, over_budget=True
             )
+        # A chunked body's length is its chunks' (http.client ignores a Content-Length beside it).
+        declared = int(length) if length.isdigit() and not resp.chunked else None
         encoding = resp.headers.get("Content-Encoding", "").strip().lower()
         gunzip = _Gunzip(limit) if encoding in ("gzip", "x-gzip") else None
-        sock = _socket_of(resp)
         parts: list[bytes] = []
         wire = 0
         while True:
-            if sock is not None and self.deadline is not None:
-                sock.settimeout(self._socket_timeout(shown))  # type: ignore[attr-defined]
-            chunk = resp.read1(_READ_BYTES)
+            try:
+                chunk = resp.read1(_READ_BYTES)
+            except http.client.IncompleteRead:
+                # The connection closed inside a chunk or before the last (zero-length) chunk.
+                raise _AttemptFailedError(
+                    resp.status,
+                    f"the chunked body ended after {wire} bytes, before its last chunk (the connection closed early)",
+                    True,
+                ) from None
             if not chunk:
+                if declared is not None and wire < declared:
+                    raise _AttemptFailedError(
+                        resp.status,
+                        f"the body ended after {wire} of the {declared} bytes its Content-Length declares "
+                        "(the connection closed early)",
+                        True,
+                    )
                 break
             wire += len(chunk)
             if wire > limit:
