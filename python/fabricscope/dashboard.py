@@ -12,9 +12,10 @@ The app's source is ``dashboards/`` at the top of the source tree; the wheel car
 What the server is allowed to do is decided here, not in the browser: it binds to 127.0.0.1
 unless ``--host`` says otherwise, reads only under ``--data`` (passed to the app as
 ``FABRICSCOPE_DATA``; the app refuses paths outside it) and from the Prometheus servers and
-exporter endpoints named with ``--prometheus`` (passed with their authentication options as
-``FABRICSCOPE_REMOTE``, see :func:`remote_environment`; the browser picks one of them and a time
-range, never a URL of its own), caps uploads at ``--max-upload-mb``
+exporter endpoints named with ``--prometheus`` (passed with their authentication options in a
+file only the user can read, named by ``FABRICSCOPE_REMOTE_FILE``, see :func:`remote_environment`
+and :func:`private_file`; the browser picks one of them and a time range, never a URL of its
+own), caps uploads at ``--max-upload-mb``
 (Streamlit's ``server.maxUploadSize`` and the app's own check), never opens a browser, and does
 not watch or re-run its own source.
 
@@ -25,14 +26,16 @@ The Streamlit server runs as a child process. SIGINT, SIGTERM and SIGHUP sent to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -44,11 +47,12 @@ __all__ = [
     "ENV_APP",
     "ENV_DATA",
     "ENV_MAX_UPLOAD_MB",
-    "ENV_REMOTE",
+    "ENV_REMOTE_FILE",
     "analysis_environment",
     "analysis_from_environment",
     "default_data_dir",
     "find_app",
+    "private_file",
     "remote_environment",
     "remote_from_environment",
     "run_server",
@@ -58,10 +62,12 @@ __all__ = [
 ENV_APP = "FABRICSCOPE_DASHBOARD_APP"
 ENV_DATA = "FABRICSCOPE_DATA"
 ENV_MAX_UPLOAD_MB = "FABRICSCOPE_MAX_UPLOAD_MB"
-# The servers and exporter endpoints the app may read, with how to read them (JSON). An
-# environment variable rather than arguments: another user's `ps` shows a command line, never
-# the environment (/proc/PID/environ is readable by the owner only).
-ENV_REMOTE = "FABRICSCOPE_REMOTE"
+# The file that holds the servers and exporter endpoints the app may read, with how to read them
+# (JSON, credentials included: user info and query strings of the URLs, header values). A file
+# only the user can read, removed when the server stops, rather than the command line (any user's
+# `ps` shows it) or the environment (/proc/PID/environ, which every process of the user and
+# anything it hands its environment to, a crash reporter, a child's debug dump, can read).
+ENV_REMOTE_FILE = "FABRICSCOPE_REMOTE_FILE"
 # The analysis options the app passes to every fabricscope.run_analysis (JSON): the same as analyze's.
 ENV_ANALYSIS = "FABRICSCOPE_ANALYSIS"
 # Where the wheel carries the app, inside the package (rust/fabricscope-py/build.rs, pyproject.toml).
@@ -137,7 +143,7 @@ def _check_url(url: str) -> None:
 
 
 def remote_environment(urls: Sequence[str], options: RemoteOptions | None = None) -> str:
-    """The ``FABRICSCOPE_REMOTE`` value that lets the app read ``urls`` with ``options``.
+    """The description (JSON) that lets the app read ``urls`` with ``options``: the content of :data:`ENV_REMOTE_FILE`.
 
     Only the options travel (matchers, step, chunking, scrapes, and the connection: headers,
     token and auth *file paths*, CA bundle, timeouts); the time range is the app's to pick.
@@ -165,15 +171,20 @@ def remote_environment(urls: Sequence[str], options: RemoteOptions | None = None
 
 
 def remote_from_environment(text: str | None = None) -> tuple[list[str], RemoteOptions]:
-    """The URLs and options a ``FABRICSCOPE_REMOTE`` value holds (default: this process's).
+    """The URLs and options of a :func:`remote_environment` description (default: the file in :data:`ENV_REMOTE_FILE`).
 
     Returns:
         ``([], RemoteOptions())`` when the variable is unset or empty.
 
     Raises:
-        ValueError: the value is not what :func:`remote_environment` writes.
+        ValueError: the file cannot be read, or does not hold what :func:`remote_environment` writes.
     """
-    text = os.environ.get(ENV_REMOTE, "") if text is None else text
+    if text is None:
+        path = os.environ.get(ENV_REMOTE_FILE, "")
+        try:
+            text = Path(path).read_text(encoding="utf-8") if path else ""
+        except OSError as e:
+            raise ValueError(f"{ENV_REMOTE_FILE}: cannot read {path}: {e.strerror}") from None
     if not text.strip():
         return [], RemoteOptions()
     try:
@@ -192,13 +203,41 @@ def remote_from_environment(text: str | None = None) -> tuple[list[str], RemoteO
         urls = [str(u) for u in doc["urls"]]
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         # Never echo the value: it may hold header values.
-        raise ValueError(f"{ENV_REMOTE} is not a fabricscope remote-source description ({type(e).__name__})") from None
+        raise ValueError(
+            f"{ENV_REMOTE_FILE} holds no fabricscope remote-source description ({type(e).__name__})"
+        ) from None
     for i, url in enumerate(urls):
         try:
             _check_url(url)
         except ValueError as e:
-            raise ValueError(f"{ENV_REMOTE}: URL {i + 1}: {e}") from None
+            raise ValueError(f"{ENV_REMOTE_FILE}: URL {i + 1}: {e}") from None
     return urls, opts
+
+
+@contextlib.contextmanager
+def private_file(text: str, name: str = "remote.json") -> Iterator[Path]:
+    """``text`` in a file only this user can read (0600, in a 0700 directory), removed when the block ends.
+
+    How credentials reach the Streamlit child: its environment names the file, never holds them.
+
+    Example:
+        >>> from fabricscope.dashboard import private_file
+        >>> with private_file("{}") as path:
+        ...     oct(path.stat().st_mode & 0o777), path.read_text()
+        ('0o600', '{}')
+        >>> path.exists()
+        False
+    """
+    directory = Path(tempfile.mkdtemp(prefix="fabricscope-dashboard-"))  # mode 0700
+    path = directory / name
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+        directory.rmdir()
 
 
 def streamlit_command(app: Path, *, host: str = "127.0.0.1", port: int = 8501, max_upload_mb: int = 200) -> list[str]:

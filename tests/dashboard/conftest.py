@@ -30,7 +30,7 @@ if str(APP.parent) not in sys.path:
 @pytest.fixture(autouse=True)
 def _data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FABRICSCOPE_DATA", str(SAMPLES))
-    monkeypatch.delenv("FABRICSCOPE_REMOTE", raising=False)
+    monkeypatch.delenv("FABRICSCOPE_REMOTE_FILE", raising=False)
 
 
 #: Scenarios the test Prometheus holds: two, so that label matchers have something to pick out.

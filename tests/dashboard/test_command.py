@@ -102,7 +102,8 @@ def test_prometheus_sources_reach_the_app_without_their_secrets_on_the_command_l
     seen: dict[str, object] = {}
 
     def run_server(cmd: list[str], env: dict[str, str]) -> int:
-        seen.update(cmd=cmd, env=env)
+        path = Path(env["FABRICSCOPE_REMOTE_FILE"])
+        seen.update(cmd=cmd, env=env, path=path, mode=path.stat().st_mode & 0o777, text=path.read_text())
         return 0
 
     monkeypatch.setattr(cli_dashboard, "run_server", run_server)
@@ -128,18 +129,24 @@ def test_prometheus_sources_reach_the_app_without_their_secrets_on_the_command_l
     env = seen["env"]
     assert isinstance(env, dict)
     assert "FABRICSCOPE_DATA" not in env  # a URL as --data: no directory is offered
-    urls, opts = remote_from_environment(env["FABRICSCOPE_REMOTE"])
+    # The description reached the app in a file only the user can read, removed once the server stopped.
+    assert seen["mode"] == 0o600
+    path = seen["path"]
+    assert isinstance(path, Path) and not path.exists()
+    text = seen["text"]
+    assert isinstance(text, str)
+    urls, opts = remote_from_environment(text)
     assert urls == ["http://ops:pw-secret@prom.example:9090", "http://gpu017:9100/metrics"]
     assert opts.match == ('job="node"',)
     assert opts.repeat == 3
     assert opts.connection.headers == (("X-Scope-OrgID", "hdr-secret"),)
     assert opts.connection.bearer_token_file == "/etc/fabricscope/token"
     assert opts.connection.timeout_s == 5.0
-    # The secrets travel in the child's environment, never on its command line or in our output.
+    # The secrets travel in that file: never on the child's command line, in its environment or in our output.
     err = capsys.readouterr().err
     assert "data: http://prom.example:9090, http://gpu017:9100/metrics" in err
     for secret in ("pw-secret", "hdr-secret"):
-        assert secret not in " ".join(seen["cmd"]) + err  # type: ignore[arg-type]
+        assert secret not in " ".join(seen["cmd"]) + " ".join(env.values()) + err  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

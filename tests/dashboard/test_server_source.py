@@ -15,7 +15,7 @@ import allowed_sources
 import data
 import polars as pl
 import pytest
-from fabricscope.dashboard import remote_environment
+from fabricscope.dashboard import ENV_REMOTE_FILE, remote_environment
 from fabricscope.remote import Connection, RemoteOptions
 from streamlit.testing.v1 import AppTest
 
@@ -33,9 +33,24 @@ SECRET_TOKEN = "tok-51c2-never-shown"
 SECRET_HEADER = "hdr-a0e4-never-shown"
 
 
+@pytest.fixture(autouse=True)
+def _remote_file(tmp_path: Path) -> None:
+    global _REMOTE_FILE
+    _REMOTE_FILE = tmp_path / "remote.json"
+
+
+_REMOTE_FILE = Path("remote.json")  # each test's own (the fixture above)
+
+
+def describe(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """The remote-source file the command writes for the app, holding ``text``."""
+    _REMOTE_FILE.write_text(text)
+    monkeypatch.setenv(ENV_REMOTE_FILE, str(_REMOTE_FILE))
+
+
 def configure(monkeypatch: pytest.MonkeyPatch, *urls: str, options: RemoteOptions | None = None) -> None:
     """What ``fabricscope dashboard --prometheus URL ...`` hands the app; fresh caches."""
-    monkeypatch.setenv("FABRICSCOPE_REMOTE", remote_environment(urls, options))
+    describe(monkeypatch, remote_environment(urls, options))
     data.load_remote.clear()
     data.source_kind.clear()
 
@@ -192,15 +207,21 @@ def test_bad_matchers_and_ranges_are_errors_not_queries(prometheus: str, monkeyp
 
 def test_a_broken_configuration_is_an_error_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     # Set by hand (the command checks its URLs): a port out of range, credentials in the URL.
-    monkeypatch.setenv("FABRICSCOPE_REMOTE", '{"urls": ["http://ops:pw-0c1e@prom:99999"]}')
+    describe(monkeypatch, '{"urls": ["http://ops:pw-0c1e@prom:99999"]}')
     at = run("overview")
     assert [e.value for e in at.error] == [
-        "Cannot use the configured servers: FABRICSCOPE_REMOTE: URL 1: not a valid URL: Port out of range 0-65535"
+        "Cannot use the configured servers: FABRICSCOPE_REMOTE_FILE: URL 1: not a valid URL: Port out of range 0-65535"
     ]
-    monkeypatch.setenv("FABRICSCOPE_REMOTE", "{not json")
+    describe(monkeypatch, "{not json")
     assert run("overview").error[0].value == (
-        "Cannot use the configured servers: FABRICSCOPE_REMOTE is not a fabricscope remote-source description "
+        "Cannot use the configured servers: FABRICSCOPE_REMOTE_FILE holds no fabricscope remote-source description "
         "(JSONDecodeError)"
+    )
+    # The command removes the file when the server stops: a page still open then says so.
+    _REMOTE_FILE.unlink()
+    assert run("overview").error[0].value == (
+        f"Cannot use the configured servers: FABRICSCOPE_REMOTE_FILE: cannot read {_REMOTE_FILE}: "
+        "No such file or directory"
     )
 
 

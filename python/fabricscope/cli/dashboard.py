@@ -25,10 +25,11 @@ from fabricscope.dashboard import (
     ENV_APP,
     ENV_DATA,
     ENV_MAX_UPLOAD_MB,
-    ENV_REMOTE,
+    ENV_REMOTE_FILE,
     analysis_environment,
     default_data_dir,
     find_app,
+    private_file,
     remote_environment,
     run_server,
     streamlit_command,
@@ -117,17 +118,23 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     env = {**os.environ, ENV_MAX_UPLOAD_MB: str(args.max_upload_mb)}
+    # The app reads only the servers named here, never a description inherited from our caller.
+    env.pop(ENV_REMOTE_FILE, None)
     # The dashboard reads leniently (an upload is whatever the browser sent): strictness is not an
     # option; its --host is the address to bind, not the host of inputs that name none.
     options = {k: v for k, v in analysis_options(args).items() if k not in ("strict", "host")}
     env[ENV_ANALYSIS] = analysis_environment(options)
     if data is not None:
         env[ENV_DATA] = str(data)
-    if remote is not None:
-        env[ENV_REMOTE] = remote
     cmd = streamlit_command(app, host=args.host, port=args.port, max_upload_mb=args.max_upload_mb)
     print(f"fabricscope dashboard: http://{args.host}:{args.port}  (data: {', '.join(shown)})", file=sys.stderr)
-    return run_server(cmd, env)
+    if remote is None:
+        return run_server(cmd, env)
+    # The credentials (URL user info and query strings, header values) go through a file only
+    # this user can read, removed once the server stops: never the child's environment.
+    with private_file(remote) as path:
+        env[ENV_REMOTE_FILE] = str(path)
+        return run_server(cmd, env)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
