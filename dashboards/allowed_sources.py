@@ -4,7 +4,7 @@ The browser never names a file or a URL. A source is a path *relative to the dat
 (query parameter ``?source=`` or the sidebar), resolved and checked to stay inside it; a source
 containing a symlink that leads outside is refused. A server source is one of the Prometheus
 servers or exporter endpoints the operator configured (``fabricscope dashboard --prometheus``,
-passed as ``FABRICSCOPE_REMOTE``), named by its URL without credentials; the browser picks one of
+in the private file ``FABRICSCOPE_REMOTE_FILE`` names), named by its URL without credentials; the browser picks one of
 them, a time range and label matchers (validated: no PromQL of its own), so it can neither send
 the configured credentials elsewhere nor query anything but the counters. Uploads are
 size-limited and written with their base name only into a fresh temporary directory (and parsed
