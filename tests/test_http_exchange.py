@@ -8,6 +8,7 @@ expected) and what was, or was not, delivered.
 
 from __future__ import annotations
 
+import datetime as dt
 import http.server
 import json
 import os
@@ -16,10 +17,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from fabricscope import alertmanager
+from fabricscope.remote import Connection
+
 from tests import alertmanager_server as am
 from tests.hostile_http import EXPORTER_TEXT, chunked_cut_short, cut_short, slow_headers
 from tests.prometheus_server import Endpoint
-from tests.test_alertmanager import ETH, _grow_steps
+from tests.test_alertmanager import ETH, _grow_steps, _lifecycle
 
 FABRICSCOPE = Path(sys.executable).with_name("fabricscope")
 PASSWORD = "pw-6b1d-exchange-never-print"
@@ -68,6 +73,39 @@ def test_headers_sent_one_byte_at_a_time_end_at_the_deadline() -> None:
     assert "Traceback" not in r.stderr
 
 
+def test_the_deadline_spans_every_request_of_a_pull() -> None:
+    # A server that answers the probe and the names at once, then drips the data request's headers.
+    slow = slow_headers(0.2)
+
+    def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        path = h.path.split("?", 1)[0]
+        if path == "/api/v1/status/buildinfo":
+            answer(h, {"status": "success", "data": {"version": "2.45.0"}})
+        elif path == "/api/v1/label/__name__/values":
+            answer(h, {"status": "success", "data": ["node_infiniband_port_data_received_bytes_total"]})
+        else:
+            slow(h)
+
+    with Endpoint(handle) as ep:
+        r = run("analyze", ep.url, "--deadline", "3", "--timeout", "2", "--retries", "0")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert f"{ep.url}/api/v1/read: no response: the deadline of 3 s passed (--deadline)" in r.stderr
+    assert [p.split("?", 1)[0] for p, _ in ep.requests] == [
+        "/api/v1/status/buildinfo",
+        "/api/v1/label/__name__/values",
+        "/api/v1/read",
+    ]
+
+
+def answer(h: http.server.BaseHTTPRequestHandler, doc: object) -> None:
+    payload = json.dumps(doc).encode()
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(payload)))
+    h.end_headers()
+    h.wfile.write(payload)
+
+
 def test_a_slow_alertmanager_costs_cron_one_bounded_attempt(tmp_path: Path) -> None:
     storm_inputs(tmp_path)
     with Endpoint(slow_headers(0.2)) as slow:
@@ -96,6 +134,19 @@ def test_a_slow_alertmanager_costs_cron_one_bounded_attempt(tmp_path: Path) -> N
     assert "fabricscope_" in (tmp_path / "fabricscope.prom").read_text()
     assert not json.loads((tmp_path / "state" / "alertmanager.json").read_text())
     assert [p for p, _ in slow.requests] == ["/api/v2/alerts", "/api/v2/alerts"]
+
+
+def test_the_alertmanager_deadline_names_the_bound_it_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Above the delivery cap, --timeout is not what ended the delivery: the message names the cap.
+    monkeypatch.setattr(alertmanager, "MAX_TIMEOUT_S", 1.0)
+    now = dt.datetime(2026, 12, 1, 1, tzinfo=dt.timezone.utc)
+    with Endpoint(slow_headers(0.2)) as slow:
+        opts = alertmanager.AlertmanagerOptions(urls=(slow.url,), connection=Connection(timeout_s=30.0))
+        [delivery] = alertmanager.deliver(opts, _lifecycle(), tmp_path, now)
+    assert delivery.error == (
+        f"{slow.url}/api/v2/alerts: no response: the deadline of 1 s passed "
+        "(one Alertmanager delivery takes at most 1 s; --timeout lowers it)"
+    )
 
 
 def test_a_body_shorter_than_its_content_length_is_an_error() -> None:
