@@ -127,11 +127,11 @@ def drip(every_s: float, bytes_total: int = 120) -> Handler:
     return handle
 
 
-def slow_headers(every_s: float, total_s: float = 60.0) -> Handler:
+def slow_headers(every_s: float, total_s: float = 300.0) -> Handler:
     """Every path gets its status line and headers one byte every ``every_s`` seconds, for ``total_s`` at most.
 
     The header is one long value, so the client's line and header-count limits never end it:
-    only a deadline over the whole exchange does.
+    only a deadline over the whole exchange does. The drip stops as soon as the client leaves.
     """
 
     def handle(h: http.server.BaseHTTPRequestHandler) -> None:
