@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from fabricscope.alertmanager import AlertmanagerOptions
+from fabricscope.alertmanager import MAX_TIMEOUT_S, AlertmanagerOptions
 from fabricscope.cli._common import add_config_argument, add_profile_argument
 from fabricscope.cli.remote import add_credential_arguments, add_remote_arguments, credential_options, remote_options
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
@@ -99,7 +99,8 @@ def _add_alertmanager_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "Alertmanager",
         "Each open incident is one alert (POST /api/v2/alerts), re-sent every run while it is open and "
-        "sent with endsAt when it resolves. Delivery follows the run's commit: a down Alertmanager is "
+        "sent with endsAt when it resolves. Delivery follows the run's commit: one attempt, bounded as a whole by "
+        f"--timeout (at most {MAX_TIMEOUT_S:g} s); only a 2xx answer to the POST counts. A down Alertmanager is "
         "reported on stderr and in --json, never fails the run, and gets the resolutions it missed next run.",
     )
     g.add_argument(
