@@ -1,4 +1,4 @@
-"""Write the detector tables in README.md and docs/detectors.md from the detectors' own specs.
+"""Write the detector tables in README.md, docs/detectors.md and docs/incidents.md from the registries.
 
 `python docs/generate_detectors.py` rewrites the text between the `<!-- detectors:... -->` markers;
 `--check` exits 1 (and prints a diff) when a file is stale, as CI does.
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricscope.detect import SPECS
+from fabricscope.detect._relations import RELATION_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCOPE = {"partition": "per host", "fabric": "fabric-wide"}
@@ -36,6 +37,20 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 
 def _value(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _relations_table() -> str:
+    rows = ["| relation | meaning | from |", "|---|---|---|"]
+    rows += [f"| `{k.name}` | {k.meaning} | {k.source} |" for k in RELATION_KINDS]
+    return "\n".join(rows)
+
+
+def _actions_table() -> str:
+    rows = ["| finding | action when it is a fault alone |", "|---|---|"]
+    rows += [
+        f"| `{spec}` | {action.format(entity='<entity>')} |" for s in SPECS.values() for spec, action in s.actions.items()
+    ]
+    return "\n".join(rows)
 
 
 def _registry_table() -> str:
@@ -73,6 +88,8 @@ def main() -> int:
     for path, marker, body in [
         (ROOT / "README.md", "table", _readme_table()),
         (ROOT / "docs" / "detectors.md", "registry", _registry_table()),
+        (ROOT / "docs" / "incidents.md", "relations", _relations_table()),
+        (ROOT / "docs" / "incidents.md", "actions", _actions_table()),
     ]:
         old = path.read_text(encoding="utf-8")
         new = _replace(old, marker, body)

@@ -49,9 +49,10 @@ from typing import Any
 import polars as pl
 
 from fabricscope.detect import SPECS, DetectorSpec
-from fabricscope.detect._relations import Chain, Relation
+from fabricscope.detect._relations import RELATION_KINDS, Chain, Leaf, Port, Relation
 from fabricscope.detect._relations import evidence as _evidence
 from fabricscope.detect._relations import loss_rate as _loss_rate
+from fabricscope.detect._relations import port_text as _port_text
 from fabricscope.findings import SEVERITIES, finding_key, rfc3339
 
 __all__ = [
@@ -68,10 +69,8 @@ __all__ = [
 
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
-# Strongest first: a finding on the root's own port is explained before one that merely shares a leaf.
-# ``same_count``: a receiver's loss events and a sender's retransmission events are the same number
-# in overlapping windows (the packets one dropped are the packets the other resent).
-RELATIONS = ("same_port", "same_host", "cable", "same_count", "same_leaf", "below_spine", "job")
+RELATIONS: tuple[str, ...] = tuple(k.name for k in RELATION_KINDS)
+"""The relations' names, strongest first (the registry: :data:`fabricscope.detect._relations.RELATION_KINDS`)."""
 
 _FALLBACK = "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
 
@@ -135,9 +134,12 @@ def _rules(specs: Mapping[str, DetectorSpec]) -> tuple[Rule, ...]:
     """The chains the detectors declare, each with the roots and consequences every detector places in it."""
     chains: dict[str, Chain] = {c.name: c for spec in specs.values() for c in spec.chains}
     relations: list[Relation] = [r for spec in specs.values() for r in spec.relations]
+    kinds = {k for spec in specs.values() for k in spec.kinds}
     for r in relations:
         if r.chain not in chains:
             raise ValueError(f"a detector declares a relation in chain {r.chain!r}, which no detector defines")
+        if r.spec.partition(":")[0] not in kinds:
+            raise ValueError(f"chain {r.chain!r} names finding kind {r.spec!r}, which no detector emits")
     out = []
     for name, c in chains.items():
         mine = [r for r in relations if r.chain == name]
@@ -145,7 +147,7 @@ def _rules(specs: Mapping[str, DetectorSpec]) -> tuple[Rule, ...]:
             Rule(
                 name=name,
                 root=tuple(r.spec for r in mine if r.role == "root"),
-                consequences={r.spec: r.via for r in mine if r.role == "consequence"},
+                consequences={r.spec: tuple(k.name for k in r.via) for r in mine if r.role == "consequence"},
                 argument=c.argument,
                 source=c.source,
                 action=c.action,
@@ -233,6 +235,23 @@ class _Topo:
     jobs: list[tuple[str, frozenset[str]]]  # (label, hosts)
     source: str
 
+    # The questions a relation's check asks (fabricscope.detect._relations.Fabric).
+    def node_of(self, f: dict[str, Any]) -> str | None:
+        dev = str(f.get("device") or "")
+        return self.guid_of.get((f.get("host"), f.get("device"))) or (dev.lower() if dev.startswith("0x") else None)
+
+    def peer(self, node: str, port: Port) -> tuple[str, Port, str] | None:
+        return self.peer_of.get((node, port))
+
+    def leaf(self, f: dict[str, Any]) -> Leaf | None:
+        return _leaf(self, f)
+
+    def tier(self, node: str) -> str:
+        return self.tier_of.get(node, "")
+
+    def leaves_below(self, spine: str) -> set[str]:
+        return self.below.get(spine, set())
+
 
 def _node(pre: str) -> pl.Expr:
     """A link end's node: its GUID, else (an Ethernet end from LLDP, which has none) its name."""
@@ -313,13 +332,6 @@ def _topology(
     return _Topo(leaf_of, peer_of, tier_of, guid_of, below, jobs, src)
 
 
-def _port_text(f: dict[str, Any]) -> str:
-    bits = [x for x in (f.get("host"), f.get("device")) if x]
-    if f.get("port") is not None:
-        bits.append(f"port {f['port']}")
-    return " ".join(bits) or "(fabric)"
-
-
 def _leaf(topo: _Topo, f: dict[str, Any]) -> tuple[str, str, int | str | None] | None:
     """The leaf a finding's port hangs off: (leaf GUID, name, leaf port), or None when unknown."""
     dev = str(f.get("device") or "")
@@ -342,84 +354,8 @@ def _entity(topo: _Topo, f: dict[str, Any]) -> str:
 
 
 def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    """Every relation between two findings' entities, strongest first, with the path from root to c."""
-    out: list[tuple[str, list[str]]] = []
-    rh, ch = root.get("host"), c.get("host")
-    rp = _port_text(root)
-    if rh == ch and rh is not None:
-        # a host-wide finding (no device: an nccl-tests run, a layer verdict) shares the host, not the port
-        same_dev = c.get("device") is not None and c["device"] == root.get("device")
-        same_port = c.get("port") is None or root.get("port") is None or c["port"] == root["port"]
-        if same_dev and same_port:
-            out.append(("same_port", [rp]))
-        out.append(("same_host", [rp, f"host {rh}"]))
-    rg = topo.guid_of.get((rh, root.get("device"))) or (
-        str(root["device"]).lower() if root.get("device") and str(root["device"]).startswith("0x") else None
-    )
-    cg = topo.guid_of.get((ch, c.get("device"))) or (
-        str(c["device"]).lower() if c.get("device") and str(c["device"]).startswith("0x") else None
-    )
-    if rg and cg and rg == cg and rh != ch and root.get("port") == c.get("port"):
-        out.append(("same_port", [rp, f"the same port seen from {ch} ({c.get('device')})"]))
-    if rg and cg and root.get("port") is not None and c.get("port") is not None:
-        peer = topo.peer_of.get((rg, int(root["port"])))
-        if peer and peer[0] == cg and peer[1] == int(c["port"]):
-            out.append(("cable", [rp, f"cable to {peer[2]} port {peer[1]}", _port_text(c)]))
-    if rh != ch and _same_count(root, c):
-        out.append(("same_count", [rp, _count_text(root, c), _port_text(c)]))
-    rl, cl = _leaf(topo, root), _leaf(topo, c)
-    # port -> cable -> leaf: the root's way into the fabric, when the topology knows it
-    hops = [rp] + ([f"cable to {rl[1]} port {rl[2]}", f"leaf {rl[1]}"] if rl and rl[2] is not None else [])
-    if rl and cl and rl[0] == cl[0] and rh != ch:
-        out.append(("same_leaf", [*hops, f"host {ch} behind it"]))
-    if rg and topo.tier_of.get(rg) == "spine":
-        leaves = topo.below.get(rg, set())
-        if cl and cl[0] in leaves:
-            out.append(("below_spine", [rp, f"leaf {cl[1]} below it", f"host {ch} behind {cl[1]}"]))
-        elif cg in leaves:
-            out.append(("below_spine", [rp, f"leaf {cg} below it"]))
-    for label, hosts in topo.jobs:
-        if rh in hosts and ch in hosts and rh != ch:
-            out.append(("job", [*hops, label, f"rank host {ch}"]))
-            break
-    return out
-
-
-def _events(f: dict[str, Any]) -> float | None:
-    e = _evidence(f).get("events")
-    return float(e) if isinstance(e, (int, float)) and e > 0 else None
-
-
-# Four significant digits agreeing within 1% is a one-in-tens coincidence for two independent
-# counts spread over a decade; below 1,000 events two unrelated links match too easily.
-_SAME_COUNT_MIN = 1000.0
-
-
-def _same_count(root: dict[str, Any], c: dict[str, Any]) -> bool:
-    """A receiver's loss events and another host's send-side retransmission events are one number.
-
-    Every packet the receiver drops (out-of-sequence, ICRC/FCS discard) is NAKed or times out at its
-    sender, which counts it once in ``packet_seq_err``/``local_ack_timeout_err`` and resends it:
-    over overlapping windows the two counts agree to within a few events (the windows' edges).
-    Two independent faults agree to 1% only by chance, and chance is real for small counts (two
-    links with 42 loss events each): below :data:`_SAME_COUNT_MIN` events a count proves nothing.
-    """
-    if _direction(root) != "rx" or _direction(c) != "tx":
-        return False
-    a, b = _events(root), _events(c)
-    if a is None or b is None or min(a, b) < _SAME_COUNT_MIN:
-        return False
-    rs, re_, cs, ce = root.get("start"), root.get("end"), c.get("start"), c.get("end")
-    if None not in (rs, re_, cs, ce) and (cs > re_ or rs > ce):
-        return False
-    return abs(a - b) <= max(0.01 * max(a, b), 1.0)
-
-
-def _count_text(root: dict[str, Any], c: dict[str, Any]) -> str:
-    return (
-        f"{_events(root):,.0f} loss events received = {_events(c):,.0f} retransmission events sent by "
-        f"{c.get('host')} (within 1%)"
-    )
+    """Every registered relation between two findings' entities, strongest first, with its path."""
+    return [(k.name, path) for k in RELATION_KINDS if (path := k.check(topo, root, c)) is not None]
 
 
 def _interval_s(interval_s: float | None) -> float:
@@ -502,6 +438,7 @@ def correlate(
             if _direction(x) == "rx" and (p := _loss_rate(x)) is not None
         ]
         r["_link_p"] = own if own is not None else (max(seen) if seen else None)
+        r["_dir"] = _direction(r)
         dev = str(r.get("device") or "")
         r["_vantage"] = (0 if topo.tier_of.get(dev.lower()) == "spine" else 2) if dev.startswith("0x") else 1
     roots = sorted((r for r in rows if r["severity"] != "info" and _root_rules(r)), key=_order)
@@ -679,7 +616,7 @@ def correlate(
                 end=max(ends) if ends else None,
                 severity=max((m["severity"] for m in members), key=lambda v: _RANK[v]),
                 title=f"{first['kind']} on {entity}: {first.get('message') or first.get('metric') or ''}".rstrip(": "),
-                action=f"investigate {entity}: no other finding is explained by it or explains it",
+                action=_action(first).format(entity=entity),
                 decided=[d for i, d in sorted(decided.items()) if i in {m["_i"] for m in (first, *again)}],
                 topology=topo.source,
             )
@@ -687,6 +624,17 @@ def correlate(
     never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
     out.sort(key=lambda x: (-_RANK[x.severity], x.start or never, x.id))
     return out
+
+
+def _action(f: dict[str, Any]) -> str:
+    """What fixes a fault alone: its detector's declared action (``DetectorSpec.actions``).
+
+    The detector knows its fault best (a flap, a receiver's buffer drops, a sender's retransmissions);
+    an action for the finding's direction is preferred to the kind's.
+    """
+    spec = _SPEC_OF[f["kind"]]
+    directed = [a for s, a in spec.actions.items() if ":" in s and _matches(s, f)]
+    return directed[0] if directed else spec.actions[f["kind"]]
 
 
 SINGLE = "single_fault"
@@ -714,7 +662,7 @@ def _why(best: dict[str, Any], runner: dict[str, Any] | None) -> str:
 
 
 def _clean(f: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in f.items() if k not in ("_i", "_link_p", "_vantage")}
+    return {k: v for k, v in f.items() if k not in ("_i", "_link_p", "_vantage", "_dir")}
 
 
 def _ref(f: dict[str, Any]) -> dict[str, Any]:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import polars as pl
 
-from fabricscope.cron.options import EXIT_CRITICAL, EXIT_OK, EXIT_WARNING
-from fabricscope.findings import SEVERITIES
+from fabricscope.findings import SEVERITIES, exit_status
+
+_WORD = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 
 
-def status_line(active: pl.DataFrame, extra: str = "") -> tuple[int, str]:
+def status_line(
+    active: pl.DataFrame, extra: str = "", *, failed_inputs: int = 0, analysed: bool = True
+) -> tuple[int, str]:
     """The Nagios exit code and one-line status for the active faults.
+
+    The code is :func:`fabricscope.findings.exit_status` of the active faults, the same verdict
+    every other door gives: an input that could not be read, or nothing analysed, is UNKNOWN
+    unless a fault is critical.
 
     Example:
         >>> from fabricscope.findings import make_findings
@@ -17,15 +24,22 @@ def status_line(active: pl.DataFrame, extra: str = "") -> tuple[int, str]:
         ...                     "priority": 3, "metric": "rx_pause_duration_us", "message": "storm"}])
         >>> status_line(f)
         (2, 'FABRICSCOPE CRITICAL - 1 critical: pfc_storm gpu01/eth0/p3')
+        >>> status_line(f.clear(), failed_inputs=1)
+        (3, 'FABRICSCOPE UNKNOWN - 1 input(s) could not be read; no active faults')
     """
     counts = {s: 0 for s in SEVERITIES}
     for s in active["severity"].to_list():
         counts[s] += 1
-    code = EXIT_CRITICAL if counts["critical"] else EXIT_WARNING if counts["warning"] else EXIT_OK
-    word = {EXIT_OK: "OK", EXIT_WARNING: "WARNING", EXIT_CRITICAL: "CRITICAL"}[code]
-    if code == EXIT_OK:
-        text = f"FABRICSCOPE OK - no active faults{extra}"
-        return code, text
+    code = exit_status(active, failed_inputs, analysed=analysed)
+    why = []
+    if code == 3:
+        if failed_inputs:
+            why.append(f"{failed_inputs} input(s) could not be read")
+        if not analysed:
+            why.append("no input held telemetry")
+    head = f"FABRICSCOPE {_WORD[code]} - " + "".join(w + "; " for w in why)
+    if not counts["critical"] and not counts["warning"]:
+        return code, f"{head}no active faults{extra}"
     parts = [f"{counts[s]} {s}" for s in ("critical", "warning") if counts[s]]
     names = []
     for r in active.filter(pl.col("severity") != "info").head(5).iter_rows(named=True):
@@ -35,4 +49,4 @@ def status_line(active: pl.DataFrame, extra: str = "") -> tuple[int, str]:
         names.append(f"{r['kind']} {ent}".strip())
     more = counts["critical"] + counts["warning"] - len(names)
     tail = ", ".join(names) + (f", +{more} more" if more > 0 else "")
-    return code, f"FABRICSCOPE {word} - {', '.join(parts)}: {tail}{extra}"
+    return code, f"{head}{', '.join(parts)}: {tail}{extra}"

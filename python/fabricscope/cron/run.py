@@ -19,13 +19,13 @@ from fabricscope.cron.fault_lifecycle import active_findings, update_lifecycle
 from fabricscope.cron.incident_lifecycle import active_incidents, read_incidents, update_incidents
 from fabricscope.cron.lock import history_lock, state_lock
 from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
-from fabricscope.cron.options import EXIT_CRITICAL, EXIT_UNKNOWN, CronOptions, CronResult
+from fabricscope.cron.options import CronOptions, CronResult
 from fabricscope.cron.outputs import status_line
 from fabricscope.cron.reading import drop_stored, pull_servers, read_plans
 from fabricscope.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
-from fabricscope.findings import document, document_order, empty_findings, overall_status
+from fabricscope.findings import STATUS_EXIT, document, document_order, empty_findings, overall_status
 from fabricscope.history import (
     RUNS_SCHEMA,
     STORED_FINDINGS_SCHEMA,
@@ -194,13 +194,8 @@ def _run_locked(
             writes.append((rel.as_posix(), df))
 
     files_read = sum(1 for p in plans if p.read_path)
-    code, line = status_line(active_findings(lifecycle))
     failed = sum(1 for i in inputs if i.get("error"))
-    if failed and code != EXIT_CRITICAL:
-        # An input that could not be read leaves the verdict incomplete: UNKNOWN, as analyze says
-        # (fabricscope.findings.overall_status).
-        code = EXIT_UNKNOWN
-        line = f"FABRICSCOPE UNKNOWN - {failed} input(s) could not be read; " + line.split(" - ", 1)[1]
+    code, line = status_line(active_findings(lifecycle), failed_inputs=failed)
     finished = dt.datetime.now(dt.timezone.utc) if opts.now is None else started_wall
     duration = _time.monotonic() - t0
     run_row = pl.DataFrame(
@@ -212,7 +207,7 @@ def _run_locked(
                 "duration_s": duration,
                 "files_read": files_read,
                 "samples": new.height,
-                "status": {0: "ok", 1: "warning", 2: "critical", 3: "unknown"}[code],
+                "status": next(s for s, c in STATUS_EXIT.items() if c == code),
                 "exit_code": code,
             }
         ],

@@ -117,6 +117,10 @@ class DetectorSpec:
             the loss it causes, the loss explains congestion); None when it never roots a chain.
         direction: ``rx``/``tx`` of one of its findings when the evidence and metric name do not
             say it (None: read ``direction`` from the evidence, else the metric's prefix).
+        actions: What fixes a fault this detector finds, by finding spec (``kind``, or
+            ``kind:direction`` where the fix depends on the side), each a template with ``{entity}``.
+            An incident uses its chain's action; a fault alone uses this one. A fault detector
+            declares one for each of its kinds.
     """
 
     name: str
@@ -132,6 +136,7 @@ class DetectorSpec:
     relations: tuple[Relation, ...] = ()
     root_order: int | None = None
     direction: Callable[[dict[str, Any]], str | None] | None = None
+    actions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.scope not in ("partition", "fabric"):
@@ -140,3 +145,10 @@ class DetectorSpec:
             object.__setattr__(self, "kinds", (self.name,))
         if self.scope == "partition" and self.rates_needed is not None:
             raise ValueError(f"detector {self.name}: rates_needed applies to fabric-wide detectors only")
+        if self.fault:
+            missing = [k for k in self.kinds if k not in self.actions]
+            if missing:
+                raise ValueError(f"detector {self.name}: a fault detector declares the action that fixes {missing}")
+        for spec in self.actions:
+            if spec.partition(":")[0] not in self.kinds:
+                raise ValueError(f"detector {self.name}: an action for {spec!r}, which it does not emit")

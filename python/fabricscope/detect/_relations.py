@@ -5,16 +5,97 @@ root it is (the physical argument, the public source, the action and the title),
 :class:`Relation` per chain in which its findings may be a root or a consequence (with the relations
 a consequence is accepted through). :mod:`fabricscope.incidents` collects these declarations from the
 registry and keeps only the algorithm, so adding a detector never touches it.
+
+The relations themselves (same port, the two ends of a cable, the same leaf...) are one registry,
+:data:`RELATION_KINDS`: each :class:`RelationKind` is one named entry with its physical argument and
+its check, a question put to the fabric (:class:`Fabric`). Detectors accept relations by reference
+(``via=(SAME_PORT, CABLE)``), never by a string, so a misspelt relation is an import error, and adding
+a relation is one entry here plus the declarations that use it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-__all__ = ["Chain", "Relation", "evidence", "loss_rate", "ratio"]
+__all__ = [
+    "BELOW_SPINE",
+    "CABLE",
+    "JOB",
+    "RELATION_KINDS",
+    "SAME_COUNT",
+    "SAME_HOST",
+    "SAME_LEAF",
+    "SAME_PORT",
+    "Chain",
+    "Fabric",
+    "Relation",
+    "RelationKind",
+    "evidence",
+    "loss_rate",
+    "port_text",
+    "ratio",
+]
+
+Port = int | str
+"""A port: its number, or (an Ethernet end from LLDP) its interface name."""
+
+Leaf = tuple[str, str, Port | None]
+"""A leaf a port hangs off: (its node: GUID or LLDP name, its name, the leaf's port or None)."""
+
+
+class Fabric(Protocol):
+    """What a relation's check asks of the fabric (the topology every finding was placed in).
+
+    Findings are dicts of a findings frame's row (``host``, ``device``, ``port``...), with ``_dir``:
+    the finding's direction (``rx``/``tx``/None) as its detector reads it.
+    """
+
+    jobs: Sequence[tuple[str, frozenset[str]]]
+    """Collective jobs: (label, the hosts among its ranks)."""
+
+    def node_of(self, f: dict[str, Any]) -> str | None:
+        """The node (GUID, or an LLDP name) of a finding's device, when the fabric knows it."""
+        ...
+
+    def peer(self, node: str, port: Port) -> tuple[str, Port, str] | None:
+        """The far end of the cable on ``node``'s ``port``: (node, port, name), or None."""
+        ...
+
+    def leaf(self, f: dict[str, Any]) -> Leaf | None:
+        """The leaf switch a finding's port is cabled to, or None when unknown."""
+        ...
+
+    def tier(self, node: str) -> str:
+        """``leaf``, ``spine``, ``hca``... or "" when unknown."""
+        ...
+
+    def leaves_below(self, spine: str) -> set[str]:
+        """The leaves cabled to a spine (their nodes)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RelationKind:
+    """One way two findings' entities are physically related: a named entry of :data:`RELATION_KINDS`.
+
+    Attributes:
+        name: Stable identifier (in incident evidence, ``docs/incidents.md``).
+        meaning: What the relation is, one line (the docs table).
+        source: Where the fabric learns it (the ``links`` table, the findings, ``nccl_ranks``).
+        check: ``(fabric, root, consequence) -> path`` (the hops from the root to the consequence, as
+            text) when the two are related so, else None.
+    """
+
+    name: str
+    meaning: str
+    source: str
+    check: Callable[[Fabric, dict[str, Any], dict[str, Any]], list[str] | None]
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -53,8 +134,8 @@ class Relation:
         chain: The :attr:`Chain.name`.
         role: ``root`` or ``consequence``.
         spec: The finding kind, or ``kind:direction`` (the ``direction`` of the finding's evidence).
-        via: For a consequence: the relations it is accepted through (``same_port``, ``same_host``,
-            ``cable``, ``same_count``, ``same_leaf``, ``below_spine``, ``job``).
+        via: For a consequence: the relations it is accepted through, entries of
+            :data:`RELATION_KINDS` (``SAME_PORT``, ``CABLE``...), by reference.
         info: For a consequence: its info findings count too (otherwise info findings are context).
         words: For a root: what its fault is called in the chain's title (``{fault}``), in words
             that fit what it measured (a flapping port is no bit error).
@@ -63,9 +144,24 @@ class Relation:
     chain: str
     role: Literal["root", "consequence"]
     spec: str
-    via: tuple[str, ...] = ()
+    via: tuple[RelationKind, ...] = ()
     info: bool = False
     words: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"{self.spec} in chain {self.chain!r}"
+        if self.role not in ("root", "consequence"):
+            raise ValueError(f"{where}: role must be 'root' or 'consequence', not {self.role!r}")
+        for v in self.via:
+            if not isinstance(v, RelationKind) or v not in RELATION_KINDS:
+                raise TypeError(
+                    f"{where}: {v!r} is not a registered relation; accept one of RELATION_KINDS by reference "
+                    f"({', '.join(k.name for k in RELATION_KINDS)})"
+                )
+        if self.role == "consequence" and not self.via:
+            raise ValueError(f"{where}: a consequence is accepted through at least one relation")
+        if self.role == "root" and (self.via or self.info):
+            raise ValueError(f"{where}: a root is accepted through no relation (via and info are for consequences)")
 
 
 def evidence(f: dict[str, Any]) -> dict[str, Any]:
@@ -96,3 +192,139 @@ def ratio(f: dict[str, Any]) -> float | None:
     if f.get("observed") is not None and f.get("expected"):
         return float(f["observed"]) / float(f["expected"])
     return None
+
+
+def port_text(f: dict[str, Any]) -> str:
+    """A finding's port as text: ``host device port N`` (what is known of it)."""
+    bits = [str(x) for x in (f.get("host"), f.get("device")) if x]
+    if f.get("port") is not None:
+        bits.append(f"port {f['port']}")
+    return " ".join(bits) or "(fabric)"
+
+
+def _way_in(fabric: Fabric, root: dict[str, Any]) -> list[str]:
+    """Port -> cable -> leaf: the root's way into the fabric, when the topology knows it."""
+    rl = fabric.leaf(root)
+    return [port_text(root)] + ([f"cable to {rl[1]} port {rl[2]}", f"leaf {rl[1]}"] if rl and rl[2] is not None else [])
+
+
+def _same_port(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    rh, ch = root.get("host"), c.get("host")
+    if rh == ch and rh is not None:
+        # a host-wide finding (no device: an nccl-tests run, a layer verdict) shares the host, not the port
+        same_dev = c.get("device") is not None and c["device"] == root.get("device")
+        same_port = c.get("port") is None or root.get("port") is None or c["port"] == root["port"]
+        return [port_text(root)] if same_dev and same_port else None
+    rg, cg = fabric.node_of(root), fabric.node_of(c)
+    if rg and cg and rg == cg and root.get("port") == c.get("port"):
+        return [port_text(root), f"the same port seen from {ch} ({c.get('device')})"]
+    return None
+
+
+def _same_host(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    rh = root.get("host")
+    return [port_text(root), f"host {rh}"] if rh is not None and rh == c.get("host") else None
+
+
+def _cable(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    rg, cg = fabric.node_of(root), fabric.node_of(c)
+    if not (rg and cg) or root.get("port") is None or c.get("port") is None:
+        return None
+    peer = fabric.peer(rg, int(root["port"]))
+    if peer and peer[0] == cg and peer[1] == int(c["port"]):
+        return [port_text(root), f"cable to {peer[2]} port {peer[1]}", port_text(c)]
+    return None
+
+
+def _events(f: dict[str, Any]) -> float | None:
+    e = evidence(f).get("events")
+    return float(e) if isinstance(e, (int, float)) and e > 0 else None
+
+
+# Four significant digits agreeing within 1% is a one-in-tens coincidence for two independent
+# counts spread over a decade; below 1,000 events two unrelated links match too easily.
+SAME_COUNT_MIN = 1000.0
+
+
+def _same_count(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    """A receiver's loss events and another host's send-side retransmission events are one number.
+
+    Every packet the receiver drops (out-of-sequence, ICRC/FCS discard) is NAKed or times out at its
+    sender, which counts it once in ``packet_seq_err``/``local_ack_timeout_err`` and resends it:
+    over overlapping windows the two counts agree to within a few events (the windows' edges).
+    Two independent faults agree to 1% only by chance, and chance is real for small counts (two
+    links with 42 loss events each): below :data:`SAME_COUNT_MIN` events a count proves nothing.
+    """
+    if root.get("host") == c.get("host") or root.get("_dir") != "rx" or c.get("_dir") != "tx":
+        return None
+    a, b = _events(root), _events(c)
+    if a is None or b is None or min(a, b) < SAME_COUNT_MIN:
+        return None
+    rs, re_, cs, ce = root.get("start"), root.get("end"), c.get("start"), c.get("end")
+    if None not in (rs, re_, cs, ce) and (cs > re_ or rs > ce):
+        return None
+    if abs(a - b) > max(0.01 * max(a, b), 1.0):
+        return None
+    counted = f"{a:,.0f} loss events received = {b:,.0f} retransmission events sent by {c.get('host')} (within 1%)"
+    return [port_text(root), counted, port_text(c)]
+
+
+def _same_leaf(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    rl, cl = fabric.leaf(root), fabric.leaf(c)
+    if rl and cl and rl[0] == cl[0] and root.get("host") != c.get("host"):
+        return [*_way_in(fabric, root), f"host {c.get('host')} behind it"]
+    return None
+
+
+def _below_spine(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    rg = fabric.node_of(root)
+    if not rg or fabric.tier(rg) != "spine":
+        return None
+    leaves = fabric.leaves_below(rg)
+    cl = fabric.leaf(c)
+    if cl and cl[0] in leaves:
+        return [port_text(root), f"leaf {cl[1]} below it", f"host {c.get('host')} behind {cl[1]}"]
+    cg = fabric.node_of(c)
+    return [port_text(root), f"leaf {cg} below it"] if cg in leaves else None
+
+
+def _job(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    rh, ch = root.get("host"), c.get("host")
+    for label, hosts in fabric.jobs:
+        if rh in hosts and ch in hosts and rh != ch:
+            return [*_way_in(fabric, root), label, f"rank host {ch}"]
+    return None
+
+
+SAME_PORT = RelationKind(
+    "same_port",
+    "the same host, device and port (or the same node GUID and port seen from a topology dump)",
+    "the findings",
+    _same_port,
+)
+SAME_HOST = RelationKind("same_host", "the same host, another device", "the findings", _same_host)
+CABLE = RelationKind(
+    "cable", "the two ends of one cable", "`links` (ibnetdiscover, iblinkinfo, ibdiagnet, LLDP)", _cable
+)
+SAME_COUNT = RelationKind(
+    "same_count",
+    "a receiver's loss events and another host's send-side retransmission events are the same number "
+    "(within 1%, at least 1,000 events) in overlapping windows: every packet one dropped the other resent",
+    "the findings' `evidence.events`",
+    _same_count,
+)
+SAME_LEAF = RelationKind("same_leaf", "two hosts whose ports are cabled to the same leaf switch", "`links`", _same_leaf)
+BELOW_SPINE = RelationKind(
+    "below_spine", "a leaf cabled to the spine, or a host behind such a leaf", "`links`", _below_spine
+)
+JOB = RelationKind(
+    "job",
+    "two hosts among the ranks of one collective",
+    "`nccl_ranks` (nccl-tests rank lines; each rank list restarts at rank 0)",
+    _job,
+)
+
+RELATION_KINDS: tuple[RelationKind, ...] = (SAME_PORT, SAME_HOST, CABLE, SAME_COUNT, SAME_LEAF, BELOW_SPINE, JOB)
+"""Every relation, strongest first: a finding on the root's own port is explained before one that
+merely shares a leaf. ``same_count`` ranks above the leaf: a number matched to 1% over 1,000 events
+names the sender, where a leaf only narrows it to its hosts."""

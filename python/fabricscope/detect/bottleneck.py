@@ -37,7 +37,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, View
-from fabricscope.detect._relations import Relation
+from fabricscope.detect._relations import JOB, SAME_HOST, SAME_PORT, Relation
 from fabricscope.detect._shared import network_wide, window_start
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import get_profile, nvlink_profile_for_gpu
@@ -485,12 +485,12 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 # a layer held busy by a fault on its port, host or job (load alone is context, not a fault)
 RELATIONS = (
-    Relation("link_loss_go_back_n", "consequence", "bottleneck", ("same_port", "same_host", "job")),
-    Relation("pause_storm_head_of_line", "consequence", "bottleneck", ("same_port", "same_host", "job")),
-    Relation("lossless_off_drops", "consequence", "bottleneck", ("same_port", "same_host", "job")),
-    Relation("degraded_link_ring", "consequence", "bottleneck", ("same_port", "same_host", "job")),
-    Relation("spine_credit_starvation", "consequence", "bottleneck", ("same_port", "same_host", "job")),
-    Relation("incast_ecn", "consequence", "bottleneck", ("same_port", "same_host")),
+    Relation("link_loss_go_back_n", "consequence", "bottleneck", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("pause_storm_head_of_line", "consequence", "bottleneck", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("lossless_off_drops", "consequence", "bottleneck", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("degraded_link_ring", "consequence", "bottleneck", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("spine_credit_starvation", "consequence", "bottleneck", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("incast_ecn", "consequence", "bottleneck", (SAME_PORT, SAME_HOST)),
 )
 
 

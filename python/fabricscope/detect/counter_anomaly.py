@@ -20,7 +20,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings
-from fabricscope.detect._relations import Relation
+from fabricscope.detect._relations import SAME_PORT, Relation
 from fabricscope.findings import make_findings
 from fabricscope.rates import overflow_table
 from fabricscope.sources import default
@@ -227,7 +227,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 
 # errors that pegged a 16-bit PortCounters register: the same bad link, counted to the limit
-RELATIONS = (Relation("link_loss_go_back_n", "consequence", "counter_anomaly", ("same_port",)),)
+RELATIONS = (Relation("link_loss_go_back_n", "consequence", "counter_anomaly", (SAME_PORT,)),)
 
 
 SPEC = DetectorSpec(
@@ -243,5 +243,11 @@ SPEC = DetectorSpec(
         "source_saturated_errors": "perfquery(8) and ibqueryerrors(8), rdma-core infiniband-diags: IBTA "
         "PortCounters error counters stop at their maximum, so a pegged register proves at least 2^bits-1 events "
         "since the last clear",
+    },
+    actions={
+        "counter_anomaly": (
+            "clear the pegged counters of {entity} (perfquery -x -R) and watch whether they climb again; a register "
+            "at its maximum hides every later error"
+        ),
     },
 )

@@ -23,7 +23,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed, typical_interval
-from fabricscope.detect._relations import Chain, Relation, evidence
+from fabricscope.detect._relations import JOB, SAME_LEAF, Chain, Relation, evidence
 from fabricscope.detect._shared import traffic, with_traffic
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import DCQCN, default
@@ -306,7 +306,7 @@ def _direction(f: dict[str, Any]) -> str:
 # marks at the receiver root the incast; the senders' CNP handling (info findings) is its footprint
 RELATIONS = (
     Relation("incast_ecn", "root", "ecn_congestion:rx"),
-    Relation("incast_ecn", "consequence", "ecn_congestion:tx", ("same_leaf", "job"), info=True),
+    Relation("incast_ecn", "consequence", "ecn_congestion:tx", (SAME_LEAF, JOB), info=True),
 )
 
 INCAST_ECN = Chain(
@@ -346,5 +346,12 @@ SPEC = DetectorSpec(
         "mtu_bytes": 4096,
         "source": f"{DCQCN}; marked share 1%/10% and CNP balance 0.5: "
         + default("marks on more than 1% of packets mean a queue above the ECN threshold most of the time"),
+    },
+    actions={
+        "ecn_congestion": INCAST_ECN.action,
+        "ecn_congestion:tx": (
+            "{entity} sends into a congested receiver: place its peers on other leaves or rate-limit it, and check "
+            "its DCQCN parameters (mlxreg / the RoCE CC sysfs knobs)"
+        ),
     },
 )

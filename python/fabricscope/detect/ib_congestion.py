@@ -13,7 +13,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, typical_interval
-from fabricscope.detect._relations import Chain, Relation
+from fabricscope.detect._relations import BELOW_SPINE, CABLE, JOB, SAME_LEAF, Chain, Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import get_profile
 from fabricscope.sources import UFM_CBW, XMITWAIT_64, default
@@ -128,8 +128,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 # a spine port starved of credits roots the spreading; a port down on a leaf starves its leaf-mates
 RELATIONS = (
     Relation("spine_credit_starvation", "root", "ib_congestion"),
-    Relation("spine_credit_starvation", "consequence", "ib_congestion", ("below_spine",)),
-    Relation("link_loss_go_back_n", "consequence", "ib_congestion", ("cable", "same_leaf", "job")),
+    Relation("spine_credit_starvation", "consequence", "ib_congestion", (BELOW_SPINE,)),
+    Relation("link_loss_go_back_n", "consequence", "ib_congestion", (CABLE, SAME_LEAF, JOB)),
 )
 
 SPINE_CREDIT_STARVATION = Chain(
@@ -165,5 +165,8 @@ SPEC = DetectorSpec(
         "critical_wait_ratio": 0.50,
         "source": f"{UFM_CBW}; tick conversion: {XMITWAIT_64}; critical at 50%: "
         + default("half the time without credits halves the port's capacity"),
+    },
+    actions={
+        "ib_congestion": SPINE_CREDIT_STARVATION.action,
     },
 )

@@ -15,7 +15,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
-from fabricscope.detect._relations import Chain, Relation, ratio
+from fabricscope.detect._relations import CABLE, SAME_PORT, Chain, Relation, ratio
 from fabricscope.findings import make_findings
 
 KIND = "link_degraded"
@@ -124,7 +124,7 @@ def _degraded_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool |
 # a narrow or slow link roots the ring chain; its far end trained the same way
 RELATIONS = (
     Relation("degraded_link_ring", "root", "link_degraded"),
-    Relation("degraded_link_ring", "consequence", "link_degraded", ("same_port", "cable")),
+    Relation("degraded_link_ring", "consequence", "link_degraded", (SAME_PORT, CABLE)),
 )
 
 DEGRADED_LINK_RING = Chain(
@@ -161,5 +161,8 @@ SPEC = DetectorSpec(
         "critical_ratio": 0.5,
         "source": "iblinkinfo(8) 'Could be' check (rdma-core infiniband-diags); NVIDIA ibdiagnet User Manual, "
         "Fabric Links Validation (expected speed and width)",
+    },
+    actions={
+        "link_degraded": DEGRADED_LINK_RING.action,
     },
 )

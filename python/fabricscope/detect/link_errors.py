@@ -15,7 +15,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, typical_interval
-from fabricscope.detect._relations import Chain, Relation, loss_rate
+from fabricscope.detect._relations import CABLE, SAME_PORT, Chain, Relation, loss_rate
 from fabricscope.findings import empty_findings, make_findings, merge_windows
 from fabricscope.sources import IBQUERYERRORS, NVSENTINEL, default
 
@@ -120,7 +120,7 @@ def _loss_magnitude(root: dict[str, Any], c: dict[str, Any]) -> tuple[bool | Non
 # bit errors root the go-back-N chain; the far end of the cable counts them too (its own finding)
 RELATIONS = (
     Relation("link_loss_go_back_n", "root", "link_errors", words="errors and loss"),
-    Relation("link_loss_go_back_n", "consequence", "link_errors", ("same_port", "cable")),
+    Relation("link_loss_go_back_n", "consequence", "link_errors", (SAME_PORT, CABLE)),
 )
 
 LINK_LOSS_GO_BACK_N = Chain(
@@ -208,5 +208,8 @@ SPEC = DetectorSpec(
             "min_count": 1,
             "source": f"{IBQUERYERRORS}; {NVSENTINEL}: link_error_recovery > 5/min",
         },
+    },
+    actions={
+        "link_errors": LINK_LOSS_GO_BACK_N.action,
     },
 )

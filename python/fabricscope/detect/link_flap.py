@@ -142,4 +142,10 @@ SPEC = DetectorSpec(
         "(https://docs.nvidia.com/health-validation/reference/checks/infiniband)",
         "min_state_transitions": 2,
     },
+    actions={
+        "link_flap": (
+            "reseat or replace the cable/transceiver of {entity} (mlxlink -p <port> --show_module; a link that drops "
+            "and retrains is a failing cable, module or connector)"
+        ),
+    },
 )

@@ -19,7 +19,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed
-from fabricscope.detect._relations import Chain, Relation
+from fabricscope.detect._relations import SAME_HOST, Chain, Relation
 from fabricscope.detect._shared import loss_intervals
 from fabricscope.findings import make_findings
 from fabricscope.sources import MLX5_PAUSE
@@ -215,7 +215,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 # RoCE without PFC and ECN drops; the same misconfiguration on the NIC's RDMA device joins it
 RELATIONS = (
     Relation("lossless_off_drops", "root", "lossless_misconfig"),
-    Relation("lossless_off_drops", "consequence", "lossless_misconfig", ("same_host",)),
+    Relation("lossless_off_drops", "consequence", "lossless_misconfig", (SAME_HOST,)),
 )
 
 LOSSLESS_OFF_DROPS = Chain(
@@ -250,5 +250,8 @@ SPEC = DetectorSpec(
         "min_events": 10,
         "source": "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' (lossless RoCE needs PFC and ECN); "
         f"NetQ 'netq check roce'; {MLX5_PAUSE}; rx_prio<p>_pause counts only on PFC-enabled priorities",
+    },
+    actions={
+        "lossless_misconfig": LOSSLESS_OFF_DROPS.action,
     },
 )

@@ -30,7 +30,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, View
 from fabricscope.detect._common import entity_strings, port_facts, transport_name, transport_names
-from fabricscope.detect._relations import Relation
+from fabricscope.detect._relations import CABLE, JOB, SAME_COUNT, SAME_HOST, SAME_LEAF, SAME_PORT, Relation
 from fabricscope.detect._shared import LOSS_COUNTERS, loss_intervals, loss_windows, stalled_intervals, with_traffic
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
@@ -238,11 +238,9 @@ def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:
 # a receiver's collapse roots the go-back-N chain; a sender's collapse is the loss it resends
 RELATIONS = (
     Relation("link_loss_go_back_n", "root", "lossy_collapse:rx", words="loss collapsing goodput"),
-    Relation(
-        "link_loss_go_back_n", "consequence", "lossy_collapse", ("same_port", "cable", "same_count", "same_leaf", "job")
-    ),
-    Relation("pause_storm_head_of_line", "consequence", "lossy_collapse", ("same_port", "same_host")),
-    Relation("lossless_off_drops", "consequence", "lossy_collapse", ("same_port", "same_host")),
+    Relation("link_loss_go_back_n", "consequence", "lossy_collapse", (SAME_PORT, CABLE, SAME_COUNT, SAME_LEAF, JOB)),
+    Relation("pause_storm_head_of_line", "consequence", "lossy_collapse", (SAME_PORT, SAME_HOST)),
+    Relation("lossless_off_drops", "consequence", "lossy_collapse", (SAME_PORT, SAME_HOST)),
 )
 
 
@@ -264,5 +262,15 @@ SPEC = DetectorSpec(
         "max_drop_ratio": 0.1,
         "source": f"{GBN}; RTT 10 us, 4 KB MTU, 4 MB messages: "
         + default("one datacentre RTT and the large messages of collectives"),
+    },
+    actions={
+        "lossy_collapse": (
+            "find and fix the lossy link under {entity}: check both ends' error and discard counters (mlxlink, "
+            "ethtool -S *_phy), reseat or replace the cable"
+        ),
+        "lossy_collapse:tx": (
+            "{entity} retransmits: find the lossy link on its path (its peers' receive-side errors and discards, the "
+            "switch ports between) and replace that cable"
+        ),
     },
 )

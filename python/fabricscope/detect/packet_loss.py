@@ -26,7 +26,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, transport_name, transport_names
-from fabricscope.detect._relations import Relation
+from fabricscope.detect._relations import CABLE, JOB, SAME_COUNT, SAME_HOST, SAME_LEAF, SAME_PORT, Relation
 from fabricscope.detect._shared import loss_intervals, loss_windows
 from fabricscope.findings import make_findings
 from fabricscope.sources import default
@@ -139,11 +139,9 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 # a receiver's loss roots the go-back-N chain; a sender's retransmissions are its consequence
 RELATIONS = (
     Relation("link_loss_go_back_n", "root", "packet_loss:rx", words="packet loss"),
-    Relation(
-        "link_loss_go_back_n", "consequence", "packet_loss", ("same_port", "cable", "same_count", "same_leaf", "job")
-    ),
-    Relation("pause_storm_head_of_line", "consequence", "packet_loss", ("same_port", "same_host")),
-    Relation("lossless_off_drops", "consequence", "packet_loss", ("same_port", "same_host")),
+    Relation("link_loss_go_back_n", "consequence", "packet_loss", (SAME_PORT, CABLE, SAME_COUNT, SAME_LEAF, JOB)),
+    Relation("pause_storm_head_of_line", "consequence", "packet_loss", (SAME_PORT, SAME_HOST)),
+    Relation("lossless_off_drops", "consequence", "packet_loss", (SAME_PORT, SAME_HOST)),
 )
 
 
@@ -161,5 +159,15 @@ SPEC = DetectorSpec(
         "source": "mlx5 RC transport and drop counters (Linux kernel drivers/infiniband/hw/mlx5/counters.c); "
         "p >= 1e-6 with "
         ">= 10 events: " + default("a lossless fabric should lose nothing; 1000x below the 0.1% collapse line"),
+    },
+    actions={
+        "packet_loss": (
+            "find why {entity} drops what it receives: symbol/FCS errors on its cable (replace it), or "
+            "rx_out_of_buffer / rx_discards (receive buffers, PFC on the RoCE priority)"
+        ),
+        "packet_loss:tx": (
+            "{entity} retransmits: find the lossy link on its path (its peers' receive-side errors and discards, the "
+            "switch ports between) and replace that cable"
+        ),
     },
 )

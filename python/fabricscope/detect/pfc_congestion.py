@@ -16,7 +16,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import rate_rows
-from fabricscope.detect._relations import Relation
+from fabricscope.detect._relations import CABLE, JOB, SAME_LEAF, SAME_PORT, Relation
 from fabricscope.detect._shared import MEANING, PAUSE, SERIES, over_shortest_span, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import MLX5_PAUSE, default
@@ -118,10 +118,10 @@ def _pause(r: pl.DataFrame) -> pl.DataFrame:
 
 # pause received behind a storming port or an incast's leaf; the storm itself seen as a pause ratio
 RELATIONS = (
-    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:tx", ("same_port",)),
-    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:rx", ("cable", "same_leaf", "job")),
-    Relation("incast_ecn", "consequence", "pfc_congestion:rx", ("same_leaf", "job")),
-    Relation("pause_storm_received", "consequence", "pfc_congestion:rx", ("same_port",)),
+    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:tx", (SAME_PORT,)),
+    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:rx", (CABLE, SAME_LEAF, JOB)),
+    Relation("incast_ecn", "consequence", "pfc_congestion:rx", (SAME_LEAF, JOB)),
+    Relation("pause_storm_received", "consequence", "pfc_congestion:rx", (SAME_PORT,)),
 )
 
 
@@ -139,5 +139,15 @@ SPEC = DetectorSpec(
         "sustain_s": 20.0,
         "source": f"{MLX5_PAUSE}; 5%/50% over 20 s: "
         + default("a few percent of sustained pause is chronic congestion spreading upstream"),
+    },
+    actions={
+        "pfc_congestion": (
+            "find the congestion behind {entity}: the switch egress queue on the paused priority and the receiver it "
+            "drains into; tune ECN marking to act before PFC"
+        ),
+        "pfc_congestion:tx": (
+            "{entity} cannot drain what it receives: check its PCIe and host memory (outbound_pci_stalled_*), its "
+            "receive buffers and the application's receive rate"
+        ),
     },
 )

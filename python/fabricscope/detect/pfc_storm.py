@@ -49,7 +49,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import attach_rate, keyed
-from fabricscope.detect._relations import Chain, Relation
+from fabricscope.detect._relations import CABLE, JOB, SAME_LEAF, Chain, Relation
 from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, over_shortest_span, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
@@ -637,7 +637,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 # a NIC pausing without end roots the head-of-line chain; its leaf-mates receive its pause
 RELATIONS = (
     Relation("pause_storm_head_of_line", "root", "pfc_storm:tx"),
-    Relation("pause_storm_head_of_line", "consequence", "pfc_storm:rx", ("cable", "same_leaf", "job")),
+    Relation("pause_storm_head_of_line", "consequence", "pfc_storm:rx", (CABLE, SAME_LEAF, JOB)),
     # a storm received: the port is the victim; its pause ratio is the same storm measured in time
     Relation("pause_storm_received", "root", "pfc_storm:rx"),
 )
@@ -704,4 +704,5 @@ SPEC = DetectorSpec(
         "source": f"{PFCWD}; {MLX5_STORM}; unbroken pause with collapse: the NIC pause watchdog of Guo et al., "
         "'RDMA over Commodity Ethernet at Scale', SIGCOMM 2016, section 4.3",
     },
+    actions={"pfc_storm": PAUSE_STORM_HEAD_OF_LINE.action, "pfc_storm:rx": PAUSE_STORM_RECEIVED.action},
 )

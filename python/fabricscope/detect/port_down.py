@@ -205,4 +205,10 @@ SPEC = DetectorSpec(
         "2 Polling, 3 Disabled, 5 LinkUp); iblinkinfo(8) and ibportstate(8) (rdma-core infiniband-diags); "
         "fabricscope default: a switch port seen only Polling is reported as possibly unused (info)",
     },
+    actions={
+        "port_down": (
+            "bring {entity} back: reseat the cable, check the switch port is enabled (ibportstate) and the link "
+            "trains (mlxlink); replace the cable or transceiver if it does not"
+        ),
+    },
 )

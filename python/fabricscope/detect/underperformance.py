@@ -33,7 +33,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
-from fabricscope.detect._relations import Relation
+from fabricscope.detect._relations import JOB, SAME_HOST, SAME_PORT, Relation
 from fabricscope.detect._shared import network_ports
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.profiles import (
@@ -476,11 +476,11 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 # a ring collective moves at its slowest hop: it slows with any fault on one of its ranks
 RELATIONS = (
-    Relation("link_loss_go_back_n", "consequence", "underperformance", ("same_port", "same_host", "job")),
-    Relation("pause_storm_head_of_line", "consequence", "underperformance", ("same_port", "same_host", "job")),
-    Relation("lossless_off_drops", "consequence", "underperformance", ("same_port", "same_host", "job")),
-    Relation("degraded_link_ring", "consequence", "underperformance", ("same_port", "same_host", "job")),
-    Relation("spine_credit_starvation", "consequence", "underperformance", ("same_port", "same_host", "job")),
+    Relation("link_loss_go_back_n", "consequence", "underperformance", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("pause_storm_head_of_line", "consequence", "underperformance", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("lossless_off_drops", "consequence", "underperformance", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("degraded_link_ring", "consequence", "underperformance", (SAME_PORT, SAME_HOST, JOB)),
+    Relation("spine_credit_starvation", "consequence", "underperformance", (SAME_PORT, SAME_HOST, JOB)),
 )
 
 
@@ -512,5 +512,11 @@ SPEC = DetectorSpec(
         "network_profile": "ndr400",
         "source": f"{NGC_PERF}; {NCCL_EXPECTED}; busy but slow at 90%/50%: "
         + default("a port busy nearly all the time should move at least half its line rate"),
+    },
+    actions={
+        "underperformance": (
+            "measure {entity} against a known-good peer (ib_write_bw / nccl-tests on one pair) to separate NIC, PCIe "
+            "slot and link; check its link width/speed and PCIe link (lspci -vv LnkSta) against the profile"
+        ),
     },
 )
