@@ -32,6 +32,7 @@ reset (no delta over it) and a gap (no delta over it) give no finding.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from typing import Any
 
@@ -62,29 +63,33 @@ def trend_counters(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def hourly_counts(inp: AnalysisInput, counters: list[str]) -> pl.DataFrame:
+HOURLY_SCHEMA = pl.Schema(
+    {
+        "host": pl.String,
+        "device": pl.String,
+        "port": pl.Int64,
+        "counter": pl.String,
+        "hour": pl.Datetime("us", "UTC"),
+        "count": pl.Float64,
+        "exposure_s": pl.Float64,
+        "samples": pl.UInt32,
+        "last": pl.Datetime("us", "UTC"),
+    }
+)
+"""The hourly roll-up of error counts the trend is fitted to (cron keeps it in its history)."""
+
+
+def hourly_counts(rates: pl.DataFrame, counters: list[str]) -> pl.DataFrame:
     """Per port, counter and hour: the valid error count and the seconds it covers.
 
     Valid intervals carry a delta (no reset or saturation) and are no sampling gap; each is put in
     the hour of its midpoint.
     """
-    r = inp.rates.filter(
+    r = rates.filter(
         pl.col("counter").is_in(counters) & pl.col("delta").is_not_null() & ~pl.col("gap") & (pl.col("interval_s") > 0)
     )
     if r.is_empty():
-        return pl.DataFrame(
-            schema={
-                "host": pl.String,
-                "device": pl.String,
-                "port": pl.Int64,
-                "counter": pl.String,
-                "hour": pl.Datetime("us", "UTC"),
-                "count": pl.Float64,
-                "exposure_s": pl.Float64,
-                "samples": pl.UInt32,
-                "last": pl.Datetime("us", "UTC"),
-            }
-        )
+        return pl.DataFrame(schema=HOURLY_SCHEMA)
     mid = pl.col("start") + (pl.col("end") - pl.col("start")) / 2
     return (
         entity_strings(r)
@@ -97,7 +102,37 @@ def hourly_counts(inp: AnalysisInput, counters: list[str]) -> pl.DataFrame:
             pl.col("end").max().dt.cast_time_unit("us").alias("last"),
         )
         .with_columns(pl.col("port").cast(pl.Int64))
+        .select(HOURLY_SCHEMA.names())
+        .cast(HOURLY_SCHEMA)
         .sort("host", "device", "port", "counter", "hour")
+    )
+
+
+def merge_hourly(stored: pl.DataFrame, new: pl.DataFrame, keep_since: dt.datetime | None = None) -> pl.DataFrame:
+    """Add a run's hourly counts to a stored roll-up (an hour two runs share is summed), oldest hours dropped.
+
+    Example:
+        >>> import datetime as dt
+        >>> h = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+        >>> one = pl.DataFrame([{"host": "a", "device": "mlx5_0", "port": 1, "counter": "symbol_errors", "hour": h,
+        ...     "count": 2.0, "exposure_s": 1800.0, "samples": 3, "last": h}], schema=HOURLY_SCHEMA)
+        >>> merge_hourly(one, one)["count"].to_list(), merge_hourly(one, one)["exposure_s"].to_list()
+        ([4.0], [3600.0])
+    """
+    keys = ["host", "device", "port", "counter", "hour"]
+    both = pl.concat([stored.cast(HOURLY_SCHEMA), new.cast(HOURLY_SCHEMA)])
+    if keep_since is not None:
+        both = both.filter(pl.col("hour") >= keep_since)
+    return (
+        both.group_by(keys)
+        .agg(
+            pl.col("count").sum(),
+            pl.col("exposure_s").sum(),
+            pl.col("samples").sum(),
+            pl.col("last").max(),
+        )
+        .select(HOURLY_SCHEMA.names())
+        .sort(keys)
     )
 
 
@@ -203,15 +238,25 @@ def judge(hours: pl.DataFrame, threshold_per_h: float, cfg: dict[str, Any]) -> d
 
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Find ports whose error rate is rising towards its warning rate, with the time it will cross."""
-    cfg = inp.config[KIND]
     counters = trend_counters(inp.config)
     if not counters:
         return empty_findings()
-    hourly = hourly_counts(inp, list(counters))
+    return forecast(hourly_counts(inp.rates, list(counters)), inp.config)
+
+
+def forecast(hourly: pl.DataFrame, config: dict[str, Any]) -> pl.DataFrame:
+    """The findings of the ports whose hourly error counts (:func:`hourly_counts`) forecast a crossing.
+
+    ``analyze`` fits the counts of what it read; cron fits the roll-up it keeps in its history
+    (:func:`merge_hourly`), so both judge the same weeks the same way.
+    """
+    cfg = config[KIND]
+    counters = trend_counters(config)
+    hourly = hourly.filter(pl.col("counter").is_in(list(counters)))
     if hourly.is_empty():
         return empty_findings()
     rows = []
-    for (host, device, port, counter), hours in hourly.group_by(
+    for (host, device, port, counter), hours in hourly.sort("hour").group_by(
         "host", "device", "port", "counter", maintain_order=True
     ):
         c = counters[str(counter)]
@@ -261,6 +306,7 @@ SPEC = DetectorSpec(
         "min_hours": 24,
         "min_z": 3.0,
         "horizon_days": 30.0,
+        "rollup_days": 28.0,
         "source": "Poisson regression with a log link and quasi-Poisson over-dispersion (McCullagh and Nelder, "
         "'Generalized Linear Models', 2nd ed., 1989, chapters 6 and 9); span, hours, z and horizon: "
         + default("three days of hourly counts, a one-sided 3-sigma slope, a month of foresight"),
