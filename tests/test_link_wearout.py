@@ -87,3 +87,85 @@ def test_cli_too_short_a_history_is_no_trend(tmp_path: Path) -> None:
     r = _cli("analyze", str(tmp_path), "--json", str(tmp_path / "f.json"))
     doc = json.loads((tmp_path / "f.json").read_text())
     assert not [f for f in doc["findings"] if f["kind"] == "link_wearout"], r.stdout
+
+
+def test_cli_fourteen_daily_cron_runs_keep_the_roll_up_and_forecast_like_analyze(tmp_path: Path) -> None:
+    from . import alertmanager_server as am
+
+    days = tmp_path / "days"
+    links = [
+        WearLink("cr-rising.example", "rising", 5.0, doubling_h=48.0),
+        WearLink("cr-steady.example", "steady", 6.0),
+    ]
+    truth = write_wearout(days, links)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    daily = sorted(days.glob("node-*.prom"))
+    assert len(daily) == 14
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return _cli(
+            "cron",
+            "--inputs",
+            str(inputs),
+            "--state",
+            str(tmp_path / "state"),
+            "--history",
+            str(tmp_path / "history"),
+            "--json",
+            str(tmp_path / "run.json"),
+            "--textfile",
+            str(tmp_path / "fabricscope.prom"),
+            *extra,
+        )
+
+    codes = []
+    for day in daily[:-1]:
+        (inputs / day.name).write_bytes(day.read_bytes())
+        codes.append(run().returncode)
+    # the trend needs three days and enough errors to be significant: quiet until then (this seed:
+    # from the 8th day on, two weeks before the crossing), a warning from then on
+    first = codes.index(1)
+    assert first >= 3 and codes[first:] == [1] * (len(codes) - first) and codes[:first] == [0] * first, codes
+    (inputs / daily[-1].name).write_bytes(daily[-1].read_bytes())
+    with am.serve(tmp_path / "am") as url:
+        last = run("--alertmanager", url, "--fabric", "lab-w")
+        assert last.returncode == 1, last.stdout + last.stderr
+        (alert,) = am.get(url, "/api/v2/alerts")
+    # every run read one new day; the forecast spans all fourteen through the roll-up
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert doc["run"]["samples"] == 48
+    (f,) = [x for x in doc["findings"] if x["kind"] == "link_wearout"]
+    true_eta = next(x["eta_s"] for x in truth["links"] if x["wearing_out"])
+    assert f["host"] == "cr-rising.example"
+    assert true_eta / 2 <= f["evidence"]["threshold_eta_s"] <= true_eta * 2
+    assert f["evidence"]["hours_used"] == 335
+    # the same forecast as analyze over the same fourteen files
+    a = _cli("analyze", str(days), "--json", str(tmp_path / "a.json"))
+    (g,) = [x for x in json.loads((tmp_path / "a.json").read_text())["findings"] if x["kind"] == "link_wearout"]
+    assert f["evidence"]["threshold_eta_s"] == pytest.approx(g["evidence"]["threshold_eta_s"], rel=1e-6), a.stdout
+    # the doors: the textfile's forecast and the alert's crossing time
+    text = (tmp_path / "fabricscope.prom").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("fabricscope_link_wearout_eta_seconds{"))
+    assert 'host="cr-rising.example",device="mlx5_0",port="1",counter="symbol_errors"' in line
+    assert float(line.rsplit(" ", 1)[1]) >= 0
+    assert alert["labels"]["kind"] == "link_wearout" and alert["labels"]["host"] == "cr-rising.example"
+    assert alert["annotations"]["threshold_eta_s"] == f"{f['evidence']['threshold_eta_s']:.0f}"
+    assert alert["annotations"]["threshold_eta"].startswith("2026-12-")
+    assert "crosses the 120/h warning rate" in alert["annotations"]["summary"]
+
+
+def test_cli_report_lists_links_to_replace_soonest_first(fourteen_days: tuple[Path, dict], tmp_path: Path) -> None:
+    out, _truth = fourteen_days
+    md = tmp_path / "r.md"
+    r = _cli("report", str(out), "-o", str(md), "-q")
+    assert r.returncode == 1, r.stdout + r.stderr
+    text = md.read_text()
+    section = text.split("## Links to replace (2)", 1)[1].split("\n## ", 1)[0]
+    rows = [x for x in section.splitlines() if x.startswith("| wear-")]
+    assert [x.split(" | ")[0] for x in rows] == ["| wear-sparse.example/mlx5_0/1", "| wear-rising.example/mlx5_0/1"]
+    days = [float(x.split(" | ")[2]) for x in rows]
+    assert days == sorted(days) and all(4.5 < d < 18.5 for d in days)
+    html_out = tmp_path / "r.html"
+    assert _cli("report", str(out), "-o", str(html_out), "-q").returncode == 1
+    assert "<h2 id='replace'>Links to replace (2)</h2>" in html_out.read_text()

@@ -585,6 +585,25 @@ def _incidents_html(incidents: Sequence[Incident]) -> list[str]:
     return out
 
 
+def _replace_html(findings: pl.DataFrame) -> list[str]:
+    table = links_to_replace(findings)
+    if not table.height:
+        return []
+    return [
+        f"<h2 id='replace'>Links to replace ({table.height})</h2>",
+        "<p class='note'>Error rates rising towards their warning rate (link_wearout): replace these in a "
+        "maintenance window, soonest first.</p>",
+        _html_table(table),
+    ]
+
+
+def _replace_md(findings: pl.DataFrame) -> list[str]:
+    table = links_to_replace(findings)
+    if not table.height:
+        return []
+    return [f"## Links to replace ({table.height})", "", _md_table(table), ""]
+
+
 def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
     if not incidents:
         return ["## Incidents", "", "No incident: no finding explains another (findings below).", ""]
@@ -604,6 +623,46 @@ def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
         ]
         out.append("")
     return out
+
+
+def links_to_replace(findings: pl.DataFrame) -> pl.DataFrame:
+    """The ``link_wearout`` forecasts as a table, soonest crossing first.
+
+    Example:
+        >>> from fabricscope.findings import empty_findings
+        >>> links_to_replace(empty_findings()).columns[:3]
+        ['link', 'counter', 'crossing in (days)']
+    """
+    rows = []
+    for r in findings.filter(pl.col("kind") == "link_wearout").iter_rows(named=True):
+        ev = json.loads(r["evidence"] or "{}") if isinstance(r["evidence"], str) else (r["evidence"] or {})
+        rows.append(
+            {
+                "link": _entity(r),
+                "counter": str(r["metric"] or "").removesuffix("_eta_s"),
+                "crossing in (days)": ev.get("threshold_eta_s", float("nan")) / 86400,
+                "crossing (UTC)": (r["end"] + dt.timedelta(seconds=ev["threshold_eta_s"])).strftime("%Y-%m-%d %H:%M")
+                if r["end"] is not None and isinstance(ev.get("threshold_eta_s"), (int, float))
+                else "-",
+                "rate now (/h)": ev.get("current_rate_per_h"),
+                "warning rate (/h)": ev.get("threshold_per_h"),
+                "doubling (days)": (ev.get("doubling_time_s") or float("nan")) / 86400,
+                "z": ev.get("z"),
+                "hours used": ev.get("hours_used"),
+            }
+        )
+    schema = {
+        "link": pl.String,
+        "counter": pl.String,
+        "crossing in (days)": pl.Float64,
+        "crossing (UTC)": pl.String,
+        "rate now (/h)": pl.Float64,
+        "warning rate (/h)": pl.Float64,
+        "doubling (days)": pl.Float64,
+        "z": pl.Float64,
+        "hours used": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema).sort("crossing in (days)")
 
 
 def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
@@ -713,6 +772,7 @@ def render_html(data: ReportData) -> str:
         "<nav><a href='#findings'>Findings</a><a href='#plots'>Evidence plots</a>"
         "<a href='#bottlenecks'>Bottlenecks</a><a href='#advisor'>Advisor</a><a href='#inputs'>Inputs</a></nav>",
         *_incidents_html(data.incidents),
+        *_replace_html(data.findings),
         "<h2 id='findings'>Findings</h2>",
     ]
     serious = data.findings.filter(pl.col("severity") != "info")
@@ -818,6 +878,7 @@ def render_markdown(data: ReportData) -> str:
         f"fabricscope {__version__}; sources: {', '.join(data.sources)}",
         "",
         *_incidents_md(data.incidents),
+        *_replace_md(data.findings),
         "## Findings",
         "",
     ]
