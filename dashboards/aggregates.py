@@ -6,6 +6,8 @@ than :data:`MAX_POINTS` points to the browser whatever the number of samples.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +15,7 @@ import fabricscope
 import polars as pl
 from data import Dataset
 from fabricscope.findings import SEVERITIES, document
+from fabricscope.findings import links_to_replace as replacement_table
 from fabricscope.incidents import Incident, incident_documents
 from fabricscope.profiles import profile_for_port
 from fabricscope.vocabulary import counters_by_direction, counters_with_role
@@ -49,6 +52,43 @@ def findings_by_kind(ds: Dataset) -> pl.DataFrame:
     if not ds.findings.height:
         return pl.DataFrame(schema={"kind": pl.String, "severity": pl.String, "findings": pl.UInt32})
     return ds.findings.group_by("kind", "severity").agg(pl.len().alias("findings")).sort("kind", "severity")
+
+
+def links_to_replace(ds: Dataset) -> pl.DataFrame:
+    """The wear-out forecasts, soonest crossing first (:func:`fabricscope.findings.links_to_replace`)."""
+    return replacement_table(ds.findings)
+
+
+def wearout_curves(ds: Dataset, points: int = 48) -> pl.DataFrame:
+    """Each forecast link's fitted hourly error rate from its first hour to its crossing.
+
+    Columns: link, time, rate_per_h (``rate now x 2 ** (t / doubling)``), threshold_per_h.
+    """
+    rows = []
+    for r in ds.findings.filter(pl.col("kind") == "link_wearout").iter_rows(named=True):
+        ev = json.loads(r["evidence"] or "{}")
+        eta, doubling, now = ev.get("threshold_eta_s"), ev.get("doubling_time_s"), ev.get("current_rate_per_h")
+        if not all(isinstance(x, (int, float)) for x in (eta, doubling, now)) or r["end"] is None:
+            continue
+        link = "/".join(str(x) for x in (r["host"], r["device"], r["port"]) if x is not None)
+        first = -float(ev.get("span_h", 0.0)) * 3600.0
+        for i in range(points + 1):
+            t = first + (eta - first) * i / points
+            rows.append(
+                {
+                    "link": link,
+                    "time": r["end"] + dt.timedelta(seconds=t),
+                    "rate_per_h": now * 2 ** (t / doubling),
+                    "threshold_per_h": ev.get("threshold_per_h"),
+                }
+            )
+    schema = {
+        "link": pl.String,
+        "time": pl.Datetime("ns", "UTC"),
+        "rate_per_h": pl.Float64,
+        "threshold_per_h": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)
 
 
 def worst_ports(ds: Dataset, limit: int = 10) -> pl.DataFrame:

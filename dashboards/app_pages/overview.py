@@ -51,6 +51,30 @@ if incidents:
 else:
     st.caption("No incident: no finding explains another (the findings below stand alone).")
 
+# Links wearing out: their error rate is forecast to cross its warning rate (link_wearout).
+replace = aggregates.links_to_replace(ds)
+if replace.height:
+    st.subheader(f"Links to replace ({replace.height})")
+    st.dataframe(replace, hide_index=True, width="stretch")
+    curves = aggregates.wearout_curves(ds)
+    if curves.height:
+        line = (
+            alt.Chart(curves)
+            .mark_line()
+            .encode(
+                x=alt.X("time:T", title="time (UTC)"),
+                y=alt.Y("rate_per_h:Q", title="fitted errors per hour", scale=alt.Scale(type="log")),
+                color=alt.Color("link:N", title="link"),
+            )
+        )
+        limit = (
+            alt.Chart(curves.select(pl.col("threshold_per_h").max()))
+            .mark_rule(strokeDash=[4, 4])
+            .encode(y="threshold_per_h:Q")
+        )
+        st.altair_chart(line + limit, width="stretch")
+    st.caption("Replace them in a maintenance window, soonest first: the dashed line is the warning rate.")
+
 worst = aggregates.worst_ports(ds)
 st.subheader("Worst ports")
 if worst.height:

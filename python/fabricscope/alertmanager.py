@@ -198,6 +198,29 @@ def _standalone_faults(incidents: pl.DataFrame, faults: pl.DataFrame | None) -> 
     return rows
 
 
+def _forecast_annotations(row: dict[str, Any], faults: pl.DataFrame | None) -> dict[str, str]:
+    """A wear-out forecast's crossing time, from its fault's last evidence (``threshold_eta``, RFC 3339)."""
+    if row["root_kind"] != "link_wearout" or faults is None or faults.is_empty():
+        return {}
+    match = faults.filter(
+        (pl.col("kind") == "link_wearout")
+        & (pl.col("host") == row["host"])
+        & pl.col("device").eq_missing(row["device"])
+        & pl.col("port").eq_missing(row["port"])
+        & pl.col("resolved_at").is_null()
+    )
+    for f in match.iter_rows(named=True):
+        try:
+            ev = json.loads(f["last_evidence"] or "{}")
+        except ValueError:
+            continue
+        eta = ev.get("threshold_eta_s") if isinstance(ev, dict) else None
+        if isinstance(eta, (int, float)) and f["last_seen"] is not None:
+            crossing = _utc(f["last_seen"]) + dt.timedelta(seconds=float(eta))
+            return {"threshold_eta": _iso(crossing), "threshold_eta_s": f"{eta:.0f}"}
+    return {}
+
+
 def incident_alerts(
     lifecycle: pl.DataFrame,
     delivered: dict[str, dict[str, Any]],
@@ -237,6 +260,7 @@ def incident_alerts(
         }
         if row["action"]:
             annotations["action"] = row["action"]
+        annotations.update(_forecast_annotations(row, faults))
         alert: dict[str, Any] = {
             "labels": labels,
             "annotations": annotations,

@@ -37,6 +37,7 @@ __all__ = [
     "empty_findings",
     "exit_status",
     "finding_key",
+    "links_to_replace",
     "make_findings",
     "merge_same_fault",
     "merge_windows",
@@ -358,3 +359,46 @@ def finding_key(f: Mapping[str, Any]) -> tuple[Any, ...]:
         f.get("metric"),
         s if isinstance(s, str) or s is None else rfc3339(s),
     )
+
+
+def links_to_replace(findings: pl.DataFrame) -> pl.DataFrame:
+    """The ``link_wearout`` forecasts as a table, soonest crossing first.
+
+    The report and the dashboard show it; the fitted curve of each link is
+    ``rate now x 2 ** (t / doubling)`` up to the warning rate.
+
+    Example:
+        >>> from fabricscope.findings import empty_findings
+        >>> links_to_replace(empty_findings()).columns[:3]
+        ['link', 'counter', 'crossing in (days)']
+    """
+    rows = []
+    for r in findings.filter(pl.col("kind") == "link_wearout").iter_rows(named=True):
+        ev = json.loads(r["evidence"] or "{}") if isinstance(r["evidence"], str) else (r["evidence"] or {})
+        rows.append(
+            {
+                "link": "/".join(str(x) for x in (r["host"], r["device"], r["port"]) if x is not None),
+                "counter": str(r["metric"] or "").removesuffix("_eta_s"),
+                "crossing in (days)": ev.get("threshold_eta_s", float("nan")) / 86400,
+                "crossing (UTC)": (r["end"] + dt.timedelta(seconds=ev["threshold_eta_s"])).strftime("%Y-%m-%d %H:%M")
+                if r["end"] is not None and isinstance(ev.get("threshold_eta_s"), (int, float))
+                else "-",
+                "rate now (/h)": ev.get("current_rate_per_h"),
+                "warning rate (/h)": ev.get("threshold_per_h"),
+                "doubling (days)": (ev.get("doubling_time_s") or float("nan")) / 86400,
+                "z": ev.get("z"),
+                "hours used": ev.get("hours_used"),
+            }
+        )
+    schema = {
+        "link": pl.String,
+        "counter": pl.String,
+        "crossing in (days)": pl.Float64,
+        "crossing (UTC)": pl.String,
+        "rate now (/h)": pl.Float64,
+        "warning rate (/h)": pl.Float64,
+        "doubling (days)": pl.Float64,
+        "z": pl.Float64,
+        "hours used": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema).sort("crossing in (days)")

@@ -29,21 +29,28 @@ from pathlib import Path
 
 import polars as pl
 
+from fabricscope.detect.link_wearout import HOURLY_SCHEMA
+from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import FINDINGS_SCHEMA
 from fabricscope.io import samples_schema
 
 __all__ = [
     "LIFECYCLE_SCHEMA",
+    "ROLLUP_FILE",
     "RUNS_SCHEMA",
     "STORED_SAMPLES_SCHEMA",
     "History",
     "is_history",
     "partition_dir",
+    "read_rollup",
     "to_canonical",
     "to_stored",
 ]
 
 NO_HOST = "_none_"
+ROLLUP_FILE = "wearout_hourly.parquet"
+"""The hourly roll-up of error counts (:data:`fabricscope.detect.link_wearout.HOURLY_SCHEMA`) cron fits
+wear-out trends to: weeks of judgement without rereading weeks of samples."""
 _DICT_COLUMNS = ("host", "device", "counter", "source")
 
 
@@ -265,3 +272,20 @@ class History:
         return pl.read_parquet(p).with_columns(
             [pl.col(c).cast(pl.Categorical()) for c in ("host", "device", "key", "source")]
         )
+
+
+def read_rollup(history: str | os.PathLike[str]) -> pl.DataFrame:
+    """The hourly error roll-up a cron history keeps (empty when it has none yet).
+
+    Raises:
+        fabricscope.exceptions.ParseError: The roll-up file is unreadable (named, with the way out).
+    """
+    from_path = Path(history) / ROLLUP_FILE
+    if not from_path.is_file():
+        return pl.DataFrame(schema=HOURLY_SCHEMA)
+    try:
+        return pl.read_parquet(from_path).cast(HOURLY_SCHEMA)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise FabricscopeError(
+            f"{from_path}: the hourly error roll-up is unreadable ({e}); delete it to start the roll-up afresh"
+        ) from e

@@ -10,12 +10,16 @@ Metrics:
   so alert rules never see a series vanish).
 * ``fabricscope_port_health{host,device,port}``: 0 ok, 1 warning, 2 critical (worst active fault
   on the port; a device- or host-level fault counts for each of its ports).
+* ``fabricscope_link_wearout_eta_seconds{host,device,port,counter}``: for each active
+  ``link_wearout`` fault, seconds from the run's end until its error rate is forecast to cross the
+  ``link_errors`` warning rate (``evidence.threshold_eta_s`` from its last sample; 0 once past).
 * ``fabricscope_last_run_timestamp_seconds``, ``fabricscope_last_run_duration_seconds``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 
 import polars as pl
@@ -98,6 +102,7 @@ def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.date
     for host, device, port, h in health.select("host", "device", "port", "h").iter_rows():
         port_s = "" if port is None else str(port)
         lines.append(f'fabricscope_port_health{{host="{_label(host)}",device="{_label(device)}",port="{port_s}"}} {h}')
+    lines += _wearout_lines(active, finished)
     ts = finished.timestamp()
     lines += [
         "# HELP fabricscope_last_run_timestamp_seconds When the last fabricscope cron run finished (Unix time).",
@@ -108,6 +113,31 @@ def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.date
         f"fabricscope_last_run_duration_seconds {duration_s:.3f}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _wearout_lines(active: pl.DataFrame, finished: dt.datetime) -> list[str]:
+    """The forecast of each active wear-out fault, counted from the run's end."""
+    lines = [
+        "# HELP fabricscope_link_wearout_eta_seconds Seconds until a wearing link's errors cross their warning rate.",
+        "# TYPE fabricscope_link_wearout_eta_seconds gauge",
+    ]
+    worn = active.filter(pl.col("kind") == "link_wearout").sort("host", "device", "port", nulls_last=True)
+    for r in worn.iter_rows(named=True):
+        try:
+            ev = json.loads(r["evidence"] or "{}")
+        except ValueError:
+            continue
+        eta = ev.get("threshold_eta_s") if isinstance(ev, dict) else None
+        if not isinstance(eta, (int, float)) or r["end"] is None:
+            continue
+        left = max(0.0, eta - (finished - r["end"]).total_seconds())
+        counter = str(r["metric"] or "").removesuffix("_eta_s")
+        port_s = "" if r["port"] is None else str(r["port"])
+        lines.append(
+            f'fabricscope_link_wearout_eta_seconds{{host="{_label(r["host"])}",device="{_label(r["device"])}",'
+            f'port="{port_s}",counter="{_label(counter)}"}} {left:.0f}'
+        )
+    return lines
 
 
 def write_textfile(

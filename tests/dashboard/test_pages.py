@@ -590,3 +590,25 @@ def test_topology_of_many_hosts_draws_the_worst_rows_only(tmp_path: Path, monkey
     ]
     assert metrics(at) == {"Ports with findings": "2", "Degraded": "0", "Flapping": "1"}
     assert frame(at, "health")["host"].to_list() == ["flap-gpu03", "flap-gpu02"]
+
+
+def test_overview_lists_links_to_replace_with_their_fitted_curves(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from fabricscope.simulate.wearout import scenario_links, write_wearout
+
+    write_wearout(tmp_path / "wear", scenario_links())
+    monkeypatch.setenv("FABRICSCOPE_DATA", str(tmp_path))
+    at = run("overview", "wear")
+    assert "Links to replace (2)" in [s.value for s in at.subheader]
+    table = frame(at, "crossing in (days)")
+    assert table["link"].to_list() == ["wear-sparse.example/mlx5_0/1", "wear-rising.example/mlx5_0/1"]
+    assert all(4.5 < d < 18.5 for d in table["crossing in (days)"])
+    (chart,) = [c for c in at.get("vega_lite_chart") if "fitted errors per hour" in c.proto.spec]
+    frames = [pl.from_arrow(_arrow(d.data.data)) for d in chart.proto.datasets]
+    curves = next(f for f in frames if "rate_per_h" in f.columns)
+    values = curves.to_dicts()
+    assert {v["link"] for v in values} == set(table["link"])
+    # each curve ends at the warning rate, its crossing
+    last = max((v for v in values if v["link"] == "wear-rising.example/mlx5_0/1"), key=lambda v: v["time"])
+    assert last["rate_per_h"] == pytest.approx(120.0, rel=1e-6)

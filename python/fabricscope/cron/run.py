@@ -25,16 +25,19 @@ from fabricscope.cron.reading import drop_stored, pull_servers, read_plans
 from fabricscope.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
+from fabricscope.detect.link_wearout import forecast, hourly_counts, merge_hourly, trend_counters
 from fabricscope.findings import STATUS_EXIT, document, document_order, empty_findings, overall_status
 from fabricscope.history import (
+    ROLLUP_FILE,
     RUNS_SCHEMA,
     STORED_FINDINGS_SCHEMA,
     STORED_SAMPLES_SCHEMA,
     History,
     partition_dir,
+    read_rollup,
     to_canonical,
 )
-from fabricscope.incidents import Incident
+from fabricscope.incidents import Incident, correlate
 from fabricscope.pipeline import run_analysis
 from fabricscope.rates import SERIES_KEYS
 from fabricscope.textfile import write_textfile
@@ -126,6 +129,7 @@ def _run_locked(
 
     findings = empty_findings()
     run_incidents: list[Incident] = []
+    rollup = read_rollup(history)
     covered = pl.DataFrame(
         schema={"host": pl.String, "device": pl.String, "port": pl.Int64, "data_end": pl.Datetime("ns", "UTC")}
     )
@@ -174,6 +178,23 @@ def _run_locked(
             for i in analysis.incidents
             if tuple(i.root.get(k) for k in ("kind", "host", "device", "port", "metric", "start")) in kept
         ]
+        # Wear-out is judged over weeks: the hourly error counts of this run's new intervals join the
+        # roll-up the history keeps, and the trend is fitted to the roll-up (never to weeks of samples).
+        fresh = analysis.rates.join(
+            new_from.with_columns(pl.col("host").cast(pl.String)),
+            left_on=pl.col("host").cast(pl.String),
+            right_on="host",
+            how="inner",
+        ).filter(pl.col("end").dt.truncate("1us") >= pl.col("_from"))
+        rollup = merge_hourly(
+            rollup,
+            hourly_counts(fresh, list(trend_counters(cfg))),
+            started_wall - dt.timedelta(days=cfg["link_wearout"]["rollup_days"]),
+        )
+        worn = forecast(rollup.filter(pl.col("host").is_in([str(h) for h in hosts])), cfg)
+        findings = pl.concat([findings.filter(pl.col("kind") != "link_wearout"), worn], how="vertical_relaxed")
+        # a forecast relates to nothing the short window found: each is an incident of its own
+        run_incidents += correlate(worn, tables=tables)
         covered = (
             new.group_by("host", "device", "port")
             .agg(pl.col("time").max().alias("data_end"))
@@ -216,7 +237,7 @@ def _run_locked(
     runs = pl.concat([hist.runs().cast(RUNS_SCHEMA), run_row])
 
     # Journal, then the history, then the state (the commit point).
-    singles = ["lifecycle.parquet", "incidents.parquet", "runs.parquet", "attributes.parquet"]
+    singles = ["lifecycle.parquet", "incidents.parquet", "runs.parquet", "attributes.parquet", ROLLUP_FILE]
     rollback = state / "rollback"
     rollback.mkdir(mode=0o700, exist_ok=True)
     backups = {}
@@ -240,6 +261,7 @@ def _run_locked(
     _atomic.write_parquet(history / "incidents.parquet", incident_lifecycle)
     crash_point("after-lifecycle")
     _atomic.write_parquet(history / "runs.parquet", runs)
+    _atomic.write_parquet(history / ROLLUP_FILE, rollup)
     if attrs is not None:
         _atomic.write_parquet(history / "attributes.parquet", attrs)
     crash_point("after-history")

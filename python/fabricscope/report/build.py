@@ -20,6 +20,7 @@ import polars as pl
 
 from fabricscope import __version__, _atomic
 from fabricscope.advise import advise
+from fabricscope.findings import links_to_replace
 from fabricscope.history import History, is_history
 from fabricscope.incidents import Incident
 from fabricscope.input_summary import by_format, problems, time_range
@@ -585,6 +586,25 @@ def _incidents_html(incidents: Sequence[Incident]) -> list[str]:
     return out
 
 
+def _replace_html(findings: pl.DataFrame) -> list[str]:
+    table = links_to_replace(findings)
+    if not table.height:
+        return []
+    return [
+        f"<h2 id='replace'>Links to replace ({table.height})</h2>",
+        "<p class='note'>Error rates rising towards their warning rate (link_wearout): replace these in a "
+        "maintenance window, soonest first.</p>",
+        _html_table(table),
+    ]
+
+
+def _replace_md(findings: pl.DataFrame) -> list[str]:
+    table = links_to_replace(findings)
+    if not table.height:
+        return []
+    return [f"## Links to replace ({table.height})", "", _md_table(table), ""]
+
+
 def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
     if not incidents:
         return ["## Incidents", "", "No incident: no finding explains another (findings below).", ""]
@@ -713,6 +733,7 @@ def render_html(data: ReportData) -> str:
         "<nav><a href='#findings'>Findings</a><a href='#plots'>Evidence plots</a>"
         "<a href='#bottlenecks'>Bottlenecks</a><a href='#advisor'>Advisor</a><a href='#inputs'>Inputs</a></nav>",
         *_incidents_html(data.incidents),
+        *_replace_html(data.findings),
         "<h2 id='findings'>Findings</h2>",
     ]
     serious = data.findings.filter(pl.col("severity") != "info")
@@ -818,6 +839,7 @@ def render_markdown(data: ReportData) -> str:
         f"fabricscope {__version__}; sources: {', '.join(data.sources)}",
         "",
         *_incidents_md(data.incidents),
+        *_replace_md(data.findings),
         "## Findings",
         "",
     ]
