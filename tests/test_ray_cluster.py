@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -257,9 +258,29 @@ def test_ray_across_nodes_gives_the_local_findings_also_when_a_worker_or_a_node_
 
     out, _ = _analyze(fifo, *ray, fault=remove)
     assert removed, "a node was removed while one of its workers read its input"
+    print(f"\nnode {removed[0]} removed mid-run: exit status {out.returncode}")
     if out.returncode == 3:
         assert out.stdout == ""
         assert "UNKNOWN" in out.stderr
         assert removed[0] in out.stderr
     else:
         _same(out, local)
+
+
+def test_a_run_ray_gives_up_on_names_the_nodes_lost_since_it_started() -> None:
+    import ray
+    from fabricscope.engines.ray import _lost
+    from fabricscope.exceptions import EngineFailedError
+
+    alive = [{"NodeID": "aa01", "NodeManagerAddress": "10.0.0.1", "Alive": True}]
+    cluster = SimpleNamespace(nodes=lambda: alive, exceptions=ray.exceptions)
+    at_start = {"aa01": "10.0.0.1", "bb02": "10.0.0.2"}
+    err = _lost(cluster, at_start, ray.exceptions.ObjectLostError("00ff", owner_address=None, call_site=""))
+    assert isinstance(err, EngineFailedError)
+    assert str(err).startswith("the Ray cluster lost node(s) bb02 (10.0.0.2) during the run and Ray could not recover")
+    # A crashed worker with every node alive: no node is named, and nothing is waited for.
+    every = {"aa01": "10.0.0.1"}
+    t = time.monotonic()
+    err = _lost(cluster, every, ray.exceptions.WorkerCrashedError())
+    assert time.monotonic() - t < 5
+    assert str(err).startswith("a Ray worker or object was lost during the run")

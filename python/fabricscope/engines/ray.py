@@ -125,12 +125,26 @@ def _get(ray: Any, refs: list[Any], nodes: dict[str, str]) -> list[Any]:
         raise _lost(ray, nodes, e) from e
 
 
+# How long a failed run waits for the cluster to report which node died: Ray declares a node dead
+# after its missed health checks (about 15-30 s with Ray's defaults).
+NODE_DEATH_WAIT_S = 30.0
+
+
 def _lost(ray: Any, nodes: dict[str, str], err: Exception) -> EngineFailedError:
-    try:
-        alive = _alive_nodes(ray)
-    except Exception:  # the cluster itself may be gone: name what Ray said
-        alive = {}
-    lost = [f"{node} ({address})" for node, address in nodes.items() if node not in alive]
+    """The error that names what Ray lost: the nodes of ``nodes`` no longer alive, if any."""
+    lost: list[str] = []
+    # A crashed worker process is not a lost node; anything else (a died node, lost objects, a
+    # dead owner) may be one that the cluster has not declared dead yet.
+    deadline = time.monotonic() + (0.0 if isinstance(err, ray.exceptions.WorkerCrashedError) else NODE_DEATH_WAIT_S)
+    while True:
+        try:
+            alive = _alive_nodes(ray)
+        except Exception:  # the cluster itself is unreachable: name what Ray said
+            break
+        lost = [f"{node} ({address})" for node, address in nodes.items() if node not in alive]
+        if lost or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
     what = f"the Ray cluster lost node(s) {', '.join(lost)}" if lost else "a Ray worker or object was lost"
     said = " ".join(str(err).split())[:400]
     return EngineFailedError(f"{what} during the run and Ray could not recover: {type(err).__name__}: {said}")
