@@ -43,7 +43,7 @@ from fabricscope.engines.base import (
     merge_tables,
     partition_of,
 )
-from fabricscope.engines.streaming import StreamingEngine, default_memory, parse_memory
+from fabricscope.engines.streaming import StreamingEngine, machine_memory, parse_memory
 from fabricscope.engines.units import (
     HISTORY,
     HISTORY_ATTRIBUTES,
@@ -62,9 +62,15 @@ __all__ = ["LocalEngine", "auto_budget", "estimated_peak"]
 MEMORY_ENV = "FABRICSCOPE_MEMORY"
 """The environment variable that sets the local engine's memory budget (``8G``, or ``off``)."""
 
-PEAK_PER_INPUT_BYTE = 1.0
-"""The local engine's peak memory per byte of uncompressed input, rounded up from what it needs on
-counter text: 1,260 MB at most for 1,502 MB of ``/federate`` text (BENCHMARKS.md, "Bounded memory")."""
+PEAK_PER_INPUT_BYTE = 0.45
+"""The local engine's memory per byte of uncompressed input beyond :data:`PEAK_FIXED`: the samples
+(about 0.3 bytes of Arrow per byte of counter text) and what reading them leaves allocated."""
+
+PEAK_FIXED = 600 << 20
+"""What the local engine holds whatever the input's size: the interpreter and libraries, and two
+partitions of up to 4 M rows in flight. With :data:`PEAK_PER_INPUT_BYTE`, just above the peaks
+measured on ``/federate`` text: 1,244 MiB for 1,502 MB (10^7 samples), 6,985 MB for 15,000 MB
+(10^8) (BENCHMARKS.md)."""
 
 COMPRESSED_EXPANSION = 10
 """A compressed input (gzip, zstd, a Parquet history file) counts as this many times its size:
@@ -74,14 +80,14 @@ counter text compresses about tenfold and more, so this errs towards streaming."
 def auto_budget() -> int | None:
     """The memory budget above which the local engine streams, in bytes (None: never).
 
-    ``FABRICSCOPE_MEMORY`` when set (a size such as ``8G``, or ``off``), else a quarter of the
-    machine's memory or of its cgroup limit (:func:`fabricscope.engines.streaming.default_memory`).
+    ``FABRICSCOPE_MEMORY`` when set (a size such as ``8G``, or ``off``), else half of the
+    machine's memory or of its cgroup limit (:func:`fabricscope.engines.streaming.machine_memory`).
     """
     text = os.environ.get(MEMORY_ENV, "").strip()
     if text.lower() == "off":
         return None
     if not text:
-        return default_memory()
+        return max(64 << 20, machine_memory() // 2)
     try:
         return parse_memory(text)
     except ValueError as e:
@@ -91,11 +97,11 @@ def auto_budget() -> int | None:
 def estimated_peak(units: Sequence[Unit], above: int | None = None) -> int:
     """The local engine's estimated peak memory for these units, in bytes.
 
-    Regular files count by size (compressed ones :data:`COMPRESSED_EXPANSION` times), as
-    :data:`PEAK_PER_INPUT_BYTE` per byte; URLs, sysfs trees and anything that is not a regular
-    file (a FIFO is never opened here) count nothing. Stops counting once above ``above``.
+    :data:`PEAK_FIXED` plus :data:`PEAK_PER_INPUT_BYTE` per byte of the regular files (compressed
+    ones :data:`COMPRESSED_EXPANSION` times their size); URLs, sysfs trees and anything that is not
+    a regular file (a FIFO is never opened here) add nothing. Stops counting once above ``above``.
     """
-    total = 0.0
+    total = float(PEAK_FIXED)
     for path, kind in units:
         if kind == URL:
             continue
@@ -159,7 +165,7 @@ class LocalEngine(Engine):
             on). Each one in flight holds its rows once more plus its rates and detector frames.
         memory: The memory budget in bytes: an input whose :func:`estimated_peak` is above it is
             analysed by the streaming engine in that budget. Default :func:`auto_budget` (the
-            ``FABRICSCOPE_MEMORY`` environment variable, else a quarter of the machine); 0 never
+            ``FABRICSCOPE_MEMORY`` environment variable, else half of the machine); 0 never
             streams, nor does a fixed number of ``partitions``.
         progress: The streaming engine's progress bar when it takes over (None: only on a terminal).
 
