@@ -146,9 +146,11 @@ class Feeder(threading.Thread):
                 self.readers += [(pid, _is_ray_worker(pid)) for pid in pids]
                 if self.fault is not None:
                     fault, self.fault = self.fault, None
-                    # The write end stays open until the fault is done: closing it first would
-                    # give the reader an end of file, and an empty input, before it dies.
                     fault(pids[0])
+                    # The write end stays open until the reader has died: closing it first would
+                    # give it an end of file, an empty input, and a worker outliving its removed
+                    # node for a moment could still hand that result to the driver.
+                    self._wait(lambda held=set(pids): not set(_holders(self.path)) & held)
                     os.close(fd)
                 else:
                     os.set_blocking(fd, True)
