@@ -8,7 +8,15 @@ is the CPU time of the driver process: all the work for the local engine (CPU ti
 analysis time is the share of the machine a run actually got), little for Ray. Ray's start-up is
 reported separately from the analysis. Findings of every run are compared after a stable sort.
 
+With ``--raylets 2,4`` it measures a multi-node cluster instead: for each count N, a
+``ray.cluster_utils.Cluster`` on this machine with a head node that runs no tasks and N worker
+nodes of one CPU each (every node its own raylet and object store, so partitions cross object
+stores as between machines), and the driver joins it with ``--address``; each Ray run is paired
+with a local-engine run on the same (unpinned) cores, interleaved, and the ratio is Ray over local
+in the same run. Cluster start-up is reported apart and not in the ratio.
+
     python bench/bench_ray.py --samples 1e7 --files 8 --cpus 1,2
+    python bench/bench_ray.py --samples 3e6 --files 8 --raylets 2,4 --repeat 2
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -24,12 +33,15 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
-engine, path, cpus, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+engine, path, cpus, out, address = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 init_s = 0.0
 if engine == "ray":
     import ray
     t = time.perf_counter()
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    if address:
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    else:
+        ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
     init_s = time.perf_counter() - t
 from fabricscope.pipeline import run_analysis
 t = time.perf_counter()
@@ -48,11 +60,87 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
+def _child(engine: str, path: Path, cpus: int, out: Path, address: str = "", pin: list[str] | None = None) -> dict:
+    t = time.perf_counter()
+    p = subprocess.run(
+        [*(pin or []), sys.executable, "-c", CHILD, engine, str(path), str(cpus), str(out), address],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise SystemExit(f"{engine} on {cpus} CPUs failed:\n{p.stderr[-4000:]}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r.update(wall_s=wall, load=_load(), out=str(out))
+    print(json.dumps(r), flush=True)
+    return r
+
+
+def _raylets(counts: list[int], d: Path, samples: int, repeat: int) -> None:
+    """Ray over N one-CPU raylets against the local engine, paired in the same run."""
+    import tempfile
+
+    import polars as pl
+    from ray.cluster_utils import Cluster
+
+    runs = []
+    for n in counts:
+        # Its own temporary directory (short: Ray's sockets live there), so no other Ray finds it.
+        tmp = tempfile.mkdtemp(prefix="fsray", dir="/tmp")
+        os.environ["RAY_TMPDIR"] = tmp
+        t = time.perf_counter()
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+        for _ in range(n):
+            cluster.add_node(num_cpus=1, object_store_memory=512 << 20)
+        cluster.wait_for_nodes()
+        up = time.perf_counter() - t
+        print(f"{n} raylets up in {up:.1f} s at {cluster.address}", flush=True)
+        try:
+            for i in range(repeat):
+                local = _child("local", d / "prometheus", os.cpu_count() or 1, d / f"findings-local-{n}-{i}.parquet")
+                ray = _child("ray", d / "prometheus", n, d / f"findings-ray-{n}-{i}.parquet", cluster.address)
+                runs.append({"raylets": n, "cluster_s": up, "local": local, "ray": ray})
+        finally:
+            cluster.shutdown()
+            shutil.rmtree(tmp, ignore_errors=True)
+    first = pl.read_parquet(runs[0]["local"]["out"])
+    same = all(pl.read_parquet(r[e]["out"]).equals(first) for r in runs for e in ("local", "ray"))
+    print(
+        "\nevery pair (analysis s, ray / local): "
+        + "; ".join(
+            f"{r['raylets']} raylets: {r['ray']['run_s']:.2f} / {r['local']['run_s']:.2f} "
+            f"= {r['ray']['run_s'] / r['local']['run_s']:.2f}"
+            for r in runs
+        )
+    )
+    print()
+    print(
+        "| raylets | cluster start s | Ray analysis s (median) | local analysis s, same runs (median) "
+        "| ray / local, median of the pairs | range of the pairs | findings | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for n in counts:
+        # The median pair: under load, one run of either engine can be slowed several times.
+        pairs = [r for r in runs if r["raylets"] == n]
+        ratios = sorted(r["ray"]["run_s"] / r["local"]["run_s"] for r in pairs)
+        print(
+            f"| {n} | {pairs[0]['cluster_s']:.1f} | {statistics.median(r['ray']['run_s'] for r in pairs):.2f} | "
+            f"{statistics.median(r['local']['run_s'] for r in pairs):.2f} | {statistics.median(ratios):.2f}x | "
+            f"{ratios[0]:.2f}-{ratios[-1]:.2f}x | {pairs[0]['ray']['findings']} | "
+            f"{statistics.median(r['ray']['load'] for r in pairs):.1f} |"
+        )
+    print(f"identical findings in every run: {same} ({samples:,} samples)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", default="1e7", help="sample count (default 1e7)")
     ap.add_argument("--files", type=int, default=8, help="input files")
     ap.add_argument("--cpus", default="1,2", help="comma-separated core counts to run on (default 1,2)")
+    ap.add_argument(
+        "--raylets", default="", help="comma-separated raylet counts: a multi-node cluster on this machine (see above)"
+    )
     ap.add_argument("--engines", default="local,ray", help="engines to run (default local,ray)")
     ap.add_argument("--workdir", default="bench/data", help="where the input is generated (deleted afterwards)")
     ap.add_argument("--keep", action="store_true", help="keep the generated input")
@@ -76,26 +164,17 @@ def main() -> None:
         f"{os.cpu_count()} CPUs; load average {_load():.2f}; pinning with taskset: {bool(taskset)}",
         flush=True,
     )
+    if args.raylets:
+        _raylets([int(n) for n in args.raylets.split(",")], d, gen["samples"], args.repeat)
+        if not args.keep:
+            shutil.rmtree(d)
+        return
     runs = []
     # Interleaved (engine and core count change every run), so a burst of load elsewhere does not
     # land on one configuration only.
     for i, engine, k in ((i, e, k) for i in range(args.repeat) for e in engines for k in cpus):
-        out = d / f"findings-{engine}-{k}-{i}.parquet"
         pin = [taskset, "-c", f"0-{k - 1}"] if taskset and k <= (os.cpu_count() or 1) else []
-        t = time.perf_counter()
-        p = subprocess.run(
-            [*pin, sys.executable, "-c", CHILD, engine, str(d / "prometheus"), str(k), str(out)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wall = time.perf_counter() - t
-        if p.returncode != 0:
-            raise SystemExit(f"{engine} on {k} CPUs failed:\n{p.stderr[-4000:]}")
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        r.update(wall_s=wall, load=_load(), out=str(out))
-        runs.append(r)
-        print(json.dumps(r), flush=True)
+        runs.append(_child(engine, d / "prometheus", k, d / f"findings-{engine}-{k}-{i}.parquet", pin=pin))
     first = pl.read_parquet(runs[0]["out"])
     same = all(pl.read_parquet(r["out"]).equals(first) for r in runs[1:])
     if args.repeat > 1:

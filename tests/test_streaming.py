@@ -28,8 +28,14 @@ def _cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
 
 
-def _json(*args: str) -> str:
-    out = subprocess.run([*_cmd(), "analyze", *args, "--json", "-"], capture_output=True, text=True, timeout=300)
+def _json(*args: str, env: dict[str, str] | None = None) -> str:
+    out = subprocess.run(
+        [*_cmd(), "analyze", *args, "--json", "-"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
     assert out.returncode in (0, 1, 2), out.stderr
     return out.stdout
 
@@ -82,9 +88,13 @@ MEASURE = textwrap.dedent(
 )
 
 
-def _peak_mib(*args: str) -> int:
+def _peak_mib(*args: str, env: dict[str, str] | None = None) -> int:
     out = subprocess.run(
-        [sys.executable, "-c", MEASURE, *_cmd(), "analyze", *args], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", MEASURE, *_cmd(), "analyze", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
     )
     assert out.returncode == 0, out.stderr
     return int(out.stdout.strip())
@@ -99,18 +109,22 @@ def test_streaming_peak_memory_stays_flat_when_the_input_grows_tenfold(tmp_path:
     stream_large = _peak_mib(str(large), "--json", str(tmp_path / "stream.json"), "--memory", budget)
     in_memory_small = _peak_mib(str(small), "--json", str(tmp_path / "m.json"))
     in_memory_large = _peak_mib(str(large), "--json", str(tmp_path / "memory.json"))
+    # Without --memory, a budget (here from the environment) that the input exceeds streams too.
+    auto_large = _peak_mib(str(large), "--json", str(tmp_path / "auto.json"), env={"FABRICSCOPE_MEMORY": budget})
     print(
         f"\npeak RSS MiB, 10x input: stream {stream_small} -> {stream_large}, "
-        f"in memory {in_memory_small} -> {in_memory_large}"
+        f"in memory {in_memory_small} -> {in_memory_large}, streamed past the budget {auto_large}"
     )
     # The in-memory path grows with the samples; the streaming one only with what every run keeps
     # per host (its findings, the findings document), a small fraction of that: here it stays
     # under a quarter of the in-memory growth, and the in-memory path exceeds it by 150 MiB or more.
     assert stream_large - stream_small < (in_memory_large - in_memory_small) / 4
     assert in_memory_large > stream_large + 150
+    assert in_memory_large > auto_large + 150
     streamed = json.loads((tmp_path / "stream.json").read_text())
     in_memory = json.loads((tmp_path / "memory.json").read_text())
     assert streamed["findings"] == in_memory["findings"]
+    assert json.loads((tmp_path / "auto.json").read_text())["findings"] == in_memory["findings"]
     assert sum(i["records"] for i in streamed["inputs"]) == 1_600_000
 
 
@@ -128,6 +142,40 @@ def test_the_stream_engine_without_a_budget_takes_a_quarter_of_the_machine() -> 
     pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert 0 < StreamingEngine().memory <= pages // 4
     assert _json(str(SAMPLES / "prometheus"), "--engine", "stream") == _json(str(SAMPLES / "prometheus"))
+
+
+def test_the_local_engine_streams_an_input_larger_than_its_budget() -> None:
+    inputs = [str(SAMPLES / "prometheus"), str(SAMPLES / "scenarios" / "chain-two-faults"), "--progress"]
+
+    def run(budget: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*_cmd(), "analyze", *inputs, "--json", "-"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "FABRICSCOPE_MEMORY": budget},
+        )
+
+    # 1 KiB: far below this input's estimated peak, so the streaming engine runs (its progress
+    # bar is the sign); "off": never, whatever the input; 1G: this input fits.
+    small, off, fits = run("1K"), run("off"), run("1G")
+    for out in (small, off, fits):
+        assert out.returncode == 2, out.stderr
+    assert "analysing" in small.stderr
+    assert "analysing" not in off.stderr and "analysing" not in fits.stderr
+    assert len(json.loads(off.stdout)["findings"]) > 10
+    assert small.stdout == off.stdout == fits.stdout
+
+
+def test_a_bad_memory_budget_in_the_environment_is_unknown_naming_it() -> None:
+    out = subprocess.run(
+        [*_cmd(), "analyze", str(SAMPLES / "prometheus")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FABRICSCOPE_MEMORY": "lots"},
+    )
+    assert out.returncode == 3
+    assert "FABRICSCOPE_MEMORY: not a memory size: 'lots' (expected e.g. 512M, 2G)" in out.stderr
 
 
 def test_the_progress_bar_shows_reading_then_analysing_to_the_end() -> None:

@@ -26,6 +26,7 @@ from fabricscope._native import (
 
 __all__ = [
     "DecompressionError",
+    "EngineFailedError",
     "EngineUnavailableError",
     "FabricscopeError",
     "FormatError",
@@ -39,6 +40,14 @@ __all__ = [
 
 class EngineUnavailableError(FabricscopeError):
     """An analysis engine cannot run here (``--engine ray`` without Ray installed); exit status 3."""
+
+
+class EngineFailedError(FabricscopeError):
+    """An engine lost part of the work and could not recover it (a Ray node died beyond Ray's retries).
+
+    Nothing is concluded from a partial analysis: the run is UNKNOWN (exit status 3), and the message
+    names the nodes that were lost.
+    """
 
 
 class RemoteError(InputError):

@@ -221,6 +221,8 @@ def run_analysis(
             join of :func:`fabricscope.entities.resolve`.
         memory: A memory budget in bytes: analyse with the streaming engine
             (:mod:`fabricscope.engines.streaming`), whose peak memory follows the budget, not the input.
+            None: the local engine streams by itself when its estimated peak is above its budget
+            (``FABRICSCOPE_MEMORY``, else half of the machine: :func:`fabricscope.engines.local.auto_budget`).
         progress: The streaming engine's progress bar on stderr (None: only on a terminal).
 
     Returns:

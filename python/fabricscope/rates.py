@@ -332,10 +332,12 @@ def rates_reference(
     )
     float_delta = pl.when(~decreased).then(cur_f - prev_f)
     delta = pl.when(both_int).then(int_delta).otherwise(float_delta)
-    # Whole seconds plus the remainder: exact for whole-second intervals, whereas Polars' in-memory
-    # engine turns `/ 1e9` into `* 1e-9` (15 s would read 15.000000000000002).
+    # Whole seconds plus the remainder: exact for whole-second intervals, whereas `* 1e-9` (what
+    # Polars makes of `/ 1e9` on two or more rows) would read 15 s as 15.000000000000002. The
+    # remainder is multiplied, not divided: Polars divides one row exactly, so a partition of one
+    # row would differ in the last bit.
     step_ns = (pl.col("time") - pl.col("time").shift(1)).dt.total_nanoseconds()
-    interval_s = (step_ns // 1_000_000_000).cast(pl.Float64) + (step_ns % 1_000_000_000).cast(pl.Float64) / 1e9
+    interval_s = (step_ns // 1_000_000_000).cast(pl.Float64) + (step_ns % 1_000_000_000).cast(pl.Float64) * 1e-9
     out = (
         lf.with_columns(
             pl.col("time").shift(1).alias("start"),

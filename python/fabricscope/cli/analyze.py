@@ -215,7 +215,8 @@ def add_parser(sub: Any) -> None:
         type=_memory_size,
         metavar="SIZE",
         help="analyse in this memory budget (512M, 4G), spilling to a temporary directory; "
-        "--engine stream without it: a quarter of the machine; --engine ray: shared by the workers (docs/scale.md)",
+        "without it, an input estimated larger than FABRICSCOPE_MEMORY (default: half of the machine; off: never) "
+        "streams in that budget; --engine ray: shared by the workers (docs/scale.md)",
     )
     an.add_argument("--progress", action="store_true", help="progress bar with ETA on stderr (default: on a terminal)")
     add_remote_arguments(an)

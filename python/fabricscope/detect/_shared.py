@@ -195,7 +195,10 @@ def _pause_intervals(inp: AnalysisInput) -> pl.DataFrame:
     r = inp.rates.filter(pl.col("counter").is_in(list(PAUSE)))
     out = keyed(r).with_columns(
         pl.col("counter").replace_strict(PAUSE, return_dtype=pl.String).alias("direction"),
-        (pl.col("rate_per_s") / 1e6).alias("ratio"),
+        # A product, not `/ 1e6`: Polars divides two or more rows by a constant as a product with
+        # its reciprocal and one row exactly, so a quotient's last bit would depend on how many
+        # rows the partition holds.
+        (pl.col("rate_per_s") * 1e-6).alias("ratio"),
         timestamp_resolution_s(["host", "device", "_port", "_prio", "counter"]).alias("resolution_s"),
     )
     return out.with_columns(over_shortest_span("ratio", "interval_s").alias("ratio_upper"))
@@ -231,7 +234,7 @@ def stalled_intervals(inp: AnalysisInput) -> pl.DataFrame:
     quanta_s = MAX_QUANTA_BITS / cfg["xoff_link_bps"]
     share = (
         pl.when(pl.col("counter").is_in(paused_us))
-        .then(pl.col("rate_per_s") / 1e6)
+        .then(pl.col("rate_per_s") * 1e-6)  # a product at any length, as in _pause_intervals
         .otherwise(pl.col("rate_per_s") * quanta_s)
     )
     return r.filter(share >= cfg["unbroken_ratio"]).select(
@@ -314,7 +317,7 @@ def _network_wide(inp: AnalysisInput, window_s: float) -> pl.DataFrame:
     wait = wait.join(data_ports, on=keys, how="semi", nulls_equal=True) if not wait.is_empty() else wait
     if not wait.is_empty():
         frames.append(wait.select(*keys, "window_start", pl.lit("stall_bytes").alias("q"), "v", "counter"))
-    pause = window_sums(PAUSED_COUNTERS, pl.col("delta") / 1e6, per_priority=True)
+    pause = window_sums(PAUSED_COUNTERS, pl.col("delta") * 1e-6, per_priority=True)  # as in _pause_intervals
     pause = pause.join(data_ports, on=keys, how="semi", nulls_equal=True) if not pause.is_empty() else pause
     if not pause.is_empty():
         frames.append(

@@ -426,8 +426,9 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     # One verdict per host that has no saturated layer: its busiest layer over the observation.
     per_host = (
         comp.filter(~pl.col("host").is_in(list(warned)))
-        # Sum in window order: a float mean must not depend on how partitions ordered the rows.
-        .sort(["host", "layer", "window_start"])
+        # Sum in window order, a window's devices and ports in theirs: a float mean must not depend
+        # on how partitions ordered the rows.
+        .sort(["host", "layer", "window_start", "device", "port"], nulls_last=True)
         .group_by(["host", "layer"], maintain_order=True)
         .agg(
             pl.col("utilisation_ratio").mean().alias("u"),

@@ -84,7 +84,9 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             *[pl.col("delta").filter(pl.col("what") == w).sum().alias(w) for w in LOOP_ROLES.values()],
             *[(pl.col("what") == w).any().alias(f"has_{w}") for w in LOOP_ROLES.values()],
         )
-        .with_columns(((pl.col("end") - pl.col("start")).dt.total_nanoseconds() / 1e9).alias("span_s"))
+        # `* 1e-9`, not `/ 1e9`: Polars divides one row by a constant exactly and more rows as a
+        # product with its reciprocal, so the span would depend on how many NICs share the partition.
+        .with_columns(((pl.col("end") - pl.col("start")).dt.total_nanoseconds() * 1e-9).alias("span_s"))
         .sort(NIC)
     )
     flagged_nics: set[tuple] = set()

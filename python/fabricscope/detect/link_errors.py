@@ -31,7 +31,9 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         return empty_findings()
     spans = entity_strings(
         inp.rates.group_by(["host", "device", "port", "counter"]).agg(
-            ((pl.col("end").max() - pl.col("start").min()).dt.total_nanoseconds() / 1e9).alias("span_s")
+            # `* 1e-9`: Polars divides one group by a constant exactly and more groups as a product
+            # with its reciprocal, so a quotient would depend on how many ports share the partition.
+            ((pl.col("end").max() - pl.col("start").min()).dt.total_nanoseconds() * 1e-9).alias("span_s")
         )
     )
     r = entity_strings(r.with_columns((typical_interval(inp.rates) * factor).alias("_gap")))

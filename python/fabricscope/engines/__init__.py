@@ -100,7 +100,7 @@ def get_engine(
         'local'
     """
     if name == "local":
-        return LocalEngine(partitions=partitions)
+        return LocalEngine(partitions=partitions, progress=progress)
     if name == "ray":
         return RayEngine(address=address, partitions=partitions, memory=memory)
     if name == "stream":

@@ -10,21 +10,28 @@ partitions at once keep two cores busy. A partition's rows are gathered into one
 just before its analysis (the kernel and the detectors run several times faster on it than on
 hundreds of small chunks), and a batch is dropped as soon as every partition that needs it has
 taken its rows: peak memory is the samples once plus the working set of the partitions in flight.
+
+An input too large for that (its estimated peak above the memory budget, :func:`auto_budget`) is
+handed to the streaming engine with that budget (:mod:`fabricscope.engines.streaming`): the same
+findings, with a peak that follows the budget instead of the input.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import stat
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from fabricscope import _native
 from fabricscope.engines.base import (
     Engine,
     Filters,
@@ -36,11 +43,85 @@ from fabricscope.engines.base import (
     merge_tables,
     partition_of,
 )
-from fabricscope.engines.units import Unit, available_cores, group_units, read_units, work_units
+from fabricscope.engines.streaming import StreamingEngine, machine_memory, parse_memory
+from fabricscope.engines.units import (
+    HISTORY,
+    HISTORY_ATTRIBUTES,
+    URL,
+    Unit,
+    available_cores,
+    group_units,
+    read_units,
+    work_units,
+)
 from fabricscope.io import InputReport, empty_attributes
 from fabricscope.profiles import Profile
 
-__all__ = ["LocalEngine"]
+__all__ = ["LocalEngine", "auto_budget", "estimated_peak"]
+
+MEMORY_ENV = "FABRICSCOPE_MEMORY"
+"""The environment variable that sets the local engine's memory budget (``8G``, or ``off``)."""
+
+PEAK_PER_INPUT_BYTE = 0.45
+"""The local engine's memory per byte of uncompressed input beyond :data:`PEAK_FIXED`: the samples
+(about 0.3 bytes of Arrow per byte of counter text) and what reading them leaves allocated."""
+
+PEAK_FIXED = 600 << 20
+"""What the local engine holds whatever the input's size: the interpreter and libraries, and two
+partitions of up to 4 M rows in flight. With :data:`PEAK_PER_INPUT_BYTE`, just above the peaks
+measured on ``/federate`` text: 1,244 MiB for 1,502 MB (10^7 samples), 6,985 MB for 15,000 MB
+(10^8) (BENCHMARKS.md)."""
+
+COMPRESSED_EXPANSION = 10
+"""A compressed input (gzip, zstd, a Parquet history file) counts as this many times its size:
+counter text compresses about tenfold and more, so this errs towards streaming."""
+
+
+def auto_budget() -> int | None:
+    """The memory budget above which the local engine streams, in bytes (None: never).
+
+    ``FABRICSCOPE_MEMORY`` when set (a size such as ``8G``, or ``off``), else half of the
+    machine's memory or of its cgroup limit (:func:`fabricscope.engines.streaming.machine_memory`).
+    """
+    text = os.environ.get(MEMORY_ENV, "").strip()
+    if text.lower() == "off":
+        return None
+    if not text:
+        return max(64 << 20, machine_memory() // 2)
+    try:
+        return parse_memory(text)
+    except ValueError as e:
+        raise ValueError(f"{MEMORY_ENV}: {e}") from None
+
+
+def estimated_peak(units: Sequence[Unit], above: int | None = None) -> int:
+    """The local engine's estimated peak memory for these units, in bytes.
+
+    :data:`PEAK_FIXED` plus :data:`PEAK_PER_INPUT_BYTE` per byte of the regular files (compressed
+    ones :data:`COMPRESSED_EXPANSION` times their size); URLs, sysfs trees and anything that is not
+    a regular file (a FIFO is never opened here) add nothing. Stops counting once above ``above``.
+    """
+    total = float(PEAK_FIXED)
+    for path, kind in units:
+        if kind == URL:
+            continue
+        try:
+            st = Path(path).stat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        compressed = kind in (HISTORY, HISTORY_ATTRIBUTES)
+        if not compressed:
+            try:
+                with Path(path).open("rb") as f:
+                    compressed = _native.compression(f.read(8)) is not None
+            except OSError:
+                continue
+        total += st.st_size * (COMPRESSED_EXPANSION if compressed else 1) * PEAK_PER_INPUT_BYTE
+        if above is not None and total > above:
+            break
+    return int(total)
 
 
 @dataclass
@@ -82,6 +163,11 @@ class LocalEngine(Engine):
         batch_rows: Rows per parsed batch.
         workers: Partitions analysed at the same time (default: the cores this process may run
             on). Each one in flight holds its rows once more plus its rates and detector frames.
+        memory: The memory budget in bytes: an input whose :func:`estimated_peak` is above it is
+            analysed by the streaming engine in that budget. Default :func:`auto_budget` (the
+            ``FABRICSCOPE_MEMORY`` environment variable, else half of the machine); 0 never
+            streams, nor does a fixed number of ``partitions``.
+        progress: The streaming engine's progress bar when it takes over (None: only on a terminal).
 
     Example:
         >>> from fabricscope.engines import Filters, ReadOptions
@@ -101,6 +187,8 @@ class LocalEngine(Engine):
         target_rows: int = 4_000_000,
         batch_rows: int = 1 << 20,
         workers: int | None = None,
+        memory: int | None = None,
+        progress: bool | None = None,
     ) -> None:
         if partitions is not None and partitions < 1:
             raise ValueError("partitions must be at least 1")
@@ -110,6 +198,8 @@ class LocalEngine(Engine):
         self.target_rows = target_rows
         self.batch_rows = batch_rows
         self.workers = workers or available_cores()
+        self.memory = auto_budget() if memory is None else memory or None
+        self.progress = progress
 
     def analyse_partitions(
         self,
@@ -124,6 +214,11 @@ class LocalEngine(Engine):
         """Read with a thread per group of inputs, then analyse partitions on ``workers`` threads."""
         t0 = time.perf_counter()
         units = work_units(paths, read.format, filters)
+        if self.memory and self.partitions is None and estimated_peak(units, self.memory) > self.memory:
+            streaming = StreamingEngine(memory=self.memory, progress=self.progress)
+            return streaming.analyse_partitions(
+                paths, read=read, filters=filters, config=config, profile=profile, keep_detail=keep_detail
+            )
         threads = max(1, min(available_cores(), len(units)))
         unit_groups = group_units(units, 4 * threads)
         with ThreadPoolExecutor(threads, thread_name_prefix="fabricscope-read") as pool:

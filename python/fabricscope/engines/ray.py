@@ -20,7 +20,9 @@ Install with ``pip install 'fabricscope[ray]'``; see ``docs/scale.md`` for a rea
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -38,7 +40,7 @@ from fabricscope.engines.base import (
 )
 from fabricscope.engines.streaming import analyse_in_budget
 from fabricscope.engines.units import Unit, group_units, read_units, work_units
-from fabricscope.exceptions import EngineUnavailableError, FabricscopeError
+from fabricscope.exceptions import EngineFailedError, EngineUnavailableError, FabricscopeError
 from fabricscope.io import empty_attributes
 from fabricscope.profiles import Profile
 
@@ -98,14 +100,54 @@ def _analyze_in_budget_task(
     return analyse_in_budget(parts, tables, config, profile, memory=memory, keep_detail=keep_detail)
 
 
-def _get(ray: Any, refs: list[Any]) -> list[Any]:
-    """``ray.get``, raising a worker's fabricscope error as itself (file, line, what was expected)."""
+def _alive_nodes(ray: Any) -> dict[str, str]:
+    """The cluster's live nodes: node id -> address."""
+    return {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")}
+
+
+def _get(ray: Any, refs: list[Any], nodes: dict[str, str]) -> list[Any]:
+    """``ray.get``, raising a worker's fabricscope error as itself (file, line, what was expected).
+
+    Ray retries a task whose worker or node died and rebuilds the objects a dead node held; when it
+    gives up, the run stops with :class:`EngineFailedError` naming the nodes lost since ``nodes``
+    was taken, because findings from part of the partitions would look like a healthy rest of the
+    fabric.
+    """
     try:
         return ray.get(refs)
     except ray.exceptions.RayTaskError as e:
         if isinstance(e.cause, FabricscopeError):
             raise e.cause from None
-        raise
+        if not isinstance(e.cause, ray.exceptions.RayError):
+            raise
+        raise _lost(ray, nodes, e.cause) from e
+    except ray.exceptions.RayError as e:
+        raise _lost(ray, nodes, e) from e
+
+
+# How long a failed run waits for the cluster to report which node died: Ray declares a node dead
+# after its missed health checks (about 15-30 s with Ray's defaults).
+NODE_DEATH_WAIT_S = 30.0
+
+
+def _lost(ray: Any, nodes: dict[str, str], err: Exception) -> EngineFailedError:
+    """The error that names what Ray lost: the nodes of ``nodes`` no longer alive, if any."""
+    lost: list[str] = []
+    # A crashed worker process is not a lost node; anything else (a died node, lost objects, a
+    # dead owner) may be one that the cluster has not declared dead yet.
+    deadline = time.monotonic() + (0.0 if isinstance(err, ray.exceptions.WorkerCrashedError) else NODE_DEATH_WAIT_S)
+    while True:
+        try:
+            alive = _alive_nodes(ray)
+        except Exception:  # the cluster itself is unreachable: name what Ray said
+            break
+        lost = [f"{node} ({address})" for node, address in nodes.items() if node not in alive]
+        if lost or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    what = f"the Ray cluster lost node(s) {', '.join(lost)}" if lost else "a Ray worker or object was lost"
+    said = " ".join(str(err).split())[:400]
+    return EngineFailedError(f"{what} during the run and Ray could not recover: {type(err).__name__}: {said}")
 
 
 class RayEngine(Engine):
@@ -145,20 +187,24 @@ class RayEngine(Engine):
 
         Raises:
             EngineUnavailableError: Ray is not installed.
+            EngineFailedError: Ray lost a node or worker and could not recover its work.
         """
         try:
             import ray
         except ImportError as e:  # depends on the install
             raise EngineUnavailableError("the ray engine needs Ray: pip install 'fabricscope[ray]'") from e
-        started = False
-        if not ray.is_initialized():
-            ray.init(address=self.address, log_to_driver=False, configure_logging=False)
-            started = True
-        try:
-            return self._run(ray, paths, read, filters, config, profile, keep_detail)
-        finally:
-            if started:
-                ray.shutdown()
+        # Ray's driver prints the cluster's error messages (a worker died, a node was lost) to
+        # standard output, where `analyze --json -` writes its document: they go to standard error.
+        with contextlib.redirect_stdout(sys.stderr):
+            started = False
+            if not ray.is_initialized():
+                ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+                started = True
+            try:
+                return self._run(ray, paths, read, filters, config, profile, keep_detail)
+            finally:
+                if started:
+                    ray.shutdown()
 
     def _run(
         self,
@@ -171,6 +217,7 @@ class RayEngine(Engine):
         keep_detail: bool,
     ) -> Partitioned:
         t0 = time.perf_counter()
+        nodes = _alive_nodes(ray)
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         n = self.partitions or 2 * cpus
         units = work_units(paths, read.format, filters)
@@ -178,7 +225,7 @@ class RayEngine(Engine):
         groups = [[u] for u in units] if self.memory else group_units(units, 2 * cpus)
         read_task = ray.remote(_read_task).options(num_returns=n + 1)
         reads = [read_task.remote(g, read, filters, n) for g in groups]
-        metas = _get(ray, [r[0] for r in reads])
+        metas = _get(ray, [r[0] for r in reads], nodes)
         tables = merge_tables([m["tables"] for m in metas])
         tables_ref = ray.put(tables)
         # Partition i's frames from every read task go to one analysis task, straight from the
@@ -191,14 +238,14 @@ class RayEngine(Engine):
                 budget_task.remote(tables_ref, config, profile, keep_detail, share, [r[1 + i] for r in reads])
                 for i in range(n)
             ]
-            results = [p for got in _get(ray, pending) for p in got]
+            results = [p for got in _get(ray, pending, nodes) for p in got]
         else:
             analyze_task = ray.remote(_analyze_task)
             pending = [
                 analyze_task.remote(tables_ref, config, profile, keep_detail, *[r[1 + i] for r in reads])
                 for i in range(n)
             ]
-            results = [r for r in _get(ray, pending) if r is not None]
+            results = [r for r in _get(ray, pending, nodes) if r is not None]
         # Reading and the partitions overlap in Ray: one figure for both.
         seconds = {"read+partitions": time.perf_counter() - t0}
         reports = [r for m in metas for r in m["reports"]]

@@ -48,7 +48,7 @@ from fabricscope.io import InputReport, empty_attributes
 from fabricscope.profiles import Profile
 from fabricscope.progress import ProgressBar
 
-__all__ = ["StreamingEngine", "analyse_in_budget", "default_memory", "parse_memory"]
+__all__ = ["StreamingEngine", "analyse_in_budget", "default_memory", "machine_memory", "parse_memory"]
 
 WORKING_SET_FACTOR = 8
 """Bytes a partition's analysis holds per byte of its samples (the samples, their rates and the
@@ -59,8 +59,8 @@ SPILL_SHARE = 4
 """The read buffer is flushed to disk when it holds more than the budget divided by this."""
 
 
-def default_memory() -> int:
-    """A quarter of this machine's memory (or of the cgroup limit when lower), in bytes."""
+def machine_memory() -> int:
+    """This machine's memory, or its cgroup's limit when lower, in bytes (8 GiB when unknown)."""
     total = 0
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -72,7 +72,12 @@ def default_memory() -> int:
             total = min(total, int(limit))
     except OSError:
         pass
-    return max(64 << 20, total // 4)
+    return total
+
+
+def default_memory() -> int:
+    """A quarter of this machine's memory (or of the cgroup limit when lower), in bytes."""
+    return max(64 << 20, machine_memory() // 4)
 
 
 def parse_memory(text: str) -> int:
