@@ -121,20 +121,23 @@ def merge_hourly(stored: pl.DataFrame, new: pl.DataFrame, keep_since: dt.datetim
         ([4.0], [3600.0])
     """
     keys = ["host", "device", "port", "counter", "hour"]
-    both = pl.concat([stored.cast(HOURLY_SCHEMA), new.cast(HOURLY_SCHEMA)])
+    stored, new = stored.cast(HOURLY_SCHEMA), new.cast(HOURLY_SCHEMA)
     if keep_since is not None:
-        both = both.filter(pl.col("hour") >= keep_since)
-    return (
-        both.group_by(keys)
+        stored = stored.filter(pl.col("hour") >= keep_since)
+        new = new.filter(pl.col("hour") >= keep_since)
+    # Only the hours a run shares with the roll-up (the one it started in) need adding up.
+    shared = (
+        pl.concat([stored.join(new, on=keys, how="semi", nulls_equal=True), new])
+        .group_by(keys)
         .agg(
             pl.col("count").sum(),
             pl.col("exposure_s").sum(),
             pl.col("samples").sum(),
             pl.col("last").max(),
         )
-        .select(HOURLY_SCHEMA.names())
-        .sort(keys)
     )
+    rest = stored.join(new, on=keys, how="anti", nulls_equal=True)
+    return pl.concat([rest, shared.select(HOURLY_SCHEMA.names())]).sort(keys)
 
 
 @dataclass(frozen=True)
