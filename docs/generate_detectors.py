@@ -47,9 +47,8 @@ def _relations_table() -> str:
 
 def _actions_table() -> str:
     rows = ["| finding | action when it is a fault alone |", "|---|---|"]
-    rows += [
-        f"| `{spec}` | {action.format(entity='<entity>')} |" for s in SPECS.values() for spec, action in s.actions.items()
-    ]
+    for s in SPECS.values():
+        rows += [f"| `{spec}` | {action.format(entity='<entity>')} |" for spec, action in s.actions.items()]
     return "\n".join(rows)
 
 
