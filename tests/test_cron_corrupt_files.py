@@ -84,6 +84,15 @@ def test_a_type_confused_state_gets_the_reset_hint(ran: Path, name: str) -> None
     assert again.stdout.startswith("FABRICSCOPE CRITICAL")
 
 
+def test_a_type_confused_journal_gets_the_reset_hint(ran: Path) -> None:
+    # pending.json is the journal of a run that crashed: its parts are undone by the next run.
+    (ran / "state" / "pending.json").write_text(json.dumps({"run_id": "x", "parts": [1, 2], "backups": {}}))
+    r = cron(ran)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "is corrupt (pending.json: `parts`: expected a list of strings, found [1, 2])" in r.stdout
+    assert RESET_HINT in r.stdout and "Traceback" not in r.stderr
+
+
 def test_a_truncated_state_parquet_is_named(ran: Path) -> None:
     (series,) = (ran / "state").glob("series-*.parquet")
     cut_in_half(series)
