@@ -128,7 +128,7 @@ def test_nothing_analysed_is_unknown_not_ok(tmp_path: Path, capsys: pytest.Captu
     out = capsys.readouterr().out
     assert code == 3
     assert "UNKNOWN - " in out.splitlines()[0]
-    assert "nothing was analysed: no input held telemetry (status UNKNOWN)" in out
+    assert "nothing was analysed: no input held counters or results (status UNKNOWN)" in out
     code, doc = _doc(capsys, ["analyze", str(f), "--json", "-"])
     assert code == 3 and doc["status"] == "unknown"
 

@@ -400,8 +400,9 @@ def test_damaged_state_files_name_the_file(tmp_path: Path, damage: str) -> None:
     cron(tmp_path, [inp])
     st = tmp_path / "state"
     if damage == "series":
-        next(st.glob("series-*.parquet")).unlink()
-        name = "state.json"
+        series = next(st.glob("series-*.parquet"))
+        series.unlink()
+        name = series.name  # the missing file itself, not the state.json that names it
     elif damage == "pending":
         (st / "pending.json").write_text("{not json")
         name = "pending.json"

@@ -7,6 +7,7 @@ import altair as alt
 import components
 import polars as pl
 import streamlit as st
+from fabricscope.redaction import printable
 
 st.title("Fabric health")
 ds = components.current()
@@ -35,11 +36,14 @@ if incidents:
     for inc in incidents:
         colour = "red" if inc.severity == "critical" else "orange"
         with st.container(border=True):
-            st.markdown(f"**:{colour}[{inc.severity.upper()}]** {inc.title}")
-            st.markdown(f"**Action:** {inc.action}")
+            # Titles and actions name hosts from the data: escaped, so none can start a line of Markdown.
+            st.markdown(f"**:{colour}[{inc.severity.upper()}]** {printable(inc.title)}")
+            st.markdown(f"**Action:** {printable(inc.action)}")
             st.caption(
-                f"root: {inc.root['kind']} on {inc.entity}; {str(inc.start)[:19]} .. {str(inc.end)[11:19]} UTC; "
-                f"rule {inc.rule}; {inc.topology}"
+                printable(
+                    f"root: {inc.root['kind']} on {inc.entity}; {str(inc.start)[:19]} .. {str(inc.end)[11:19]} UTC; "
+                    f"rule {inc.rule}; {inc.topology}"
+                )
             )
             with st.expander(f"{len(inc.consequences)} consequence(s) and the path from the root"):
                 st.dataframe(
@@ -125,7 +129,8 @@ if ds.findings.height:
         if shown.height:
             i = st.number_input("Row", 0, shown.height - 1, 0, key="overview_evidence_row")
             row = shown.row(int(i), named=True)
-            st.write(f"**{row['kind']}** on {row['host']} {row['device'] or ''} {row['port'] or ''}: {row['message']}")
+            where = printable(f"{row['host']} {row['device'] or ''} {row['port'] or ''}: {row['message']}")
+            st.write(f"**{row['kind']}** on {where}")
             st.json(json.loads(row["evidence"] or "{}"))
     st.download_button(
         "Findings JSON (fabricscope.findings/2)",

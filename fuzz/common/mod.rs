@@ -71,6 +71,7 @@ pub const TARGETS: &[&str] = &[
     "prometheus_api",
     "prometheus_remote_read",
     "rdma_link",
+    "rdma_statistic",
     "sonic_lldp_table",
     "sysfs_grep",
     "telegraf",

@@ -12,6 +12,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from fabricscope.redaction import printable
+
 __all__ = ["cell_text", "terminal_width", "text_table"]
 
 # Columns narrower than this are never wrapped (names, units, numbers stay on one line).
@@ -33,11 +35,13 @@ def terminal_width(default: int = 120) -> int:
 
 
 def cell_text(value: Any) -> str:
-    """How one value reads in a table: ``-`` for missing, lists joined by ``, ``, floats in 4 digits.
+    r"""How one value reads in a table: ``-`` for missing, lists joined by ``, ``, floats in 4 digits.
+
+    Text is escaped as :func:`fabricscope.redaction.printable` does: a cell stays on its row.
 
     Example:
-        >>> [cell_text(v) for v in (None, True, 3, 0.123456, ["a", "b"], "x")]
-        ['-', 'yes', '3', '0.1235', 'a, b', 'x']
+        >>> [cell_text(v) for v in (None, True, 3, 0.123456, ["a", "b"], "x", "a\nb")]
+        ['-', 'yes', '3', '0.1235', 'a, b', 'x', 'a\\x0ab']
     """
     if value is None:
         return "-"
@@ -47,7 +51,7 @@ def cell_text(value: Any) -> str:
         return f"{value:.4g}"
     if isinstance(value, (list, tuple)):
         return ", ".join(cell_text(v) for v in value)
-    return str(value)
+    return printable(str(value))
 
 
 def _is_number(value: Any) -> bool:

@@ -46,6 +46,7 @@ import polars as pl
 from fabricscope import _atomic
 from fabricscope.exceptions import RemoteError
 from fabricscope.incidents import fault_kinds
+from fabricscope.redaction import printable
 from fabricscope.remote import Connection, HttpClient, redact
 
 __all__ = [
@@ -133,7 +134,8 @@ def _labels(row: dict[str, Any], fabric: str) -> dict[str, str]:
         labels = {"alertname": ALERTNAME, "fabric": fabric, "incident_id": row["incident_id"], "rule": row["rule"]}
     for name, col in _LABEL_COLUMNS:
         if row.get(col) is not None:
-            labels[name] = str(row[col])
+            # Names from the data, shown by every receiver (mail, chat, pager): escaped as in any output.
+            labels[name] = printable(str(row[col]))
     if row.get("priority") is not None:
         labels["priority"] = str(row["priority"])
     labels["severity"] = row["severity"]
@@ -254,12 +256,12 @@ def incident_alerts(
         starts = min(_utc(row["first_seen"]) if row["first_seen"] is not None else now, now)
         labels = _labels(row, opts.fabric)
         annotations = {
-            "title": row["title"] or row["root_kind"],
-            "summary": row["title"] or row["root_kind"],
-            "description": _description(row),
+            "title": printable(row["title"] or row["root_kind"]),
+            "summary": printable(row["title"] or row["root_kind"]),
+            "description": printable(_description(row)),
         }
         if row["action"]:
-            annotations["action"] = row["action"]
+            annotations["action"] = printable(row["action"])
         annotations.update(_forecast_annotations(row, faults))
         alert: dict[str, Any] = {
             "labels": labels,

@@ -30,6 +30,7 @@ __all__ = [
     "EngineUnavailableError",
     "FabricscopeError",
     "FormatError",
+    "HistoryError",
     "InputError",
     "InternalError",
     "LimitExceededError",
@@ -68,3 +69,19 @@ class RemoteError(InputError):
         self.byte_offset = None
         self.expected = "a successful HTTP response"
         self.found = what
+
+
+class HistoryError(InputError):
+    """A file of a cron history (``--history``) cannot be read: names the file and what to do.
+
+    Attributes:
+        path: The file.
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.line = None
+        self.byte_offset = None
+        self.expected = "a complete Parquet file written by fabricscope cron"
+        self.found = message

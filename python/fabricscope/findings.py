@@ -180,7 +180,7 @@ def overall_status(findings: pl.DataFrame, failed_inputs: int = 0, *, analysed: 
     ``unknown`` unless a critical finding was made anyway: the order is the worst-state order of
     Nagios and Icinga (OK < WARNING < UNKNOWN < CRITICAL; Icinga 2 documentation, "Monitoring
     Basics", state types and the `icinga` check's "worst state"). A check that analysed nothing
-    (``analysed`` False: no input held telemetry) has no verdict either: ``unknown``, never ``ok``.
+    (``analysed`` False: no input held counters or results) has no verdict either: ``unknown``, never ``ok``.
 
     Example:
         >>> from fabricscope.findings import make_findings, overall_status
@@ -209,9 +209,25 @@ def exit_status(findings: pl.DataFrame, failed_inputs: int = 0, *, analysed: boo
     return STATUS_EXIT[overall_status(findings, failed_inputs, analysed=analysed)]
 
 
-def analysed_anything(inputs: Sequence[dict[str, Any]], tables: Iterable[pl.DataFrame] = ()) -> bool:
-    """Whether any input gave telemetry (a record, or a result table row): else no verdict exists."""
-    return any(int(i.get("records") or 0) > 0 for i in inputs) or any(t.height > 0 for t in tables)
+DESCRIPTIVE_TABLES = frozenset({"links", "entities", "attributes", "nccl_ranks"})
+"""Tables that describe the fabric (cables, names, port attributes, rank placement) without measuring it."""
+
+
+def analysed_anything(sample_rows: int, tables: Mapping[str, pl.DataFrame] | None = None) -> bool:
+    """Whether anything was measured: a counter sample, or a row of a result table (benchmarks, captures).
+
+    An input that only describes the fabric (``ibdev2netdev``, an LLDP or ``ibnetdiscover`` table:
+    the :data:`DESCRIPTIVE_TABLES` and port attributes) judges no counter: no verdict exists.
+
+    Example:
+        >>> import polars as pl
+        >>> from fabricscope.findings import analysed_anything
+        >>> links = pl.DataFrame({"node_guid": ["0x1"]})
+        >>> analysed_anything(0, {"links": links}), analysed_anything(0, {"perftest_results": links})
+        (False, True)
+    """
+    measured = (t.height > 0 for name, t in (tables or {}).items() if name not in DESCRIPTIVE_TABLES)
+    return sample_rows > 0 or any(measured)
 
 
 def _significant(value: Any) -> Any:

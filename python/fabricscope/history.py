@@ -30,7 +30,7 @@ from pathlib import Path
 import polars as pl
 
 from fabricscope.detect.link_wearout import HOURLY_SCHEMA
-from fabricscope.exceptions import FabricscopeError
+from fabricscope.exceptions import HistoryError
 from fabricscope.findings import FINDINGS_SCHEMA
 from fabricscope.io import samples_schema
 
@@ -93,6 +93,37 @@ RUNS_SCHEMA = pl.Schema(
         "exit_code": pl.Int64,
     }
 )
+
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def checked_parquet(path: Path) -> Path:
+    """``path`` once it is a whole Parquet file (its magic at both ends); else a :class:`HistoryError` naming it.
+
+    A file cut short (a full disk, a copy interrupted) loses its footer, which is written last:
+    the check reads eight bytes, so every part is checked before a scan, and the error names the
+    file instead of surfacing as a decoder's message from somewhere inside a scan of many files.
+    """
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            head = b""
+            tail = b""
+            if size >= 2 * len(_PARQUET_MAGIC):
+                fh.seek(0)
+                head = fh.read(len(_PARQUET_MAGIC))
+                fh.seek(size - len(_PARQUET_MAGIC))
+                tail = fh.read(len(_PARQUET_MAGIC))
+    except OSError as e:
+        raise HistoryError(str(path), f"cannot be read: {e.strerror or e}") from e
+    if head != _PARQUET_MAGIC or tail != _PARQUET_MAGIC:
+        raise HistoryError(
+            str(path),
+            f"not a complete Parquet file ({size} bytes, no Parquet footer: cut short or overwritten); "
+            "restore it from a backup, or move it out of the history (its rows are lost) and run again",
+        )
+    return path
 
 
 def is_history(path: str | os.PathLike[str]) -> bool:
@@ -212,7 +243,7 @@ class History:
         The analysis engines read a history one part at a time through here (the filters are
         pushed into the Parquet scan: row groups outside the window are never decoded).
         """
-        lf = pl.scan_parquet(path, hive_partitioning=False)
+        lf = pl.scan_parquet(checked_parquet(Path(path)), hive_partitioning=False)
         df = to_canonical(lf.filter(*where) if where else lf)
         return df.collect() if isinstance(df, pl.LazyFrame) else df
 
@@ -230,7 +261,7 @@ class History:
                 host = urllib.parse.unquote(hdir.name.removeprefix("host="))
                 if hosts is not None and host not in hosts:
                     continue
-                out.extend(sorted(hdir.glob("*.parquet")))
+                out.extend(checked_parquet(p) for p in sorted(hdir.glob("*.parquet")))
         return out
 
     def findings(self, since: dt.datetime | str | None = None, until: dt.datetime | str | None = None) -> pl.LazyFrame:
@@ -257,19 +288,19 @@ class History:
     def lifecycle(self) -> pl.DataFrame:
         """One row per fault: first seen, last seen, resolved (null while active), runs, worst severity."""
         p = self.path / "lifecycle.parquet"
-        return pl.read_parquet(p) if p.is_file() else pl.DataFrame(schema=LIFECYCLE_SCHEMA)
+        return pl.read_parquet(checked_parquet(p)) if p.is_file() else pl.DataFrame(schema=LIFECYCLE_SCHEMA)
 
     def runs(self) -> pl.DataFrame:
         """One row per cron run: id, start, finish, duration, files and samples read, status, exit code."""
         p = self.path / "runs.parquet"
-        return pl.read_parquet(p) if p.is_file() else pl.DataFrame(schema=RUNS_SCHEMA)
+        return pl.read_parquet(checked_parquet(p)) if p.is_file() else pl.DataFrame(schema=RUNS_SCHEMA)
 
     def attributes(self) -> pl.DataFrame | None:
         """Latest port attributes (canonical schema), or None when none were stored."""
         p = self.path / "attributes.parquet"
         if not p.is_file():
             return None
-        return pl.read_parquet(p).with_columns(
+        return pl.read_parquet(checked_parquet(p)).with_columns(
             [pl.col(c).cast(pl.Categorical()) for c in ("host", "device", "key", "source")]
         )
 
@@ -278,14 +309,15 @@ def read_rollup(history: str | os.PathLike[str]) -> pl.DataFrame:
     """The hourly error roll-up a cron history keeps (empty when it has none yet).
 
     Raises:
-        fabricscope.exceptions.ParseError: The roll-up file is unreadable (named, with the way out).
+        fabricscope.exceptions.HistoryError: The roll-up file is cut short or unreadable (named, with
+            the way out: deleting it restarts the roll-up, and the forecast with it).
     """
-    from_path = Path(history) / ROLLUP_FILE
-    if not from_path.is_file():
+    path = Path(history) / ROLLUP_FILE
+    if not path.is_file():
         return pl.DataFrame(schema=HOURLY_SCHEMA)
     try:
-        return pl.read_parquet(from_path).cast(HOURLY_SCHEMA)
+        return pl.read_parquet(checked_parquet(path)).cast(HOURLY_SCHEMA)
     except (OSError, pl.exceptions.PolarsError) as e:
-        raise FabricscopeError(
-            f"{from_path}: the hourly error roll-up is unreadable ({e}); delete it to start the roll-up afresh"
+        raise HistoryError(
+            str(path), f"the hourly error roll-up is unreadable ({e}); delete it to start the roll-up afresh"
         ) from e

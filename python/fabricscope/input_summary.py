@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from fabricscope.io import InputReport
+from fabricscope.redaction import printable_lines
 
 __all__ = [
     "SUMMARY_SCHEMA",
@@ -219,7 +220,7 @@ def summary_text(
         for r in formats.iter_rows(named=True)
     ]
     right = [False, True, *([True] if failed else []), True, True, False]
-    lines = [text_table(header, rows, width=width, align_right=right)] if rows else ["no telemetry found"]
+    lines = text_table(header, rows, width=width, align_right=right).splitlines() if rows else ["no telemetry found"]
     if skipped_paths:
         distinct = list(dict.fromkeys(Path(p).name for p in skipped_paths))
         names = ", ".join(distinct[:5]) + (", ..." if len(distinct) > 5 else "")
@@ -229,4 +230,5 @@ def summary_text(
         lines += ["", f"problems ({len(problem_lines)}):"] + [f"  {p}" for p in shown]
         if len(shown) < len(problem_lines):
             lines.append(f"  ... and {len(problem_lines) - len(shown)} more (--verbose lists them all)")
-    return "\n".join(lines)
+    # A problem quotes the input (its bad line, a server's answer): one line each whatever it holds.
+    return printable_lines(lines)

@@ -61,7 +61,8 @@ class Analysis:
         status: The verdict from the findings and the inputs together
             (:func:`fabricscope.findings.overall_status`): ``unknown`` when an input could not be
             read or nothing was analysed, unless a finding is critical. Every front door shows this one.
-        analysed: Whether any input gave telemetry (:func:`fabricscope.findings.analysed_anything`).
+        analysed: Whether any input measured the fabric: counter samples or results, not only its
+            topology (:func:`fabricscope.findings.analysed_anything`).
         gauges: The last reading of every gauge series (link rate, width, state ...), with the detail kept.
         attributes: Every port attribute read, with the detail kept.
     """
@@ -311,7 +312,7 @@ def run_analysis(
     )
     findings = ordered_findings(apply_entities(ran.findings, entities, ran.tables.get("links")))
     tables = {**ran.tables, "entities": entities.table}
-    analysed = analysed_anything(inputs, tables.values())
+    analysed = analysed_anything(sum(r.rows for r in ran.reports), tables)
     # The correlation step, once, whichever front door and engine computed the findings.
     # The interval of every rate row, not of the rows kept: the same with or without the detail.
     interval = ran.interval_s

@@ -19,7 +19,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
-__all__ = ["REDACTED", "printable", "redact_text", "redact_url"]
+__all__ = ["REDACTED", "printable", "printable_lines", "redact_text", "redact_url"]
 
 #: What a secret value is replaced with.
 REDACTED = "<redacted>"
@@ -27,7 +27,11 @@ REDACTED = "<redacted>"
 # An http(s) URL inside free text: up to whitespace, a quote or an angle bracket.
 _URL = re.compile(r"""(?i)\bhttps?://[^\s'"<>`]+""")
 # C0 and C1 control characters (and DEL); tab is shown escaped too, so one record stays one line.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Also what reorders or breaks a line without being a control character: the bidirectional
+# embeddings, overrides and isolates and the implicit marks (text that reads differently from what
+# it is: unicode.org/reports/tr9, CVE-2021-42574), and the line and paragraph separators, which
+# str.splitlines() and some terminals and viewers take for a newline.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def redact_url(url: str) -> str:
@@ -56,15 +60,42 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit((p.scheme, netloc, p.path, "", ""))
 
 
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
 def printable(text: str) -> str:
     r"""``text`` with control characters escaped (``\n`` as ``\x0a``), so it stays one line.
+
+    The one rule for text that came from data (a label value, a host name, a server's answer) on
+    its way to a person: the terminal, the Nagios status line, the textfile's labels, the report,
+    the dashboard and Alertmanager's labels all show it through this function, so no value can
+    move a cursor, reorder what is shown or forge a line of output.
 
     Example:
         >>> from fabricscope.redaction import printable
         >>> printable("bad\x1b[2Jvalue\nOK - all good")
         'bad\\x1b[2Jvalue\\x0aOK - all good'
+        >>> printable("gpu01\u202e10upg")
+        'gpu01\\u202e10upg'
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escape, text)
+
+
+def printable_lines(lines: Iterable[str]) -> str:
+    r"""``lines`` joined by newlines, each escaped by :func:`printable`: only these newlines are real.
+
+    For output built as a list of lines: a newline a value carries inside one of them stays
+    visible (``\x0a``) instead of starting a line of its own.
+
+    Example:
+        >>> from fabricscope.redaction import printable_lines
+        >>> print(printable_lines(["CRITICAL - link_errors on gpu\nOK - all fine", "done"]))
+        CRITICAL - link_errors on gpu\x0aOK - all fine
+        done
+    """
+    return "\n".join(printable(line) for line in lines)
 
 
 def redact_text(text: str, secrets: Iterable[str] = (), *, escape: bool = True) -> str:

@@ -27,6 +27,7 @@ import polars as pl
 from fabricscope import _atomic
 from fabricscope.detect import KINDS
 from fabricscope.findings import SEVERITIES
+from fabricscope.redaction import printable
 
 __all__ = ["render_textfile", "write_textfile"]
 
@@ -34,8 +35,11 @@ _HEALTH = {"info": 0, "warning": 1, "critical": 2}
 
 
 def _label(v: object) -> str:
-    # Exposition format escaping for label values: backslash, double quote, newline.
-    return str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    # Control characters (newline included) escaped first, as everywhere text from data is shown: a
+    # raw ESC would reach whoever reads the file or the label in a console. Then the exposition
+    # format's escaping of backslash and double quote, which keeps the escape's backslash literal
+    # (node_exporter's parser accepts no other escape in a label value).
+    return printable(str(v)).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.datetime, duration_s: float) -> str:

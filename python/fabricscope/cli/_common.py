@@ -161,7 +161,7 @@ def status_notes(analysis: Analysis) -> str:
         lines.append(f"\n{len(failed)} input(s) could not be read (status at least UNKNOWN):")
         lines += [f"  {redact_text(str(i['path']))}: {redact_text(str(i['error']))}" for i in failed]
     if not analysis.analysed:
-        lines.append("\nnothing was analysed: no input held telemetry (status UNKNOWN)")
+        lines.append("\nnothing was analysed: no input held counters or results (status UNKNOWN)")
     return "\n".join(lines)
 
 

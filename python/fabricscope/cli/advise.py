@@ -15,6 +15,7 @@ from fabricscope.advise import advise, load_inputs
 from fabricscope.cli._common import add_config_argument, add_lenient_argument
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.pipeline import run_analysis
+from fabricscope.redaction import redact_text
 
 
 def _print(df: pl.DataFrame, title: str) -> None:
@@ -43,14 +44,14 @@ def _cmd_advise(args: argparse.Namespace) -> int:
             gpu_hour_usd=args.gpu_hour_usd,
         )
     except OSError as e:
-        print(f"fabricscope advise: {e}", file=sys.stderr)
+        print(f"fabricscope advise: {redact_text(str(e))}", file=sys.stderr)
         return 3
     analysis = None
     if args.inputs:
         try:
             analysis = run_analysis(args.inputs, strict=not args.lenient)
         except FabricscopeError as e:
-            print(f"fabricscope advise: cannot read input: {e}", file=sys.stderr)
+            print(f"fabricscope advise: cannot read input: {redact_text(str(e))}", file=sys.stderr)
             return 3
     a = advise(inputs, analysis=analysis)
     if args.json:

@@ -23,6 +23,7 @@ from fabricscope.incidents import Incident, incident_documents, standalone_mask
 from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
 from fabricscope.pipeline import Analysis, run_analysis
 from fabricscope.progress import ProgressBar
+from fabricscope.redaction import printable_lines
 from fabricscope.summary import MAX_LISTED, fabric_summary
 
 _EPILOG_ANALYZE = """\
@@ -111,7 +112,7 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
         # Only the message wraps: the other columns stay one line each, so rows scan down the page.
         right = [False] * 4 + [True, False, False]
         lines += ["", *(["standalone findings:"] if incidents else [])]
-        lines.append(text_table(header, rows, width=width, align_right=right, wrap=[False] * 6 + [True]))
+        lines += text_table(header, rows, width=width, align_right=right, wrap=[False] * 6 + [True]).splitlines()
     if not verbose and (findings["severity"] == "info").any():
         lines.append("")
         info = findings.filter(pl.col("severity") == "info")
@@ -123,25 +124,24 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
         lines += [f"  {c}" for c in analysis.conflicts]
     if reports:
         lines += ["", "inputs:"]
-        lines.append(
-            summary_text(
-                by_format(reports, analysis.times),
-                skipped_paths=skipped(reports),
-                problem_lines=problems(reports),
-                max_problems=None if verbose else 20,
-                width=width,
-            )
-        )
+        lines += summary_text(
+            by_format(reports, analysis.times),
+            skipped_paths=skipped(reports),
+            problem_lines=problems(reports),
+            max_problems=None if verbose else 20,
+            width=width,
+        ).splitlines()
         if verbose:
             rows = [[i["path"], i["format"], f"{i['records']:,}", f"{i['rejected']:,}"] for i in inputs]
             header = ["input", "format", "records", "bad records"]
             # Paths stay whole (copyable), even when the table gets wider than the terminal.
-            lines += ["", text_table(header, rows, align_right=[False, False, True, True])]
+            lines += ["", *text_table(header, rows, align_right=[False, False, True, True]).splitlines()]
     # The verdict again where the eye lands after a long listing: the last line.
     roots = ", ".join(f"{i.root['kind']} on {_where(i.root)}" for i in incidents[:3])
     more = f" and {len(incidents) - 3} more" if len(incidents) > 3 else ""
     lines += ["", f"{verdict}" + (f"; root causes: {roots}{more}" if incidents else "")]
-    return "\n".join(lines)
+    # Each entry is one line; names and messages from the data may hold any character.
+    return printable_lines(lines)
 
 
 def _memory_size(text: str) -> int:

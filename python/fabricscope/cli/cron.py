@@ -15,7 +15,7 @@ from fabricscope.cli.remote import add_credential_arguments, add_remote_argument
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
 from fabricscope.cron.options import SERVER_LOOKBACK_S
 from fabricscope.exceptions import FabricscopeError
-from fabricscope.redaction import redact_text
+from fabricscope.redaction import printable, redact_text
 from fabricscope.remote import Connection
 
 _EPILOG = """\
@@ -137,6 +137,16 @@ def _alertmanager_options(args: argparse.Namespace) -> AlertmanagerOptions | Non
     )
 
 
+def _nagios_text(text: str) -> str:
+    r"""The text of a Nagios status line: one line whatever the data holds, and no ``|`` of its own.
+
+    Nagios reads a plugin's first line, and takes what follows its first ``|`` as performance
+    data (nagios-plugins.org/doc/guidelines.html): a name from the data must neither start a line
+    nor end the text early, so ``|`` is escaped too, in the same ``\x..`` spelling as the rest.
+    """
+    return printable(text).replace("|", "\\x7c")
+
+
 def _cmd_cron(args: argparse.Namespace) -> int:
     if not args.inputs and not args.prometheus:
         print("FABRICSCOPE UNKNOWN - give --inputs and/or --prometheus")
@@ -163,29 +173,27 @@ def _cmd_cron(args: argparse.Namespace) -> int:
     try:
         res = run_cron(opts)
     except (LockedError, StateError) as e:
-        print(f"FABRICSCOPE UNKNOWN - {redact_text(str(e))}")
+        print(f"FABRICSCOPE UNKNOWN - {_nagios_text(redact_text(str(e)))}")
         return EXIT_UNKNOWN
     except FabricscopeError as e:
-        print(f"FABRICSCOPE UNKNOWN - cannot read input: {redact_text(str(e))}")
+        print(f"FABRICSCOPE UNKNOWN - cannot read input: {_nagios_text(redact_text(str(e)))}")
         return EXIT_UNKNOWN
     except (OSError, ValueError) as e:
-        print(f"FABRICSCOPE UNKNOWN - {redact_text(str(e))}")
+        print(f"FABRICSCOPE UNKNOWN - {_nagios_text(redact_text(str(e)))}")
         return EXIT_UNKNOWN
     except Exception as e:  # Nagios must see UNKNOWN, not a traceback's exit status 1 (WARNING)
         # The traceback's text may quote a URL with its credentials: redacted like every message.
         print(redact_text(traceback.format_exc(), escape=False), file=sys.stderr, end="")
-        print(f"FABRICSCOPE UNKNOWN - internal error: {type(e).__name__}: {redact_text(str(e))}")
+        print(f"FABRICSCOPE UNKNOWN - internal error: {type(e).__name__}: {_nagios_text(redact_text(str(e)))}")
         return EXIT_UNKNOWN
     for d in res.deliveries:
         if d.error:
-            print(
-                f"fabricscope cron: alertmanager {d.url}: not delivered ({d.error}); the next run sends again",
-                file=sys.stderr,
-            )
+            failure = f"alertmanager {d.url}: not delivered ({d.error}); the next run sends again"
+            print(f"fabricscope cron: {redact_text(failure)}", file=sys.stderr)
     if args.json == "-":
         print(json.dumps(res.document, indent=2))
     if args.json != "-":
         perf = f" | samples={res.samples} files={res.files_read} duplicates_dropped={res.duplicates_dropped}"
-        print(res.status_line + perf)
+        print(_nagios_text(res.status_line) + perf)
     sys.stdout.flush()
     return res.exit_code

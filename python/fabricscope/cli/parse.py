@@ -31,6 +31,7 @@ from fabricscope.exceptions import FabricscopeError, InternalError
 from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
 from fabricscope.io import LIMITS, InputReport, _paths, _reports, _time_ns
 from fabricscope.progress import ProgressBar
+from fabricscope.redaction import redact_text
 from fabricscope.remote import coarsest_resolution_ns, is_url, redact, scan_url
 
 _EPILOG_PARSE = """\
@@ -310,11 +311,11 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
                     w.close()
     except InternalError as e:
         progress.close()
-        print(f"fabricscope: {e}", file=sys.stderr)
+        print(f"fabricscope: {redact_text(str(e))}", file=sys.stderr)
         return EXIT_INTERNAL
     except (FabricscopeError, ValueError) as e:
         progress.close()
-        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
+        print(f"fabricscope: cannot read input: {redact_text(str(e))}", file=sys.stderr)
         target.unlink(missing_ok=True)
         for kind in side:
             side_path(target, kind).unlink(missing_ok=True)

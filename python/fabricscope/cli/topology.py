@@ -9,6 +9,7 @@ from typing import Any
 from fabricscope._text_table import terminal_width
 from fabricscope.cli._common import EXIT_INPUT, EXIT_OK, add_lenient_argument, add_output_arguments, print_table
 from fabricscope.exceptions import FabricscopeError
+from fabricscope.redaction import redact_text
 from fabricscope.topology import format_topology, topology
 
 
@@ -16,7 +17,7 @@ def _cmd_topology(args: argparse.Namespace) -> int:
     try:
         links = topology(args.inputs, strict=not args.lenient)
     except FabricscopeError as e:
-        print(f"fabricscope: cannot read input: {e}", file=sys.stderr)
+        print(f"fabricscope: cannot read input: {redact_text(str(e))}", file=sys.stderr)
         return EXIT_INPUT
     if args.output_format == "table":
         print(format_topology(links, width=terminal_width()))

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.findings import SEVERITIES
+from fabricscope.history import checked_parquet
 from fabricscope.incidents import Incident
 
 __all__ = ["INCIDENTS_SCHEMA", "active_incidents", "read_incidents", "update_incidents"]
@@ -52,7 +53,7 @@ _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 def read_incidents(history: Path) -> pl.DataFrame:
     """The stored incident lifecycle (empty with its schema when none was stored)."""
     p = Path(history) / "incidents.parquet"
-    return pl.read_parquet(p) if p.is_file() else pl.DataFrame(schema=INCIDENTS_SCHEMA)
+    return pl.read_parquet(checked_parquet(p)) if p.is_file() else pl.DataFrame(schema=INCIDENTS_SCHEMA)
 
 
 def _key(row: dict[str, Any]) -> tuple[Any, ...]:

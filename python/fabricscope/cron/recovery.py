@@ -27,6 +27,13 @@ def recover(state: Path, history: Path, st_run: str | None) -> None:
         try:
             doc = json.loads(pending.read_text("utf-8"))
             run_id, parts, backups = doc["run_id"], doc["parts"], doc["backups"]
+            # Valid JSON may still hold the wrong types: checked before any file is touched.
+            if not isinstance(run_id, str):
+                raise ValueError(f"`run_id`: expected a string, found {run_id!r}")
+            if not isinstance(parts, list) or not all(isinstance(x, str) for x in parts):
+                raise ValueError(f"`parts`: expected a list of strings, found {parts!r}")
+            if not isinstance(backups, dict) or not all(isinstance(x, bool) for x in backups.values()):
+                raise ValueError(f"`backups`: expected an object of true/false, found {backups!r}")
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise StateError(f"state directory {state} is corrupt (pending.json: {e}); {RECOVERY_HINT}") from e
         if run_id != st_run:

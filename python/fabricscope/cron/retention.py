@@ -14,6 +14,7 @@ from fabricscope import _atomic
 from fabricscope.cron.recovery import crash_point
 from fabricscope.history import (
     History,
+    checked_parquet,
 )
 
 
@@ -55,7 +56,7 @@ def compact(state: Path, history: Path, min_parts: int, today: dt.date) -> None:
                 continue
             names = "".join(p.name for p in parts)
             merged = d / f"part-c{hashlib.blake2b(names.encode(), digest_size=8).hexdigest()}.parquet"
-            df = pl.concat([pl.read_parquet(p) for p in parts], how="vertical_relaxed")
+            df = pl.concat([pl.read_parquet(checked_parquet(p)) for p in parts], how="vertical_relaxed")
             if table == "samples":
                 df = df.sort("time")
             rel = lambda p: p.relative_to(history).as_posix()  # noqa: E731

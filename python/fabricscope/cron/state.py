@@ -38,6 +38,60 @@ def empty_series() -> pl.DataFrame:
     return pl.DataFrame(schema=STORED_SAMPLES_SCHEMA)
 
 
+# What each field of a file's manifest entry holds (manifest.py writes them); others are kept as read.
+_ENTRY_TYPES: dict[str, tuple[type, ...]] = {
+    "dev": (int,),
+    "ino": (int,),
+    "size": (int,),
+    "mtime_ns": (int,),
+    "offset": (int,),
+    "format": (str, type(None)),
+    "prefix_hash": (str, type(None)),
+    "fingerprint": (str, type(None)),
+    "appendable": (bool,),
+    "tree": (bool,),
+    "context": (list,),
+}
+_TYPE_NAMES = {int: "an integer", str: "a string", bool: "true or false", list: "a list", type(None): "null"}
+
+
+def _expected(types: tuple[type, ...]) -> str:
+    return " or ".join(_TYPE_NAMES[t] for t in types)
+
+
+def _check_document(doc: Any) -> None:
+    """Raise ValueError naming the first field of a ``state.json`` that does not hold what a run wrote.
+
+    The file is JSON a person or a tool may have edited: every type is checked here, where the
+    error can still name the file and the recovery, instead of failing somewhere in the run.
+    """
+    if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION:
+        raise ValueError(
+            f"expected version {STATE_VERSION}, found {doc.get('version') if isinstance(doc, dict) else doc!r}"
+        )
+    for key in ("last_run_id", "series_file", "attributes_file", "links_file"):
+        value = doc.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"`{key}`: expected a string or null, found {value!r}")
+        # The state's own files, by name: never a path that leads out of the state directory.
+        if key != "last_run_id" and value is not None and (not value or Path(value).name != value):
+            raise ValueError(f"`{key}`: expected a file name in the state directory, found {value!r}")
+    files = doc.get("files")
+    if not isinstance(files, dict):
+        raise ValueError("`files` is not an object")
+    for path, entry in files.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"`files`, {path!r}: expected an object, found {entry!r}")
+        for key, types in _ENTRY_TYPES.items():
+            value = entry.get(key)
+            # bool is an int to Python: an integer field holding true is as wrong as one holding "x".
+            wrong_bool = isinstance(value, bool) and bool not in types
+            if key in entry and (not isinstance(value, types) or wrong_bool):
+                raise ValueError(f"`files`, {path!r}, `{key}`: expected {_expected(types)}, found {value!r}")
+        if not all(isinstance(line, str) for line in entry.get("context", [])):
+            raise ValueError(f"`files`, {path!r}, `context`: expected a list of strings")
+
+
 def load_state(state: Path) -> State:
     """Read ``STATE/state.json`` and its files; a missing state is empty, a corrupt one a :class:`StateError`."""
     p = state / "state.json"
@@ -45,21 +99,27 @@ def load_state(state: Path) -> State:
         return State({}, None, empty_series(), None)
     try:
         doc = json.loads(p.read_text("utf-8"))
-        if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION:
-            raise ValueError(
-                f"expected version {STATE_VERSION}, found {doc.get('version') if isinstance(doc, dict) else doc!r}"
-            )
+        _check_document(doc)
         files = doc["files"]
-        if not isinstance(files, dict):
-            raise ValueError("`files` is not an object")
-        series = pl.read_parquet(state / doc["series_file"]) if doc.get("series_file") else empty_series()
-        if series.schema != STORED_SAMPLES_SCHEMA:
-            raise ValueError(f"{doc['series_file']}: unexpected columns {series.columns}")
-        attrs = pl.read_parquet(state / doc["attributes_file"]) if doc.get("attributes_file") else None
-        links = pl.read_parquet(state / doc["links_file"]) if doc.get("links_file") else None
-        return State(files, doc.get("last_run_id"), series, attrs, links)
-    except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as e:
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise StateError(f"state directory {state} is corrupt ({p.name}: {e}); {RECOVERY_HINT}") from e
+    series = _read_state_parquet(state, doc["series_file"]) if doc.get("series_file") else empty_series()
+    if series.schema != STORED_SAMPLES_SCHEMA:
+        raise StateError(
+            f"state directory {state} is corrupt ({doc['series_file']}: unexpected columns {series.columns}); "
+            f"{RECOVERY_HINT}"
+        )
+    attrs = _read_state_parquet(state, doc["attributes_file"]) if doc.get("attributes_file") else None
+    links = _read_state_parquet(state, doc["links_file"]) if doc.get("links_file") else None
+    return State(files, doc.get("last_run_id"), series, attrs, links)
+
+
+def _read_state_parquet(state: Path, name: str) -> pl.DataFrame:
+    """One of the state's Parquet files; an unreadable one is a :class:`StateError` naming that file."""
+    try:
+        return pl.read_parquet(state / name)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise StateError(f"state directory {state} is corrupt ({name}: {e}); {RECOVERY_HINT}") from e
 
 
 def commit_state(state: Path, st: State, run_id: str) -> None:

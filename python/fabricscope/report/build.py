@@ -25,7 +25,7 @@ from fabricscope.history import History, is_history
 from fabricscope.incidents import Incident
 from fabricscope.input_summary import by_format, problems, time_range
 from fabricscope.pipeline import run_analysis
-from fabricscope.redaction import redact_text
+from fabricscope.redaction import printable, printable_lines, redact_text
 from fabricscope.remote import RemoteOptions
 from fabricscope.summary import MAX_LISTED, fabric_summary
 from fabricscope.vocabulary import counters_by_direction, counters_with_role
@@ -352,7 +352,8 @@ def _plot_port(
         if a.get_legend_handles_labels()[0]:
             a.legend(loc="upper left", fontsize=7)
         a.grid(alpha=0.3)
-    fig.suptitle(f"{host} {device}" + (f" port {port}" if port is not None else ""))
+    # The title is also written into the SVG (as a comment beside its glyphs).
+    fig.suptitle(printable(f"{host} {device}" + (f" port {port}" if port is not None else "")))
     fig.tight_layout()
     svg, png = io.StringIO(), io.BytesIO()
     fig.savefig(svg, format="svg")
@@ -404,6 +405,11 @@ def _fmt(v: Any) -> str:
     if isinstance(v, dt.datetime):
         return v.strftime("%Y-%m-%d %H:%M:%S")
     return str(v)
+
+
+def _html_text(text: str) -> str:
+    """``text`` for HTML: control characters escaped (as in every output), then HTML's own escaping."""
+    return html.escape(printable(text))
 
 
 def _window(r: dict[str, Any]) -> str:
@@ -556,7 +562,7 @@ def _where(f: dict[str, Any]) -> str:
 
 def _incidents_html(incidents: Sequence[Incident]) -> list[str]:
     """Each incident: title, action, root, and its consequences with their paths (first screen)."""
-    e = html.escape
+    e = _html_text
     if not incidents:
         return ["<h2>Incidents</h2>", "<p>No incident: no finding explains another (findings below).</p>"]
     out = [f"<h2>Incidents ({len(incidents)})</h2>"]
@@ -631,14 +637,14 @@ def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
     numeric = [df.schema[c].is_numeric() for c in cols]
 
     def td(v: Any, num: bool) -> str:
-        return f"<td class='num'>{html.escape(_fmt(v))}</td>" if num else f"<td>{html.escape(_fmt(v))}</td>"
+        return f"<td class='num'>{_html_text(_fmt(v))}</td>" if num else f"<td>{_html_text(_fmt(v))}</td>"
 
     rows = "".join(
         "<tr>" + "".join(td(v, n) for v, n in zip(r, numeric, strict=True)) + "</tr>"
         for r in df.head(limit).iter_rows()
     )
     more = f"<p class='note'>{df.height - limit} more rows not shown.</p>" if df.height > limit else ""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    head = "".join(f"<th>{_html_text(c)}</th>" for c in cols)
     return f"<table><tr>{head}</tr>{rows}</table>{more}"
 
 
@@ -650,7 +656,7 @@ def _measured(r: dict[str, Any]) -> str:
 
 
 def _summary_html(head: str, lines: list[str]) -> str:
-    e = html.escape
+    e = _html_text
     return f"<p class='note'>{e(head)}</p><ul>" + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>"
 
 
@@ -665,7 +671,7 @@ def _more_bottlenecks(bn: pl.DataFrame) -> str:
 
 
 def _findings_html(rows: list[dict[str, Any]]) -> str:
-    e = html.escape
+    e = _html_text
     out = ["<table class='findings'><colgroup>"]
     out += [f"<col style='width:{w}'>" for _, w in _FINDING_COLUMNS]
     out.append("</colgroup><tr>" + "".join(f"<th>{e(c)}</th>" for c, _ in _FINDING_COLUMNS) + "</tr>")
@@ -717,7 +723,7 @@ def render_html(data: ReportData) -> str:
     """
     status, sentence = _verdict(data)
     c = _counts(data.findings)
-    e = html.escape
+    e = _html_text
     n_inputs = len(data.inputs)
     out = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -812,7 +818,7 @@ def render_html(data: ReportData) -> str:
 
 def _md_table(df: pl.DataFrame, limit: int = 200) -> str:
     def cell(v: Any) -> str:
-        return _fmt(v).replace("|", "\\|").replace("\n", " ")
+        return printable(_fmt(v)).replace("|", "\\|")
 
     head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
     body = "".join("| " + " | ".join(cell(v) for v in r) + " |\n" for r in df.head(limit).iter_rows())
@@ -862,34 +868,36 @@ def render_markdown(data: ReportData) -> str:
             ],
             infer_schema_length=None,
         )
-        out += [f"### {port}", "", _md_table(table)]
+        out += [f"### {port}", "", *_md_table(table).splitlines()]
     if rest.height:
         head, lines = _not_listed(rest)
         out += ["", head, "", *(f"- {x}" for x in lines)]
     out += ["", "## Per-port time series", ""]
     for title, _svg, png in data.plots:
-        out.append(f"### {title}\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})\n")
+        out += [f"### {title}", "", f"![{title}](data:image/png;base64,{base64.b64encode(png).decode()})", ""]
     if data.plot_note:
         out += [data.plot_note, ""]
     out += ["## Bottlenecks", ""]
     bn = _busiest(data.findings)
-    out.append(_md_table(bn.drop("evidence").head(MAX_LISTED)) if bn.height else "No bottleneck findings.")
+    out += _md_table(bn.drop("evidence").head(MAX_LISTED)).splitlines() if bn.height else ["No bottleneck findings."]
     if bn.height > MAX_LISTED:
         out += ["", _more_bottlenecks(bn)]
     if data.layers is not None and data.layers.height:
-        out += ["", _md_table(data.layers)]
+        out += ["", *_md_table(data.layers).splitlines()]
     out += ["", "## Advisor", ""]
     if isinstance(data.advice, str) or not data.advice:
         out.append(data.advice or "The advisor returned no tables.")
     else:
         for name, df in data.advice.items():
-            out += [f"### {name}", "", _md_table(df)]
+            out += [f"### {name}", "", *_md_table(df).splitlines()]
     out += ["", "## Inputs", ""]
     formats = _formats_rows(data)
-    out.append(_md_table(formats) if formats is not None else f"{len(data.inputs)} input(s).")
+    out += _md_table(formats).splitlines() if formats is not None else [f"{len(data.inputs)} input(s)."]
     if data.problems:
         out += ["", "Problems:", ""] + [f"- {p}" for p in data.problems[:200]]
-    return "\n".join(out) + "\n"
+    # Each entry is one line (tables split above, their cells escaped): a newline from the data
+    # inside one stays visible instead of starting a heading or a row of its own.
+    return printable_lines(out) + "\n"
 
 
 def write_report(

@@ -1,0 +1,59 @@
+"""An input that only describes the fabric judges nothing: UNKNOWN (3), never OK.
+
+``ibdev2netdev``, ``rdma link show``, ``lldpctl`` and SONiC's ``show lldp table`` name ports,
+netdevs and cables; no counter and no result is in them, so no verdict about the fabric exists.
+The status comes from the one shared function (``fabricscope.findings.overall_status`` with
+``analysed_anything``), so ``analyze`` and ``report`` agree; with counters beside them the same
+files only add names.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+TOPOLOGY_ONLY = {
+    "ibdev2netdev": FIXTURES / "ibdev2netdev" / "column-t-cluster-health.txt",
+    "sonic-lldp-table": FIXTURES / "sonic_lldp" / "constructed-leaf01.show-lldp-table.txt",
+}
+MESSAGE = "nothing was analysed: no input held counters or results (status UNKNOWN)"
+
+
+def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fabricscope", *args], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
+
+
+@pytest.mark.parametrize("fmt", sorted(TOPOLOGY_ONLY))
+def test_topology_alone_is_unknown_at_every_door(tmp_path: Path, fmt: str) -> None:
+    path = str(TOPOLOGY_ONLY[fmt])
+    r = fabricscope("analyze", path, "--host", "gpu01", "--json", "-")
+    assert r.returncode == 3, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "unknown"
+    assert [(i["format"], "error" in i) for i in doc["inputs"]] == [(fmt, False)]
+    assert doc["findings"] == []
+    text = fabricscope("analyze", path, "--host", "gpu01")
+    assert text.returncode == 3
+    assert MESSAGE in text.stdout
+    report = fabricscope("report", path, "--host", "gpu01", "-o", str(tmp_path / "r.html"), "-q")
+    assert report.returncode == 3, report.stdout + report.stderr
+    assert report.stdout.startswith(f"wrote {tmp_path / 'r.html'}: UNKNOWN, 0 incident(s), 0 finding(s)")
+
+
+def test_topology_beside_counters_takes_the_counters_verdict(tmp_path: Path) -> None:
+    # The near miss: the same ibdev2netdev file with a healthy host's counters is judged (OK).
+    healthy = sorted((REPO / "sample_traces" / "scenarios" / "balanced" / "prometheus").glob("*.prom"))
+    assert healthy
+    r = fabricscope("analyze", str(TOPOLOGY_ONLY["ibdev2netdev"]), *map(str, healthy), "--host", "gpu01", "--json", "-")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "ok"
+    assert {i["format"] for i in doc["inputs"]} == {"ibdev2netdev", "prometheus"}
