@@ -57,3 +57,24 @@ def test_topology_beside_counters_takes_the_counters_verdict(tmp_path: Path) -> 
     doc = json.loads(r.stdout)
     assert doc["status"] == "ok"
     assert {i["format"] for i in doc["inputs"]} == {"ibdev2netdev", "prometheus"}
+
+
+def test_cron_over_topology_alone_is_unknown_until_a_counter_arrives(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    src = TOPOLOGY_ONLY["sonic-lldp-table"]
+    (inputs / src.name).write_bytes(src.read_bytes())
+    cron = ("cron", "--inputs", str(inputs), "--state", str(tmp_path / "st"), "--history", str(tmp_path / "hi"))
+    first = fabricscope(*cron, "--json", str(tmp_path / "run.json"))
+    assert first.returncode == 3, first.stdout + first.stderr
+    assert first.stdout.startswith("FABRICSCOPE UNKNOWN - no input held telemetry; no active faults")
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "unknown"
+    # the near miss: healthy counters arrive, and from then on the history has a verdict
+    for p in sorted((REPO / "sample_traces" / "scenarios" / "balanced" / "prometheus").glob("*.prom")):
+        (inputs / p.name).write_bytes(p.read_bytes())
+    second = fabricscope(*cron)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.startswith("FABRICSCOPE OK - no active faults")
+    # a run with nothing new keeps the verdict of what the history holds
+    third = fabricscope(*cron)
+    assert third.returncode == 0, third.stdout + third.stderr

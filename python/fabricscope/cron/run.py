@@ -26,7 +26,14 @@ from fabricscope.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
 from fabricscope.detect.link_wearout import forecast, hourly_counts, merge_hourly, trend_counters
-from fabricscope.findings import STATUS_EXIT, document, document_order, empty_findings, overall_status
+from fabricscope.findings import (
+    STATUS_EXIT,
+    analysed_anything,
+    document,
+    document_order,
+    empty_findings,
+    overall_status,
+)
 from fabricscope.history import (
     ROLLUP_FILE,
     RUNS_SCHEMA,
@@ -216,7 +223,10 @@ def _run_locked(
 
     files_read = sum(1 for p in plans if p.read_path)
     failed = sum(1 for i in inputs if i.get("error"))
-    code, line = status_line(active_findings(lifecycle), failed_inputs=failed)
+    # A history that has never held a counter (its inputs only describe the fabric) has no verdict,
+    # as analyze says of the same inputs; a run that brings nothing new keeps the history's verdict.
+    analysed = analysed_anything(st.series.height + new.height, tables)
+    code, line = status_line(active_findings(lifecycle), failed_inputs=failed, analysed=analysed)
     finished = dt.datetime.now(dt.timezone.utc) if opts.now is None else started_wall
     duration = _time.monotonic() - t0
     run_row = pl.DataFrame(
@@ -285,7 +295,7 @@ def _run_locked(
     # `fabricscope analyze` gives on the same data); ``faults`` are the faults still active across runs.
     raised = document_order(tagged)
     doc = document(raised.drop("fault_id", "run_id", strict=False), inputs)
-    doc["status"] = overall_status(active, failed)  # the run's verdict, as its exit status
+    doc["status"] = overall_status(active, failed, analysed=analysed)  # the run's verdict, as its exit status
     doc["run"] = run_row.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")).to_dicts()[0]
     doc["run"]["duplicates_dropped"] = dropped
     doc["fault_ids"] = raised["fault_id"].to_list()
