@@ -91,6 +91,7 @@ def test_counters_vendor_lists_each_drivers_spellings() -> None:
     rows = {c["name"]: c for c in json.loads(r.stdout)}
     assert "ethtool:rx_priority_{p}_xoff.nic [ice]" in rows["rx_xoff_frames"]["spellings"]
     assert "sysfs:hw_counters/cnpHandled [irdma]" in rows["rp_cnp_handled_packets"]["spellings"]
+    assert "ethtool:port.rx_priority_{p}_xoff_rx [i40e]" in rows["rx_xoff_frames"]["spellings"]
     # only Intel's spellings: mlx5's `hw_counters/rp_cnp_handled` is not listed for intel
     assert all("[" in s for c in rows.values() for s in c["spellings"])
     r = fabricscope("counters", "--vendor", "bnxt_en", "--csv")

@@ -1158,7 +1158,7 @@ pub static SPELLINGS: &[Spelling] = &[
 /// `fabricscope counters --vendor NAME` lists. Names are the drivers' own string tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VendorSpelling {
-    /// Kernel drivers printing this name (`bnxt_en`, `bnxt_re`, `ice`, `irdma`, `ionic`, `qede`).
+    /// Kernel drivers printing this name (`bnxt_en`, `bnxt_re`, `ice`, `i40e`, `irdma`, `ionic`, `qede`).
     pub drivers: &'static [&'static str],
     /// The spelling itself.
     pub spelling: Spelling,
