@@ -189,3 +189,16 @@ def test_old_alltoall_rows_with_a_blank_redop_cell_are_read(tmp_path: Path) -> N
     assert first["busbw_gb_per_s"].to_list() == [1957.39, 1.72]
     last = res.filter((pl.col("size_bytes") == 67_108_864) & (pl.col("placement") == "out_of_place"))
     assert (last["time_us"].item(), last["algbw_gb_per_s"].item()) == (29605.0, 2.27)
+
+
+def test_lldp_port_ids_that_are_an_ifindex_take_the_port_description() -> None:
+    # Junos sends `PortID: local 541` (its SNMP ifIndex) and `PortDescr: ge-0/0/17`; an Arista
+    # neighbour's `ifname Ethernet48` keeps its name over its free-text description
+    src = FIX / "lldpctl/derived-junos-ifindex-port-keyvalue.txt"
+    r = fabricscope("topology", str(src), "--json")
+    assert r.returncode == 0, r.stderr
+    links = json.loads(r.stdout)
+    assert sorted((x["node_name"], x["port_name"], x["peer_node_name"], x["peer_port_name"]) for x in links) == [
+        ("gpu-r12 eth0", "eth0", "spn-500-paula-sw", "ge-0/0/17"),
+        ("gpu-r12 eth1", "eth1", "spn-500-paula-dtg01-sw.spn.disney.com", "Ethernet48"),
+    ]
