@@ -125,11 +125,10 @@ pub fn prompt_command(line: &str) -> Option<&str> {
         let cmd = after.strip_prefix(['$', '#'])?;
         return (inside.contains('@') && cmd.starts_with(' ')).then(|| cmd.trim_start());
     }
-    // `user@host:~/dir$ cmd`, `root@host:~# cmd`, `host:~ # cmd`
+    // `user@host:~/dir$ cmd`, `root@host:~# cmd`
     let (first, rest) = t.split_once(' ')?;
-    let prompt = first.strip_suffix(['$', '#']).unwrap_or(first);
-    let whole = if prompt.len() < first.len() { first } else { return None };
-    (whole.contains('@') || prompt.ends_with(":~") || prompt.contains(":/") || prompt.contains(":~/"))
+    let prompt = first.strip_suffix(['$', '#'])?;
+    (prompt.contains('@') || prompt.ends_with(":~") || prompt.contains(":/") || prompt.contains(":~/"))
         .then(|| rest.trim_start())
         .filter(|cmd| !cmd.is_empty())
 }
