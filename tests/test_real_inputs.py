@@ -155,3 +155,50 @@ def test_a_malformed_file_in_a_directory_does_not_discard_the_rest(tmp_path: Pat
     assert r.returncode == 2
     broken = next(i for i in json.loads(r.stdout)["inputs"] if i["path"].endswith("b-broken.prom"))
     assert ("error" in broken, broken["rejected"], broken["records"]) == (False, 1, 1)
+
+
+def test_an_rccl_log_after_an_rdma_link_line_stays_an_rccl_log(tmp_path: Path) -> None:
+    # a `link mlx5_7/1 ... state ACTIVE ...` line before a two-node MI300X rccl-tests run
+    out = tmp_path / "r.parquet"
+    src = FIX / "nccl-tests/rccl-mi300x-2node-after-rdma-link.txt"
+    r = fabricscope("parse", str(src), "-q", "-o", str(out), "--time", "0", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)["inputs"][0]
+    assert (report["format"], report["bad_records"]) == ("nccl-tests", 0)
+    res = pl.read_parquet(tmp_path / "r.nccl_results.parquet")
+    assert res.height == 10  # 5 sizes, out-of-place and in-place
+    assert set(res["collective"]) == {"all_reduce"} and set(res["host"]) == {"inst-aq8lt-oke-rdma"}
+    at_8g = res.filter(pl.col("size_bytes") == 8_589_934_592).sort("placement")
+    assert at_8g["placement"].to_list() == ["in_place", "out_of_place"]
+    assert at_8g["busbw_gb_per_s"].to_list() == [356.87, 357.04]
+    assert at_8g["time_us"].to_list() == [45132.0, 45110.0]
+
+
+def test_old_alltoall_rows_with_a_blank_redop_cell_are_read(tmp_path: Path) -> None:
+    out = tmp_path / "a.parquet"
+    src = FIX / "nccl-tests/alltoall-empty-redop-msccl-16gpu.txt"
+    r = fabricscope("parse", str(src), "-q", "-o", str(out), "--time", "0", "--json")  # strict: no bad row
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["inputs"][0]["bad_records"] == 0
+    res = pl.read_parquet(tmp_path / "a.nccl_results.parquet")
+    assert res.height == 14  # 7 rows, out-of-place and in-place
+    assert res["redop"].null_count() == 14 and set(res["dtype"]) == {"float"}
+    first = res.filter(pl.col("size_bytes") == 1_048_576).sort("placement")
+    assert first["count"].to_list() == [16384, 16384]
+    assert first["time_us"].to_list() == [0.50, 571.5]
+    assert first["busbw_gb_per_s"].to_list() == [1957.39, 1.72]
+    last = res.filter((pl.col("size_bytes") == 67_108_864) & (pl.col("placement") == "out_of_place"))
+    assert (last["time_us"].item(), last["algbw_gb_per_s"].item()) == (29605.0, 2.27)
+
+
+def test_lldp_port_ids_that_are_an_ifindex_take_the_port_description() -> None:
+    # Junos sends `PortID: local 541` (its SNMP ifIndex) and `PortDescr: ge-0/0/17`; an Arista
+    # neighbour's `ifname Ethernet48` keeps its name over its free-text description
+    src = FIX / "lldpctl/derived-junos-ifindex-port-keyvalue.txt"
+    r = fabricscope("topology", str(src), "--json")
+    assert r.returncode == 0, r.stderr
+    links = json.loads(r.stdout)
+    assert sorted((x["node_name"], x["port_name"], x["peer_node_name"], x["peer_port_name"]) for x in links) == [
+        ("gpu-r12 eth0", "eth0", "spn-500-paula-sw", "ge-0/0/17"),
+        ("gpu-r12 eth1", "eth1", "spn-500-paula-dtg01-sw.spn.disney.com", "Ethernet48"),
+    ]

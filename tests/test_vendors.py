@@ -91,6 +91,7 @@ def test_counters_vendor_lists_each_drivers_spellings() -> None:
     rows = {c["name"]: c for c in json.loads(r.stdout)}
     assert "ethtool:rx_priority_{p}_xoff.nic [ice]" in rows["rx_xoff_frames"]["spellings"]
     assert "sysfs:hw_counters/cnpHandled [irdma]" in rows["rp_cnp_handled_packets"]["spellings"]
+    assert "ethtool:port.rx_priority_{p}_xoff_rx [i40e]" in rows["rx_xoff_frames"]["spellings"]
     # only Intel's spellings: mlx5's `hw_counters/rp_cnp_handled` is not listed for intel
     assert all("[" in s for c in rows.values() for s in c["spellings"])
     r = fabricscope("counters", "--vendor", "bnxt_en", "--csv")
@@ -294,3 +295,55 @@ def test_qede_totals_discards_and_queues(tmp_path: Path) -> None:
     assert value(df, "ens2f0/queue0", "rcv_pkts") == 5523101
     assert value(df, "ens2f0/queue0/tc1", "xmit_pkts") == 12
     assert value(df, "ens2f0/queue1/xdp", "xmit_pkts") == 5
+
+
+def test_i40e_queues_are_sub_devices_and_xon_xoff_are_per_priority(tmp_path: Path) -> None:
+    df = parsed(tmp_path, FIX / "ethtool/vendors/eth0-i40e-v2.3.2k-ethq.txt")
+    # `rx-3.packets` is queue 3's rx_packets, not a counter named `rx-3.packets`
+    assert value(df, "eth0/queue3", "rx_packets") == 36938887991
+    assert value(df, "eth0/queue0", "tx_bytes") == 4404820986920
+    assert value(df, "eth0/queue17", "tx_packets") == 0
+    queues = {d for d in df["device"].unique() if d.startswith("eth0/queue")}
+    assert queues == {f"eth0/queue{i}" for i in range(64)}
+    assert set(df.filter(pl.col("device") != "eth0")["counter"]) == {"rx_bytes", "rx_packets", "tx_bytes", "tx_packets"}
+    assert not df.filter(pl.col("counter").str.contains(r"^(rx|tx)-\d")).height
+    # 418 stat lines: 256 on the 64 queues, 162 on the port, under 133 names instead of 418
+    assert df.height == 418 and df["counter"].n_unique() == 133
+    # port.{rx,tx}_priority_<p>_{xon,xoff}_{rx,tx}: PFC XON/XOFF per priority; port.link_*: 802.3x
+    for counter in ("rx_xoff_frames", "rx_xon_frames", "tx_xoff_frames", "tx_xon_frames"):
+        per_prio = df.filter((pl.col("counter") == counter) & pl.col("priority").is_not_null())
+        assert sorted(per_prio["priority"].to_list()) == list(range(8)), counter
+        assert value(df, "eth0", counter, 3) == 0
+        assert value(df, "eth0", counter) == 0
+    assert value(df, "eth0", "phy_rx_bytes") == 35954341339678  # port.rx_bytes
+    assert value(df, "eth0", "netdev_rx_bytes") == 34195001351783  # rx_bytes (the VSI)
+    # the earlier layout: `tx-0.tx_packets`, no `_rx`/`_tx` suffix on the priority counters
+    older = parsed(tmp_path, FIX / "ethtool/vendors/eth0-i40e-ethq.txt")
+    assert value(older, "eth0/queue11", "rx_bytes") == 2974550330599
+    assert value(older, "eth0/queue0", "tx_packets") == 27274035294
+    assert value(older, "eth0", "rx_xoff_frames", 7) == 0
+    assert sorted(older.filter(pl.col("counter") == "tx_xon_frames")["priority"].drop_nulls().to_list()) == list(
+        range(8)
+    )
+
+
+def test_rdma_statistic_sessions_behind_prompts_and_mode_lines(tmp_path: Path) -> None:
+    # `$rdma statistic ...` (no blank after the prompt) then one counter per line
+    mana = FIX / "rdma-statistic/stat-show-mana-prompt-without-blank.txt"
+    r = fabricscope("parse", str(mana), "--json", "-q", "--host", "h1", "--time", "1764686822")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)["inputs"][0]
+    assert (report["format"], report["rows"], report["bad_records"]) == ("rdma-statistic", 26, 0)
+    df = parsed(tmp_path, mana)
+    assert set(df["device"]) == {"mana_0"} and set(df["port"]) == {1}
+    assert value(df, "mana_0", "requester_timeout") == 45
+    assert value(df, "mana_0", "general_hw_error") == 6
+    assert value(df, "mana_0", "requester_retries_exceeded") == 5
+    assert value(df, "mana_0", "current_rate") == 100000
+    # `mode supported` and `mode` lines name optional counters (no values) before and after the
+    # record; only the `statistic show` record gives rows, with the optional counters at its end
+    session = parsed(tmp_path, FIX / "rdma-statistic/stat-mode-supported-then-show-mlx5.txt")
+    assert set(session["device"]) == {"rocep8s0f0"} and session.height == 30
+    assert value(session, "rocep8s0f0", "cc_rx_cnp_pkts") == 0
+    assert value(session, "rocep8s0f0", "rp_cnp_handled_packets") == 0  # rp_cnp_handled
+    assert "optional-counters" not in set(session["counter"])

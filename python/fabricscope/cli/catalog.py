@@ -24,7 +24,7 @@ def _cmd_formats(args: argparse.Namespace) -> int:
 # Vendor names `--vendor` accepts besides the kernel driver names the vocabulary records.
 VENDOR_DRIVERS = {
     "broadcom": ["bnxt_en", "bnxt_re"],
-    "intel": ["ice", "irdma"],
+    "intel": ["ice", "i40e", "irdma"],
     "amd": ["ionic"],
     "pensando": ["ionic"],
     "marvell": ["qede"],

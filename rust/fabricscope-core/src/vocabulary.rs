@@ -1158,7 +1158,7 @@ pub static SPELLINGS: &[Spelling] = &[
 /// `fabricscope counters --vendor NAME` lists. Names are the drivers' own string tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VendorSpelling {
-    /// Kernel drivers printing this name (`bnxt_en`, `bnxt_re`, `ice`, `irdma`, `ionic`, `qede`).
+    /// Kernel drivers printing this name (`bnxt_en`, `bnxt_re`, `ice`, `i40e`, `irdma`, `ionic`, `qede`).
     pub drivers: &'static [&'static str],
     /// The spelling itself.
     pub spelling: Spelling,
@@ -1170,6 +1170,8 @@ pub const BNXT_EN: &[&str] = &["bnxt_en"];
 pub const BNXT_RE: &[&str] = &["bnxt_re"];
 /// Intel E810 Ethernet: `drivers/net/ethernet/intel/ice/ice_ethtool.c`.
 pub const ICE: &[&str] = &["ice"];
+/// Intel X710/XL710/X722 Ethernet: `drivers/net/ethernet/intel/i40e/i40e_ethtool.c`.
+pub const I40E: &[&str] = &["i40e"];
 /// Intel RDMA (E810, X722): `drivers/infiniband/hw/irdma/verbs.c` `irdma_hw_stat_names`.
 pub const IRDMA: &[&str] = &["irdma"];
 /// AMD Pensando (Pollara, DSC): `drivers/net/ethernet/pensando/ionic/ionic_stats.c`.
@@ -1243,6 +1245,26 @@ pub static VENDOR_SPELLINGS: &[VendorSpelling] = &[
     v(ICE, s(ETH, "rx_dropped.nic", "phy_rx_discards")),
     v(ICE, s(ETH, "tx_dropped_link_down.nic", "phy_tx_discards")),
     v(ICE, s(ETH, "rx_crc_errors.nic", "phy_rx_crc_errors")),
+    // --- i40e ethtool -S: port stats carry a `port.` prefix; XON and XOFF counted apart, per
+    // priority (PFC) and for the link (802.3x, priority null). The kernel driver suffixes the
+    // per-priority names with `_rx`/`_tx` (`port.rx_priority_3_xoff_rx`), some driver releases do not.
+    v(I40E, s(ETH, "port.rx_priority_{p}_xoff_rx", "rx_xoff_frames")),
+    v(I40E, s(ETH, "port.rx_priority_{p}_xon_rx", "rx_xon_frames")),
+    v(I40E, s(ETH, "port.tx_priority_{p}_xoff_tx", "tx_xoff_frames")),
+    v(I40E, s(ETH, "port.tx_priority_{p}_xon_tx", "tx_xon_frames")),
+    v(I40E, s(ETH, "port.rx_priority_{p}_xoff", "rx_xoff_frames")),
+    v(I40E, s(ETH, "port.rx_priority_{p}_xon", "rx_xon_frames")),
+    v(I40E, s(ETH, "port.tx_priority_{p}_xoff", "tx_xoff_frames")),
+    v(I40E, s(ETH, "port.tx_priority_{p}_xon", "tx_xon_frames")),
+    v(I40E, s(ETH, "port.link_xoff_rx", "rx_xoff_frames")),
+    v(I40E, s(ETH, "port.link_xon_rx", "rx_xon_frames")),
+    v(I40E, s(ETH, "port.link_xoff_tx", "tx_xoff_frames")),
+    v(I40E, s(ETH, "port.link_xon_tx", "tx_xon_frames")),
+    v(I40E, s(ETH, "port.rx_bytes", "phy_rx_bytes")),
+    v(I40E, s(ETH, "port.tx_bytes", "phy_tx_bytes")),
+    v(I40E, s(ETH, "port.rx_dropped", "phy_rx_discards")),
+    v(I40E, s(ETH, "port.tx_dropped_link_down", "phy_tx_discards")),
+    v(I40E, s(ETH, "port.rx_crc_errors", "phy_rx_crc_errors")),
     // --- irdma hw_counters (RoCEv2 gen 2+): DCQCN counters.
     v(IRDMA, s(SYS, "hw_counters/cnpHandled", "rp_cnp_handled_packets")),
     v(IRDMA, s(SYS, "hw_counters/cnpIgnored", "rp_cnp_ignored_packets")),

@@ -43,7 +43,8 @@ fn node_exporter_fixture_keeps_odd_names_raw_and_maps_known_ones() {
         assert_eq!((r.time_ns, r.host.as_str(), r.device.as_str()), (T0, "gpu01", "eth0"));
         assert_eq!((r.port, r.priority, r.scale, r.source.as_str()), (None, None, 1, "ethtool"));
     }
-    let dropped = one(&out, "port.rx_dropped");
+    // `port.rx_dropped` is i40e's port receive-discard count (its PF stats carry the `port.` prefix)
+    let dropped = one(&out, "phy_rx_discards");
     assert_eq!((&dropped.value, dropped.is_counter), (&V::U(12028), true));
     assert_eq!(one(&out, "duplicate metric").value, V::U(1));
     assert_eq!(one(&out, "duplicate_metric").value, V::U(2));

@@ -1,6 +1,7 @@
 //! Helpers several readers share: IBA port-state names, the `date`-style start stamp, the device
 //! a file name names, the ibdiagnet net_dump block header (read by its reader and by detection),
-//! and iproute2 `rdma` link names and JSON documents.
+//! iproute2 `rdma` link names and JSON documents, and the shell prompts of terminal transcripts
+//! (which content signatures look past).
 
 use crate::error::{Position, Result};
 use crate::read::ReadContext;
@@ -100,4 +101,86 @@ pub(crate) fn rdma_json_objects(
         }
     }
     Ok(objects)
+}
+
+/// The command of a shell prompt line as a terminal transcript shows it: `$ cmd`, `$cmd`, `# cmd`,
+/// `user@host:~$ cmd`, `root@node:~/dir# cmd`, `[user@host dir]$ cmd`, `(venv) [user@host ~]$ cmd`.
+/// `None` for any other line. A tool's own output never starts this way, so signatures and
+/// readers skip these lines (the command they echo is not the tool's output).
+pub fn prompt_command(line: &str) -> Option<&str> {
+    let t = line.trim();
+    // `(base) [user@host ~]$ cmd`: a conda/virtualenv name before the prompt.
+    let t = match t.strip_prefix('(').and_then(|r| r.split_once(") ")) {
+        Some((env, rest)) if !env.contains(char::is_whitespace) => rest.trim_start(),
+        _ => t,
+    };
+    if let Some(rest) = t.strip_prefix('$').or_else(|| t.strip_prefix("# ")) {
+        // `$ cmd` and `$cmd`, but not `${VAR}` or a bare `$`.
+        let cmd = rest.trim_start();
+        return (!cmd.is_empty() && !rest.starts_with('{')).then_some(cmd);
+    }
+    if let Some(rest) = t.strip_prefix('[') {
+        // `[user@host dir]$ cmd`
+        let (inside, after) = rest.split_once(']')?;
+        let cmd = after.strip_prefix(['$', '#'])?;
+        return (inside.contains('@') && cmd.starts_with(' ')).then(|| cmd.trim_start());
+    }
+    // `user@host:~/dir$ cmd`, `root@host:~# cmd`
+    let (first, rest) = t.split_once(' ')?;
+    let prompt = first.strip_suffix(['$', '#'])?;
+    (prompt.contains('@') || prompt.ends_with(":~") || prompt.contains(":/") || prompt.contains(":~/"))
+        .then(|| rest.trim_start())
+        .filter(|cmd| !cmd.is_empty())
+}
+
+/// The lines of a head that carry a tool's own output: every line except blank lines, `#`
+/// comments, shell prompts with the command they echo, and directive lines (timestamps, `# host:`).
+/// The last line is left out when the head does not end with a line break and it is not the
+/// only one (a head cut mid-line). At most `limit` lines.
+pub fn significant_lines(text: &str, limit: usize) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    if lines.len() > 1 && !text.ends_with('\n') {
+        lines.pop();
+    }
+    lines
+        .into_iter()
+        .map(str::trim)
+        .filter(|t| {
+            !(t.is_empty()
+                || t.starts_with('#')
+                || prompt_command(t).is_some()
+                || crate::formats::parse_directive(t).is_some())
+        })
+        .take(limit)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_are_recognised_with_their_command() {
+        assert_eq!(prompt_command("$ rdma statistic show"), Some("rdma statistic show"));
+        assert_eq!(
+            prompt_command("$rdma statistic show link mana_0/1 -p"),
+            Some("rdma statistic show link mana_0/1 -p")
+        );
+        assert_eq!(prompt_command("# rdma link"), Some("rdma link"));
+        assert_eq!(prompt_command("root@node102:~/3FS# rdma link show"), Some("rdma link show"));
+        assert_eq!(prompt_command("user@gpu01:~$ ethtool -S eth0"), Some("ethtool -S eth0"));
+        assert_eq!(prompt_command("[abc@fed ~]$ rdma link "), Some("rdma link"));
+        assert_eq!(prompt_command("(base) [szymon.ozog@gh-3714u06 ~]$ lsmod"), Some("lsmod"));
+        assert_eq!(prompt_command("link mlx5_0/1 state ACTIVE"), None);
+        assert_eq!(prompt_command("rx_packets: 1"), None);
+        assert_eq!(prompt_command("${HOME}/bin/run"), None);
+        assert_eq!(prompt_command("$"), None);
+    }
+
+    #[test]
+    fn significant_lines_skip_prompts_comments_and_a_cut_last_line() {
+        let text = "$ rdma link\n# note\n\nlink a/1 state ACTIVE\n1764686822\nlink b/1 sta";
+        assert_eq!(significant_lines(text, 10), vec!["link a/1 state ACTIVE"]);
+        assert_eq!(significant_lines("only line", 10), vec!["only line"]);
+    }
 }

@@ -15,7 +15,8 @@
 //!
 //! Per-queue and per-ring lines are indexed, not named: bnxt_en/bnx2x `[3]: rx_discards`, qede
 //! `3: rcv_pkts`, `3_1: xmit_pkts` (queue 3, traffic class 1) and `3 [XDP]: xmit_pkts`, ice
-//! `rx_queue_3_bytes`, ionic `tx_3_pkts` and `rxq_3_cq_compl_count` become the driver's stat name
+//! `rx_queue_3_bytes`, i40e `tx-3.packets` (`tx-3.tx_packets` in later kernels), ionic `tx_3_pkts`
+//! and `rxq_3_cq_compl_count` become the driver's stat name
 //! (`rx_discards`, `rx_bytes`, `tx_pkts`, ...) on the sub-device `<if>/queue3` (`<if>/queue3/tc1`,
 //! `<if>/queue3/xdp`), the way switch fans are `<switch>/fan<n>`. They keep the driver's name:
 //! a queue's `rx_bytes` is not the netdev total.
@@ -302,6 +303,18 @@ fn split_queue(name: &str) -> Option<(QueueId, String)> {
             return Some((QueueId::plain(index), format!("{dir}_{stat}")));
         }
     }
+    // `tx-17.packets`, `rx-3.bytes` (i40e), `tx-0.tx_packets` (i40e in later kernels): the
+    // direction joins the stat name once, as ice's `tx_queue_3_packets` gives `tx_packets`.
+    for dir in ["rx", "tx"] {
+        if let Some(rest) = name.strip_prefix(dir).and_then(|r| r.strip_prefix('-'))
+            && let Some((index, stat)) = rest.split_once('.')
+            && let Some(index) = decimal(index)
+            && !stat.is_empty()
+        {
+            let stat = if stat.starts_with(&format!("{dir}_")) { stat.to_owned() } else { format!("{dir}_{stat}") };
+            return Some((QueueId::plain(index), stat));
+        }
+    }
     // `txq_3_stop`, `rxq_3_cq_compl_count` (ionic debug stats), `tx_3_pkts` (ionic)
     for prefix in ["txq", "rxq", "tx", "rx"] {
         if let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix('_'))
@@ -406,6 +419,10 @@ mod tests {
         assert_eq!(q("tx_queue_12_packets"), Some(("eth0/queue12".into(), "tx_packets".into())));
         assert_eq!(q("tx_5_pkts"), Some(("eth0/queue5".into(), "tx_pkts".into())));
         assert_eq!(q("rxq_1_napi_poll_count"), Some(("eth0/queue1".into(), "rxq_napi_poll_count".into())));
+        assert_eq!(q("tx-17.packets"), Some(("eth0/queue17".into(), "tx_packets".into())));
+        assert_eq!(q("rx-3.bytes"), Some(("eth0/queue3".into(), "rx_bytes".into())));
+        assert_eq!(q("tx-0.tx_packets"), Some(("eth0/queue0".into(), "tx_packets".into())));
+        assert_eq!(q("rx-x.bytes"), None);
         // port counters that look like queue lines stay counters
         assert_eq!(q("rx_64_byte_packets"), None);
         assert_eq!(q("rx_1519_to_2047_byte_packets"), None);

@@ -17,7 +17,8 @@
 //! describe no neighbour and are skipped. The host is the `# host:` line, else the host argument;
 //! the NIC end is named `<host> <iface>` (rdma-ndd's `%h %d` shape, as IB HCAs are) with the
 //! interface as its `port_name`; the switch end by its system name (else chassis ID) and the port
-//! ID (`ifname`/`local`), else its description.
+//! ID (`ifname`/`local`), else its description; a `local` ID that is a bare number (an ifIndex, as
+//! Junos sends) gives way to a one-word description (`ge-0/0/17`).
 
 use serde_json::Value as J;
 
@@ -82,8 +83,13 @@ impl Neighbor {
         }
         let name = self.chassis_name.clone().or_else(|| self.chassis_id.clone())?;
         // A switch port is best named by its interface name; a MAC port ID is no name, its
-        // description usually is (`PortDescr: Ethernet8`).
+        // description usually is (`PortDescr: Ethernet8`). Junos and some EOS releases send a
+        // locally assigned ID that is the port's SNMP ifIndex (`local 541`) with the interface
+        // name as the description (`ge-0/0/17`): the number names no port anyone knows, so a
+        // one-word description wins (a ProCurve's `local 1` described `Port #1` stays `1`).
+        let descr_word = self.port_descr.clone().filter(|d| !d.is_empty() && !d.contains(char::is_whitespace));
         let port = match &self.port_id {
+            Some((kind, v)) if kind == "local" && is_if_index(v) && descr_word.is_some() => descr_word,
             Some((kind, v)) if matches!(kind.as_str(), "ifname" | "local" | "ifalias") => Some(v.clone()),
             _ => self.port_descr.clone().or_else(|| self.port_id.as_ref().map(|p| p.1.clone())),
         }?;
@@ -105,6 +111,11 @@ impl Neighbor {
             ..Link::default()
         })
     }
+}
+
+/// A port ID that is only a number, as an SNMP ifIndex is.
+fn is_if_index(v: &str) -> bool {
+    !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Streaming reader for `lldpctl -f keyvalue`.

@@ -18,6 +18,8 @@
 //!   `algbw`, `busbw`, `#wrong` (or the old float `error`) belong to out-of-place, the second to
 //!   in-place; `redop`/`root` may be missing (old all_gather), per-iteration `i_*` columns, RCCL's
 //!   trailing columns and a `timestamp` column (`%Y-%m-%d %H:%M:%S`, two tokens) may be present.
+//!   Old versions print an empty `redop` cell for collectives without a reduction (alltoall): a
+//!   row one token short of a header with `redop` is read without that column (redop null).
 //! * Numbers go through `getFloatStr` (`%.2f`, `%.1f`, `%.0f`, then `%.1e`): parsed as floats.
 //!   `#wrong` is `N/A` with `-c 0` (null); the old `error` column is a maximum error, not a count
 //!   (null in `wrong`).
@@ -214,6 +216,29 @@ fn parse_header(line: &str) -> Option<Header> {
     Some(h)
 }
 
+impl Header {
+    /// The same header without its `redop` column, for rows that leave that cell blank (old
+    /// nccl-tests print `%6s` of an empty string for alltoall, so the row has one token less).
+    fn without_redop(&self) -> Option<Header> {
+        let col = self.redop?;
+        let shift = |i: usize| if i > col { i - 1 } else { i };
+        Some(Header {
+            n_tokens: self.n_tokens - 1,
+            size: shift(self.size),
+            count: shift(self.count),
+            dtype: shift(self.dtype),
+            redop: None,
+            root: self.root.map(shift),
+            places: self
+                .places
+                .iter()
+                .map(|&(t, a, b, w)| (shift(t), shift(a), shift(b), w.map(|(i, count)| (shift(i), count))))
+                .collect(),
+            timestamp: self.timestamp,
+        })
+    }
+}
+
 /// `all_reduce_perf`, `/opt/nccl-tests/build/all_gather_perf_mpi` → the collective.
 fn collective_from_program(word: &str) -> Option<String> {
     let stem = word.rsplit('/').next()?;
@@ -270,6 +295,13 @@ fn parse_row(line: &str, h: &Header) -> std::result::Result<(Row, Option<String>
         let date = tokens.pop().unwrap_or_default();
         stamp = Some(format!("{date} {time}"));
     }
+    let blank_redop;
+    let h = if tokens.len() + 1 == h.n_tokens && h.redop.is_some_and(|r| r > h.dtype) {
+        blank_redop = h.without_redop();
+        blank_redop.as_ref().unwrap_or(h)
+    } else {
+        h
+    };
     if tokens.len() != h.n_tokens {
         return Err("a results row with one value per header column");
     }
@@ -904,6 +936,24 @@ mod tests {
         let (r, _) = parse_row("8 2 float sum -1 1.2e+04 0.00 0.00 0 47535 180.71 338.82 0", &h).expect("exp");
         assert_eq!(r.out_of_place.map(|m| m.time_us), Some(12_000.0));
         assert!(parse_row("8 2 float sum -1 1.2 0.00", &h).is_err());
+    }
+
+    #[test]
+    fn a_blank_redop_cell_is_read_without_the_column() {
+        let h = parse_header("#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error").expect("h");
+        let (row, _) = parse_row("     1048576         16384   float            571.5    1.83    1.72  0e+00     0.50  2087.88  1957.39  1e+00", &h).expect("row");
+        assert_eq!((row.size, row.count, row.dtype.as_str(), row.redop.as_deref()), (1_048_576, 16_384, "float", None));
+        let out = row.out_of_place.expect("out");
+        assert_eq!((out.time_us, out.algbw, out.busbw), (571.5, 1.83, 1.72));
+        assert_eq!(row.in_place.expect("in").busbw, 1957.39);
+        // two tokens short is still damage
+        assert!(
+            parse_row(
+                "     1048576         16384   float    571.5    1.83    1.72  0e+00     0.50  2087.88  1957.39",
+                &h
+            )
+            .is_err()
+        );
     }
 
     #[test]

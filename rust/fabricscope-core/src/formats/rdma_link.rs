@@ -21,8 +21,8 @@
 //! (before a JSON document too), else the driver's fallbacks.
 
 use crate::error::{Error, Position, Result};
-use crate::formats::common::{rdma_json_objects, split_rdma_link};
-use crate::formats::{DirectiveState, LineReader, feed_lines, parse_directive};
+use crate::formats::common::{prompt_command, rdma_json_objects, significant_lines, split_rdma_link};
+use crate::formats::{DirectiveState, LineReader, feed_lines};
 use crate::read::ReadContext;
 use crate::schema::Attribute;
 
@@ -63,16 +63,21 @@ pub fn looks_like(text: &str) -> bool {
             && head.contains("\"ifname\":")
             && (head.contains("\"state\":") || head.contains("\"physical_state\":"));
     }
-    let Some(first) = text
-        .lines()
-        .take(50)
-        .map(str::trim)
-        .find(|t| !(t.is_empty() || t.starts_with('#') || t.starts_with("$ ") || parse_directive(t).is_some()))
-    else {
-        return false;
-    };
-    split_record(first)
-        .is_some_and(|(_, pairs)| pairs.split_whitespace().next().is_some_and(|k| LINK_KEYS.contains(&k)))
+    // Past prompts, echoed commands and directives, every line is a link line (or the `caps:`
+    // line `-d` prints under one): a log that merely contains a `link ...` line is not ours.
+    let mut links = 0u32;
+    for t in significant_lines(text, 50) {
+        if links > 0 && t.starts_with("caps:") {
+            continue;
+        }
+        let is_link = split_record(t)
+            .is_some_and(|(_, pairs)| pairs.split_whitespace().next().is_some_and(|k| LINK_KEYS.contains(&k)));
+        if !is_link {
+            return false;
+        }
+        links += 1;
+    }
+    links > 0
 }
 
 /// Streaming reader for `rdma link show` text and JSON.
@@ -135,7 +140,7 @@ impl RdmaLinkReader {
             self.in_record = false;
             return Ok(());
         }
-        if t.starts_with('#') || t.starts_with("$ ") {
+        if t.starts_with('#') || prompt_command(t).is_some() {
             return Ok(());
         }
         let Some(((device, port), pairs)) = split_record(t) else {
@@ -233,5 +238,15 @@ mod tests {
         assert!(!looks_like(r#"[{"ifindex":0,"ifname":"mlx5_0","port":1,"rx_write_requests":0}]"#));
         assert!(!looks_like("mlx5_0 port 1 ==> eth0 (Up)\n"));
         assert!(!looks_like(""));
+        // prompts and `-d` caps lines are looked past; any other line makes it someone else's
+        assert!(looks_like(
+            "root@node102:~/3FS# rdma link show\nlink rxe_0/1 state ACTIVE physical_state LINK_UP netdev p1p1\n"
+        ));
+        assert!(looks_like("link mlx5_0/1 state ACTIVE netdev eth0\n    caps: <CM, IP_BASED_GIDS>\n"));
+        assert!(!looks_like(
+            "link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state ACTIVE\n\
+             # nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592\n\
+                    8             2     float     sum      -1    42.56    0.00    0.00      0\n"
+        ));
     }
 }

@@ -20,8 +20,8 @@
 //! * Host and time: `# host:`/timestamp lines (before a JSON document too), else the fallbacks.
 
 use crate::error::{Position, Result};
-use crate::formats::common::{rdma_json_objects, split_rdma_link};
-use crate::formats::{DirectiveState, LineReader, feed_lines, parse_directive};
+use crate::formats::common::{prompt_command, rdma_json_objects, significant_lines, split_rdma_link};
+use crate::formats::{DirectiveState, LineReader, feed_lines};
 use crate::read::ReadContext;
 use crate::schema::{Attribute, Sample, Value};
 use crate::vocabulary::{Kind, Namespace, lookup};
@@ -41,26 +41,60 @@ pub fn looks_like(text: &str) -> bool {
             && head.contains("\"port\":")
             && !head.contains("\"state\":");
     }
-    // Prompts and directives aside, the first line decides; `-p` output puts the first counter on
-    // the line after `link <dev>/<port>`.
-    let mut tokens = text
-        .lines()
-        .take(50)
-        .map(str::trim)
-        .filter(|t| !(t.is_empty() || t.starts_with('#') || t.starts_with("$ ") || parse_directive(t).is_some()))
-        .take(2)
-        .flat_map(str::split_whitespace);
-    {
-        let (Some("link"), Some(link), Some(name), Some(value)) =
-            (tokens.next(), tokens.next(), tokens.next(), tokens.next())
-        else {
+    // Past prompts, echoed commands and directives, every line is the tool's own: a record
+    // `link <dev>/<port> [<counter> <value>]...`, its wrapped or `-p` continuation lines of
+    // `<counter> <value>` pairs, a QP counter's `LQPN: <...>` line, or a `mode [supported]` line.
+    // One line of anything else (a benchmark's table, a log line) and the input is not ours.
+    let mut records = 0u32;
+    let mut in_record = false;
+    let mut pending: Option<&str> = None;
+    for t in significant_lines(text, 50) {
+        if in_record && t.starts_with("LQPN:") {
+            continue;
+        }
+        let mut tokens = t.split_whitespace().peekable();
+        if tokens.peek() == Some(&"link") {
+            tokens.next();
+            if pending.is_some() || !tokens.next().is_some_and(|l| split_rdma_link(l).is_some()) {
+                return false;
+            }
+            let rest: Vec<&str> = tokens.clone().collect();
+            if is_mode_line(&rest) {
+                in_record = false;
+                records += 1;
+                continue;
+            }
+            // `rdma link show` prints `link mlx5_0/1 state ACTIVE ...`: identity, not counters.
+            if rest.first().is_some_and(|k| LINK_SHOW_KEYS.contains(k)) {
+                return false;
+            }
+            in_record = true;
+            records += 1;
+        } else if !in_record {
             return false;
-        };
-        // `rdma link show` prints `link mlx5_0/1 state ACTIVE ...`: identity, not counters.
-        split_rdma_link(link).is_some()
-            && !matches!(name, "state" | "subnet_prefix" | "lid" | "sm_lid" | "lmc")
-            && (name == "cntn" || value.bytes().all(|b| b.is_ascii_digit()))
+        }
+        for tok in tokens {
+            match pending.take() {
+                None if tok.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') => pending = Some(tok),
+                None => return false,
+                Some(name) if name == "comm" || name == "qp-type" => {}
+                Some(_) if tok.bytes().all(|b| b.is_ascii_digit()) => {}
+                Some(_) => return false,
+            }
+        }
     }
+    records > 0
+}
+
+/// Keys `rdma link show` prints first after `link <dev>/<port>`.
+const LINK_SHOW_KEYS: &[&str] = &["state", "subnet_prefix", "lid", "sm_lid", "lmc", "physical_state", "netdev"];
+
+/// The rest of a `rdma statistic mode [supported]` line after `link <dev>/<port>`:
+/// `[supported] optional-counters <name>,<name>...` (the optional counters a port supports or has
+/// enabled; their values come with `statistic show`).
+fn is_mode_line(rest: &[&str]) -> bool {
+    let rest = rest.strip_prefix(&["supported"]).unwrap_or(rest);
+    matches!(rest, ["optional-counters"] | ["optional-counters", _])
 }
 
 /// The record being read: device (or counter sub-device) and port.
@@ -154,12 +188,21 @@ impl RdmaStatisticReader {
             self.pending = None;
             return Ok(());
         }
-        if t.starts_with('#') || t.starts_with("$ ") {
+        if t.starts_with('#') || prompt_command(t).is_some() {
             return Ok(());
         }
         let mut tokens = t.split_whitespace().peekable();
         if tokens.peek() == Some(&"link") {
             tokens.next();
+            let rest: Vec<&str> = tokens.clone().skip(1).collect();
+            if is_mode_line(&rest) {
+                // `rdma statistic mode [supported]`: which optional counters exist, no values.
+                if self.pending.take().is_some() {
+                    return ctx.bad_record(pos, "a value after the last counter name of the previous record", raw);
+                }
+                self.record = None;
+                return Ok(());
+            }
             if self.pending.take().is_some() {
                 return ctx.bad_record(pos, "a value after the last counter name of the previous record", raw);
             }
@@ -273,6 +316,15 @@ mod tests {
         assert!(!looks_like("link up\n"));
         assert!(looks_like("$ rdma stat show link rocep1s0f5/1 -p\nlink rocep1s0f5/1\n    rx_write_requests 0\n"));
         assert!(!looks_like("NIC statistics:\n     rx_packets: 1\n"));
+        // a prompt without a blank, and `mode supported` lines before the counters
+        assert!(looks_like("$rdma statistic show link mana_0/1 -p\nlink mana_0/1\n    requester_timeout 45\n"));
+        assert!(looks_like(
+            "$ rdma statistic mode supported\nlink rocep8s0f0/1 supported optional-counters cc_rx_ce_pkts,cc_rx_cnp_pkts\n\n\
+             $ rdma statistic show link rocep8s0f0/1\nlink rocep8s0f0/1 rx_write_requests 0\ncc_rx_cnp_pkts 0\n"
+        ));
+        assert!(looks_like("user@host:~$ rdma stat show\nlink mlx5_0/1 rx_write_requests 0\n"));
+        // a benchmark log with one `link` line is not ours
+        assert!(!looks_like("link mlx5_0/1 rx_write_requests 0\n     1048576   16384   float   571.5\n"));
     }
 
     #[test]
