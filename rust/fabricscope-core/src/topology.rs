@@ -34,6 +34,7 @@ use ahash::AHashMap;
 use arrow_array::builder::StringBuilder;
 use arrow_array::{ArrayRef, Float64Array, RecordBatch, UInt16Array, UInt32Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use hashbrown::HashTable;
 
 use crate::formats::ib;
 
@@ -155,29 +156,49 @@ pub struct Link {
 struct Sym(NonZeroU32);
 
 /// The distinct strings of one link set. Node names repeat on every link of a node (a leaf's name
-/// on each of its hundreds of ports) and port names on every node: each is stored once.
+/// on each of its hundreds of ports) and port names on every node: each is stored once, end to
+/// end in one buffer (no allocation per string), found again through a table of symbols.
 #[derive(Debug, Default)]
 struct Strings {
-    ids: AHashMap<Arc<str>, Sym>,
-    text: Vec<Arc<str>>,
+    /// Every distinct string, end to end.
+    text: String,
+    /// Where string `i` ends in `text` (it starts where string `i - 1` ends).
+    ends: Vec<usize>,
+    /// Symbols, hashed by their text.
+    table: HashTable<Sym>,
+    hasher: ahash::RandomState,
+}
+
+/// The text of symbol `id` in a string table's buffer.
+fn text_of<'t>(text: &'t str, ends: &[usize], id: Sym) -> &'t str {
+    let i = id.0.get() as usize - 1;
+    let start = if i == 0 { 0 } else { ends.get(i - 1).copied().unwrap_or(0) };
+    let end = ends.get(i).copied().unwrap_or(start);
+    text.get(start..end).unwrap_or("")
 }
 
 impl Strings {
     /// `s`'s symbol, or `None` once the table holds `u32::MAX - 1` strings (more than memory allows
     /// for link names in practice; [`LinkSet::into_batch`] then refuses the set).
     fn intern(&mut self, s: &str) -> Option<Sym> {
-        if let Some(&id) = self.ids.get(s) {
+        let Strings { text, ends, table, hasher } = self;
+        let hash = hasher.hash_one(s);
+        if let Some(&id) = table.find(hash, |&id| text_of(text, ends, id) == s) {
             return Some(id);
         }
-        let id = Sym(u32::try_from(self.text.len()).ok().and_then(|n| n.checked_add(1)).and_then(NonZeroU32::new)?);
-        let text: Arc<str> = Arc::from(s);
-        self.text.push(Arc::clone(&text));
-        self.ids.insert(text, id);
+        let id = Sym(u32::try_from(ends.len()).ok().and_then(|n| n.checked_add(1)).and_then(NonZeroU32::new)?);
+        text.push_str(s);
+        ends.push(text.len());
+        table.insert_unique(hash, id, |&id| hasher.hash_one(text_of(text, ends, id)));
         Some(id)
     }
 
     fn get(&self, id: Sym) -> &str {
-        self.text.get(id.0.get() as usize - 1).map_or("", |s| s)
+        text_of(&self.text, &self.ends, id)
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
     }
 }
 
@@ -301,6 +322,10 @@ impl LinkSet {
     }
 
     /// Add a link; a link already seen (in either direction) is merged, filling missing facts.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "readers hand over the link they built; its strings are interned"
+    )]
     pub fn add(&mut self, link: Link) {
         if self.empty.is_none() {
             self.empty = self.strings.intern("");
@@ -346,11 +371,11 @@ impl LinkSet {
             return Ok(None);
         };
         drop(index);
-        let strings = Strings { ids: AHashMap::new(), text: strings.text };
+        let strings = Strings { table: HashTable::new(), ..strings };
         let slot = |s: Sym| s.0.get() as usize - 1;
         // Facts about a node from any link it appears on, by node identity.
-        let mut names: Vec<Option<Sym>> = vec![None; strings.text.len()];
-        let mut types: Vec<NodeType> = vec![NodeType::Unknown; strings.text.len()];
+        let mut names: Vec<Option<Sym>> = vec![None; strings.len()];
+        let mut types: Vec<NodeType> = vec![NodeType::Unknown; strings.len()];
         for l in &links {
             for e in [&l.a, &l.b] {
                 let id = slot(e.node_id(empty));
@@ -369,7 +394,7 @@ impl LinkSet {
         let ty = |e: &StoredEnd| {
             types.get(slot(e.node_id(empty))).copied().filter(|t| *t != NodeType::Unknown).unwrap_or(e.node_type)
         };
-        let mut leaves = vec![false; strings.text.len()];
+        let mut leaves = vec![false; strings.len()];
         for l in &links {
             for (sw, other) in [(&l.a, &l.b), (&l.b, &l.a)] {
                 if ty(sw) == NodeType::Switch && ty(other) == NodeType::Hca && !is_aggregation(other.node_id(empty)) {
