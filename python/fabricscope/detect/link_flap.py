@@ -99,8 +99,10 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
 
 def _attach_peers(inp: AnalysisInput, rows: list[dict]) -> None:
     """Name the far end of each flapping link and say whether it saw the flap too (PDR rule 1)."""
+    if not rows:
+        return  # the peers table doubles the links table: only build it for a flap to name
     links = peers(inp)
-    if links.is_empty() or not rows:
+    if links.is_empty():
         return
     flapped = {(port_guid(inp, r["host"], r["device"]), r["port"]): r for r in rows}
     for r in rows:

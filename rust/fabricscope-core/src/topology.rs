@@ -27,11 +27,14 @@
 //! HCA, else a **spine**. SHARP aggregation nodes (CAs named `Mellanox Technologies Aggregation
 //! Node`) live inside switches and do not make a switch a leaf.
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
-use ahash::{AHashMap, AHashSet};
-use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt16Array, UInt32Array};
+use ahash::AHashMap;
+use arrow_array::builder::StringBuilder;
+use arrow_array::{ArrayRef, Float64Array, RecordBatch, UInt16Array, UInt32Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use hashbrown::HashTable;
 
 use crate::formats::ib;
 
@@ -128,11 +131,6 @@ impl End {
     pub fn node_id(&self) -> &str {
         if self.guid.is_empty() { self.name.as_deref().unwrap_or("") } else { &self.guid }
     }
-
-    /// The port's identity within its node: the number, or the interface name of an Ethernet end.
-    fn port_key(&self) -> (u16, String) {
-        (self.port, self.port_name.clone().unwrap_or_default())
-    }
 }
 
 /// One link as a reader saw it.
@@ -152,30 +150,122 @@ pub struct Link {
     pub supported_speed: Option<String>,
 }
 
-/// A finished row: first end, second end, and the link's facts.
-type Row<'a> = (&'a End, &'a End, &'a Link);
+/// A string stored once in a [`LinkSet`]: its index in the set's string table, plus one (so that
+/// `Option<Sym>` takes four bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Sym(NonZeroU32);
 
-/// A link's key: both ends' (node identity, port number, port name), the smaller first.
-type EndKey = ((String, u16, String), (String, u16, String));
-
-/// Collects the links of one input, merging duplicates (both directions).
+/// The distinct strings of one link set. Node names repeat on every link of a node (a leaf's name
+/// on each of its hundreds of ports) and port names on every node: each is stored once, end to
+/// end in one buffer (no allocation per string), found again through a table of symbols.
 #[derive(Debug, Default)]
-pub struct LinkSet {
-    links: Vec<Link>,
-    index: AHashMap<EndKey, usize>,
+struct Strings {
+    /// Every distinct string, end to end.
+    text: String,
+    /// Where string `i` ends in `text` (it starts where string `i - 1` ends).
+    ends: Vec<usize>,
+    /// Symbols, hashed by their text.
+    table: HashTable<Sym>,
+    hasher: ahash::RandomState,
 }
 
-fn fill<T: Clone>(dst: &mut Option<T>, src: Option<&T>) {
-    if dst.is_none() {
-        *dst = src.cloned();
+/// The text of symbol `id` in a string table's buffer.
+fn text_of<'t>(text: &'t str, ends: &[usize], id: Sym) -> &'t str {
+    let i = id.0.get() as usize - 1;
+    let start = if i == 0 { 0 } else { ends.get(i - 1).copied().unwrap_or(0) };
+    let end = ends.get(i).copied().unwrap_or(start);
+    text.get(start..end).unwrap_or("")
+}
+
+impl Strings {
+    /// `s`'s symbol, or `None` once the table holds `u32::MAX - 1` strings (more than memory allows
+    /// for link names in practice; [`LinkSet::into_batch`] then refuses the set).
+    fn intern(&mut self, s: &str) -> Option<Sym> {
+        let Strings { text, ends, table, hasher } = self;
+        let hash = hasher.hash_one(s);
+        if let Some(&id) = table.find(hash, |&id| text_of(text, ends, id) == s) {
+            return Some(id);
+        }
+        let id = Sym(u32::try_from(ends.len()).ok().and_then(|n| n.checked_add(1)).and_then(NonZeroU32::new)?);
+        text.push_str(s);
+        ends.push(text.len());
+        table.insert_unique(hash, id, |&id| hasher.hash_one(text_of(text, ends, id)));
+        Some(id)
+    }
+
+    fn get(&self, id: Sym) -> &str {
+        text_of(&self.text, &self.ends, id)
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
     }
 }
 
-fn merge_end(dst: &mut End, src: &End) {
-    fill(&mut dst.name, src.name.as_ref());
-    fill(&mut dst.lid, src.lid.as_ref());
+/// One end of a link as a [`LinkSet`] holds it: an [`End`] with its strings interned.
+#[derive(Debug, Clone, Copy)]
+struct StoredEnd {
+    /// The GUID, when the end has one.
+    guid: Option<Sym>,
+    name: Option<Sym>,
+    port_name: Option<Sym>,
+    lid: Option<u32>,
+    port: u16,
+    node_type: NodeType,
+}
+
+/// One link as a [`LinkSet`] holds it.
+#[derive(Debug, Clone, Copy)]
+struct StoredLink {
+    a: StoredEnd,
+    b: StoredEnd,
+    width: Option<Sym>,
+    speed: Option<Sym>,
+    supported_width: Option<Sym>,
+    supported_speed: Option<Sym>,
+}
+
+/// An end's identity in a link's key: (node identity, port number, port name or "").
+type EndKey = (Sym, u16, Sym);
+
+/// Collects the links of one input, merging duplicates (both directions).
+///
+/// A set holds every link of its input until the input ends (tiers need the whole fabric), so it
+/// stores them compactly: about 64 bytes per link plus each distinct name once, where the links
+/// as readers build them ([`Link`]) take several hundred.
+#[derive(Debug, Default)]
+pub struct LinkSet {
+    links: Vec<StoredLink>,
+    index: AHashMap<(EndKey, EndKey), u32>,
+    strings: Strings,
+    /// The empty string's symbol (a node without GUID or name, a port without a name), once interned.
+    empty: Option<Sym>,
+    /// A link could not be stored (the string table or the link count is full).
+    overflowed: bool,
+}
+
+fn fill<T: Copy>(dst: &mut Option<T>, src: Option<T>) {
+    if dst.is_none() {
+        *dst = src;
+    }
+}
+
+fn merge_end(dst: &mut StoredEnd, src: &StoredEnd) {
+    fill(&mut dst.name, src.name);
+    fill(&mut dst.lid, src.lid);
     if dst.node_type == NodeType::Unknown {
         dst.node_type = src.node_type;
+    }
+}
+
+impl StoredEnd {
+    /// The node's identity: its GUID, else (an Ethernet end) its name, else `empty`.
+    fn node_id(&self, empty: Sym) -> Sym {
+        self.guid.or(self.name).unwrap_or(empty)
+    }
+
+    fn key(&self, empty: Sym) -> EndKey {
+        (self.node_id(empty), self.port, self.port_name.unwrap_or(empty))
     }
 }
 
@@ -195,69 +285,128 @@ impl LinkSet {
         self.links.is_empty()
     }
 
-    /// Add a link; a link already seen (in either direction) is merged, filling missing facts.
-    pub fn add(&mut self, link: Link) {
-        let end_key = |e: &End| {
-            let (p, n) = e.port_key();
-            (e.node_id().to_owned(), p, n)
+    fn store_end(&mut self, e: &End) -> Option<StoredEnd> {
+        let mut opt = |s: Option<&str>| -> Option<Option<Sym>> {
+            match s {
+                Some(s) => self.strings.intern(s).map(Some),
+                None => Some(None),
+            }
         };
-        let (ka, kb) = (end_key(&link.a), end_key(&link.b));
-        let key = if ka <= kb { (ka, kb) } else { (kb, ka) };
+        Some(StoredEnd {
+            guid: opt((!e.guid.is_empty()).then_some(e.guid.as_str()))?,
+            name: opt(e.name.as_deref())?,
+            port_name: opt(e.port_name.as_deref())?,
+            lid: e.lid,
+            port: e.port,
+            node_type: e.node_type,
+        })
+    }
+
+    fn store(&mut self, link: &Link) -> Option<StoredLink> {
+        let mut opt = |s: &Option<String>| -> Option<Option<Sym>> {
+            match s {
+                Some(s) => self.strings.intern(s).map(Some),
+                None => Some(None),
+            }
+        };
+        let (width, speed) = (opt(&link.width)?, opt(&link.speed)?);
+        let (supported_width, supported_speed) = (opt(&link.supported_width)?, opt(&link.supported_speed)?);
+        Some(StoredLink {
+            a: self.store_end(&link.a)?,
+            b: self.store_end(&link.b)?,
+            width,
+            speed,
+            supported_width,
+            supported_speed,
+        })
+    }
+
+    /// Add a link; a link already seen (in either direction) is merged, filling missing facts.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "readers hand over the link they built; its strings are interned"
+    )]
+    pub fn add(&mut self, link: Link) {
+        if self.empty.is_none() {
+            self.empty = self.strings.intern("");
+        }
+        let (Some(empty), Some(new)) = (self.empty, self.store(&link)) else {
+            self.overflowed = true;
+            return;
+        };
+        let (ka, kb) = (new.a.key(empty), new.b.key(empty));
+        let key = if (ka.0.0, ka.1, ka.2.0) <= (kb.0.0, kb.1, kb.2.0) { (ka, kb) } else { (kb, ka) };
         if let Some(&i) = self.index.get(&key)
-            && let Some(old) = self.links.get_mut(i)
+            && let Some(old) = self.links.get_mut(i as usize)
         {
-            let (sa, sb) = if old.a.node_id() == link.a.node_id() && old.a.port_key() == link.a.port_key() {
-                (&link.a, &link.b)
-            } else {
-                (&link.b, &link.a)
-            };
+            let (sa, sb) = if old.a.key(empty) == ka { (&new.a, &new.b) } else { (&new.b, &new.a) };
             merge_end(&mut old.a, sa);
             merge_end(&mut old.b, sb);
-            fill(&mut old.width, link.width.as_ref());
-            fill(&mut old.speed, link.speed.as_ref());
-            fill(&mut old.supported_width, link.supported_width.as_ref());
-            fill(&mut old.supported_speed, link.supported_speed.as_ref());
+            fill(&mut old.width, new.width);
+            fill(&mut old.speed, new.speed);
+            fill(&mut old.supported_width, new.supported_width);
+            fill(&mut old.supported_speed, new.supported_speed);
             return;
         }
-        self.index.insert(key, self.links.len());
-        self.links.push(link);
+        let Ok(i) = u32::try_from(self.links.len()) else {
+            self.overflowed = true;
+            return;
+        };
+        self.index.insert(key, i);
+        self.links.push(new);
     }
 
     /// The finished table (tiers computed, ends oriented, rows sorted by first end), or `None`
-    /// when no link was seen.
-    pub fn batch(&self, source: &str) -> Result<Option<RecordBatch>, ArrowError> {
-        if self.links.is_empty() {
+    /// when no link was seen. Consumes the set: its lookup tables are freed before the table is
+    /// built, so the two are never in memory together.
+    pub fn into_batch(self, source: &str) -> Result<Option<RecordBatch>, ArrowError> {
+        if self.overflowed {
+            return Err(ArrowError::ComputeError(format!(
+                "more than {} distinct links or names in one input",
+                u32::MAX - 1
+            )));
+        }
+        let LinkSet { links, index, strings, empty, .. } = self;
+        let Some(empty) = empty.filter(|_| !links.is_empty()) else {
             return Ok(None);
-        }
-        // Facts about a node from any link it appears on.
-        let mut names: AHashMap<&str, &str> = AHashMap::new();
-        let mut types: AHashMap<&str, NodeType> = AHashMap::new();
-        for l in &self.links {
+        };
+        drop(index);
+        let strings = Strings { table: HashTable::new(), ..strings };
+        let slot = |s: Sym| s.0.get() as usize - 1;
+        // Facts about a node from any link it appears on, by node identity.
+        let mut names: Vec<Option<Sym>> = vec![None; strings.len()];
+        let mut types: Vec<NodeType> = vec![NodeType::Unknown; strings.len()];
+        for l in &links {
             for e in [&l.a, &l.b] {
-                if let Some(n) = &e.name {
-                    names.entry(e.node_id()).or_insert(n.as_str());
+                let id = slot(e.node_id(empty));
+                if let (Some(n), Some(None)) = (e.name, names.get(id)) {
+                    names[id] = Some(n);
                 }
-                if e.node_type != NodeType::Unknown {
-                    types.entry(e.node_id()).or_insert(e.node_type);
+                if e.node_type != NodeType::Unknown && types.get(id) == Some(&NodeType::Unknown) {
+                    types[id] = e.node_type;
                 }
             }
         }
-        let is_aggregation =
-            |guid: &str| names.get(guid).is_some_and(|n| n.to_ascii_lowercase().contains("aggregation node"));
-        let ty = |e: &End| types.get(e.node_id()).copied().unwrap_or(e.node_type);
-        let mut leaves: AHashSet<&str> = AHashSet::new();
-        for l in &self.links {
+        let name_of_node = |id: Sym| names.get(slot(id)).copied().flatten();
+        let is_aggregation = |id: Sym| {
+            name_of_node(id).is_some_and(|n| strings.get(n).to_ascii_lowercase().contains("aggregation node"))
+        };
+        let ty = |e: &StoredEnd| {
+            types.get(slot(e.node_id(empty))).copied().filter(|t| *t != NodeType::Unknown).unwrap_or(e.node_type)
+        };
+        let mut leaves = vec![false; strings.len()];
+        for l in &links {
             for (sw, other) in [(&l.a, &l.b), (&l.b, &l.a)] {
-                if ty(sw) == NodeType::Switch && ty(other) == NodeType::Hca && !is_aggregation(other.node_id()) {
-                    leaves.insert(sw.node_id());
+                if ty(sw) == NodeType::Switch && ty(other) == NodeType::Hca && !is_aggregation(other.node_id(empty)) {
+                    leaves[slot(sw.node_id(empty))] = true;
                 }
             }
         }
-        let tier = |e: &End| -> Option<&'static str> {
+        let tier = |e: &StoredEnd| -> Option<&'static str> {
             match ty(e) {
                 NodeType::Hca => Some("hca"),
                 NodeType::Router => Some("router"),
-                NodeType::Switch if leaves.contains(e.node_id()) => Some("leaf"),
+                NodeType::Switch if leaves.get(slot(e.node_id(empty))) == Some(&true) => Some("leaf"),
                 NodeType::Switch => Some("spine"),
                 NodeType::Unknown => None,
             }
@@ -269,65 +418,75 @@ impl LinkSet {
             Some("router") => 3,
             _ => 4,
         };
-        let mut rows: Vec<Row<'_>> = self
-            .links
-            .iter()
-            .map(|l| {
-                let (ra, rb) = (rank(tier(&l.a)), rank(tier(&l.b)));
-                if rb < ra || (rb == ra && (l.b.node_id(), l.b.port_key()) < (l.a.node_id(), l.a.port_key())) {
-                    (&l.b, &l.a, l)
-                } else {
-                    (&l.a, &l.b, l)
-                }
-            })
-            .collect();
-        rows.sort_by(|x, y| (x.0.node_id(), x.0.port_key()).cmp(&(y.0.node_id(), y.0.port_key())));
-
-        let name_of = |e: &End| e.name.clone().or_else(|| names.get(e.node_id()).map(|s| (*s).to_owned()));
-        let guid_of = |e: &End| (!e.guid.is_empty()).then(|| e.guid.clone());
-        // an Ethernet end is named, not numbered
-        let port_of = |e: &End| if e.port_name.is_some() && e.port == 0 { None } else { Some(e.port) };
-        let strings = |f: &dyn Fn(&Row<'_>) -> Option<String>| -> ArrayRef {
-            Arc::new(rows.iter().map(f).collect::<StringArray>())
+        // (node identity, port number, port name) as text: the order rows are sorted in
+        let order = |e: &StoredEnd| (strings.get(e.node_id(empty)), e.port, e.port_name.map_or("", |s| strings.get(s)));
+        let rows: Vec<Row<'_>> = {
+            let mut rows: Vec<_> = links
+                .iter()
+                .map(|l| {
+                    let (ra, rb) = (rank(tier(&l.a)), rank(tier(&l.b)));
+                    if rb < ra || (rb == ra && order(&l.b) < order(&l.a)) { (&l.b, &l.a, l) } else { (&l.a, &l.b, l) }
+                })
+                .collect();
+            rows.sort_by(|x, y| order(x.0).cmp(&order(y.0)));
+            rows
         };
-        let lanes = |l: &Link| l.width.as_deref().and_then(ib::width).map(|(_, n)| f64::from(n));
+
+        let text = |s: Option<Sym>| s.map(|s| strings.get(s));
+        let name_of = |e: &StoredEnd| text(e.name.or_else(|| name_of_node(e.node_id(empty))));
+        // an Ethernet end is named, not numbered
+        let port_of = |e: &StoredEnd| if e.port_name.is_some() && e.port == 0 { None } else { Some(e.port) };
+        let width = |l: &StoredLink| text(l.width);
+        let speed = |l: &StoredLink| text(l.speed);
+        let lanes = |l: &StoredLink| width(l).and_then(ib::width).map(|(_, n)| f64::from(n));
         let columns: Vec<ArrayRef> = vec![
-            strings(&|r| guid_of(r.0)),
+            string_column(&rows, &|r| text(r.0.guid)),
             Arc::new(rows.iter().map(|r| port_of(r.0)).collect::<UInt16Array>()),
-            strings(&|r| name_of(r.0)),
-            strings(&|r| Some(ty(r.0).as_str().to_owned())),
+            string_column(&rows, &|r| name_of(r.0)),
+            string_column(&rows, &|r| Some(ty(r.0).as_str())),
             Arc::new(rows.iter().map(|r| r.0.lid).collect::<UInt32Array>()),
-            strings(&|r| tier(r.0).map(str::to_owned)),
-            strings(&|r| guid_of(r.1)),
+            string_column(&rows, &|r| tier(r.0)),
+            string_column(&rows, &|r| text(r.1.guid)),
             Arc::new(rows.iter().map(|r| port_of(r.1)).collect::<UInt16Array>()),
-            strings(&|r| name_of(r.1)),
-            strings(&|r| Some(ty(r.1).as_str().to_owned())),
+            string_column(&rows, &|r| name_of(r.1)),
+            string_column(&rows, &|r| Some(ty(r.1).as_str())),
             Arc::new(rows.iter().map(|r| r.1.lid).collect::<UInt32Array>()),
-            strings(&|r| tier(r.1).map(str::to_owned)),
-            strings(&|r| r.2.width.clone()),
-            strings(&|r| r.2.speed.clone()),
-            Arc::new(
-                rows.iter().map(|r| r.2.speed.as_deref().and_then(ib::lane_signalling_gbps)).collect::<Float64Array>(),
-            ),
+            string_column(&rows, &|r| tier(r.1)),
+            string_column(&rows, &|r| width(r.2)),
+            string_column(&rows, &|r| speed(r.2)),
+            Arc::new(rows.iter().map(|r| speed(r.2).and_then(ib::lane_signalling_gbps)).collect::<Float64Array>()),
             Arc::new(
                 rows.iter()
-                    .map(|r| Some(lanes(r.2)? * r.2.speed.as_deref().and_then(ib::lane_data_gbps)?))
+                    .map(|r| Some(lanes(r.2)? * speed(r.2).and_then(ib::lane_data_gbps)?))
                     .collect::<Float64Array>(),
             ),
-            strings(&|r| r.2.supported_width.clone()),
-            strings(&|r| r.2.supported_speed.clone()),
-            strings(&|_| Some(source.to_owned())),
-            strings(&|r| r.0.port_name.clone()),
-            strings(&|r| r.1.port_name.clone()),
+            string_column(&rows, &|r| text(r.2.supported_width)),
+            string_column(&rows, &|r| text(r.2.supported_speed)),
+            string_column(&rows, &|_| Some(source)),
+            string_column(&rows, &|r| text(r.0.port_name)),
+            string_column(&rows, &|r| text(r.1.port_name)),
         ];
         RecordBatch::try_new(links_schema(), columns).map(Some)
     }
 }
 
+/// A finished row: first end, second end, and the link's facts.
+type Row<'a> = (&'a StoredEnd, &'a StoredEnd, &'a StoredLink);
+
+/// A utf8 column of `f` over `rows`, appended in place (no per-row `String`).
+fn string_column<'s, R>(rows: &[R], f: &dyn Fn(&R) -> Option<&'s str>) -> ArrayRef {
+    let mut b = StringBuilder::with_capacity(rows.len(), 0);
+    for r in rows {
+        b.append_option(f(r));
+    }
+    Arc::new(b.finish())
+}
+
 /// Emit a finished link set as the `links` table of the input being read.
-pub fn emit(links: &LinkSet, ctx: &mut crate::read::ReadContext<'_>, source: &str) -> crate::error::Result<()> {
-    let batch =
-        links.batch(source).map_err(|e| crate::error::Error::InvalidArgument(format!("arrow (links table): {e}")))?;
+pub fn emit(links: LinkSet, ctx: &mut crate::read::ReadContext<'_>, source: &str) -> crate::error::Result<()> {
+    let batch = links
+        .into_batch(source)
+        .map_err(|e| crate::error::Error::InvalidArgument(format!("arrow (links table): {e}")))?;
     if let Some(b) = batch {
         ctx.emit_table("links", b);
     }

@@ -427,7 +427,7 @@ impl LineReader for DbCsvReader {
         if !self.skipped_sections.is_empty() {
             ctx.warn(format!("sections not read: {}", self.skipped_sections.join(", ")));
         }
-        crate::topology::emit(&self.links(), ctx, "ibdiagnet-db-csv")
+        crate::topology::emit(self.links(), ctx, "ibdiagnet-db-csv")
     }
 }
 

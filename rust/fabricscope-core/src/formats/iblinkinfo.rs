@@ -302,7 +302,7 @@ impl LineReader for IblinkinfoReader {
         if unresolved > 0 {
             ctx.warn(format!("{unresolved} links dropped: their peer LID is not in this input (use `iblinkinfo -l`)"));
         }
-        crate::topology::emit(&set, ctx, "iblinkinfo")
+        crate::topology::emit(set, ctx, "iblinkinfo")
     }
 }
 

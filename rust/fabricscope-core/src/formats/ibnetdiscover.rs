@@ -497,6 +497,6 @@ impl LineReader for IbnetdiscoverReader {
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
-        crate::topology::emit(&self.links, ctx, "ibnetdiscover")
+        crate::topology::emit(std::mem::take(&mut self.links), ctx, "ibnetdiscover")
     }
 }

@@ -20,6 +20,7 @@
 //! ID (`ifname`/`local`), else its description; a `local` ID that is a bare number (an ifIndex, as
 //! Junos sends) gives way to a one-word description (`ge-0/0/17`).
 
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value as J;
 
 use crate::error::{Position, Result};
@@ -219,7 +220,7 @@ impl LineReader for LldpKeyValueReader {
                 set.add(l);
             }
         }
-        crate::topology::emit(&set, ctx, SOURCE_KV)
+        crate::topology::emit(set, ctx, SOURCE_KV)
     }
 }
 
@@ -282,32 +283,122 @@ fn neighbor(iface: &str, rec: &serde_json::Map<String, J>) -> Neighbor {
     n
 }
 
-/// Every (interface, record) of one document's `lldp.interface`, in its three spellings.
-fn interfaces(doc: &J) -> Option<Vec<(String, &serde_json::Map<String, J>)>> {
-    let lldp = object(doc.get("lldp"))?;
-    let mut out = Vec::new();
-    match lldp.get("interface") {
-        None => {}
-        Some(J::Object(o)) => {
-            for (k, v) in o {
-                out.push((k.clone(), v.as_object()?));
-            }
-        }
-        Some(J::Array(a)) => {
-            for item in a {
-                let o = item.as_object()?;
-                if let Some(name) = o.get("name").and_then(J::as_str) {
-                    out.push((name.to_owned(), o)); // json0
-                } else {
-                    for (k, v) in o {
-                        out.push((k.clone(), v.as_object()?));
-                    }
-                }
-            }
-        }
-        Some(_) => return None,
+/// What a visitor of one document found wrong in its shape (a serde error message).
+const SHAPE: &str = "an object `{\"lldp\": {\"interface\": ...}}`";
+
+/// Walks one document's `lldp.interface`, in its three spellings, handing every (interface,
+/// record) to `on` as soon as it is parsed: the document is never built whole, only one record at
+/// a time (a record is a few hundred bytes; the document up to `max_document_bytes`).
+struct DocumentSeed<'f>(&'f mut dyn FnMut(&str, &serde_json::Map<String, J>));
+
+/// `lldp`: an object, or (json0) a list whose first element is that object.
+struct LldpSeed<'f>(&'f mut dyn FnMut(&str, &serde_json::Map<String, J>));
+
+/// `lldp.interface`: `{name: record}`, `[{name: record}, ...]`, or (json0) `[{"name": name, ...}]`.
+struct InterfacesSeed<'f>(&'f mut dyn FnMut(&str, &serde_json::Map<String, J>));
+
+impl<'de> DeserializeSeed<'de> for DocumentSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(self)
     }
-    Some(out)
+}
+
+impl<'de> Visitor<'de> for DocumentSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(SHAPE)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let mut seen = false;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "lldp" {
+                map.next_value_seed(LldpSeed(&mut *self.0))?;
+                seen = true;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        if seen { Ok(()) } else { Err(serde::de::Error::custom(format!("no `lldp` key: expected {SHAPE}"))) }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for LldpSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LldpSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object or a list of one object under `lldp`")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "interface" {
+                map.next_value_seed(InterfacesSeed(&mut *self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        // json0: the first element is the object; any further ones are ignored
+        if seq.next_element_seed(LldpObjectSeed(&mut *self.0))?.is_none() {
+            return Err(serde::de::Error::invalid_length(0, &self));
+        }
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+}
+
+/// The first element of a json0 `lldp` list: it must be an object.
+struct LldpObjectSeed<'f>(&'f mut dyn FnMut(&str, &serde_json::Map<String, J>));
+
+impl<'de> DeserializeSeed<'de> for LldpObjectSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(LldpSeed(self.0))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for InterfacesSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for InterfacesSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object or a list of objects under `lldp.interface`")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        while let Some(name) = map.next_key::<String>()? {
+            let rec = map.next_value::<serde_json::Map<String, J>>()?;
+            (self.0)(&name, &rec);
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<serde_json::Map<String, J>>()? {
+            if let Some(name) = item.get("name").and_then(J::as_str) {
+                (self.0)(name, &item); // json0
+                continue;
+            }
+            for (name, rec) in &item {
+                let Some(rec) = rec.as_object() else {
+                    return Err(serde::de::Error::custom(format!("interface {name:?}: expected an object")));
+                };
+                (self.0)(name, rec);
+            }
+        }
+        Ok(())
+    }
 }
 
 impl BinaryReader for LldpJsonReader {
@@ -327,28 +418,39 @@ impl BinaryReader for LldpJsonReader {
         }
         let host = directives.host(ctx);
         let doc = buf.get(body..).unwrap_or_default();
+        // Where a serde error inside `doc` (from `from`) is in the file.
+        let position = |from: usize, e: &serde_json::Error| {
+            let before = doc.get(..from).unwrap_or_default();
+            let lines = memchr::memchr_iter(b'\n', &buf[..body]).count() + memchr::memchr_iter(b'\n', before).count();
+            Position { line: Some((lines + e.line().max(1)) as u64), byte_offset: (body + from) as u64 }
+        };
         let mut set = LinkSet::new();
-        for item in serde_json::Deserializer::from_slice(doc).into_iter::<J>() {
-            let v = match item {
-                Ok(v) => v,
-                Err(e) => {
-                    let pos = Position { line: Some(e.line() as u64), byte_offset: body as u64 };
-                    ctx.bad_record(pos, &format!("valid lldpctl JSON ({e})"), b"")?;
+        // Each document is first checked whole as JSON without being built (a borrowed raw
+        // value): a cut or garbled document adds no link. Its records are then read one at a time.
+        let mut documents = serde_json::Deserializer::from_slice(doc).into_iter::<&serde_json::value::RawValue>();
+        loop {
+            let from = documents.byte_offset();
+            let raw = match documents.next() {
+                None => break,
+                Some(Ok(raw)) => raw,
+                Some(Err(e)) => {
+                    ctx.bad_record(position(from, &e), &format!("valid lldpctl JSON ({e})"), b"")?;
                     break;
                 }
             };
-            let Some(list) = interfaces(&v) else {
-                let pos = Position { line: None, byte_offset: body as u64 };
-                ctx.bad_record(pos, "an object `{\"lldp\": {\"interface\": ...}}`", b"")?;
-                continue;
-            };
-            for (iface, rec) in list {
-                if let Some(l) = neighbor(&iface, rec).link(&host) {
+            let start = documents.byte_offset() - raw.get().len();
+            let mut on = |iface: &str, rec: &serde_json::Map<String, J>| {
+                if let Some(l) = neighbor(iface, rec).link(&host) {
                     set.add(l);
                 }
+            };
+            let mut de = serde_json::Deserializer::from_str(raw.get());
+            if let Err(e) = DocumentSeed(&mut on).deserialize(&mut de) {
+                // A wrong shape: the records before it are kept (lenient), the rest is skipped.
+                ctx.bad_record(position(start, &e), &format!("{SHAPE} ({e})"), b"")?;
             }
         }
-        crate::topology::emit(&set, ctx, SOURCE_JSON)?;
+        crate::topology::emit(set, ctx, SOURCE_JSON)?;
         Ok(total)
     }
 }

@@ -338,7 +338,7 @@ impl LineReader for NetDumpReader {
             l.b.node_type = ty(&l.b.guid);
             set.add(l);
         }
-        crate::topology::emit(&set, ctx, "ibdiagnet-net-dump")
+        crate::topology::emit(set, ctx, "ibdiagnet-net-dump")
     }
 }
 

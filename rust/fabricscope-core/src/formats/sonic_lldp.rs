@@ -322,6 +322,6 @@ impl LineReader for SonicLldpReader {
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
         self.close_table(self.end, b"the end of the input", ctx)?;
-        crate::topology::emit(&self.set, ctx, SOURCE)
+        crate::topology::emit(std::mem::take(&mut self.set), ctx, SOURCE)
     }
 }
