@@ -183,7 +183,8 @@ def _prom_scrape(s: int) -> str:
         "node_infiniband_port_errors_received_total",
     )
     return "".join(
-        f'{n}{{device="mlx5_{d}",instance="gpu{h:04d}:9100",job="node",port="1"}} {(s + 1) * (h * 8 + d + k + 1) * 4096} {ts}\n'
+        f'{n}{{device="mlx5_{d}",instance="gpu{h:04d}:9100",job="node",port="1"}} '
+        f"{(s + 1) * (h * 8 + d + k + 1) * 4096} {ts}\n"
         for h in range(64)
         for d in range(8)
         for k, n in enumerate(names)
