@@ -939,6 +939,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::float_cmp)] // values parsed from text compare exactly
     fn a_blank_redop_cell_is_read_without_the_column() {
         let h = parse_header("#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error").expect("h");
         let (row, _) = parse_row("     1048576         16384   float            571.5    1.83    1.72  0e+00     0.50  2087.88  1957.39  1e+00", &h).expect("row");

@@ -55,7 +55,7 @@ pub fn looks_like(text: &str) -> bool {
         let mut tokens = t.split_whitespace().peekable();
         if tokens.peek() == Some(&"link") {
             tokens.next();
-            if pending.is_some() || !tokens.next().is_some_and(|l| split_rdma_link(l).is_some()) {
+            if pending.is_some() || tokens.next().is_none_or(|l| split_rdma_link(l).is_none()) {
                 return false;
             }
             let rest: Vec<&str> = tokens.clone().collect();
@@ -76,10 +76,9 @@ pub fn looks_like(text: &str) -> bool {
         for tok in tokens {
             match pending.take() {
                 None if tok.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') => pending = Some(tok),
-                None => return false,
                 Some(name) if name == "comm" || name == "qp-type" => {}
                 Some(_) if tok.bytes().all(|b| b.is_ascii_digit()) => {}
-                Some(_) => return false,
+                None | Some(_) => return false,
             }
         }
     }
