@@ -26,6 +26,7 @@ use serde_json::Value as J;
 use crate::error::{Position, Result};
 use crate::formats::{BinaryReader, DirectiveState, LineReader, feed_lines};
 use crate::read::ReadContext;
+use crate::schema::Interner;
 use crate::topology::{End, Link, LinkSet, NodeType};
 
 /// Reader name in the links table's `source` column.
@@ -124,10 +125,46 @@ fn is_if_index(v: &str) -> bool {
 pub struct LldpKeyValueReader {
     directives: DirectiveState,
     /// Records in order of first appearance, each with the host in force then.
-    records: Vec<(String, Neighbor)>,
+    records: Vec<KvRecord>,
     /// (host, interface) -> position in `records`.
-    index: ahash::AHashMap<(String, String), usize>,
+    index: ahash::AHashMap<(i32, i32), usize>,
+    /// Every string the records hold, once: host, interface, leaf and port names repeat on
+    /// every record, and a record is held until the input ends.
+    strings: Interner,
 }
+
+/// A [`Neighbor`] as the keyvalue reader holds it until the input ends, its strings interned.
+#[derive(Debug, Clone, Copy)]
+struct KvRecord {
+    host: i32,
+    iface: i32,
+    chassis_name: Option<i32>,
+    chassis_id: Option<i32>,
+    port_id: Option<(&'static str, i32)>,
+    port_descr: Option<i32>,
+    forwards: bool,
+    station: bool,
+    local: bool,
+}
+
+impl KvRecord {
+    fn neighbor(&self, strings: &Interner) -> Neighbor {
+        let text = |k: i32| strings.get(k).unwrap_or_default().to_owned();
+        Neighbor {
+            iface: text(self.iface),
+            chassis_name: self.chassis_name.map(text),
+            chassis_id: self.chassis_id.map(text),
+            port_id: self.port_id.map(|(kind, v)| (kind.to_owned(), text(v))),
+            port_descr: self.port_descr.map(text),
+            forwards: self.forwards,
+            station: self.station,
+            local: self.local,
+        }
+    }
+}
+
+/// The port ID subtypes lldpd's keyvalue writer spells (`lldp.eth0.port.<subtype>=<id>`).
+const PORT_ID_KINDS: [&str; 7] = ["ifname", "local", "ifalias", "mac", "ip", "unhandled", "agentcid"];
 
 impl LldpKeyValueReader {
     /// A fresh reader.
@@ -175,32 +212,43 @@ impl LldpKeyValueReader {
             return ctx.bad_record(pos, "an interface name after `lldp.`", raw);
         }
         let host = self.directives.host(ctx);
+        let (host, iface) = (self.strings.intern(&host), self.strings.intern(iface));
         // an index, not a scan: a hostile file may name a million interfaces
         let next = self.records.len();
-        let idx = *self.index.entry((host.clone(), iface.to_owned())).or_insert(next);
+        let idx = *self.index.entry((host, iface)).or_insert(next);
         if idx == next {
-            self.records.push((host, Neighbor { iface: iface.to_owned(), ..Neighbor::default() }));
+            self.records.push(KvRecord {
+                host,
+                iface,
+                chassis_name: None,
+                chassis_id: None,
+                port_id: None,
+                port_descr: None,
+                forwards: false,
+                station: false,
+                local: false,
+            });
         }
-        let Some((_, n)) = self.records.get_mut(idx) else { return Ok(()) };
+        let Some(n) = self.records.get_mut(idx) else { return Ok(()) };
         let value = value.trim();
         let mut parts = path.split('.');
         match (parts.next(), parts.next(), parts.next()) {
             (Some("status"), None, _) => n.local = true,
-            (Some("chassis"), Some("name"), None) => n.chassis_name = Some(value.to_owned()),
+            (Some("chassis"), Some("name"), None) => n.chassis_name = Some(self.strings.intern(value)),
             (Some("chassis"), Some("descr" | "mgmt-ip" | "mgmt-iface" | "ttl"), None) => {}
-            (Some("chassis"), Some(_), None) if n.chassis_id.is_none() => n.chassis_id = Some(value.to_owned()),
+            (Some("chassis"), Some(_), None) if n.chassis_id.is_none() => {
+                n.chassis_id = Some(self.strings.intern(value));
+            }
             (Some("chassis"), Some(cap), Some("enabled")) => match cap {
                 "Bridge" | "Router" if value == "on" => n.forwards = true,
                 "Station" if value == "on" => n.station = true,
                 _ => {}
             },
-            (Some("port"), Some("descr"), None) => n.port_descr = Some(value.to_owned()),
-            (
-                Some("port"),
-                Some(kind @ ("ifname" | "local" | "ifalias" | "mac" | "ip" | "unhandled" | "agentcid")),
-                None,
-            ) => {
-                n.port_id = Some((kind.to_owned(), value.to_owned()));
+            (Some("port"), Some("descr"), None) => n.port_descr = Some(self.strings.intern(value)),
+            (Some("port"), Some(kind), None) => {
+                if let Some(kind) = PORT_ID_KINDS.iter().find(|k| **k == kind) {
+                    n.port_id = Some((kind, self.strings.intern(value)));
+                }
             }
             _ => {}
         }
@@ -215,8 +263,9 @@ impl LineReader for LldpKeyValueReader {
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
         let mut set = LinkSet::new();
-        for (host, n) in &self.records {
-            if let Some(l) = n.link(host) {
+        for r in std::mem::take(&mut self.records) {
+            let host = self.strings.get(r.host).unwrap_or_default();
+            if let Some(l) = r.neighbor(&self.strings).link(host) {
                 set.add(l);
             }
         }
