@@ -608,7 +608,7 @@ def _replace_md(findings: pl.DataFrame) -> list[str]:
     table = links_to_replace(findings)
     if not table.height:
         return []
-    return [f"## Links to replace ({table.height})", "", _md_table(table), ""]
+    return [f"## Links to replace ({table.height})", "", *_md_table(table), ""]
 
 
 def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
@@ -816,13 +816,15 @@ def render_html(data: ReportData) -> str:
     return "\n".join(out)
 
 
-def _md_table(df: pl.DataFrame, limit: int = 200) -> str:
+def _md_table(df: pl.DataFrame, limit: int = 200) -> list[str]:
+    """``df`` as Markdown table lines: a list, since the report escapes any newline inside a line."""
+
     def cell(v: Any) -> str:
         return printable(_fmt(v)).replace("|", "\\|")
 
-    head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
-    body = "".join("| " + " | ".join(cell(v) for v in r) + " |\n" for r in df.head(limit).iter_rows())
-    return head + body + (f"\n{df.height - limit} more rows not shown.\n" if df.height > limit else "")
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.head(limit).iter_rows()]
+    return lines + (["", f"{df.height - limit} more rows not shown."] if df.height > limit else [])
 
 
 def render_markdown(data: ReportData) -> str:
@@ -868,7 +870,7 @@ def render_markdown(data: ReportData) -> str:
             ],
             infer_schema_length=None,
         )
-        out += [f"### {port}", "", *_md_table(table).splitlines()]
+        out += [f"### {port}", "", *_md_table(table)]
     if rest.height:
         head, lines = _not_listed(rest)
         out += ["", head, "", *(f"- {x}" for x in lines)]
@@ -879,20 +881,20 @@ def render_markdown(data: ReportData) -> str:
         out += [data.plot_note, ""]
     out += ["## Bottlenecks", ""]
     bn = _busiest(data.findings)
-    out += _md_table(bn.drop("evidence").head(MAX_LISTED)).splitlines() if bn.height else ["No bottleneck findings."]
+    out += _md_table(bn.drop("evidence").head(MAX_LISTED)) if bn.height else ["No bottleneck findings."]
     if bn.height > MAX_LISTED:
         out += ["", _more_bottlenecks(bn)]
     if data.layers is not None and data.layers.height:
-        out += ["", *_md_table(data.layers).splitlines()]
+        out += ["", *_md_table(data.layers)]
     out += ["", "## Advisor", ""]
     if isinstance(data.advice, str) or not data.advice:
         out.append(data.advice or "The advisor returned no tables.")
     else:
         for name, df in data.advice.items():
-            out += [f"### {name}", "", *_md_table(df).splitlines()]
+            out += [f"### {name}", "", *_md_table(df)]
     out += ["", "## Inputs", ""]
     formats = _formats_rows(data)
-    out += _md_table(formats).splitlines() if formats is not None else [f"{len(data.inputs)} input(s)."]
+    out += _md_table(formats) if formats is not None else [f"{len(data.inputs)} input(s)."]
     if data.problems:
         out += ["", "Problems:", ""] + [f"- {p}" for p in data.problems[:200]]
     # Each entry is one line (tables split above, their cells escaped): a newline from the data
