@@ -13,8 +13,15 @@ PIP_V   := $(PY) -m pip --disable-pip-version-check -v
 # features the test-only dependencies change are still compiled twice).
 PROFILE      ?= ci
 DEMO_PROFILE ?= ci
-# maturin's build backend takes cargo arguments from this variable.
-BUILD_WITH   = MATURIN_PEP517_ARGS="--profile $(1)"
+# Every build of the Rust extension (the editable installs of setup and demo, `make wheel`,
+# .ci/wheel_smoke.sh) links with zig for manylinux_2_28 (glibc 2.28: RHEL/Rocky 8 and later), using
+# the venv's maturin and ziglang (no build isolation, PATH led by the venv so `python -m ziglang` is
+# the venv's): the same flags and environment every time, so cargo compiles the crates once and the
+# wheel reuses them. maturin's build backend takes cargo arguments from MATURIN_PEP517_ARGS.
+WHEEL_PLATFORM ?= manylinux_2_28
+BUILD_TOOLS  = 'maturin>=1.12.1,<2' 'ziglang>=0.13'
+BUILD_WITH   = $(PIP) install $(BUILD_TOOLS) && PATH="$(abspath $(VENV))/bin:$$PATH" \
+	MATURIN_PEP517_ARGS="--profile $(1) --zig --compatibility $(WHEEL_PLATFORM)"
 # pip shows the build backend's output only with -v: keep cargo's lines (what it compiles, errors)
 # and pip's verdict, so a build of several minutes shows its progress. pipefail keeps pip's status.
 SHOW_BUILD   = grep --line-buffered -E '^ *(Compiling|Finished|Successfully installed)|error|ERROR'
@@ -30,7 +37,7 @@ $(PY):
 # (dashboard: streamlit; browser: playwright driving Debian's chromium; ray: the distributed engine).
 setup: $(PY)
 	$(call BUILD_NOTE,$(PROFILE))
-	$(call BUILD_WITH,$(PROFILE)) $(PIP_V) install -e '.[test,dashboard,browser,ray]' 2>&1 | $(SHOW_BUILD)
+	$(call BUILD_WITH,$(PROFILE)) $(PIP_V) install --no-build-isolation -e '.[test,dashboard,browser,ray]' 2>&1 | $(SHOW_BUILD)
 
 # Only what the demo runs: the core and matplotlib for the report's plots (the `report` extra).
 # analyze and report exit with the fabric's Nagios status (the sample traces hold critical faults: 2);
@@ -38,16 +45,17 @@ setup: $(PY)
 NAGIOS_SHOW = rc=$$?; echo "== exit status $$rc (Nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)"; test $$rc -le 2
 demo: $(PY)
 	$(call BUILD_NOTE,$(DEMO_PROFILE))
-	$(call BUILD_WITH,$(DEMO_PROFILE)) $(PIP_V) install -e '.[report]' 2>&1 | $(SHOW_BUILD)
+	$(call BUILD_WITH,$(DEMO_PROFILE)) $(PIP_V) install --no-build-isolation -e '.[report]' 2>&1 | $(SHOW_BUILD)
 	$(VENV)/bin/fabricscope parse sample_traces/ -o out/samples.parquet
 	$(VENV)/bin/fabricscope analyze sample_traces/ --json out/findings.json; $(NAGIOS_SHOW)
 	$(VENV)/bin/fabricscope report sample_traces/ -o out/report.html; $(NAGIOS_SHOW)
 
+# The core's tests (the binding crate has none: tests/ drives it through Python).
 test-rust:
-	cargo test --workspace --locked --profile $(PROFILE)
+	cargo test -p fabricscope-core --locked --profile $(PROFILE)
 
 test-python: setup
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 test: test-rust test-python
 
@@ -63,7 +71,7 @@ fmt:
 
 bench: PROFILE := release
 bench: setup
-	$(call BUILD_WITH,$(PROFILE)) $(PIP) install -e '.[test,bench]'
+	$(call BUILD_WITH,$(PROFILE)) $(PIP) install --no-build-isolation -e '.[test,bench]'
 	$(PY) bench/bench_parse.py
 	$(PY) bench/bench_cron.py
 	$(PY) bench/bench_dashboard.py --skip-scale
@@ -77,11 +85,11 @@ docs: setup
 # A portable wheel for PyPI-style indexes: manylinux_2_28 (glibc 2.28: RHEL/Rocky 8, Ubuntu 20.04 and
 # later), abi3 (one wheel for CPython >= 3.10), linked with zig (PyPI's ziglang) so no container is
 # needed (maturin runs `python -m ziglang` with the python on PATH: the venv's); plus the sdist. `auditwheel show` prints the tag the wheel really qualifies for.
-WHEEL_PLATFORM ?= manylinux_2_28
 wheel: $(PY)
-	$(PIP) install 'maturin>=1.12.1,<2' 'ziglang>=0.13' 'auditwheel>=6'
+	$(PIP) install $(BUILD_TOOLS) 'auditwheel>=6'
 	$(call BUILD_NOTE,$(PROFILE))
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/maturin build --profile $(PROFILE) --zig --compatibility $(WHEEL_PLATFORM) --sdist --out dist
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/maturin build --profile $(PROFILE) --zig --compatibility $(WHEEL_PLATFORM) --interpreter $(PY) --out dist
+	$(VENV)/bin/maturin sdist --out dist
 	$(VENV)/bin/auditwheel show "$$(ls -t dist/fabricscope-*.whl | head -n 1)"
 
 clean:

@@ -20,18 +20,25 @@ trap cleanup EXIT
 unset FABRICSCOPE_DASHBOARD_APP FABRICSCOPE_DATA FABRICSCOPE_MAX_UPLOAD_MB FABRICSCOPE_REMOTE
 PIP_FLAGS=(-q --disable-pip-version-check)
 
-echo "== wheel: build the wheel (manylinux_2_28, abi3, linked by zig) from the sdist (maturin, profile ci)"
-python3 -m venv "$WORK/build"
-"$WORK/build/bin/pip" install "${PIP_FLAGS[@]}" 'maturin>=1.12.1,<2' 'ziglang>=0.13' 'auditwheel>=6'
-# The wheel is abi3: any interpreter builds it (WHEEL_SMOKE_PYTHON lets a warm target dir be reused).
-# maturin runs `python -m ziglang` with the python on PATH: the build venv's.
-PATH="$WORK/build/bin:$PATH" "$WORK/build/bin/maturin" build --profile ci --zig --compatibility manylinux_2_28 \
-  --sdist --out "$WORK/dist" --interpreter "${WHEEL_SMOKE_PYTHON:-python3}"
+echo "== wheel: build the wheel (manylinux_2_28, abi3, linked by zig) and the sdist (maturin, profile ci)"
+# With the checkout's .venv (make setup), the build runs as every build of the Makefile does: its
+# maturin and ziglang, its python first on PATH, the same cargo profile, so the crates its editable
+# install compiled are reused. Without one, a build venv of its own.
+BUILD=$ROOT/.venv
+if ! { [ -x "$BUILD/bin/maturin" ] && "$BUILD/bin/python" -m ziglang version >/dev/null 2>&1; }; then
+  BUILD=$WORK/build
+  python3 -m venv "$BUILD"
+  "$BUILD/bin/pip" install "${PIP_FLAGS[@]}" 'maturin>=1.12.1,<2' 'ziglang>=0.13'
+fi
+"$BUILD/bin/pip" install "${PIP_FLAGS[@]}" 'auditwheel>=6'
+PATH="$BUILD/bin:$PATH" "$BUILD/bin/maturin" build --profile ci --zig --compatibility manylinux_2_28 \
+  --out "$WORK/dist" --interpreter "$BUILD/bin/python"
+"$BUILD/bin/maturin" sdist --out "$WORK/dist"
 WHEEL=$(ls "$WORK"/dist/fabricscope-*.whl)
 SDIST=$(ls "$WORK"/dist/fabricscope-*.tar.gz)
 
 echo "== wheel: portable (auditwheel show: manylinux_2_28 or older, abi3)"
-"$WORK/build/bin/auditwheel" show "$WHEEL" | tee "$WORK/auditwheel.txt"
+"$BUILD/bin/auditwheel" show "$WHEEL" | tee "$WORK/auditwheel.txt"
 python3 - "$WHEEL" "$WORK/auditwheel.txt" <<'EOF'
 import re
 import sys
