@@ -457,6 +457,7 @@ pub static COUNTERS: &[CounterDef] = &[
     c("port_rcv_errors", Events, CTR, SAT(16), NET, false, "Received packets containing an error (PMA PortRcvErrors)").with(&[r(R::LinkErrors, 2)]),
     c("port_rcv_remote_physical_errors", Events, CTR, SAT(16), NET, false, "Received packets marked with the EBP delimiter (PMA PortRcvRemotePhysicalErrors)").with(&[r(R::LinkErrors, 3)]),
     c("port_rcv_switch_relay_errors", Events, CTR, SAT(16), NET, false, "Received packets discarded because they could not be forwarded (PMA PortRcvSwitchRelayErrors)"),
+    c("port_rcv_discards", Packets, CTR, WRAP(64), NET, false, "Inbound packets discarded because the port is down or congested (node_exporter port_discards_received_total, procfs counters/port_rcv_discards)"),
     c("port_xmit_discards", Packets, CTR, SAT(16), NET, false, "Outbound packets discarded because the port is down or congested (PMA PortXmitDiscards)"),
     c("port_xmit_constraint_errors", Events, CTR, SAT(8), NET, false, "Packets not transmitted because of partition/raw constraints (PMA PortXmitConstraintErrors)"),
     c("port_rcv_constraint_errors", Events, CTR, SAT(8), NET, false, "Packets received and discarded because of constraints (PMA PortRcvConstraintErrors)"),
@@ -813,6 +814,8 @@ pub static SPELLINGS: &[Spelling] = &[
     s(ETH, "rx_packets", "netdev_rx_packets"),
     s(ETH, "tx_packets", "netdev_tx_packets"),
     // --- Prometheus: node_exporter infiniband collector (collector/infiniband_linux.go) -------------
+    // Exactly the names that collector prints (`node_infiniband_` + the key of its `descriptions`
+    // map); the test fixture `node_exporter-infiniband-metric-names.txt` is that list.
     words_done(PROM, "node_infiniband_port_data_transmitted_bytes_total", "port_xmit_data_bytes", None),
     words_done(PROM, "node_infiniband_port_data_received_bytes_total", "port_rcv_data_bytes", None),
     s(PROM, "node_infiniband_port_packets_transmitted_total", "port_xmit_packets"),
@@ -834,9 +837,11 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PROM, "node_infiniband_port_constraint_errors_received_total", "port_rcv_constraint_errors"),
     s(PROM, "node_infiniband_port_constraint_errors_transmitted_total", "port_xmit_constraint_errors"),
     s(PROM, "node_infiniband_port_discards_transmitted_total", "port_xmit_discards"),
-    s(PROM, "node_infiniband_port_discards_received_total", "port_rcv_switch_relay_errors"),
+    // procfs reads it from `counters/port_rcv_discards`, not from the switch relay errors file.
+    s(PROM, "node_infiniband_port_discards_received_total", "port_rcv_discards"),
     s(PROM, "node_infiniband_port_errors_received_total", "port_rcv_errors"),
     s(PROM, "node_infiniband_port_receive_remote_physical_errors_total", "port_rcv_remote_physical_errors"),
+    s(PROM, "node_infiniband_port_receive_switch_relay_errors_total", "port_rcv_switch_relay_errors"),
     s(PROM, "node_infiniband_port_transmit_wait_total", "port_xmit_wait_ticks"),
     s(PROM, "node_infiniband_symbol_error_total", "symbol_errors"),
     s(PROM, "node_infiniband_local_link_integrity_errors_total", "local_link_integrity_errors"),
@@ -845,7 +850,8 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PROM, "node_infiniband_rate_bytes_per_second", "link_rate_bytes_per_s"),
     s(PROM, "node_infiniband_state_id", "port_state_id"),
     s(PROM, "node_infiniband_physical_state_id", "port_phys_state_id"),
-    s(PROM, "node_infiniband_out_of_buffer_total", "rx_out_of_buffer_packets"),
+    // hw_counters (mlx5 Q counters and congestion), node_exporter 1.11 and later
+    s(PROM, "node_infiniband_out_of_buffer_drops_total", "rx_out_of_buffer_packets"),
     s(PROM, "node_infiniband_out_of_sequence_packets_received_total", "out_of_sequence_packets"),
     s(PROM, "node_infiniband_duplicate_requests_packets_total", "duplicate_requests"),
     s(PROM, "node_infiniband_packet_sequence_errors_total", "packet_seq_errors"),
@@ -856,10 +862,39 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PROM, "node_infiniband_np_ecn_marked_roce_packets_received_total", "np_ecn_marked_roce_packets"),
     s(PROM, "node_infiniband_rp_cnp_packets_handled_total", "rp_cnp_handled_packets"),
     s(PROM, "node_infiniband_rp_cnp_ignored_packets_received_total", "rp_cnp_ignored_packets"),
-    s(PROM, "node_infiniband_req_cqe_error_total", "req_cqe_errors"),
-    s(PROM, "node_infiniband_resp_cqe_error_total", "resp_cqe_errors"),
+    s(PROM, "node_infiniband_req_cqes_errors_total", "req_cqe_errors"),
+    s(PROM, "node_infiniband_req_cqes_flush_errors_total", "req_cqe_flush_errors"),
+    s(PROM, "node_infiniband_resp_cqes_errors_total", "resp_cqe_errors"),
+    s(PROM, "node_infiniband_resp_cqes_flush_errors_total", "resp_cqe_flush_errors"),
     s(PROM, "node_infiniband_req_remote_access_errors_total", "req_remote_access_errors"),
     s(PROM, "node_infiniband_resp_remote_access_errors_total", "resp_remote_access_errors"),
+    s(PROM, "node_infiniband_req_remote_invalid_request_errors_total", "req_remote_invalid_requests"),
+    s(PROM, "node_infiniband_resp_local_length_errors_total", "resp_local_length_errors"),
+    s(PROM, "node_infiniband_roce_adp_retransmits_total", "roce_adp_retrans_events"),
+    s(PROM, "node_infiniband_roce_adp_retransmits_timeout_total", "roce_adp_retrans_to_events"),
+    // `roce_slow_restart_used_total` is hw_counters/roce_slow_restart, `roce_slow_restart_total` is
+    // hw_counters/roce_slow_restart_trans (the collector's pushCounter calls).
+    s(PROM, "node_infiniband_roce_slow_restart_used_total", "roce_slow_restart_events"),
+    s(PROM, "node_infiniband_roce_slow_restart_cnps_total", "roce_slow_restart_cnp_packets"),
+    s(PROM, "node_infiniband_roce_slow_restart_total", "roce_slow_restart_trans_events"),
+    s(PROM, "node_infiniband_rx_write_requests_total", "rx_write_requests"),
+    s(PROM, "node_infiniband_rx_read_requests_total", "rx_read_requests"),
+    s(PROM, "node_infiniband_rx_atomic_requests_total", "rx_atomic_requests"),
+    s(PROM, "node_infiniband_rx_dct_connect_requests_total", "rx_dct_connect_events"),
+    s(PROM, "node_infiniband_rx_icrc_encapsulated_errors_total", "rx_icrc_encapsulated_packets"),
+    // --- Prometheus: node_exporter netdev and netclass collectors (/proc/net/dev, /sys/class/net) ---
+    // The same kernel statistics the sysfs reader reads from `statistics/*` and `carrier_changes`.
+    s(PROM, "node_network_receive_bytes_total", "netdev_rx_bytes"),
+    s(PROM, "node_network_transmit_bytes_total", "netdev_tx_bytes"),
+    s(PROM, "node_network_receive_packets_total", "netdev_rx_packets"),
+    s(PROM, "node_network_transmit_packets_total", "netdev_tx_packets"),
+    s(PROM, "node_network_receive_errs_total", "netdev_rx_errors"),
+    s(PROM, "node_network_transmit_errs_total", "netdev_tx_errors"),
+    s(PROM, "node_network_receive_drop_total", "netdev_rx_dropped"),
+    s(PROM, "node_network_transmit_drop_total", "netdev_tx_dropped"),
+    s(PROM, "node_network_carrier_changes_total", "netdev_carrier_changes"),
+    // netclass writes sysfs `speed` (Mb/s) already multiplied by 125000: bytes per second.
+    s(PROM, "node_network_speed_bytes", "link_rate_bytes_per_s"),
     // --- Prometheus: treydock/SckyzO infiniband_exporter (Data already x4) --------------------------
     words_done(PROM, "infiniband_hca_port_transmit_data_bytes_total", "port_xmit_data_bytes", Some(WRAP(64))),
     words_done(PROM, "infiniband_hca_port_receive_data_bytes_total", "port_rcv_data_bytes", Some(WRAP(64))),

@@ -98,7 +98,9 @@ fn node_exporter_infiniband_maps_every_sample() {
         out.counter("port_state_id").iter().map(|r| (r.device.as_str(), r.port, r.value.clone())).collect();
     assert_eq!(states, vec![("i40iw0", Some(1), V::U(4)), ("mlx4_0", Some(1), V::U(4)), ("mlx4_0", Some(2), V::U(4))]);
     assert_eq!(out.counter("port_phys_state_id").len(), 3);
-    assert_eq!(out.counter("port_rcv_switch_relay_errors")[0].value, V::U(0));
+    // `port_discards_received_total` is procfs's counters/port_rcv_discards, not the relay errors
+    assert_eq!(out.counter("port_rcv_discards")[0].value, V::U(0));
+    assert!(out.counter("port_rcv_switch_relay_errors").is_empty());
     assert_eq!(out.counter("port_xmit_discards")[0].value, V::U(5));
     assert!(out.rows.iter().all(|r| !r.counter.contains("info") && r.source == "prometheus"));
 
@@ -382,7 +384,8 @@ fn federate_instances_give_hosts_and_ms_timestamps() {
             (1_764_686_822_789_000_000, "fd00::19", "mlx5_0", Some(1), "port_rcv_data_bytes", V::U(7), 4),
             (1_764_686_823_000_000_000, "fe80::1a", "mlx5_0", Some(1), "port_rcv_data_bytes", V::U(8), 4),
             (1_764_686_822_123_000_000, "gpu017", "mlx5_0", Some(1), "port_xmit_wait_ticks", V::U(4_294_967_295), 1),
-            (1_764_686_822_500_000_000, "10.1.7.17", "gpu0", None, "gpu_temperature_celsius", V::U(34), 1),
+            // dcgm-exporter's `Hostname`, not the exporter's address: the machine node_exporter names
+            (1_764_686_822_500_000_000, "gpu017", "gpu0", None, "gpu_temperature_celsius", V::U(34), 1),
         ]
     );
     let t = 1_764_686_822_123_000_000;
@@ -395,9 +398,9 @@ fn federate_instances_give_hosts_and_ms_timestamps() {
         dcgm,
         vec![
             ("DCGM_FI_DRIVER_VERSION", "550.54.15"),
-            ("Hostname", "gpu017"),
             ("UUID", "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"),
             ("device", "nvidia0"),
+            ("instance", "10.1.7.17:9400"),
             ("job", "dcgm"),
             ("modelName", "NVIDIA H100 80GB HBM3"),
         ]
@@ -492,6 +495,96 @@ fn host_directive_names_series_without_host_labels() {
     let out = read_text("hosts.prom", text, &ReadOptions { host: None, ..opts() });
     let hosts: Vec<_> = out.rows.iter().map(|r| r.host.as_str()).collect();
     assert_eq!(hosts, vec!["gpu021", "gpu022"]);
+}
+
+#[test]
+fn node_uname_info_names_the_host_of_its_scrape() {
+    // Two `curl` scrapes of two machines concatenated: each scrape's series take the nodename of
+    // the `node_uname_info` line that ends it; a host label or a host directive still wins.
+    let scrape = |host: &str, value: u32| {
+        format!(
+            "node_network_receive_drop_total{{device=\"eth0\"}} {value}\n\
+             m{{instance=\"other:9100\"}} 1\n\
+             node_uname_info{{domainname=\"(none)\",machine=\"x86_64\",nodename=\"{host}\",sysname=\"Linux\"}} 1\n"
+        )
+    };
+    let text = format!("{}{}", scrape("gpu001", 5), scrape("gpu002", 7));
+    let out = read_text("two.prom", text.as_bytes(), &opts());
+    let rows: Vec<_> = out.rows.iter().map(|r| (r.host.as_str(), r.counter.as_str(), r.value.clone())).collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("gpu001", "netdev_rx_dropped", V::U(5)),
+            ("other", "m", V::U(1)),
+            ("gpu002", "netdev_rx_dropped", V::U(7)),
+            ("other", "m", V::U(1)),
+        ]
+    );
+    let nodenames: Vec<_> =
+        out.attrs.iter().filter(|a| a.key == "nodename").map(|a| (a.host.as_str(), a.value.as_str())).collect();
+    assert_eq!(nodenames, vec![("gpu001", "gpu001"), ("gpu002", "gpu002")]);
+    assert!(out.reports[0].warnings.is_empty(), "{:?}", out.reports[0].warnings);
+
+    let directed = format!("# host: gpu021\n{text}");
+    let out = read_text("directed.prom", directed.as_bytes(), &opts());
+    assert_eq!(out.counter("netdev_rx_dropped").iter().map(|r| r.host.as_str()).collect::<Vec<_>>(), ["gpu021"; 2]);
+}
+
+#[test]
+fn node_uname_info_in_a_later_chunk_names_the_scrapes_after_it() {
+    // Many scrapes of one machine, longer than a chunk: lines after a chunk's last uname line
+    // belong to the next scrape of the same machine (a `while curl` loop), never to `unknown`.
+    let mut text = String::new();
+    for i in 0..2000 {
+        writeln!(text, "node_network_receive_bytes_total{{device=\"eth0\"}} {i}").unwrap();
+        writeln!(text, "node_network_transmit_bytes_total{{device=\"eth0\"}} {i}").unwrap();
+        writeln!(text, "node_uname_info{{nodename=\"gpu009\",release=\"6.8.0\"}} 1").unwrap();
+    }
+    assert!(text.len() > 3 * (64 << 10));
+    let o = ReadOptions { host: None, chunk_bytes: 64 << 10, ..opts() };
+    let out = read_text("loop.prom", text.as_bytes(), &o);
+    assert_eq!(out.rows.len(), 4000);
+    assert!(out.rows.iter().all(|r| r.host == "gpu009"), "{:?}", out.rows.iter().find(|r| r.host != "gpu009"));
+    assert!(out.reports[0].warnings.is_empty(), "{:?}", out.reports[0].warnings);
+}
+
+#[test]
+fn kubernetes_target_labels_are_attributes_and_hostname_beats_a_target_address() {
+    // Prometheus renames the workload labels dcgm-exporter writes to `exported_*` when the scrape
+    // adds the exporter pod's own; `instance` is the pod IP or a service address.
+    let text = b"DCGM_FI_DEV_FB_USED{Hostname=\"gpu017\",exported_pod=\"train-0\",exported_namespace=\"ml\",exported_container=\"pytorch\",exported_job=\"x\",gpu=\"0\",instance=\"10.244.1.9:9400\",pod=\"dcgm-exporter-abcde\",app_kubernetes_io_name=\"dcgm-exporter\",helm_sh_chart=\"dcgm-exporter-3.4.2\",kubernetes_node=\"gpu017\"} 100\n\
+        DCGM_FI_DEV_FB_USED{Hostname=\"gpu017\",gpu=\"1\",instance=\"10.244.1.9:9400\",pod=\"dcgm-exporter-abcde\"} 200\n\
+        DCGM_FI_DEV_FB_USED{Hostname=\"gpu018\",gpu=\"0\",instance=\"gpu018.cluster.local:9400\"} 300\n\
+        DCGM_FI_DEV_FB_USED{Hostname=\"gpu019\",gpu=\"0\",instance=\"GPU019:9400\"} 400\n";
+    let out = read_text("k8s.prom", text, &opts());
+    let rows: Vec<_> = out.rows.iter().map(|r| (r.host.as_str(), r.device.as_str(), r.counter.as_str())).collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("gpu017", "gpu0", "DCGM_FI_DEV_FB_USED"),
+            ("gpu017", "gpu1", "DCGM_FI_DEV_FB_USED"),
+            ("gpu018.cluster.local", "gpu0", "DCGM_FI_DEV_FB_USED"),
+            ("GPU019", "gpu0", "DCGM_FI_DEV_FB_USED"),
+        ]
+    );
+    let keys: Vec<_> =
+        out.attrs.iter().filter(|a| a.device == "gpu0" && a.host == "gpu017").map(|a| a.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "exported_pod",
+            "exported_namespace",
+            "exported_container",
+            "exported_job",
+            "instance",
+            "pod",
+            "app_kubernetes_io_name",
+            "helm_sh_chart",
+            "kubernetes_node"
+        ]
+    );
+    let hostname: Vec<_> = out.attrs.iter().filter(|a| a.key == "Hostname").map(|a| a.value.as_str()).collect();
+    assert_eq!(hostname, vec!["gpu018", "gpu019"]);
 }
 
 #[test]

@@ -21,7 +21,10 @@
 //!
 //! Each series is resolved once per distinct `name{labels}` text and cached:
 //! * host: label `exported_instance` or `instance` (port stripped), else `hostname`, `Hostname`,
-//!   `host`, `node`, else a `# host:` directive, else the host argument / `unknown`;
+//!   `host`, `node`, else a `# host:` directive, else the `nodename` of the scrape's
+//!   `node_uname_info` (a `curl` of node_exporter has no `instance`), else the host argument /
+//!   `unknown`. A `Hostname`/`hostname` label wins over an `instance` that is not that host
+//!   (a Kubernetes target address: a pod IP, a service name) or a qualified form of it;
 //! * device: `gpu<gpu>` for DCGM metrics (`gpu<gpu>/mig<GPU_I_ID>` for a MIG instance), the infiniband_exporter `guid` (`0x` + 16 lowercase hex
 //!   digits), else label `device`, else empty; port: label `port` (u16); priority: label
 //!   `priority`/`prio` 0-7, or the priority in a `node_ethtool_*` name;
@@ -30,7 +33,8 @@
 //!   metadata are appended in sorted canonical form (`name{duplex="full",mode="1000baseT"}`) so
 //!   distinct series never collapse into one;
 //! * metadata labels (`UUID`, `modelName`, `pci_bus_id`, `DCGM_FI_PROCESS_NAME`, `GPU_I_PROFILE`, `job`,
-//!   `pod`, ...) become port attributes, once per
+//!   `pod`, ..., every `exported_*` label but `exported_instance`, and the Kubernetes discovery
+//!   labels `kubernetes_*`, `app_kubernetes_io_*`, `helm_sh_*`) become port attributes, once per
 //!   (host, device, port, key, value) and input; `*_info` series with value 1 become attributes
 //!   only (every label except host/device/port identity), with no sample row;
 //! * DCGM blank sentinels (int64 >= 0x7ffffffffffffff0, fp64 2^47..2^47+5) become null values.
@@ -100,6 +104,20 @@ const METADATA_LABELS: &[&str] = &[
     "hca",
     "lid",
 ];
+
+/// Label name prefixes that describe a series, as [`METADATA_LABELS`] do: Prometheus renames a
+/// label the target also sets to `exported_<name>` (dcgm-exporter's `pod`, `namespace` and
+/// `container` of the workload on a GPU, when the scrape adds the exporter pod's own), and
+/// Kubernetes service discovery copies the target's labels (`kubernetes_node`,
+/// `app_kubernetes_io_name`, `helm_sh_chart`). `exported_instance` is a host label, taken first.
+const METADATA_PREFIXES: &[&str] = &["exported_", "kubernetes_", "app_kubernetes_io_", "helm_sh_"];
+
+/// Labels dcgm-exporter (or a relabeling) sets to the machine's name: preferred over an
+/// `instance` that names something else (see [`instance_names_host`]).
+const MACHINE_LABELS: &[&str] = &["Hostname", "hostname"];
+
+/// The metric whose `nodename` label names the machine in every node_exporter scrape.
+const UNAME_SERIES: &[u8] = b"node_uname_info{";
 
 /// A `# TYPE` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,6 +310,13 @@ pub struct PrometheusReader {
     directive_time: Option<i64>,
     /// Last `# host: NAME` directive.
     directive_host: Option<String>,
+    /// The `nodename`s of the `node_uname_info` lines of the current chunk, by the absolute byte
+    /// offset of their line, and the index of the first one at or after the current line.
+    uname_marks: Vec<(u64, String)>,
+    uname_next: usize,
+    /// The `nodename` of the scrape the current line belongs to: the next `node_uname_info` line
+    /// (node_exporter writes it near the end of a scrape), else the last one seen.
+    uname_host: Option<String>,
     fallback_time: Option<i64>,
     fallback_host: Option<String>,
     /// Content seen since the last `# EOF`.
@@ -322,6 +347,9 @@ impl PrometheusReader {
             attrs: AttrState::default(),
             directive_time: None,
             directive_host: None,
+            uname_marks: Vec::new(),
+            uname_next: 0,
+            uname_host: None,
             fallback_time: None,
             fallback_host: None,
             open_exposition: false,
@@ -645,10 +673,61 @@ impl PrometheusReader {
     fn set_host(&mut self, host: String) {
         if self.directive_host.as_deref() != Some(host.as_str()) {
             self.directive_host = Some(host);
-            // Series and label sets without a host label take this one.
-            self.series.clear();
-            for sets in &mut self.label_sets {
-                sets.clear();
+            self.forget_default_host();
+        }
+    }
+
+    /// The host of series without host labels changed: series and label sets resolved with the
+    /// old one are resolved again.
+    fn forget_default_host(&mut self) {
+        self.series.clear();
+        for sets in &mut self.label_sets {
+            sets.clear();
+        }
+    }
+
+    /// Find the `node_uname_info` lines of a chunk (their `nodename`), before its lines are read:
+    /// node_exporter writes that series near the end of a scrape, after the series it names.
+    fn mark_uname_lines(&mut self, chunk: &[u8], start: Position, max_labels: usize) {
+        self.uname_marks.clear();
+        self.uname_next = 0;
+        for at in memchr::memmem::find_iter(chunk, UNAME_SERIES) {
+            if at > 0 && chunk.get(at - 1) != Some(&b'\n') {
+                continue;
+            }
+            let rest = chunk.get(at..).unwrap_or_default();
+            let line = rest.get(..memchr::memchr(b'\n', rest).unwrap_or(rest.len())).unwrap_or_default();
+            let Ok(parts) = split_sample(trim_blanks(line)) else { continue };
+            let labels = line.get(UNAME_SERIES.len() - 1..parts.key_end).unwrap_or_default();
+            let Ok(labels) = parse_labels(labels, max_labels) else { continue };
+            if let Some(name) = labels.iter().find(|l| l.name == "nodename" && !l.value.is_empty()) {
+                self.uname_marks.push((start.byte_offset + at as u64, name.value.to_string()));
+            }
+        }
+        if let Some((_, first)) = self.uname_marks.first() {
+            let first = first.clone();
+            self.set_uname_host(first);
+        }
+    }
+
+    /// Called before each line: past a `node_uname_info` line, the next one names the host.
+    fn follow_uname_lines(&mut self, pos: Position) {
+        let Some(&(at, _)) = self.uname_marks.get(self.uname_next) else { return };
+        if pos.byte_offset <= at {
+            return;
+        }
+        self.uname_next += 1;
+        if let Some((_, next)) = self.uname_marks.get(self.uname_next) {
+            let next = next.clone();
+            self.set_uname_host(next);
+        }
+    }
+
+    fn set_uname_host(&mut self, host: String) {
+        if self.uname_host.as_deref() != Some(host.as_str()) {
+            self.uname_host = Some(host);
+            if self.directive_host.is_none() {
+                self.forget_default_host();
             }
         }
     }
@@ -875,16 +954,35 @@ impl PrometheusReader {
         }
         // Host.
         let mut host: Option<String> = None;
+        let mut host_label = "";
         for hk in HOST_LABELS {
             if let Some(l) = labels.iter_mut().find(|l| l.name == *hk && l.role == Role::Extra) {
                 if host.is_none() {
                     let v = if hk.ends_with("instance") { strip_port(&l.value) } else { &l.value };
                     host = Some(v.to_owned());
+                    host_label = hk;
                     l.role = Role::Identity;
                 } else {
                     l.role = Role::Metadata;
                 }
             }
+        }
+        let machine = labels
+            .iter()
+            .find(|l| MACHINE_LABELS.contains(&l.name) && !l.value.is_empty())
+            .map(|l| (l.name, l.value.to_string()));
+        if host_label == "instance"
+            && let Some((machine_label, machine)) = machine
+            && !host.as_deref().is_some_and(|instance| instance_names_host(instance, &machine))
+        {
+            for l in &mut labels {
+                if l.name == "instance" {
+                    l.role = Role::Metadata;
+                } else if l.name == machine_label {
+                    l.role = Role::Identity;
+                }
+            }
+            host = Some(machine);
         }
         // Device.
         let mut device = String::new();
@@ -926,7 +1024,9 @@ impl PrometheusReader {
             }
         }
         for l in &mut labels {
-            if l.role == Role::Extra && METADATA_LABELS.contains(&l.name) {
+            if l.role == Role::Extra
+                && (METADATA_LABELS.contains(&l.name) || METADATA_PREFIXES.iter().any(|p| l.name.starts_with(p)))
+            {
                 l.role = Role::Metadata;
             }
         }
@@ -955,7 +1055,7 @@ impl PrometheusReader {
             .map(|l| (strings.intern(l.name), strings.intern(&l.value)))
             .collect();
 
-        let host = match host.or_else(|| self.directive_host.clone()) {
+        let host = match host.or_else(|| self.directive_host.clone()).or_else(|| self.uname_host.clone()) {
             Some(h) => h,
             None => self.fallback_host.get_or_insert_with(|| ctx.fallback_host()).clone(),
         };
@@ -981,7 +1081,14 @@ impl LineReader for PrometheusReader {
         if chunk.len() >= LARGE_CHUNK_BYTES && ctx.samples.capacity() < rows {
             ctx.samples.reserve(rows.saturating_sub(ctx.samples.len()));
         }
-        feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx))
+        self.mark_uname_lines(chunk, start, ctx.options().limits.max_labels);
+        if self.uname_marks.is_empty() {
+            return feed_lines(chunk, start, ctx, |line, pos, ctx| self.line(line, pos, ctx));
+        }
+        feed_lines(chunk, start, ctx, |line, pos, ctx| {
+            self.follow_uname_lines(pos);
+            self.line(line, pos, ctx)
+        })
     }
 
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()> {
@@ -1412,6 +1519,14 @@ fn strip_port(s: &str) -> &str {
         Some((host, port)) if !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
         _ => s,
     }
+}
+
+/// Whether an `instance` (port stripped) names the machine `machine` calls itself: the same name
+/// or a qualified form of it (`gpu017.cluster.local` for `gpu017`). A pod IP or a service name
+/// (`nvidia-dcgm-exporter.gpu-operator`) names the exporter's pod, not the machine.
+fn instance_names_host(instance: &str, machine: &str) -> bool {
+    let (instance, machine) = (instance.to_ascii_lowercase(), machine.to_ascii_lowercase());
+    instance == machine || instance.strip_prefix(&machine).is_some_and(|rest| rest.starts_with('.'))
 }
 
 fn parse_port(v: &str) -> Option<u16> {
