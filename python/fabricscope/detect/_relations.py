@@ -79,7 +79,7 @@ class Fabric(Protocol):
         ...
 
     def spines_joining(self, leaf_a: str, leaf_b: str) -> list[str]:
-        """The names of the spines cabled to both leaves (their nodes), sorted; empty when none is known."""
+        """The names of the spines cabled to both leaves (given as their nodes), sorted; empty when none is known."""
         ...
 
     interval_s: float
@@ -308,13 +308,16 @@ def _pause_share(f: dict[str, Any], direction: str) -> float | None:
     peaks = evidence(f).get("pause_ratio_peaks")
     if not isinstance(peaks, dict):
         return None
+    # imported here: _shared imports the detector spec, which imports this module
+    from fabricscope.detect._shared import prio_name
+
     prio = f.get("priority")
-    # the watchdog keys its peaks "tx priority 3" (fabricscope.detect._shared.prio_name)
+    # the watchdog keys its peaks by direction and priority name ("tx priority 3")
     own = [
         float(v)
         for k, v in peaks.items()
         if isinstance(v, (int, float)) and k.split(" ", 1)[0] == direction
-        if prio is None or k == f"{direction} priority {prio}"
+        if prio is None or k == f"{direction} {prio_name(prio)}"
     ]
     return min(max(own), 1.0) if own else None
 
