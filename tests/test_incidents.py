@@ -39,6 +39,8 @@ def test_every_incident_scenario_is_listed() -> None:
         "trap-busy-healthy",
         "trap-coincident-leaves",
         "trap-roce-coincident-leaves",
+        "chain-pause-across-leaves",
+        "trap-pause-across-leaves-later",
     }
 
 
@@ -266,6 +268,96 @@ def test_spine_credit_starvation_reaches_the_leaves_below_only() -> None:
     assert spine[0].consequences[0]["path"][1] == "leaf leaf1 below it"
 
 
+def _two_leaves_one_spine(*, spine: bool = True) -> pl.DataFrame:
+    """h1 on leaf1, h2 on leaf2 and (``spine``) both leaves cabled to spine1, as a switch's LLDP table shows."""
+    n = 4 if spine else 2
+    return pl.DataFrame(
+        {
+            "node_guid": ["0xh1", "0xh2", "0xl1", "0xl2"][:n],
+            "port": [1, 1, 61, 61][:n],
+            "node_name": ["h1 mlx5_0", "h2 mlx5_0", "leaf1", "leaf2"][:n],
+            "node_type": ["hca", "hca", "switch", "switch"][:n],
+            "tier": ["hca", "hca", "leaf", "leaf"][:n],
+            "peer_node_guid": ["0xl1", "0xl2", "0xs1", "0xs1"][:n],
+            "peer_port": [1, 1, 1, 2][:n],
+            "peer_node_name": ["leaf1", "leaf2", "spine1", "spine1"][:n],
+            "peer_node_type": ["switch"] * n,
+            "peer_tier": ["leaf", "leaf", "spine", "spine"][:n],
+            "source": ["sonic-lldp-table"] * n,
+        }
+    )
+
+
+def _storm_and_other_leaf_pause(*, at: float = 10.0, share: float = 0.4, priority: int = 3) -> pl.DataFrame:
+    """A NIC watchdog storm on h1 (sent pause peaking at 97% on priority 3, 300 s) and received pause on h2."""
+    storm = _f(
+        "pfc_storm",
+        "h1",
+        sev="critical",
+        metric="tx_pause_storm_warning_events",
+        observed=8.0,
+        evidence={"pause_ratio_peaks": {"tx priority 3": 0.97, "rx priority 3": 0.004}},
+    )
+    paused = _f("pfc_congestion", "h2", at=at, metric="rx_pause_ratio", observed=share, evidence={"direction": "rx"})
+    return make_findings([{**storm, "priority": 3}, {**paused, "priority": priority}])
+
+
+def _joined(f: pl.DataFrame, links: pl.DataFrame) -> list[tuple]:
+    return [
+        (i.rule, i.root["host"], [(c["finding"]["host"], c["relation"]) for c in i.consequences])
+        for i in correlate(f, tables={"links": links}, interval_s=10)
+    ]
+
+
+def test_a_storms_pause_reaching_another_leaf_through_the_spine_joins_its_incident() -> None:
+    (inc,) = correlate(_storm_and_other_leaf_pause(), tables={"links": _two_leaves_one_spine()}, interval_s=10)
+    assert (inc.rule, inc.root["host"]) == ("pause_storm_head_of_line", "h1")
+    (c,) = inc.consequences
+    assert (c["finding"]["host"], c["relation"]) == ("h2", "pause_across_leaves")
+    assert c["path"] == [
+        "h1 mlx5_0 port 1",
+        "cable to leaf1 port 1",
+        "leaf leaf1",
+        "spine spine1",
+        "leaf leaf2",
+        "host h2 behind it",
+        "received pause 40% of its window: no more than the 97% the storm sent, at least 25% of it",
+    ]
+    assert c["timing"] == "starts +10 s after the root (tolerance 10 s)"
+    # the leaves alone (host files: no leaf <-> spine) relate nothing across them
+    assert _joined(_storm_and_other_leaf_pause(), _two_leaves_one_spine(spine=False)) == [
+        ("single_fault", "h1", []),
+        ("single_fault", "h2", []),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("at", "share", "priority", "joined"),
+    [
+        # timing: from the storm's start to one interval (10 s) after its end (300 s)
+        (0.0, 0.4, 3, True),
+        (310.0, 0.4, 3, True),
+        (-5.0, 0.4, 3, False),  # paused before the storm began
+        (311.0, 0.4, 3, False),  # paused after the storm ended
+        # magnitude: no more than the storm's 97%, at least a quarter of it (24.25%)
+        (10.0, 0.97, 3, True),
+        (10.0, 0.25, 3, True),
+        (10.0, 0.98, 3, False),  # paused more than the storm sent
+        (10.0, 0.07, 3, False),  # a sliver of the storm's time: the microburst background
+        (10.0, 0.24, 3, False),
+        # PFC is per priority: pause on another priority is not the storm's
+        (10.0, 0.4, 4, False),
+    ],
+)
+def test_pause_across_leaves_needs_timing_size_and_priority_to_agree(
+    at: float, share: float, priority: int, joined: bool
+) -> None:
+    one = [("pause_storm_head_of_line", "h1", [("h2", "pause_across_leaves")])]
+    alone = [("single_fault", "h1", []), ("single_fault", "h2", [])]  # the critical storm first
+    got = _joined(_storm_and_other_leaf_pause(at=at, share=share, priority=priority), _two_leaves_one_spine())
+    assert got == (one if joined else alone)
+
+
 def test_document_v2_marks_roles_and_v1_is_unchanged() -> None:
     f = make_findings(
         [
@@ -442,6 +534,8 @@ def test_cli_sonic_lldp_tables_instead_of_lldpctl_give_the_same_pause_spread_inc
 
     from_hosts, topo_hosts = incidents(COMMITTED / "chain-pause-storm" / "lldpctl")
     from_leaves, topo_leaves = incidents(sim / "sonic-lldp")
+    # the leaves' tables also show both leaves on the spines, yet spread-gpu02 (leaf01), paused 7%
+    # against the storm's 97%, stays apart: too small a share for pause_across_leaves
     assert from_leaves == from_hosts
     assert from_leaves == [
         (
@@ -488,6 +582,98 @@ def test_cli_roce_coincident_faults_behind_two_leaves_are_two_incidents(tmp_path
     assert {i["topology"] for i in doc["incidents"]} == {"links table (sonic-lldp-table)"}
     # every warning/critical finding is in exactly one of the two
     assert {f["incident"] for f in doc["findings"] if f["severity"] != "info"} == {i["id"] for i in doc["incidents"]}
+
+
+def test_cli_a_storms_pause_reaching_the_other_leaf_through_the_spine_is_one_incident(tmp_path: Path) -> None:
+    # acrossleaf-gpu01 storms on leaf01; leaf02's hosts are paused 36% and 41% in the storm's minutes.
+    # No job: only the leaves' SONiC tables (host <-> leaf, leaf <-> spine) relate them.
+    import shutil
+
+    doc = _analyze(COMMITTED / "chain-pause-across-leaves", tmp_path / "f.json")
+    (inc,) = doc["incidents"]
+    assert _shape(inc) == (
+        "pause_storm_head_of_line",
+        "pfc_storm",
+        "acrossleaf-gpu01",
+        [
+            ("packet_loss", "acrossleaf-gpu01", "same_port"),
+            ("pfc_congestion", "acrossleaf-gpu01", "same_port"),
+            ("pfc_congestion", "acrossleaf-gpu02", "same_leaf"),
+            ("pfc_congestion", "acrossleaf-gpu03", "pause_across_leaves"),
+            ("pfc_congestion", "acrossleaf-gpu04", "pause_across_leaves"),
+        ],
+    )
+    assert inc["hosts"] == ["acrossleaf-gpu01", "acrossleaf-gpu02", "acrossleaf-gpu03", "acrossleaf-gpu04"]
+    assert inc["title"] == (
+        "PFC pause storm from acrossleaf-gpu01 eth0 <-> acrossleaf-leaf01 port Ethernet0: pause spread to "
+        "acrossleaf-gpu02, acrossleaf-gpu03, acrossleaf-gpu04"
+    )
+    across = {c["finding"]["host"]: c for c in inc["consequences"] if c["relation"] == "pause_across_leaves"}
+    assert across["acrossleaf-gpu03"]["path"] == [
+        "acrossleaf-gpu01 eth0",
+        "cable to acrossleaf-leaf01 port Ethernet0",
+        "leaf acrossleaf-leaf01",
+        "spine acrossleaf-spine01",
+        "leaf acrossleaf-leaf02",
+        "host acrossleaf-gpu03 behind it",
+        "received pause 36% of its window: no more than the 97% the storm sent, at least 25% of it",
+    ]
+    assert across["acrossleaf-gpu04"]["path"][-1] == (
+        "received pause 41% of its window: no more than the 97% the storm sent, at least 25% of it"
+    )
+    assert across["acrossleaf-gpu03"]["timing"] == "starts +0 s after the root (tolerance 10 s)"
+    assert inc["topology"] == "links table (sonic-lldp-table)"
+    # the leaves' tables without their spine rows: the storm reaches its leaf-mate only
+    d = tmp_path / "no-spine"
+    shutil.copytree(COMMITTED / "chain-pause-across-leaves", d)
+    for table in (d / "sonic-lldp").iterdir():
+        rows = [x for x in table.read_text().splitlines() if "spine" not in x]
+        rows[-1] = "Total entries displayed:  2"  # the table counts its rows
+        table.write_text("\n".join(rows) + "\n")
+    incs = _analyze(d, tmp_path / "no-spine.json")["incidents"]
+    assert {i["topology"] for i in incs} == {"links table (sonic-lldp-table)"}
+    assert [(i["rule"], i["root"]["host"]) for i in incs] == [
+        ("pause_storm_head_of_line", "acrossleaf-gpu01"),
+        ("single_fault", "acrossleaf-gpu03"),
+        ("single_fault", "acrossleaf-gpu04"),
+    ]
+
+
+def test_cli_the_other_leafs_pause_after_the_storm_or_a_sliver_of_it_stays_apart(tmp_path: Path) -> None:
+    # The same fabric: leaf02's hosts paused 35% after the storm ended (timing disagrees), and
+    # laterleaf-gpu04, the ring's sender into the storm, 7% during it (a sliver of the storm's 97%:
+    # magnitude disagrees). Three incidents, leaf02's hosts each alone.
+    doc = _analyze(COMMITTED / "trap-pause-across-leaves-later", tmp_path / "f.json")
+    got = [(*_shape(i), i["start"]) for i in doc["incidents"]]
+    assert got == [
+        (
+            "pause_storm_head_of_line",
+            "pfc_storm",
+            "laterleaf-gpu01",
+            [
+                ("packet_loss", "laterleaf-gpu01", "same_port"),
+                ("pfc_congestion", "laterleaf-gpu01", "same_port"),
+                ("pfc_congestion", "laterleaf-gpu02", "same_leaf"),
+            ],
+            "2026-12-04T16:00:50Z",
+        ),
+        # the 7% window during the storm, and the same fault again at 35% after it
+        (
+            "single_fault",
+            "pfc_congestion",
+            "laterleaf-gpu04",
+            [("pfc_congestion", "laterleaf-gpu04", "same_port")],
+            "2026-12-04T16:01:00Z",
+        ),
+        ("single_fault", "pfc_congestion", "laterleaf-gpu03", [], "2026-12-04T16:02:10Z"),
+    ]
+    storm = doc["incidents"][0]
+    assert storm["end"] == "2026-12-04T16:01:50Z"
+    paused = [f for f in doc["findings"] if f["kind"] == "pfc_congestion" and f["host"] == "laterleaf-gpu04"]
+    assert [(f["start"], round(f["observed"], 3)) for f in paused] == [
+        ("2026-12-04T16:01:00Z", 0.072),
+        ("2026-12-04T16:02:10Z", 0.351),
+    ]
 
 
 def test_cli_pfc_storm_without_lldp_keeps_the_paused_host_apart_and_joins_it_with_the_leaf_table(

@@ -70,7 +70,16 @@ def test_a_misspelt_chain_or_finding_kind_fails_the_registry() -> None:
 
 
 def test_every_relation_an_accepted_consequence_names_is_registered_and_documented() -> None:
-    assert RELATIONS == ("same_port", "same_host", "cable", "same_count", "same_leaf", "below_spine", "job")
+    assert RELATIONS == (
+        "same_port",
+        "same_host",
+        "cable",
+        "same_count",
+        "same_leaf",
+        "below_spine",
+        "pause_across_leaves",
+        "job",
+    )
     used = {rel for rule in RULES for rels in rule.consequences.values() for rel in rels}
     assert used <= set(RELATIONS)
     # every registered relation is accepted somewhere (a dead entry is a mistake)
@@ -103,7 +112,7 @@ def test_cli_every_fault_alone_carries_its_detectors_fix(tmp_path: Path) -> None
     assert r.returncode == 2, r.stderr
     doc = json.loads(out.read_text())
     alone = [i for i in doc["incidents"] if i["rule"] == "single_fault"]
-    assert len(alone) == 17
+    assert len(alone) == 19
     assert not [i["action"] for i in doc["incidents"] if i["action"].startswith("investigate")]
     by_kind = {i["root"]["kind"]: i for i in alone}
     flap = by_kind["link_flap"]

@@ -41,10 +41,15 @@ def _json(*args: str, env: dict[str, str] | None = None) -> str:
 
 
 def test_every_sample_trace_is_covered() -> None:
-    assert len(TRACE_DIRS) == 35
-    assert {"prometheus", "sysfs", "chain-bad-cable", "pfc-storm", "trap-roce-coincident-leaves"} <= {
-        p.name for p in TRACE_DIRS
-    }
+    assert len(TRACE_DIRS) == 37
+    assert {
+        "prometheus",
+        "sysfs",
+        "chain-bad-cable",
+        "pfc-storm",
+        "trap-roce-coincident-leaves",
+        "chain-pause-across-leaves",
+    } <= {p.name for p in TRACE_DIRS}
 
 
 @pytest.mark.parametrize("trace", TRACE_DIRS, ids=lambda p: p.name)

@@ -11,17 +11,19 @@ public source (``docs/incidents.md`` lists them). A consequence is attached only
 
 * a relation the rule accepts links it to the root: the same port, the two ends of one cable, the
   same leaf switch (from the ``links`` table; without one only "same host = same leaf" is assumed,
-  and the evidence says so), the ranks of one collective job (``nccl_ranks``), or the leaves below a
-  spine;
+  and the evidence says so), the leaves below a spine, a storm's pause reaching a host behind
+  another leaf through a spine (timing and size checked by the relation), or the ranks of one
+  collective job (``nccl_ranks``);
 * it starts no earlier than the root (within one sampling interval);
 * the root can explain its magnitude (a victim's loss rate no larger than the root's; a ring's bus
   bandwidth no better than the degraded link allows; CNPs handled no more than the receiver sent).
 
 When several roots could explain a finding, the strongest relation wins (same port, then cable, then
-leaf, then spine, then job), then the earlier root; the incident records the competitors and what
-decided. A warning or critical fault no rule relates to another finding is an incident of its own
-(one finding, no consequence), so the incident list counts the independent things that are broken;
-load findings (a busy layer) and info findings no rule explains stay standalone context.
+leaf, then spine, then pause across leaves, then job), then the earlier root; the incident records
+the competitors and what decided. A warning or critical fault no rule relates to another finding is
+an incident of its own (one finding, no consequence), so the incident list counts the independent
+things that are broken; load findings (a busy layer) and info findings no rule explains stay
+standalone context.
 
 Example:
     >>> from fabricscope.findings import make_findings
@@ -234,6 +236,8 @@ class _Topo:
     below: dict[str, set[str]]  # spine guid -> leaf guids
     jobs: list[tuple[str, frozenset[str]]]  # (label, hosts)
     source: str
+    names: dict[str, str] = field(default_factory=dict)  # node -> its name (a spine's, for a path)
+    interval_s: float = 30.0  # the sampling interval (correlate's timing tolerance)
 
     # The questions a relation's check asks (fabricscope.detect._relations.Fabric).
     def node_of(self, f: dict[str, Any]) -> str | None:
@@ -251,6 +255,9 @@ class _Topo:
 
     def leaves_below(self, spine: str) -> set[str]:
         return self.below.get(spine, set())
+
+    def spines_joining(self, leaf_a: str, leaf_b: str) -> list[str]:
+        return sorted(self.names.get(s, s) for s, leaves in self.below.items() if leaf_a in leaves and leaf_b in leaves)
 
 
 def _node(pre: str) -> pl.Expr:
@@ -289,6 +296,7 @@ def _topology(
     peer_of: dict[tuple[str, int | str], tuple[str, int | str, str]] = {}
     tier_of: dict[str, str] = {}
     below: dict[str, set[str]] = {}
+    names: dict[str, str] = {}
     if has_links:
         assert links is not None
         for r in links.with_columns(_a=_node(""), _b=_node("peer_")).iter_rows(named=True):
@@ -304,6 +312,7 @@ def _topology(
             tier_of[r["_b"]] = r.get("peer_tier") or ""
             if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
                 below.setdefault(r["_b"], set()).add(r["_a"])
+                names.setdefault(r["_b"], r["peer_node_name"] or r["_b"])
     # an HCA's first port cabled to a leaf (findings naming no port use it)
     leaf_by_guid: dict[str, tuple[str, str, int | str | None]] = {}
     for (g, _port), (pg, pp, pname) in sorted(peer_of.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
@@ -329,7 +338,7 @@ def _topology(
         if has_links and links is not None and "source" in links.columns
         else _FALLBACK
     )
-    return _Topo(leaf_of, peer_of, tier_of, guid_of, below, jobs, src)
+    return _Topo(leaf_of, peer_of, tier_of, guid_of, below, jobs, src, names)
 
 
 def _leaf(topo: _Topo, f: dict[str, Any]) -> tuple[str, str, int | str | None] | None:
@@ -421,7 +430,8 @@ def correlate(
         return []
     tables = tables or {}
     topo = _topology(tables, attributes, host_of or (lambda h: h))
-    tol = dt.timedelta(seconds=_interval_s(interval_s))
+    topo.interval_s = _interval_s(interval_s)
+    tol = dt.timedelta(seconds=topo.interval_s)
     # Info findings are context (a layer's utilisation, a counter reset), not faults: they never root
     # an incident and join one only where a rule names them (``Rule.info``).
     info_specs = [spec for rule in RULES for spec in rule.info]

@@ -16,6 +16,7 @@ a relation is one entry here plus the declarations that use it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -24,6 +25,7 @@ __all__ = [
     "BELOW_SPINE",
     "CABLE",
     "JOB",
+    "PAUSE_ACROSS_LEAVES",
     "RELATION_KINDS",
     "SAME_COUNT",
     "SAME_HOST",
@@ -75,6 +77,13 @@ class Fabric(Protocol):
     def leaves_below(self, spine: str) -> set[str]:
         """The leaves cabled to a spine (their nodes)."""
         ...
+
+    def spines_joining(self, leaf_a: str, leaf_b: str) -> list[str]:
+        """The names of the spines cabled to both leaves (given as their nodes), sorted; empty when none is known."""
+        ...
+
+    interval_s: float
+    """The sampling interval: how far apart two readings of one counter are (the timing tolerance)."""
 
 
 @dataclass(frozen=True)
@@ -288,6 +297,81 @@ def _below_spine(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> lis
     return [port_text(root), f"leaf {cg} below it"] if cg in leaves else None
 
 
+def _pause_share(f: dict[str, Any], direction: str) -> float | None:
+    """The share of time a finding's port was paused in ``direction`` (``tx``: pause it sent, ``rx``: received).
+
+    Its ``<direction>_pause_ratio`` (a time-weighted mean over its window), else the highest ratio the
+    NIC watchdog rule saw in that direction on the finding's priority (``pause_ratio_peaks``), capped at 1.
+    """
+    if f.get("metric") == f"{direction}_pause_ratio" and isinstance(f.get("observed"), (int, float)):
+        return min(float(f["observed"]), 1.0)
+    peaks = evidence(f).get("pause_ratio_peaks")
+    if not isinstance(peaks, dict):
+        return None
+    # imported here: _shared imports the detector spec, which imports this module
+    from fabricscope.detect._shared import prio_name
+
+    prio = f.get("priority")
+    # the watchdog keys its peaks by direction and priority name ("tx priority 3")
+    own = [
+        float(v)
+        for k, v in peaks.items()
+        if isinstance(v, (int, float)) and k.split(" ", 1)[0] == direction
+        if prio is None or k == f"{direction} {prio_name(prio)}"
+    ]
+    return min(max(own), 1.0) if own else None
+
+
+# A storm's pause crossing a spine: each hop's queue toward the stormed port stays full while the
+# hold lasts, so a host held behind it is paused for a large part of the storm's time; a few
+# percent is the microburst background of any busy RoCE host (pfc_congestion's warning floor is 5%).
+PAUSE_ACROSS_MIN_SHARE = 0.25
+
+
+def _pause_across_leaves(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    """A storm's pause reaching a host behind another leaf through a spine both leaves are cabled to.
+
+    A NIC storming pause (the root sends it, ``tx``) holds its leaf's egress queue toward it; the leaf
+    pauses every ingress port feeding that queue, the spine uplinks among them; the spine's queue toward
+    that leaf fills and it pauses its other leaves' uplinks; those leaves pause their hosts (``rx``).
+    PFC is per priority, so the pause stays on the storm's priority. Every hop pauses its upstream only
+    while its own queue toward the held port is full, so a host reached this way is paused no longer
+    than the storm lasted and no more of the time than the storm sent pause: received share <= sent
+    share. And the hold keeps the queues full for as long as it lasts, so the received share is a large
+    part of the sent one: at least :data:`PAUSE_ACROSS_MIN_SHARE`. The path through a spine alone relates
+    every host of a two-tier fabric, so timing and size carry the argument and both must be known:
+    the paused host's window starts at or after the storm's start and no later than one sampling
+    interval after its end (pause cannot arrive before the storm, nor outlive it).
+    """
+    if root.get("_dir") != "tx" or c.get("_dir") != "rx" or root.get("host") == c.get("host"):
+        return None
+    rl, cl = fabric.leaf(root), fabric.leaf(c)
+    if not (rl and cl) or rl[0] == cl[0]:
+        return None
+    spines = fabric.spines_joining(rl[0], cl[0])
+    if not spines:
+        return None
+    rp, cp = root.get("priority"), c.get("priority")
+    if rp is not None and cp is not None and rp != cp:
+        return None
+    rs, re_, cs = root.get("start"), root.get("end"), c.get("start")
+    if rs is None or re_ is None or cs is None or cs < rs:
+        return None
+    if (cs - re_).total_seconds() > fabric.interval_s:
+        return None
+    sent, got = _pause_share(root, "tx"), _pause_share(c, "rx")
+    if sent is None or got is None or math.isnan(sent) or math.isnan(got):
+        return None
+    if got > sent or got < PAUSE_ACROSS_MIN_SHARE * sent:
+        return None
+    spine = f"spine {spines[0]}" if len(spines) == 1 else f"spines {', '.join(spines)} (either, by ECMP)"
+    sized = (
+        f"received pause {got:.0%} of its window: no more than the {sent:.0%} the storm sent, "
+        f"at least {PAUSE_ACROSS_MIN_SHARE:.0%} of it"
+    )
+    return [*_way_in(fabric, root), spine, f"leaf {cl[1]}", f"host {c.get('host')} behind it", sized]
+
+
 def _job(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
     rh, ch = root.get("host"), c.get("host")
     for label, hosts in fabric.jobs:
@@ -317,6 +401,15 @@ SAME_LEAF = RelationKind("same_leaf", "two hosts whose ports are cabled to the s
 BELOW_SPINE = RelationKind(
     "below_spine", "a leaf cabled to the spine, or a host behind such a leaf", "`links`", _below_spine
 )
+PAUSE_ACROSS_LEAVES = RelationKind(
+    "pause_across_leaves",
+    "a host behind another leaf, both leaves cabled to one spine, receiving pause that starts within the "
+    "storm's window (plus one interval) on the storm's priority, no more than the storm sent and at least "
+    f"{PAUSE_ACROSS_MIN_SHARE:.0%} of it: each hop pauses its upstream only while its queue toward the held "
+    "port is full",
+    "`links` with leaf <-> spine (a switch's LLDP table, ibnetdiscover) and the findings' pause ratios",
+    _pause_across_leaves,
+)
 JOB = RelationKind(
     "job",
     "two hosts among the ranks of one collective",
@@ -324,7 +417,18 @@ JOB = RelationKind(
     _job,
 )
 
-RELATION_KINDS: tuple[RelationKind, ...] = (SAME_PORT, SAME_HOST, CABLE, SAME_COUNT, SAME_LEAF, BELOW_SPINE, JOB)
+RELATION_KINDS: tuple[RelationKind, ...] = (
+    SAME_PORT,
+    SAME_HOST,
+    CABLE,
+    SAME_COUNT,
+    SAME_LEAF,
+    BELOW_SPINE,
+    PAUSE_ACROSS_LEAVES,
+    JOB,
+)
 """Every relation, strongest first: a finding on the root's own port is explained before one that
 merely shares a leaf. ``same_count`` ranks above the leaf: a number matched to 1% over 1,000 events
-names the sender, where a leaf only narrows it to its hosts."""
+names the sender, where a leaf only narrows it to its hosts. ``pause_across_leaves`` ranks below the
+leaf and the spine (two switch hops, where they have one or none) and above a job, which is a shared
+collective with no path, timing or size checked."""

@@ -16,7 +16,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import rate_rows
-from fabricscope.detect._relations import CABLE, JOB, SAME_LEAF, SAME_PORT, Relation
+from fabricscope.detect._relations import CABLE, JOB, PAUSE_ACROSS_LEAVES, SAME_LEAF, SAME_PORT, Relation
 from fabricscope.detect._shared import MEANING, PAUSE, SERIES, over_shortest_span, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import MLX5_PAUSE, default
@@ -116,10 +116,13 @@ def _pause(r: pl.DataFrame) -> pl.DataFrame:
     return rate_rows(r, list(PAUSE))
 
 
-# pause received behind a storming port or an incast's leaf; the storm itself seen as a pause ratio
+# pause received behind a storming port (its leaf, or another leaf through a spine) or an incast's
+# leaf; the storm itself seen as a pause ratio
 RELATIONS = (
     Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:tx", (SAME_PORT,)),
-    Relation("pause_storm_head_of_line", "consequence", "pfc_congestion:rx", (CABLE, SAME_LEAF, JOB)),
+    Relation(
+        "pause_storm_head_of_line", "consequence", "pfc_congestion:rx", (CABLE, SAME_LEAF, PAUSE_ACROSS_LEAVES, JOB)
+    ),
     Relation("incast_ecn", "consequence", "pfc_congestion:rx", (SAME_LEAF, JOB)),
     Relation("pause_storm_received", "consequence", "pfc_congestion:rx", (SAME_PORT,)),
 )

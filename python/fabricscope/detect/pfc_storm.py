@@ -49,7 +49,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import attach_rate, keyed
-from fabricscope.detect._relations import CABLE, JOB, SAME_LEAF, Chain, Relation
+from fabricscope.detect._relations import CABLE, JOB, PAUSE_ACROSS_LEAVES, SAME_LEAF, Chain, Relation
 from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, over_shortest_span, pause_intervals, prio_name
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
@@ -634,10 +634,11 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(merge_same_fault(rows))
 
 
-# a NIC pausing without end roots the head-of-line chain; its leaf-mates receive its pause
+# a NIC pausing without end roots the head-of-line chain; its leaf-mates receive its pause, and
+# through a spine the hosts of other leaves
 RELATIONS = (
     Relation("pause_storm_head_of_line", "root", "pfc_storm:tx"),
-    Relation("pause_storm_head_of_line", "consequence", "pfc_storm:rx", (CABLE, SAME_LEAF, JOB)),
+    Relation("pause_storm_head_of_line", "consequence", "pfc_storm:rx", (CABLE, SAME_LEAF, PAUSE_ACROSS_LEAVES, JOB)),
     # a storm received: the port is the victim; its pause ratio is the same storm measured in time
     Relation("pause_storm_received", "root", "pfc_storm:rx"),
 )
@@ -667,7 +668,9 @@ PAUSE_STORM_HEAD_OF_LINE = Chain(
         "A NIC whose receive pipeline stalls sends PFC pause frames without end. Its leaf stops sending to "
         "it, the egress queue fills, and the leaf in turn pauses the ingress ports feeding that priority: "
         "hosts sharing the leaf (and the collective waiting on the stalled NIC) are paused although they "
-        "are healthy, head-of-line blocking their flows."
+        "are healthy, head-of-line blocking their flows. The leaf's spine uplinks are among those ingress "
+        "ports: the spine's queue toward the leaf fills in turn and it pauses the other leaves, which "
+        "pause their hosts, for no longer and no more of the time than the storm sends pause."
     ),
     source=(
         "IEEE 802.1Qbb-2011 Priority-based Flow Control; Guo et al., 'RDMA over Commodity Ethernet at "

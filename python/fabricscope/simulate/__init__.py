@@ -222,6 +222,7 @@ def simulate(
         prefix=sc.prefix or sc.name,
         nics_per_host=sc.nics,
         hosts_per_leaf=sc.hosts_per_leaf,
+        spines=sc.spines,
         oversubscription=sc.oversubscription,
         seed=seed,
     )

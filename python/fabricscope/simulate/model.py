@@ -110,15 +110,18 @@ class Fault:
     Attributes:
         kind: ``pfc_storm``, ``lossy_link``, ``no_lossless``, ``incast``, ``symbol_errors``,
             ``link_flap``, ``degraded``, ``nvlink_saturated``, ``counter_reset``,
-            ``saturated_32bit``, ``q_counter_wrap``, ``bursty_pfc`` or ``missing_samples``.
+            ``saturated_32bit``, ``q_counter_wrap``, ``bursty_pfc``, ``leaf_pause`` or ``missing_samples``.
         host: Host index (0-based).
         nic: NIC index, or None for every NIC of the host.
         start: Seconds after the first sample.
         duration: Seconds (None: until the end).
         params: Kind-specific parameters (``p``, ``rate_per_s``, ``width``, ``flaps`` ...;
             ``pfc_storm``'s ``leaf_spread``: share of each interval the storm's leaf pauses its other
-            hosts, ``pause_share``: share of the storm the NIC's pause-duration counter accrues
-            (0.97), ``watchdog``: whether the NIC's storm watchdog counts events (True)).
+            hosts, ``spine_spread``: share of each interval the storm pauses the hosts of the other
+            leaves (through the spine), ``pause_share``: share of the storm the NIC's pause-duration
+            counter accrues (0.97), ``watchdog``: whether the NIC's storm watchdog counts events
+            (True); ``leaf_pause``'s ``share``: share of each interval the host's leaf pauses it (0.4),
+            with no storm behind it).
     """
 
     kind: str
@@ -418,6 +421,16 @@ def run_model(
                             # the leaf's queue toward the storming port fills and the leaf pauses its
                             # other ingress ports on that priority (head-of-line blocking)
                             acc.add("rx_pause_duration_us", k, spread * f.overlap(a, b, end) * 1e6, ROCE_PRIORITY)
+                        across = f.params.get("spine_spread", 0.0)
+                        if across and hosts[i].leaf != hosts[f.host].leaf:
+                            # the storm's leaf pauses its spine uplinks too; the spine's queue toward
+                            # that leaf fills, it pauses the other leaves, and they pause their hosts
+                            acc.add("rx_pause_duration_us", k, across * f.overlap(a, b, end) * 1e6, ROCE_PRIORITY)
+                    for f in fl("leaf_pause"):
+                        if f.hits(i, j):
+                            # congestion behind the host's leaf that is no storm (an incast on another port)
+                            share = f.params.get("share", 0.4)
+                            acc.add("rx_pause_duration_us", k, share * f.overlap(a, b, end) * 1e6, ROCE_PRIORITY)
                     if storm[i] > 0:
                         acc.add("tx_pause_duration_us", k, storm_share[i] * storm[i] * dt * 1e6, ROCE_PRIORITY)
                         if storm_watchdog[i]:

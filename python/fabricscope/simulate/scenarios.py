@@ -36,6 +36,7 @@ class Scenario:
         must_not: Builder of (host, nic or None, reason): no warning or critical finding there.
         formats: Default formats.
         hosts_per_leaf: Hosts per leaf switch.
+        spines: Spine switches (every leaf is cabled to each).
         oversubscription: Leaf oversubscription.
         duration: Default seconds.
         interval: Default sampling interval.
@@ -61,6 +62,7 @@ class Scenario:
     must_not: Callable[[int, float], list[tuple[int, int | None, str]]] = lambda h, d: []
     formats: tuple[str, ...] = ("prometheus", "sysfs")
     hosts_per_leaf: int = 4
+    spines: int = 2
     oversubscription: float = 1.0
     duration: float = 240.0
     interval: float = 10.0
@@ -987,6 +989,153 @@ SCENARIOS: dict[str, Scenario] = {
                 },
             ],
             separate=lambda h, d: [[0, 1], [h - 2, h - 1]],
+        ),
+        Scenario(
+            "chain-pause-across-leaves",
+            "RoCE 400G over two leaves and one spine; a NIC on leaf01 storms pauses: its leaf pauses its "
+            "leaf-mate, and through the spine leaf02 pauses its two hosts (40% of the time); no shared job, "
+            "topology from the leaves' SONiC LLDP tables",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("pfc_storm", 0, 0, 0.3 * d, 0.4 * d, {"leaf_spread": 0.5, "spine_spread": 0.4})],
+            expected=lambda h, d: (
+                [
+                    {
+                        "kind": "pfc_storm",
+                        "severity": "critical",
+                        "host": 0,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.7 * d,
+                        "note": "tx_prio3_pause_duration ~97% of each interval, tx_pause_storm_* events",
+                    }
+                ]
+                + [
+                    {
+                        "kind": "pfc_congestion",
+                        "severity": "warning",
+                        "host": i,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.7 * d,
+                        "note": note,
+                    }
+                    for i, note in [(1, "rx_prio3_pause_duration ~50%: paused by the leaf it shares with the storm")]
+                    + [(i, "rx_prio3_pause_duration ~40%: paused by leaf02, held through the spine") for i in (2, 3)]
+                ]
+            ),
+            allowed=lambda h, d: (
+                [{"kind": k, "host": 0, "nic": 0} for k in ("pfc_congestion", "packet_loss")]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+            ),
+            formats=("ethtool",),
+            prefix="acrossleaf",
+            hosts_per_leaf=2,
+            spines=1,
+            duration=180.0,
+            topology=True,
+            extra={"lldp": "sonic"},
+            incidents=lambda h, d: [
+                {
+                    "rule": "pause_storm_head_of_line",
+                    "root": {"kind": "pfc_storm", "host": 0, "nic": 0},
+                    # the leaf-mate through the leaf, the other leaf's hosts through the spine
+                    "members": [{"kind": "pfc_congestion", "host": i} for i in (1, 2, 3)],
+                    "optional": [{"kind": k, "host": 0} for k in ("pfc_congestion", "packet_loss")],
+                }
+            ],
+        ),
+        Scenario(
+            "trap-pause-across-leaves-later",
+            "trap: chain-pause-across-leaves' fabric, but the storm on leaf01 pauses only its leaf-mate; leaf02's "
+            "hosts are paused (40%) after it ended, by congestion of their own, and the ring's sender into the "
+            "storm 7% during it: the spine path alone relates nothing, three incidents",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("pfc_storm", 0, 0, 0.3 * d, 0.3 * d, {"leaf_spread": 0.5}),
+                *[Fault("leaf_pause", i, 0, 0.75 * d, 0.2 * d, {"share": 0.4}) for i in (2, 3)],
+            ],
+            expected=lambda h, d: (
+                [
+                    {
+                        "kind": "pfc_storm",
+                        "severity": "critical",
+                        "host": 0,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.6 * d,
+                        "note": "tx_prio3_pause_duration ~97% of each interval, tx_pause_storm_* events",
+                    },
+                    {
+                        "kind": "pfc_congestion",
+                        "severity": "warning",
+                        "host": 1,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.6 * d,
+                        "note": "rx_prio3_pause_duration ~50%: paused by the leaf it shares with the storm",
+                    },
+                ]
+                + [
+                    {
+                        "kind": "pfc_congestion",
+                        "severity": "warning",
+                        "host": i,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.75 * d,
+                        "end": 0.95 * d,
+                        "note": "rx_prio3_pause_duration ~40%, after the storm ended: congestion of their own",
+                    }
+                    for i in (2, 3)
+                ]
+                + [
+                    {
+                        "kind": "pfc_congestion",
+                        "severity": "warning",
+                        "host": 3,
+                        "nic": 0,
+                        "priority": 3,
+                        "start": 0.3 * d,
+                        "end": 0.6 * d,
+                        "note": "rx_prio3_pause_duration ~7%: the ring sends into the storm, held back; a small "
+                        "share of the storm's 97%, as the microbursts of any busy host",
+                    }
+                ]
+            ),
+            allowed=lambda h, d: (
+                [{"kind": k, "host": 0, "nic": 0} for k in ("pfc_congestion", "packet_loss")]
+                + [{"kind": k, "host": i, "nic": 0} for i in range(h) for k in ("underperformance", "bottleneck")]
+            ),
+            formats=("ethtool",),
+            prefix="laterleaf",
+            hosts_per_leaf=2,
+            spines=1,
+            duration=180.0,
+            topology=True,
+            extra={"lldp": "sonic"},
+            incidents=lambda h, d: [
+                {
+                    "rule": "pause_storm_head_of_line",
+                    "root": {"kind": "pfc_storm", "host": 0, "nic": 0},
+                    "members": [{"kind": "pfc_congestion", "host": 1}],
+                    "optional": [{"kind": k, "host": 0} for k in ("pfc_congestion", "packet_loss")],
+                },
+                *[
+                    {"rule": "single_fault", "root": {"kind": "pfc_congestion", "host": i, "nic": 0}, "members": []}
+                    for i in (2, 3)
+                ],
+            ],
+            separate=lambda h, d: [[0, 1], [2], [3]],
         ),
         Scenario(
             "trap-counter-reset",
