@@ -37,6 +37,7 @@ NOT_DETECTABLE: list[tuple[str, str]] = [
     ("prometheus-api/read-request.bin", "a remote read request (what fabricscope sends), not an input"),
     ("prometheus-api/read-response.bin", "remote read responses have no magic number: named by --format"),
     ("generate.py", "the sample traces' generator"),
+    ("prometheus/*-metric-names.txt", "metric names listed from an exporter's source, not an exposition"),
 ]
 
 # The true format of each fixture under tests/fixtures, first matching pattern wins.
