@@ -42,6 +42,7 @@ from fabricscope.engines.base import (
     hosts_without_samples,
     merge_tables,
     partition_of,
+    return_freed_memory,
 )
 from fabricscope.engines.streaming import StreamingEngine, machine_memory, parse_memory
 from fabricscope.engines.units import (
@@ -143,6 +144,9 @@ def _rows_per_host(batch: pl.DataFrame) -> dict[str | None, int]:
 
 def _read(units: Sequence[Unit], read: ReadOptions, filters: Filters, batch_rows: int) -> _Read:
     reports, tables, samples, attrs = read_units(units, read, filters, 1, batch_rows)
+    # The reader's batches were copied into Polars memory as they arrived (fabricscope.io);
+    # what glibc kept of them would otherwise stay resident next to the samples.
+    return_freed_memory()
     return _Read(reports, tables, samples[0], [_rows_per_host(b) for b in samples[0]], attrs[0])
 
 
