@@ -128,7 +128,7 @@ class ReadOptions:
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None under another C library or system."""
+    """The C library's ``malloc_trim`` (glibc), or None under another C library or system."""
     if not sys.platform.startswith("linux"):
         return None
     try:
