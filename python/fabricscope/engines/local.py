@@ -80,9 +80,10 @@ IN_FLIGHT_SHARE = 0.5
 gathered once more, their rates and the detectors' frames), on top of the samples themselves:
 partitions are made small enough for that, down to :data:`MIN_PARTITION_ROWS`."""
 
-IN_FLIGHT_PER_SAMPLE_BYTE = 3.0
-"""Memory a partition in flight adds per byte of its samples' Arrow size: about 140 bytes per row
-for 47 bytes of Arrow on ``/federate`` text (BENCHMARKS.md, "Without ``--memory``")."""
+IN_FLIGHT_PER_SAMPLE_BYTE = 3.6
+"""Memory a partition in flight adds per byte of its samples' Arrow size: its rows gathered (1x),
+their rates (1.5x) and the detectors' frames (1.1x at their peak, in ``bottleneck``), measured on
+``/federate`` text (BENCHMARKS.md, "Without ``--memory``")."""
 
 MIN_PARTITION_ROWS = 500_000
 """Partitions are not made smaller than this to bound memory: below it, each partition's fixed
@@ -178,7 +179,7 @@ class LocalEngine(Engine):
             :func:`fabricscope.engines.partition_of`); None groups hosts adaptively into partitions
             of about ``target_rows`` sample rows.
         target_rows: Most rows per partition when adaptive. Small inputs are one partition; larger
-            ones are split into a multiple of ``workers`` partitions of similar size, at least six
+            ones are split into a multiple of ``workers`` partitions of similar size, at least seven
             per worker when they hold :data:`MIN_PARTITION_ROWS` rows each, so that the
             partitions in flight add at most :data:`IN_FLIGHT_SHARE` of the samples' size.
         batch_rows: Rows per parsed batch.
@@ -303,10 +304,10 @@ class LocalEngine(Engine):
         """The fewest partitions whose ``workers`` in flight hold :data:`IN_FLIGHT_SHARE` of the samples.
 
         ``workers`` partitions of ``rows / n`` rows each add :data:`IN_FLIGHT_PER_SAMPLE_BYTE`
-        times their share of the samples' Arrow size, so ``n >= workers * 3.0 / 0.5`` (six per
-        worker) whatever the size of a row or of the input; none smaller than
+        times their share of the samples' Arrow size, so ``n >= workers * 3.6 / 0.5`` (about
+        seven per worker) whatever the size of a row or of the input; none smaller than
         :data:`MIN_PARTITION_ROWS`. The peak is then about 1.5 times the samples' Arrow size, plus
-        the interpreter and libraries.
+        the interpreter and libraries (1.7x at 10^7 samples).
         """
         wanted = math.ceil(self.workers * IN_FLIGHT_PER_SAMPLE_BYTE / IN_FLIGHT_SHARE)
         return max(1, min(wanted, rows // MIN_PARTITION_ROWS))
