@@ -147,8 +147,9 @@ def return_freed_memory() -> None:
     cannot reuse what glibc keeps. glibc serves large buffers from its heaps once a few have been
     freed (its mmap threshold rises), and keeps their pages after they are freed: the parsed
     batches, freed once copied into Polars memory, would otherwise stay resident for the rest of
-    the run (about 0.5x the samples' Arrow size at 10^7 samples; BENCHMARKS.md, "Bounded memory").
-    Costs a walk over glibc's free lists, well under a millisecond per call here.
+    the run (about 0.5x the samples' Arrow size at 10^7 samples; BENCHMARKS.md, "Without ``--memory``").
+    Costs a walk over glibc's free lists: ~5 ms after reading 1.25 M samples, 0.1 ms when little
+    was freed.
     """
     trim = _malloc_trim()
     if trim is not None:
