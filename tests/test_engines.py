@@ -121,6 +121,23 @@ def test_local_engine_plan_keeps_hosts_whole_and_batches_shared() -> None:
     assert all(partition_of(h, 3) == partition_of(part[0], 3) for part, _ in fixed for h in part)
 
 
+def test_local_engine_partitions_keep_the_rows_in_flight_a_share_of_the_samples() -> None:
+    attrs = pl.DataFrame({"host": pl.Series([], dtype=pl.Categorical)})
+    engine = LocalEngine(workers=2)
+    # 10^7 rows of 40 hosts: four partitions of 4 M rows would put half the rows in flight on two
+    # workers, adding 1.8x the samples' size (3.6x their own); sixteen add 0.45x.
+    tens = [{f"h{i:02d}": 250_000} for i in range(40)]
+    plan = engine._plan(tens, attrs)
+    assert len(plan) == 16
+    assert sorted(h for hosts, _ in plan for h in hosts) == sorted(h for b in tens for h in b)
+    # 2 M rows: no partition below 500,000 rows, so four rather than sixteen.
+    assert len(engine._plan([{f"h{i:02d}": 100_000} for i in range(20)], attrs)) == 4
+    # 10^8 rows: the 4 M rows cap makes more partitions than the memory share needs (25, rounded up to 26).
+    assert len(engine._plan([{f"h{i:03d}": 250_000} for i in range(400)], attrs)) == 26
+    # One worker: eight partitions of 10^7 rows, not sixteen.
+    assert len(LocalEngine(workers=1)._plan(tens, attrs)) == 8
+
+
 def test_fabric_wide_findings_need_the_reduction(whole: fabricscope.Analysis) -> None:
     # The cross-host rules really fire on the sample traces, so the equality above covers them.
     kinds = set(whole.findings["kind"])

@@ -122,10 +122,11 @@ def test_streaming_peak_memory_stays_flat_when_the_input_grows_tenfold(tmp_path:
     )
     # The in-memory path grows with the samples; the streaming one only with what every run keeps
     # per host (its findings, the findings document), a small fraction of that: here it stays
-    # under a quarter of the in-memory growth, and the in-memory path exceeds it by 150 MiB or more.
+    # under a quarter of the in-memory growth, and the in-memory path, which holds the 1.6 M samples
+    # (~72 MiB of Arrow) whole, exceeds it by 75 MiB or more.
     assert stream_large - stream_small < (in_memory_large - in_memory_small) / 4
-    assert in_memory_large > stream_large + 150
-    assert in_memory_large > auto_large + 150
+    assert in_memory_large > stream_large + 75
+    assert in_memory_large > auto_large + 75
     streamed = json.loads((tmp_path / "stream.json").read_text())
     in_memory = json.loads((tmp_path / "memory.json").read_text())
     assert streamed["findings"] == in_memory["findings"]

@@ -296,9 +296,9 @@ class Scan:
     def __iter__(self) -> Iterator[pl.DataFrame] | Iterator[tuple[str, pl.DataFrame]]:
         for kind, batch in self._scanner:
             if self._include_attributes:
-                yield kind, pl.DataFrame(batch)
+                yield kind, _owned(pl.DataFrame(batch)) if kind == "samples" else pl.DataFrame(batch)
             elif kind == "samples":
-                yield pl.DataFrame(batch)
+                yield _owned(pl.DataFrame(batch))
         self.reports = _reports(self._scanner.reports(), self._set_mtime)
 
     @property
@@ -310,6 +310,19 @@ class Scan:
     def bytes_total(self) -> int:
         """Total input bytes (0 when unknown)."""
         return self._scanner.bytes_total
+
+
+def _owned(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame with every column in memory of its own, no longer in the Rust reader's batch.
+
+    Polars imports the reader's Arrow batch as one allocation: its numeric columns keep the whole
+    batch alive, including the dictionary keys of the string columns, which Polars has already
+    re-encoded as categoricals of its own. Copying the numeric columns (one memcpy) frees those
+    dead keys, about a quarter of the samples' Arrow size, for as long as the samples are held.
+    """
+    if frame.height < 2:
+        return frame
+    return pl.concat([frame.slice(0, 1), frame.slice(1)], how="vertical", rechunk=True)
 
 
 def scan(

@@ -2,9 +2,11 @@
 
 Threads (as many as cores) read groups of work units, each unit streamed by the Rust scanner in
 bounded batches with the GIL released; each batch is filtered as it arrives and kept whole, with
-the count of rows per host it holds. Hosts are then grouped into partitions of about
-``target_rows`` rows (hosts in the order they were first read, so a layout with one file per
-group of hosts gives partitions that are whole batches), and the partitions are analysed on as
+the count of rows per host it holds (copied out of the reader's Arrow batch, whose memory is
+handed back to the system). Hosts are then grouped into partitions of at most ``target_rows``
+rows, small enough that the partitions in flight add about half the samples' size (hosts in the
+order they were first read, so a layout with one file per group of hosts gives partitions that
+are whole batches), and the partitions are analysed on as
 many threads as there are cores: the rate kernel releases the GIL and runs on one core, so two
 partitions at once keep two cores busy. A partition's rows are gathered into one contiguous frame
 just before its analysis (the kernel and the detectors run several times faster on it than on
@@ -42,6 +44,7 @@ from fabricscope.engines.base import (
     hosts_without_samples,
     merge_tables,
     partition_of,
+    return_freed_memory,
 )
 from fabricscope.engines.streaming import StreamingEngine, machine_memory, parse_memory
 from fabricscope.engines.units import (
@@ -71,6 +74,20 @@ PEAK_FIXED = 600 << 20
 partitions of up to 4 M rows in flight. With :data:`PEAK_PER_INPUT_BYTE`, just above the peaks
 measured on ``/federate`` text: 1,244 MiB for 1,502 MB (10^7 samples), 6,985 MB for 15,000 MB
 (10^8) (BENCHMARKS.md)."""
+
+IN_FLIGHT_SHARE = 0.5
+"""At most this share of the samples' Arrow size is held by the partitions in flight (their rows
+gathered once more, their rates and the detectors' frames), on top of the samples themselves:
+partitions are made small enough for that, down to :data:`MIN_PARTITION_ROWS`."""
+
+IN_FLIGHT_PER_SAMPLE_BYTE = 3.6
+"""Memory a partition in flight adds per byte of its samples' Arrow size: its rows gathered (1x),
+their rates (1.5x) and the detectors' frames (1.1x at their peak, in ``bottleneck``), measured on
+``/federate`` text (BENCHMARKS.md, "Without ``--memory``")."""
+
+MIN_PARTITION_ROWS = 500_000
+"""Partitions are not made smaller than this to bound memory: below it, each partition's fixed
+cost (a few dozen Polars calls per detector) outweighs the memory saved."""
 
 COMPRESSED_EXPANSION = 10
 """A compressed input (gzip, zstd, a Parquet history file) counts as this many times its size:
@@ -143,6 +160,9 @@ def _rows_per_host(batch: pl.DataFrame) -> dict[str | None, int]:
 
 def _read(units: Sequence[Unit], read: ReadOptions, filters: Filters, batch_rows: int) -> _Read:
     reports, tables, samples, attrs = read_units(units, read, filters, 1, batch_rows)
+    # The reader's batches were copied into Polars memory as they arrived (fabricscope.io);
+    # what glibc kept of them would otherwise stay resident next to the samples.
+    return_freed_memory()
     return _Read(reports, tables, samples[0], [_rows_per_host(b) for b in samples[0]], attrs[0])
 
 
@@ -158,8 +178,10 @@ class LocalEngine(Engine):
         partitions: Exactly this many host partitions (hash of the host,
             :func:`fabricscope.engines.partition_of`); None groups hosts adaptively into partitions
             of about ``target_rows`` sample rows.
-        target_rows: Rows per partition when adaptive. Small inputs are one partition; larger
-            ones are split into a multiple of ``workers`` partitions of similar size.
+        target_rows: Most rows per partition when adaptive. Small inputs are one partition; larger
+            ones are split into a multiple of ``workers`` partitions of similar size, at least seven
+            per worker when they hold :data:`MIN_PARTITION_ROWS` rows each, so that the
+            partitions in flight add at most :data:`IN_FLIGHT_SHARE` of the samples' size.
         batch_rows: Rows per parsed batch.
         workers: Partitions analysed at the same time (default: the cores this process may run
             on). Each one in flight holds its rows once more plus its rates and detector frames.
@@ -256,7 +278,7 @@ class LocalEngine(Engine):
                     pending[i] -= 1
                     if not pending[i]:
                         batches[i] = None
-            return analyze_partition(
+            result = analyze_partition(
                 samples,
                 _rows_of(all_attrs, hosts) if len(plan) > 1 else all_attrs,
                 whole_tables,
@@ -264,6 +286,10 @@ class LocalEngine(Engine):
                 profile,
                 keep_detail=keep_detail,
             )
+            del samples
+            # The rate kernel's buffers (glibc) were freed with the partition's frames.
+            return_freed_memory()
+            return result
 
         workers = min(self.workers, len(plan))
         if workers > 1:
@@ -273,6 +299,18 @@ class LocalEngine(Engine):
             results = [one(p) for p in plan]
         seconds = {"read": t1 - t0, "partitions": time.perf_counter() - t1}
         return Partitioned(results, whole_tables, reports, seconds, sample_bytes)
+
+    def _partitions_for_memory(self, rows: int) -> int:
+        """The fewest partitions whose ``workers`` in flight hold :data:`IN_FLIGHT_SHARE` of the samples.
+
+        ``workers`` partitions of ``rows / n`` rows each add :data:`IN_FLIGHT_PER_SAMPLE_BYTE`
+        times their share of the samples' Arrow size, so ``n >= workers * 3.6 / 0.5`` (about
+        seven per worker) whatever the size of a row or of the input; none smaller than
+        :data:`MIN_PARTITION_ROWS`. The peak is then about 1.5 times the samples' Arrow size, plus
+        the interpreter and libraries (1.7x at 10^7 samples).
+        """
+        wanted = math.ceil(self.workers * IN_FLIGHT_PER_SAMPLE_BYTE / IN_FLIGHT_SHARE)
+        return max(1, min(wanted, rows // MIN_PARTITION_ROWS))
 
     def _plan(
         self, batch_hosts: list[dict[str | None, int]], attributes: pl.DataFrame
@@ -292,7 +330,7 @@ class LocalEngine(Engine):
             group_of = {h: partition_of(h, self.partitions) for h in rows}
         else:
             total = sum(rows.values())
-            n = math.ceil(total / self.target_rows)
+            n = max(math.ceil(total / self.target_rows), self._partitions_for_memory(total))
             # A multiple of the workers, so that the last round of partitions keeps every core busy.
             n = n if n <= 1 else math.ceil(n / self.workers) * self.workers
             per = total / n
