@@ -8,16 +8,18 @@ GUID or LID, sysfs by ``mlx5_0`` with a ``node_guid`` file. :func:`resolve` join
 :func:`apply` rewrites findings to the best name of their entity, so
 
 * no finding says host ``unknown`` (or names a GUID) when an input maps its GUID or LID to a host;
-* the FQDN and the short name of one host are one host (when unambiguous: two FQDNs with one
-  short name are a conflict, reported and never guessed; ``host_aliases`` settles it);
+* the FQDN and the short name of one host are one host, named by the most qualified name any
+  input gives (the Prometheus ``instance``: ``node17.ib.example``, not ``node17``); when
+  unambiguous: two FQDNs with one short name are a conflict, reported and never guessed
+  (``host_aliases`` settles it);
 * a cable seen from both ends, or by several sources, is one finding naming both ends, the other
   observations under ``evidence.also_seen``.
 
 Example:
     >>> import polars as pl
     >>> ent = resolve(hosts=["gpu-g02.cluster.local", "gpu-g02", "gpu-g03.cluster.local"])
-    >>> ent.host("gpu-g02.cluster.local"), ent.host("gpu-g03.cluster.local")
-    ('gpu-g02', 'gpu-g03.cluster.local')
+    >>> ent.host("gpu-g02"), ent.host("gpu-g02.cluster.local"), ent.host("gpu-g03.cluster.local")
+    ('gpu-g02.cluster.local', 'gpu-g02.cluster.local', 'gpu-g03.cluster.local')
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ def resolve(
         attributes: Port attributes (sysfs ``node_guid``/``node_guid_hex`` map a host's device to its GUID).
         tables: Side tables: ``links`` (GUIDs, LIDs, node descriptions), ``nccl_ranks`` (hosts).
         host_aliases: Explicit ``alias -> canonical`` host names (``--host-alias``); they win over
-            the FQDN/short-name rule and settle its conflicts.
+            the short-name -> FQDN rule and settle its conflicts.
         hosts_from: Where ``hosts`` came from (the ``source`` of their rows).
 
     Returns:
@@ -186,22 +188,27 @@ def resolve(
 
     ent = Entities()
     explicit = dict(host_aliases or {})
-    # FQDN -> short name, when the short name is used by another source and no other FQDN shares it
+    # short name -> FQDN: the most qualified name any input gives is the host's name (the
+    # Prometheus ``instance``), the short names of node descriptions, rank lines and file names its
+    # aliases; two FQDNs sharing one short name leave it unjoined (a conflict) unless --host-alias
+    # names it. A short name --host-alias uses (as alias or as target) is the user's: not rejoined.
     by_short: dict[str, list[str]] = {}
     for name in seen:
         if "." in name and not _is_address(name):
             by_short.setdefault(name.split(".", 1)[0], []).append(name)
     canonical: dict[str, str] = {}
     for short, fqdns in sorted(by_short.items()):
+        if short in explicit or short in explicit.values():
+            continue
         if len(fqdns) > 1:
-            if not all(f in explicit for f in fqdns):
+            if short in seen and not all(f in explicit for f in fqdns):
                 ent.conflicts.append(
                     f"host names {', '.join(sorted(fqdns))} share the short name {short}: not joined "
                     "(name the right one with --host-alias)"
                 )
             continue
-        if short in seen or any(v == short for v in explicit.values()):
-            canonical[fqdns[0]] = short
+        if short in seen:
+            canonical[short] = fqdns[0]
     canonical.update(explicit)
     for name, sources in sorted(seen.items()):
         target = canonical.get(name, name)
@@ -341,7 +348,7 @@ def _port_guid(ent: Entities, device: str | None) -> str | None:
 def apply(findings: pl.DataFrame, ent: Entities, links: pl.DataFrame | None = None) -> pl.DataFrame:
     """Findings under their entities' best names, one finding per cable.
 
-    * hosts become canonical (FQDN -> short name when joined, ``--host-alias``);
+    * hosts become canonical (short name -> FQDN when joined, ``--host-alias``);
     * a finding on an HCA named by GUID or LID becomes the HCA's host and device (the name it was
       read under goes to ``evidence.seen_as``); one on a switch port read with no host names the switch;
     * a finding on a RoCE NIC's netdev (``eth0``: ethtool, node_exporter) names its RDMA device and

@@ -267,7 +267,7 @@ def test_topology_draws_roce_leaves_from_lldpctl() -> None:
 def test_topology_lists_the_names_joined_into_one_host() -> None:
     at = run("topology", "scenarios/chain-fqdn-cable")
     ids = frame(at, "aliases")
-    host = ids.filter((pl.col("kind") == "host") & (pl.col("name") == "fqdn-gpu02"))
+    host = ids.filter((pl.col("kind") == "host") & (pl.col("name") == "fqdn-gpu02.cluster.local"))
     assert host["aliases"].to_list() == ["fqdn-gpu02, fqdn-gpu02.cluster.local"]
     leaf = ids.filter((pl.col("kind") == "switch") & (pl.col("name") == "fqdn-leaf01"))
     assert leaf.height == 1 and "MF0;fqdn-leaf01:MQM9700/U1" in leaf["aliases"][0]

@@ -1,0 +1,113 @@
+"""Host identity through the CLI: the canonical host name is the most qualified one any input gives.
+
+Prometheus names a host by its ``instance`` label (``gpu017.ib.example:9100``), node descriptions,
+rank lines and file names by its short name (``gpu017``): findings, incidents and every other door
+use the FQDN.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fabricscope.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+PROMETHEUS = sorted(
+    p
+    for d in ("prometheus", "prometheus-api")
+    for p in (FIXTURES / d).iterdir()
+    if p.suffix in (".prom", ".om", ".json") and p.name not in ("error.json", "scalar.json")
+)
+# The labels the reader takes a host from (the first present: `exported_instance`, `instance` with
+# its port stripped, then `hostname` ...), as `instance="gpu017:9100"` (exposition text) and
+# `"instance":"gpu01:9100"` (the HTTP API's JSON)
+INSTANCE = re.compile(r'(\b(?:exported_instance|instance|hostname|Hostname|host|node)"?\s*[=:]\s*")([^"]*)"')
+
+
+def _analyze(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    # --lenient: a DCGM fixture holds an exporter's `ERROR - FAILED TO CONVERT TO STRING` value
+    code = main(["analyze", "--lenient", *args, "--json", "-"])
+    out = capsys.readouterr().out
+    assert code in (0, 1, 2), out
+    return json.loads(out)
+
+
+def _strip_port(instance: str) -> str:
+    if instance.startswith("["):
+        return instance[1:].split("]", 1)[0]
+    host, _, port = instance.partition(":")
+    return host if port.isdigit() else instance
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _instance_hosts(text: str) -> set[str]:
+    return {_strip_port(m.group(2)) for m in INSTANCE.finditer(text)}
+
+
+def _qualified(text: str) -> str:
+    """Every instance that is a host name, not an address, under the domain ``ib.example``."""
+
+    def one(m: re.Match[str]) -> str:
+        host = _strip_port(m.group(2))
+        if _is_address(host):
+            return m.group(0)
+        return f'{m.group(1)}{host}.ib.example{m.group(2)[len(host) :]}"'
+
+    return INSTANCE.sub(one, text)
+
+
+def _ibnetdiscover(short_hosts: list[str]) -> str:
+    """An ``ibnetdiscover -p`` dump naming each host by its short name (rdma-ndd's ``%h %d``)."""
+    lines = ["# host: mgmt01", "1796200000"]
+    for i, h in enumerate(short_hosts, start=1):
+        lines.append(
+            f"CA    {10 + i}  1 0x1070fd0300cc{i:04x} 4x NDR - SW     3  {i} 0x98039b0300bb0001 "
+            f"( '{h} mlx5_0' - 'MF0;ib-leaf01:MQM9700/U1' )"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("fixture", PROMETHEUS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_finding_on_a_prometheus_fixture_names_the_instance_host(
+    fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = fixture.read_text()
+    # as committed: the instance is the host (a series with no host label: the reader's `unknown`)
+    expected = _instance_hosts(text) | {"unknown"}
+    doc = _analyze(capsys, str(fixture))
+    assert {f["host"] for f in doc["findings"]} <= expected
+    # the instances under a domain, beside a topology dump that names the same hosts short: the
+    # findings keep the FQDN Prometheus gives, the node descriptions' short names join it
+    data = tmp_path / "in"
+    data.mkdir()
+    qualified = _qualified(text)
+    (data / fixture.name).write_text(qualified)
+    shorts = sorted({h.split(".", 1)[0] for h in _instance_hosts(qualified) if h.endswith(".ib.example")})
+    (data / "fabric-ibnetdiscover-p.txt").write_text(_ibnetdiscover(shorts))
+    expected = _instance_hosts(qualified) | {"unknown", "mgmt01", "ib-leaf01"}
+    doc = _analyze(capsys, str(data))
+    hosts = {f["host"] for f in doc["findings"]}
+    assert hosts <= expected
+    assert not hosts & set(shorts)
+    # an incident's hosts are the findings' hosts
+    for inc in doc["incidents"]:
+        assert inc["root"]["host"] in expected
+
+
+def test_prometheus_fixtures_include_qualified_and_address_instances() -> None:
+    # the parametrisation above covers a host name, an IPv4 and an IPv6 instance
+    every = set().union(*(_instance_hosts(p.read_text()) for p in PROMETHEUS))
+    assert {"gpu017", "gpu01", "10.1.7.17", "fd00::19"} <= every
+    assert len(PROMETHEUS) >= 12
