@@ -101,8 +101,11 @@ def _entity(sim: Simulation, host: int, nic: int | None, *, roce: bool, domain: 
 def _truth(
     sc: Scenario, sim: Simulation, hosts: int, duration: float, interval: float, seed: int, domain: str = ""
 ) -> dict[str, Any]:
-    """The scenario's truth; ``domain``: the hosts' DNS domain when an input names them by FQDN
-    (Prometheus ``instance``): the most qualified name is the name findings use."""
+    """The scenario's truth.
+
+    ``domain``: the hosts' DNS domain when an input names them by FQDN (the Prometheus
+    ``instance``): findings use the most qualified name, and so does the truth.
+    """
     roce = sim.fabric.tech.family == "roce"
     t_end = T0 + duration
     exp = []
