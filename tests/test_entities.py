@@ -299,3 +299,14 @@ def test_cli_parse_writes_the_entities_table_beside_links(tmp_path: Path) -> Non
     assert "samples" in host["source"].to_list()
     cable = ent.filter((pl.col("kind") == "cable") & pl.col("name").str.starts_with("fqdn-gpu02.cluster.local mlx5_0"))
     assert cable["name"].unique().to_list() == ["fqdn-gpu02.cluster.local mlx5_0 port 1 <-> fqdn-leaf01 port 2"]
+
+
+def test_guids_are_normalised_as_the_readers_do() -> None:
+    # a GUID without its leading zeros (`0x2c9030001`) is 0x00000002c9030001 to every reader
+    attrs = pl.DataFrame({"host": ["gpu05"], "device": ["mlx5_0"], "key": ["node_guid_hex"], "value": ["0x2c9030001"]})
+    ent = resolve(hosts=["gpu05"], attributes=attrs)
+    assert ent.hcas == {"0x00000002c9030001": ("gpu05", "mlx5_0")}
+    f = make_findings([_f("link_errors", "unknown", "0x2C9030001", metric="symbol_errors")])
+    out = apply(f, ent)
+    assert out.select("host", "device", "port").rows() == [("gpu05", "mlx5_0", 1)]
+    assert json.loads(out["evidence"][0])["seen_as"] == {"host": "unknown", "device": "0x2C9030001"}

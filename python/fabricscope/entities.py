@@ -32,6 +32,8 @@ from typing import Any
 
 import polars as pl
 
+from fabricscope.io import normalize_guid
+
 __all__ = ["CABLE_KINDS", "ENTITIES_SCHEMA", "Entities", "apply", "resolve", "switch_name"]
 
 ENTITIES_SCHEMA = pl.Schema(
@@ -316,13 +318,12 @@ def _netdev_rows(ent: Entities, attributes: pl.DataFrame | None, rows: list[tupl
 
 
 def _guid(text: str | None) -> str | None:
-    """``0x`` + 16 lowercase hex digits from ``0x1070fd0300cc0001`` or sysfs's ``1070:fd03:00cc:0001``."""
-    if not text:
-        return None
-    t = text.strip().lower().removeprefix("0x").replace(":", "")
-    if len(t) != 16 or any(c not in "0123456789abcdef" for c in t):
-        return None
-    return "0x" + t
+    """A node GUID as the readers store it (``0x`` + 16 lowercase hex digits), or None.
+
+    The Rust core's normaliser, the one every reader uses, so a GUID read here (sysfs
+    ``1070:fd03:00cc:0001``, a finding's device ``0x2c9030001``) joins the readers' GUIDs.
+    """
+    return normalize_guid(text) if text else None
 
 
 def _evidence(ev: Any) -> dict[str, Any]:
