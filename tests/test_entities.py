@@ -96,8 +96,8 @@ def test_cli_fqdn_sharing_a_short_name_is_a_conflict_settled_by_host_alias(tmp_p
     assert "fqdn-gpu02.cluster.local" in hosts and "fqdn-gpu02.lab.local" in hosts
     assert "fqdn-gpu02" not in {f["host"] for f in doc["findings"] if f["kind"] == "link_errors"}
     text = _cli("analyze", str(data)).stdout
-    assert "names not joined (ambiguous; settle with --host-alias ALIAS=HOST):" in text
-    assert "fqdn-gpu02.cluster.local, fqdn-gpu02.lab.local share the short name fqdn-gpu02" in text
+    assert "names the inputs disagree on (settle a host's with --host-alias ALIAS=HOST):" in text
+    assert "short name fqdn-gpu02 is fqdn-gpu02.cluster.local (findings); fqdn-gpu02.lab.local (findings)" in text
     r = _cli(
         "analyze",
         str(data),
@@ -155,8 +155,14 @@ def test_two_fqdns_with_one_short_name_are_reported_not_guessed() -> None:
     ent = resolve(hosts=["gpu01.a.example", "gpu01.b.example", "gpu01"])
     assert ent.host("gpu01.a.example") == "gpu01.a.example"
     assert ent.host("gpu01.b.example") == "gpu01.b.example"
-    [msg] = ent.conflicts
-    assert "gpu01.a.example, gpu01.b.example share the short name gpu01" in msg
+    [conflict] = ent.conflicts
+    assert conflict.as_dict() == {
+        "kind": "short_name",
+        "name": "gpu01",
+        "claims": ["gpu01.a.example (findings)", "gpu01.b.example (findings)"],
+        "decision": "not joined: name the right host with --host-alias",
+    }
+    assert ent.host("gpu01") == "gpu01"
     settled = resolve(
         hosts=["gpu01.a.example", "gpu01.b.example", "gpu01"],
         host_aliases={"gpu01.a.example": "gpu01", "gpu01.b.example": "gpu01-b"},
@@ -191,7 +197,21 @@ def test_a_guid_two_inputs_place_on_different_hosts_is_a_conflict() -> None:
     )
     ent = resolve(attributes=attrs, tables={"links": _links()})
     assert ent.hcas["0x1070fd0300cc0002"] == ("gpu09", "mlx5_0")  # sysfs on the host itself wins
-    assert any("0x1070fd0300cc0002" in c and "gpu02 mlx5_0" in c for c in ent.conflicts)
+    [conflict] = ent.conflicts
+    assert (conflict.kind, conflict.name, conflict.decision) == ("node_guid", "0x1070fd0300cc0002", "kept gpu09 mlx5_0")
+    assert conflict.claims == ("gpu02 mlx5_0 (node description (rdma-ndd %h %d))", "gpu09 mlx5_0 (sysfs node_guid)")
+
+
+def test_a_guid_two_sysfs_files_claim_is_not_joined_whatever_their_order() -> None:
+    rows = {"host": ["gpu21", "gpu22"], "device": ["mlx5_0", "mlx5_0"], "key": ["node_guid_hex"] * 2}
+    guid = ["0x1070fd0300cc0021"] * 2
+    for attrs in (pl.DataFrame({**rows, "value": guid}), pl.DataFrame({**rows, "value": guid}).reverse()):
+        ent = resolve(attributes=attrs)
+        assert ent.hcas == {}
+        assert [str(c) for c in ent.conflicts] == [
+            "node GUID 0x1070fd0300cc0021 is gpu21 mlx5_0 (sysfs node_guid); gpu22 mlx5_0 (sysfs node_guid): "
+            "not joined: left as read"
+        ]
 
 
 @pytest.mark.parametrize(

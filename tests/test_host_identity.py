@@ -2,13 +2,16 @@
 
 Prometheus names a host by its ``instance`` label (``gpu017.ib.example:9100``), node descriptions,
 rank lines and file names by its short name (``gpu017``): findings, incidents and every other door
-use the FQDN.
+use the FQDN. Names the inputs disagree on (tests/fixtures/identity: a short name two FQDNs share,
+node GUIDs two sysfs files claim) are decided by the claims alone, never by the inputs' order, and
+listed by every door.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import random
 import re
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from fabricscope.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
+IDENTITY = FIXTURES / "identity"
 PROMETHEUS = sorted(
     p
     for d in ("prometheus", "prometheus-api")
@@ -111,3 +115,105 @@ def test_prometheus_fixtures_include_qualified_and_address_instances() -> None:
     every = set().union(*(_instance_hosts(p.read_text()) for p in PROMETHEUS))
     assert {"gpu017", "gpu01", "10.1.7.17", "fd00::19"} <= every
     assert len(PROMETHEUS) >= 12
+
+
+# ---- names the inputs disagree on ------------------------------------------------------------
+
+CONFLICTS = [
+    {
+        "kind": "node_guid",
+        "name": "0x1070fd0300cc0017",
+        "claims": [
+            "node17.ib.example mlx5_0 (node description (rdma-ndd %h %d), sysfs node_guid)",
+            "node20 mlx5_0 (sysfs node_guid)",
+        ],
+        # node17's own sysfs and the topology dump's node description against node20's sysfs alone
+        "decision": "kept node17.ib.example mlx5_0",
+    },
+    {
+        "kind": "node_guid",
+        "name": "0x1070fd0300cc0021",
+        "claims": ["node21 mlx5_0 (sysfs node_guid)", "node22 mlx5_0 (sysfs node_guid)"],
+        "decision": "not joined: left as read",
+    },
+    {
+        "kind": "short_name",
+        "name": "node19",
+        "claims": ["node19.ib.example (findings)", "node19.lab.example (findings)"],
+        "decision": "not joined: name the right host with --host-alias",
+    },
+]
+
+
+def _identity_files() -> list[str]:
+    return sorted(str(p) for p in IDENTITY.rglob("*") if p.is_file() and p.suffix != ".md")
+
+
+def test_the_same_inputs_in_any_order_give_the_same_json(capsys: pytest.CaptureFixture[str]) -> None:
+    files = _identity_files()
+    assert len(files) == 6
+    texts = set()
+    for seed in range(10):
+        order = list(files)
+        random.Random(seed).shuffle(order)
+        assert main(["analyze", *order, "--json", "-"]) == 1  # WARNING: node17's symbol errors
+        texts.add(capsys.readouterr().out)
+    [text] = texts
+    doc = json.loads(text)
+    assert doc["conflicts"] == CONFLICTS
+    assert [i["path"] for i in doc["inputs"]] == files
+    # the short names of node descriptions and sysfs joined the Prometheus FQDNs
+    assert [(f["kind"], f["host"], f["device"]) for f in doc["findings"] if f["severity"] != "info"] == [
+        ("link_errors", "node17.ib.example", "mlx5_0")
+    ]
+    [inc] = doc["incidents"]
+    assert inc["entity"] == "node17.ib.example mlx5_0 port 1 <-> MF0;ib-leaf01:MQM9700/U1 port 1"
+
+
+def test_conflicts_are_listed_in_the_text_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(IDENTITY)]) == 1
+    out = capsys.readouterr().out
+    assert "names the inputs disagree on (settle a host's with --host-alias ALIAS=HOST):" in out
+    assert (
+        "  node GUID 0x1070fd0300cc0021 is node21 mlx5_0 (sysfs node_guid); node22 mlx5_0 (sysfs node_guid): "
+        "not joined: left as read"
+    ) in out
+    assert "  short name node19 is node19.ib.example (findings); node19.lab.example (findings)" in out
+
+
+def test_conflicts_are_listed_in_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("r.html", "r.md"):
+        assert main(["report", str(IDENTITY), "-o", str(tmp_path / name)]) == 1
+    capsys.readouterr()
+    html = (tmp_path / "r.html").read_text()
+    assert "<h2 id='conflicts'>Names the inputs disagree on (3)</h2>" in html
+    assert "<td>0x1070fd0300cc0017</td>" in html and "<td>kept node17.ib.example mlx5_0</td>" in html
+    md = (tmp_path / "r.md").read_text()
+    assert "## Names the inputs disagree on (3)" in md
+    assert "| short_name | node19 | node19.ib.example (findings); node19.lab.example (findings) |" in md
+
+
+def test_conflicts_are_listed_in_crons_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cron.json"
+    args = ["cron", "--inputs", str(IDENTITY), "--state", str(tmp_path / "s"), "--history", str(tmp_path / "h")]
+    assert main([*args, "--json", str(out)]) == 1
+    capsys.readouterr()
+    doc = json.loads(out.read_text())
+    assert doc["conflicts"] == CONFLICTS
+    assert {f["host"] for f in doc["findings"] if f["kind"] == "link_errors"} == {"node17.ib.example"}
+
+
+def test_host_alias_settles_a_shared_short_name(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _analyze(capsys, str(IDENTITY), "--host-alias", "node19=node19.lab.example")
+    assert [c["kind"] for c in doc["conflicts"]] == ["node_guid", "node_guid"]
+
+
+def test_one_alias_given_two_hosts_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["analyze", str(IDENTITY), "--host-alias", "node19=node19.ib.example"]
+    with pytest.raises(SystemExit) as raised:
+        main([*args, "--host-alias", "node19=node19.lab.example"])
+    assert raised.value.code == 3  # a usage error: Nagios UNKNOWN
+    err = capsys.readouterr().err
+    assert "--host-alias node19: given two hosts, node19=node19.ib.example and node19=node19.lab.example" in err
+    # the same pair twice is no contradiction
+    assert main([*args, "--host-alias", "node19=node19.ib.example"]) == 1

@@ -34,7 +34,7 @@ import polars as pl
 
 from fabricscope.io import normalize_guid
 
-__all__ = ["CABLE_KINDS", "ENTITIES_SCHEMA", "Entities", "apply", "resolve", "switch_name"]
+__all__ = ["CABLE_KINDS", "ENTITIES_SCHEMA", "Conflict", "Entities", "apply", "resolve", "switch_name"]
 
 ENTITIES_SCHEMA = pl.Schema(
     {
@@ -79,6 +79,45 @@ def _is_address(name: str) -> bool:
     return True
 
 
+@dataclass(frozen=True, order=True)
+class Conflict:
+    """A name two inputs map differently, and what was decided.
+
+    The decision depends on the claims alone, never on the order the inputs were read: a claim
+    confirmed by more sources (a host's own sysfs before a node description on a tie) is kept; an
+    unbroken tie is not joined, and the name is left as read.
+
+    Attributes:
+        kind: What the name is: ``short_name`` (two FQDNs share it), ``node_guid`` (two HCAs claim
+            it), ``netdev`` (two RDMA ports claim one network device), ``lid``, ``switch``.
+        name: The name itself (``node19``, ``0x1070fd0300cc0017``, ``node17 eth0``).
+        claims: What each input says it is, with the input (sorted).
+        decision: What findings use: ``kept <claim>`` or ``not joined``.
+    """
+
+    kind: str
+    name: str
+    claims: tuple[str, ...]
+    decision: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The conflict in the findings document's ``conflicts`` list."""
+        return {"kind": self.kind, "name": self.name, "claims": list(self.claims), "decision": self.decision}
+
+    def __str__(self) -> str:
+        label = _CONFLICT_LABELS.get(self.kind, self.kind)
+        return f"{label} {self.name} is {'; '.join(self.claims)}: {self.decision}"
+
+
+_CONFLICT_LABELS = {
+    "short_name": "short name",
+    "node_guid": "node GUID",
+    "netdev": "netdev",
+    "lid": "LID",
+    "switch": "switch GUID",
+}
+
+
 @dataclass
 class Entities:
     """The resolved identities of one analysis.
@@ -91,7 +130,8 @@ class Entities:
         switches: Switch node GUID -> its name.
         netdevs: (host, network device) -> (RDMA device, port) from ``ibdev2netdev`` and
             ``rdma link show`` (the ``netdev`` attribute of an RDMA port): a RoCE NIC's two names.
-        conflicts: Names two sources map differently; each is left as read, never guessed.
+        conflicts: Names two sources map differently (:class:`Conflict`), sorted: never decided by
+            the inputs' order.
     """
 
     table: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=ENTITIES_SCHEMA))
@@ -100,7 +140,7 @@ class Entities:
     lids: dict[int, str] = field(default_factory=dict)
     switches: dict[str, str] = field(default_factory=dict)
     netdevs: dict[tuple[str, str], tuple[str, int | None]] = field(default_factory=dict)
-    conflicts: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
 
     def host(self, name: str | None) -> str | None:
         """The canonical name of a host alias (the name itself when no source joins it)."""
@@ -205,8 +245,12 @@ def resolve(
         if len(fqdns) > 1:
             if short in seen and not all(f in explicit for f in fqdns):
                 ent.conflicts.append(
-                    f"host names {', '.join(sorted(fqdns))} share the short name {short}: not joined "
-                    "(name the right one with --host-alias)"
+                    Conflict(
+                        "short_name",
+                        short,
+                        tuple(f"{f} ({', '.join(sorted(seen[f]))})" for f in sorted(fqdns)),
+                        "not joined: name the right host with --host-alias",
+                    )
                 )
             continue
         if short in seen:
@@ -236,33 +280,47 @@ def resolve(
         sources_of.setdefault(g, []).append((ent.host(h) or h, d, "node description (rdma-ndd %h %d)"))
     _netdev_rows(ent, attributes, rows)
     for g, seen_as in sorted(sources_of.items()):
-        # the host's own sysfs comes first: a node description can be stale (set at boot, or by hand)
-        h, d, src = seen_as[0]
-        for oh, od, osrc in seen_as[1:]:
-            if (oh, od) != (h, d):
-                ent.conflicts.append(f"node GUID {g} is {h} {d} in {src} and {oh} {od} in {osrc}: {src} kept")
+        claim = _guid_owner(g, seen_as, ent.conflicts)
+        if claim is None:
+            continue  # two HCAs with equal confirmation: the GUID stays as read
+        h, d = claim
         ent.hcas[g] = (h, d)
         name = f"{h} {d}"
-        for _h, od, osrc in seen_as:
-            rows.append((f"hca:{g}", "hca", name, g, "node_guid", osrc))
-            rows.append((f"hca:{g}", "hca", name, od, "rdma_device", osrc))
+        for _h, od, osrc in sorted(set(seen_as)):
+            if (_h, od) == claim:
+                rows.append((f"hca:{g}", "hca", name, g, "node_guid", osrc))
+                rows.append((f"hca:{g}", "hca", name, od, "rdma_device", osrc))
         # the netdev rows of this HCA join its GUID entity
         rows[:] = [(f"hca:{g}", *r[1:]) if r[0] == f"hca:{h}/{d}" else r for r in rows]
     # switches, LIDs and cables from the links table
     if links is not None and not links.is_empty():
+        lids: dict[int, set[str]] = {}
+        switch_names: dict[str, set[str]] = {}
+        switch_aliases: set[tuple[str, str, str, str]] = set()  # (GUID, alias, alias kind, source)
         for r in links.iter_rows(named=True):
             for pre in ("", "peer_"):
                 g = str(r[pre + "node_guid"]).lower()
                 if r.get(pre + "lid") is not None:
-                    ent.lids.setdefault(int(r[pre + "lid"]), g)
-                if r[pre + "node_type"] == "switch" and g not in ent.switches:
-                    name = switch_name(r[pre + "node_name"]) or g
-                    ent.switches[g] = name
-                    rows.append((f"switch:{g}", "switch", name, g, "node_guid", str(r["source"])))
+                    lids.setdefault(int(r[pre + "lid"]), set()).add(g)
+                if r[pre + "node_type"] == "switch":
+                    named = switch_names.setdefault(g, set())
+                    switch_aliases.add((g, g, "node_guid", str(r["source"])))
                     if r[pre + "node_name"]:
-                        rows.append(
-                            (f"switch:{g}", "switch", name, r[pre + "node_name"], "node_description", str(r["source"]))
-                        )
+                        named.add(switch_name(r[pre + "node_name"]) or g)
+                        switch_aliases.add((g, r[pre + "node_name"], "node_description", str(r["source"])))
+        for g, names in sorted(switch_names.items()):
+            # two dumps naming one switch differently (renamed between them): its GUID, not a guess
+            ent.switches[g] = next(iter(names)) if len(names) == 1 else g
+            if len(names) > 1:
+                ent.conflicts.append(Conflict("switch", g, tuple(sorted(names)), "not joined: named by its GUID"))
+        for g, alias, kind, source in switch_aliases:
+            rows.append((f"switch:{g}", "switch", ent.switches[g], alias, kind, source))
+        for lid, guids in sorted(lids.items()):
+            if len(guids) == 1:
+                ent.lids[lid] = next(iter(guids))
+            else:  # two subnets (or two sweeps) give one LID to two ports: the LID names neither
+                ent.conflicts.append(Conflict("lid", str(lid), tuple(sorted(guids)), "not joined: left as read"))
+        for r in links.iter_rows(named=True):
             a_end = (str(r["node_guid"]).lower(), int(r["port"]))
             b_end = (str(r["peer_node_guid"]).lower(), int(r["peer_port"]))
             cid = "cable:" + "|".join(f"{g}/{p}" for g, p in sorted([a_end, b_end]))
@@ -272,8 +330,37 @@ def resolve(
         for lid, g in sorted(ent.lids.items()):
             kind, name = ("hca", " ".join(ent.hcas[g])) if g in ent.hcas else ("switch", ent.switches.get(g, g))
             rows.append((f"{kind}:{g}", kind, name, f"lid:{lid}", "lid", "links"))
-    ent.table = pl.DataFrame(rows, schema=ENTITIES_SCHEMA, orient="row").unique(maintain_order=True)
+    # whatever order the inputs came in, one table and one list of conflicts
+    ent.table = pl.DataFrame(sorted(set(rows)), schema=ENTITIES_SCHEMA, orient="row")
+    ent.conflicts.sort()
     return ent
+
+
+_SYSFS = "sysfs node_guid"
+
+
+def _guid_owner(guid: str, seen_as: list[tuple[str, str, str]], conflicts: list[Conflict]) -> tuple[str, str] | None:
+    """The (host, device) a node GUID names, from every (host, device, source) claiming it.
+
+    One claim: it. Several: the one more sources confirm, then the one the host's own sysfs
+    makes (a node description is set at boot or by hand, and can be stale); a tie is not joined.
+    Never the first one read: the inputs' order decides nothing.
+    """
+    by_claim: dict[tuple[str, str], set[str]] = {}
+    for h, d, src in seen_as:
+        by_claim.setdefault((h, d), set()).add(src)
+    if len(by_claim) == 1:
+        return next(iter(by_claim))
+
+    def strength(claim: tuple[str, str]) -> tuple[int, bool]:
+        return len(by_claim[claim]), _SYSFS in by_claim[claim]
+
+    ranked = sorted(by_claim, key=lambda c: (tuple(-x for x in strength(c)), c))
+    best = ranked[0] if strength(ranked[0]) > strength(ranked[1]) else None
+    claims = tuple(f"{h} {d} ({', '.join(sorted(by_claim[(h, d)]))})" for h, d in sorted(by_claim))
+    decision = f"kept {best[0]} {best[1]}" if best is not None else "not joined: left as read"
+    conflicts.append(Conflict("node_guid", guid, claims, decision))
+    return best
 
 
 def _netdev_rows(ent: Entities, attributes: pl.DataFrame | None, rows: list[tuple[str, ...]]) -> None:
@@ -307,8 +394,8 @@ def _netdev_rows(ent: Entities, attributes: pl.DataFrame | None, rows: list[tupl
     for (h, nd), devs in sorted(claims.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         (d, p), *others = sorted(devs, key=lambda dp: (dp[0], dp[1] or 0))
         if others or len(by_rdma[(h, d, p)]) > 1:
-            named = ", ".join(f"{od} port {op}" for od, op in sorted(devs, key=lambda dp: (dp[0], dp[1] or 0)))
-            ent.conflicts.append(f"netdev {nd} on {h} is {named}: not joined")
+            named = tuple(f"{od} port {op}" for od, op in sorted(devs, key=lambda dp: (dp[0], dp[1] or 0)))
+            ent.conflicts.append(Conflict("netdev", f"{h} {nd}", named, "not joined: left as read"))
             continue
         ent.netdevs[(h, nd)] = (d, p)
         name = f"{h} {d}"

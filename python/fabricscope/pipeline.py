@@ -18,6 +18,7 @@ from fabricscope.config import load_config
 from fabricscope.detect import empty_views
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine, merge_tables
 from fabricscope.engines.units import raise_if_nothing_read
+from fabricscope.entities import Conflict
 from fabricscope.entities import apply as apply_entities
 from fabricscope.entities import resolve as resolve_entities
 from fabricscope.findings import FINDINGS_SCHEMA, STATUS_EXIT, analysed_anything, overall_status
@@ -75,8 +76,9 @@ class Analysis:
     views: dict[str, pl.DataFrame] = field(default_factory=empty_views)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
     incidents: list[Incident] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    """Names two inputs map differently (left as read, never guessed; :mod:`fabricscope.entities`)."""
+    conflicts: list[Conflict] = field(default_factory=list)
+    """Names two inputs map differently and what was decided, sorted (:class:`fabricscope.entities.Conflict`):
+    the one list every front door shows."""
     status: str = "ok"
     analysed: bool = True
     gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
@@ -94,8 +96,11 @@ class Analysis:
 
 
 def input_rows(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
-    """The findings document's ``inputs``: every input that was recognised or failed, failed ones with their error."""
-    return [
+    """The findings document's ``inputs``: every input that was recognised or failed, failed ones with their error.
+
+    Sorted by path: the same inputs given in any order make the same document.
+    """
+    rows = [
         {
             "path": r.path,
             "format": r.format or "-",
@@ -106,12 +111,17 @@ def input_rows(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
         for r in reports
         if r.format is not None or r.failed
     ]
+    return sorted(rows, key=lambda i: str(i["path"]))
 
 
 def ordered_findings(findings: pl.DataFrame) -> pl.DataFrame:
-    """Worst first, then by kind and entity (the contract's order), in the findings schema's columns."""
+    """Worst first, then by kind and entity (the contract's order), in the findings schema's columns.
+
+    Ties are broken by priority, metric and window: the same inputs in any order give one order.
+    """
     order = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
-    return findings.sort([order, "kind", "host", "device", "port"], nulls_last=True).select(FINDINGS_SCHEMA.names())
+    keys = [order, "kind", "host", "device", "port", "priority", "metric", "start", "end", "message"]
+    return findings.sort(keys, nulls_last=True, maintain_order=True).select(FINDINGS_SCHEMA.names())
 
 
 def _frame_report(frame: pl.DataFrame) -> InputReport:
