@@ -61,6 +61,8 @@ FIXTURE_FORMATS: list[tuple[str, str]] = [
     ("ib/ufm/*", "ufm-json"),
     ("ibdev2netdev/*", "ibdev2netdev"),
     ("identity/ibnetdiscover/*", "ibnetdiscover"),
+    ("identity/lldpctl/*.json", "lldpctl-json"),
+    ("identity/lldpctl/*/*.json", "lldpctl-json"),
     ("identity/prometheus/*", "prometheus"),
     ("identity/sysfs-grep/*", "sysfs-grep"),
     ("lldpctl/*.json", "lldpctl-json"),

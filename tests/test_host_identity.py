@@ -15,6 +15,7 @@ import random
 import re
 from pathlib import Path
 
+import fabricscope
 import pytest
 from fabricscope.cli import main
 
@@ -151,7 +152,7 @@ def _identity_files() -> list[str]:
 
 def test_the_same_inputs_in_any_order_give_the_same_json(capsys: pytest.CaptureFixture[str]) -> None:
     files = _identity_files()
-    assert len(files) == 6
+    assert len(files) == 8
     texts = set()
     for seed in range(10):
         order = list(files)
@@ -217,3 +218,41 @@ def test_one_alias_given_two_hosts_is_a_usage_error(capsys: pytest.CaptureFixtur
     assert "--host-alias node19: given two hosts, node19=node19.ib.example and node19=node19.lab.example" in err
     # the same pair twice is no contradiction
     assert main([*args, "--host-alias", "node19=node19.ib.example"]) == 1
+
+
+# ---- the host of a host-less input, from its path --------------------------------------------
+
+ETHTOOL_LOOP = FIXTURES / "ethtool" / "constructed" / "ens1f0np0-ethtool-loop.log"  # names no host
+
+
+def test_host_less_inputs_take_the_one_host_their_path_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "in"
+    for rel in ("node18/ethtool.log", "ethtool-node17.log", "rack3/ethtool.log", "node17-node18/ethtool.log"):
+        (data / rel).parent.mkdir(parents=True, exist_ok=True)
+        (data / rel).write_bytes(ETHTOOL_LOOP.read_bytes())
+    # the hosts the Prometheus instances name; `node18` is a word of the directory, `node17` of
+    # the file name; `rack3` names no host, `node17-node18` two
+    (data / "federate.prom").write_bytes((IDENTITY / "prometheus" / "federate.prom").read_bytes())
+    doc = _analyze(capsys, str(data))
+    storms = sorted(f["host"] for f in doc["findings"] if f["kind"] == "pfc_storm")
+    assert storms == ["node17.ib.example", "node18.ib.example", "unknown", "unknown"]
+    assert main(["analyze", str(data)]) == 2
+    out = capsys.readouterr().out
+    no_host = 'no host in the input, and its path names no known host (or several): rows use host "unknown"'
+    assert f"rack3/ethtool.log: {no_host}" in out
+    assert f"node17-node18/ethtool.log: {no_host}" in out
+    assert out.count(no_host) == 2
+
+
+def test_lldp_files_named_by_host_name_their_local_end(capsys: pytest.CaptureFixture[str]) -> None:
+    links = fabricscope.run_analysis(IDENTITY).tables["links"]
+    lldp = links.filter(links["source"] == "lldpctl-json").select("peer_node_name", "node_name").sort("peer_node_name")
+    # lldpctl-node18.json and node17/lldp.json: `lldpctl -f json` names the neighbour, not the host
+    assert lldp.rows() == [
+        ("node17.ib.example eth0", "ns-2.example.com"),
+        ("node18.ib.example eth0", "ns-2.example.com"),
+    ]
+    assert main(["analyze", str(IDENTITY), "--verbose"]) == 1
+    assert "no host in the input" not in capsys.readouterr().out

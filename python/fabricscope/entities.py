@@ -24,17 +24,33 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 import polars as pl
 
 from fabricscope.io import normalize_guid
 
-__all__ = ["CABLE_KINDS", "ENTITIES_SCHEMA", "Conflict", "Entities", "apply", "resolve", "switch_name"]
+__all__ = [
+    "CABLE_KINDS",
+    "ENTITIES_SCHEMA",
+    "PATH_HOST_PREFIX",
+    "Conflict",
+    "Entities",
+    "apply",
+    "host_in_path",
+    "hosts_named",
+    "path_placeholder",
+    "rename_hosts",
+    "resolve",
+    "switch_name",
+]
 
 ENTITIES_SCHEMA = pl.Schema(
     {
@@ -69,6 +85,91 @@ def switch_name(description: str | None) -> str | None:
     if ";" in d and ":" in d.split(";", 1)[1]:
         return d.split(";", 1)[1].split(":", 1)[0] or d
     return d
+
+
+PATH_HOST_PREFIX = "unknown#"
+"""The host of a host-less input's rows until :func:`host_in_path` names it (``unknown#<digest>``)."""
+
+
+def path_placeholder(path: str | object) -> str:
+    """The host the rows of one host-less input (``lldpctl -f json``, an ethtool log) are read under.
+
+    One per path, so two host-less files are two hosts to the detectors, never one; the pipeline
+    renames it to the host its path names (:func:`host_in_path`), else ``unknown``.
+    """
+    return PATH_HOST_PREFIX + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+
+
+# What separates the words of a file or directory name; a host name (an FQDN has dots) is one or
+# several whole words: `lldpctl-node17.json`, `node17.ib.example/lldp.json`, `ethtool_node17.log`.
+_WORD_SEP = re.compile(r"[-_.@+,=: ]")
+
+
+def host_in_path(path: str | object, known: Iterable[str]) -> str | None:
+    """The one known host a path names, in its file name or a parent directory; None if none or several.
+
+    A known name (any alias any input gives: FQDN, short name, address) matches as one or several
+    whole words of a path component. An FQDN's first label names it too when no other FQDN
+    shares that label; names of one host (its FQDN and short name) are one match.
+
+    Example:
+        >>> hosts = ["node17.ib.example", "node18", "node19.a.example", "node19.b.example"]
+        >>> host_in_path("dumps/lldpctl-node17.json", hosts), host_in_path("dumps/node18/lldp.json", hosts)
+        ('node17.ib.example', 'node18')
+        >>> host_in_path("dumps/node19/lldp.json", hosts), host_in_path("node17-node18.log", hosts)
+        (None, None)
+    """
+    names = {n for n in known if n and n != "unknown" and not n.startswith(PATH_HOST_PREFIX) and len(n) > 1}
+    fqdns: dict[str, set[str]] = {}
+    for n in names:
+        if "." in n and not _is_address(n):
+            fqdns.setdefault(n.split(".", 1)[0], set()).add(n)
+    # each alias -> the hosts it may name (a short name two FQDNs share names both: no match)
+    hosts_of: dict[str, set[str]] = {n: {n} for n in names}
+    for short, full in fqdns.items():
+        hosts_of[short] = set(full)
+    found: set[str] = set()
+    for part in PurePath(str(path)).parts:
+        starts = [0] + [m.end() for m in _WORD_SEP.finditer(part)]
+        ends = [m.start() for m in _WORD_SEP.finditer(part)] + [len(part)]
+        for i, a in enumerate(starts):
+            for b in ends[i:]:
+                found |= hosts_of.get(part[a:b], set())
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def hosts_named(frame: pl.DataFrame | None) -> set[str]:
+    """Every host a frame names: its ``host`` column, and the hosts of a links table's end names."""
+    if frame is None or frame.is_empty():
+        return set()
+    out: set[str] = set()
+    if "host" in frame.columns:
+        out |= {h for h in frame["host"].cast(pl.String).unique().to_list() if h}
+    for col in ("node_name", "peer_node_name"):
+        if col in frame.columns:
+            # "<host> <device>": an HCA's node description (rdma-ndd %h %d), an LLDP end
+            first = frame[col].cast(pl.String).str.split(" ").list.first().unique().to_list()
+            out |= {h for h in first if h}
+    return out
+
+
+def rename_hosts(frame: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
+    """``frame`` with its hosts renamed (``host`` and the first word of a links table's end names)."""
+    if frame.is_empty():
+        return frame
+    cols = []
+    if "host" in frame.columns:
+        dtype = frame.schema["host"]
+        cols.append(pl.col("host").cast(pl.String).replace(names).cast(dtype))
+    for col in ("node_name", "peer_node_name"):
+        if col in frame.columns:
+            parts = pl.col(col).cast(pl.String).str.splitn(" ", 2)
+            host = parts.struct.field("field_0").replace(names)
+            rest = parts.struct.field("field_1")
+            cols.append(
+                pl.when(rest.is_null()).then(host).otherwise(pl.concat_str(host, rest, separator=" ")).alias(col)
+            )
+    return frame.with_columns(cols) if cols else frame
 
 
 def _is_address(name: str) -> bool:

@@ -359,7 +359,8 @@ def document(
                 "rejected": int(i["rejected"]),
                 **({"error": i["error"]} if i.get("error") else {}),
             }
-            for i in inputs
+            # by path: the same inputs given in any order make the same document
+            for i in sorted(inputs, key=lambda i: str(i["path"]))
         ],
     }
     if v2:
