@@ -285,5 +285,15 @@ NO_HOST_WARNING = "no host in the input and no host argument"
 """The reader's warning on an input naming no host (its rows use host ``unknown``)."""
 
 
+PER_HOST_FORMATS = frozenset(
+    {"ethtool", "sysfs-grep", "rdma-statistic", "rdma-link", "ibdev2netdev", "lldpctl-json", "lldpctl-keyvalue"}
+)
+"""Formats a host runs about itself, whose host-less file is one host's (its path may name it).
+
+Not fabric-wide dumps (perfquery, ibqueryerrors: a management node's view), captures or
+benchmark logs: a host-less one of those stays ``unknown``.
+"""
+
+
 def _names_no_host(report: InputReport) -> bool:
-    return any(w.startswith(NO_HOST_WARNING) for w in report.warnings)
+    return report.format in PER_HOST_FORMATS and any(w.startswith(NO_HOST_WARNING) for w in report.warnings)
