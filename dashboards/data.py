@@ -118,6 +118,11 @@ class Dataset:
         )
 
     @property
+    def conflicts(self) -> list[Any]:
+        """Names the inputs disagree on and what was decided (:attr:`fabricscope.Analysis.conflicts`)."""
+        return list(self.analysis.conflicts) if self.analysis is not None else []
+
+    @property
     def last_data(self) -> Any:
         """Time of the newest reading (None when there is none)."""
         return self.rates["end"].max() if self.rates.height else None

@@ -61,20 +61,21 @@ def test_cli_fqdn_and_short_names_are_one_host_and_one_incident() -> None:
     assert r.returncode == 2, r.stderr
     doc = json.loads(r.stdout)
     hosts = {f["host"] for f in doc["findings"]}
-    # Prometheus said fqdn-gpu02.cluster.local; rank lines and node descriptions said fqdn-gpu02
-    assert hosts == {"fqdn-gpu01", "fqdn-gpu02", "fqdn-gpu03", "fqdn-gpu04"}
+    # Prometheus said fqdn-gpu02.cluster.local; rank lines and node descriptions said fqdn-gpu02:
+    # one host, under the most qualified name
+    assert hosts == {f"fqdn-gpu0{i}.cluster.local" for i in (1, 2, 3, 4)}
     [inc] = doc["incidents"]
-    assert inc["root"]["kind"] == "link_errors" and inc["root"]["host"] == "fqdn-gpu02"
-    assert inc["entity"] == "fqdn-gpu02 mlx5_0 port 1 <-> MF0;fqdn-leaf01:MQM9700/U1 port 2"
+    assert inc["root"]["kind"] == "link_errors" and inc["root"]["host"] == "fqdn-gpu02.cluster.local"
+    assert inc["entity"] == "fqdn-gpu02.cluster.local mlx5_0 port 1 <-> MF0;fqdn-leaf01:MQM9700/U1 port 2"
     by = {(c["finding"]["kind"], c["finding"]["host"]): c for c in inc["consequences"]}
     # the sender's go-back-N loss: the same 698,664 events the receiver lost
-    assert by[("packet_loss", "fqdn-gpu01")]["relation"] == "same_count"
+    assert by[("packet_loss", "fqdn-gpu01.cluster.local")]["relation"] == "same_count"
     assert "698,664 loss events received = 698,664 retransmission events" in " ".join(
-        by[("packet_loss", "fqdn-gpu01")]["path"]
+        by[("packet_loss", "fqdn-gpu01.cluster.local")]["path"]
     )
     # the slow all_reduce: its rank lines name short hosts, the root's counters an FQDN
-    assert by[("underperformance", "fqdn-gpu01")]["relation"] == "job"
-    assert inc["title"].endswith("errors and loss reaching fqdn-gpu01")
+    assert by[("underperformance", "fqdn-gpu01.cluster.local")]["relation"] == "job"
+    assert inc["title"].endswith("errors and loss reaching fqdn-gpu01.cluster.local")
 
 
 def test_cli_fqdn_sharing_a_short_name_is_a_conflict_settled_by_host_alias(tmp_path: Path) -> None:
@@ -95,8 +96,8 @@ def test_cli_fqdn_sharing_a_short_name_is_a_conflict_settled_by_host_alias(tmp_p
     assert "fqdn-gpu02.cluster.local" in hosts and "fqdn-gpu02.lab.local" in hosts
     assert "fqdn-gpu02" not in {f["host"] for f in doc["findings"] if f["kind"] == "link_errors"}
     text = _cli("analyze", str(data)).stdout
-    assert "names not joined (ambiguous; settle with --host-alias ALIAS=HOST):" in text
-    assert "fqdn-gpu02.cluster.local, fqdn-gpu02.lab.local share the short name fqdn-gpu02" in text
+    assert "names the inputs disagree on (settle a host's with --host-alias ALIAS=HOST):" in text
+    assert "short name fqdn-gpu02 is fqdn-gpu02.cluster.local (findings); fqdn-gpu02.lab.local (findings)" in text
     r = _cli(
         "analyze",
         str(data),
@@ -132,14 +133,20 @@ def test_cli_degraded_cable_is_one_finding_naming_both_ends() -> None:
 # ---- resolve ---------------------------------------------------------------------------------
 
 
-def test_fqdn_joins_short_name_only_when_another_source_uses_it() -> None:
+def test_short_name_joins_its_fqdn_under_the_fqdn() -> None:
     ent = resolve(hosts=["gpu-g02.cluster.local", "gpu-g02", "gpu-g03.cluster.local", "10.0.0.7", "unknown"])
-    assert ent.host("gpu-g02.cluster.local") == "gpu-g02"
+    assert ent.host("gpu-g02.cluster.local") == "gpu-g02.cluster.local"
+    assert ent.host("gpu-g02") == "gpu-g02.cluster.local"
     assert ent.host("gpu-g03.cluster.local") == "gpu-g03.cluster.local"  # no source says gpu-g03
     assert ent.host("10.0.0.7") == "10.0.0.7"  # an address is not an FQDN
     assert ent.host("unknown") == "unknown"
     assert ent.conflicts == []
-    rows = ent.table.filter(pl.col("entity") == "host:gpu-g02").select("alias", "alias_kind").sort("alias").rows()
+    rows = (
+        ent.table.filter(pl.col("entity") == "host:gpu-g02.cluster.local")
+        .select("alias", "alias_kind")
+        .sort("alias")
+        .rows()
+    )
     assert rows == [("gpu-g02", "short_name"), ("gpu-g02.cluster.local", "fqdn")]
     assert ent.table.schema == ENTITIES_SCHEMA
 
@@ -148,8 +155,14 @@ def test_two_fqdns_with_one_short_name_are_reported_not_guessed() -> None:
     ent = resolve(hosts=["gpu01.a.example", "gpu01.b.example", "gpu01"])
     assert ent.host("gpu01.a.example") == "gpu01.a.example"
     assert ent.host("gpu01.b.example") == "gpu01.b.example"
-    [msg] = ent.conflicts
-    assert "gpu01.a.example, gpu01.b.example share the short name gpu01" in msg
+    [conflict] = ent.conflicts
+    assert conflict.as_dict() == {
+        "kind": "short_name",
+        "name": "gpu01",
+        "claims": ["gpu01.a.example (findings)", "gpu01.b.example (findings)"],
+        "decision": "not joined: name the right host with --host-alias",
+    }
+    assert ent.host("gpu01") == "gpu01"
     settled = resolve(
         hosts=["gpu01.a.example", "gpu01.b.example", "gpu01"],
         host_aliases={"gpu01.a.example": "gpu01", "gpu01.b.example": "gpu01-b"},
@@ -162,8 +175,10 @@ def test_short_names_in_rank_lines_and_node_descriptions_join_prometheus_fqdns()
     links = _links()
     ranks = pl.DataFrame({"rank": [0, 1], "host": ["gpu03", "gpu04"]})
     ent = resolve(hosts=["gpu01.cluster.local", "gpu03.cluster.local"], tables={"links": links, "nccl_ranks": ranks})
-    assert ent.host("gpu01.cluster.local") == "gpu01"  # from the node description "gpu01 mlx5_0"
-    assert ent.host("gpu03.cluster.local") == "gpu03"
+    assert ent.host("gpu01") == "gpu01.cluster.local"  # the node description "gpu01 mlx5_0"
+    assert ent.host("gpu03") == "gpu03.cluster.local"  # a rank line
+    assert ent.host("gpu01.cluster.local") == "gpu01.cluster.local"
+    assert ent.hcas["0x1070fd0300cc0001"] == ("gpu01.cluster.local", "mlx5_0")
     assert ent.hcas["0x1070fd0300cc0002"] == ("gpu02", "mlx5_0")
     assert ent.switches["0x98039b0300bb0001"] == "ib-leaf01"
     assert ent.lids[12] == "0x1070fd0300cc0002"
@@ -182,7 +197,21 @@ def test_a_guid_two_inputs_place_on_different_hosts_is_a_conflict() -> None:
     )
     ent = resolve(attributes=attrs, tables={"links": _links()})
     assert ent.hcas["0x1070fd0300cc0002"] == ("gpu09", "mlx5_0")  # sysfs on the host itself wins
-    assert any("0x1070fd0300cc0002" in c and "gpu02 mlx5_0" in c for c in ent.conflicts)
+    [conflict] = ent.conflicts
+    assert (conflict.kind, conflict.name, conflict.decision) == ("node_guid", "0x1070fd0300cc0002", "kept gpu09 mlx5_0")
+    assert conflict.claims == ("gpu02 mlx5_0 (node description (rdma-ndd %h %d))", "gpu09 mlx5_0 (sysfs node_guid)")
+
+
+def test_a_guid_two_sysfs_files_claim_is_not_joined_whatever_their_order() -> None:
+    rows = {"host": ["gpu21", "gpu22"], "device": ["mlx5_0", "mlx5_0"], "key": ["node_guid_hex"] * 2}
+    guid = ["0x1070fd0300cc0021"] * 2
+    for attrs in (pl.DataFrame({**rows, "value": guid}), pl.DataFrame({**rows, "value": guid}).reverse()):
+        ent = resolve(attributes=attrs)
+        assert ent.hcas == {}
+        assert [str(c) for c in ent.conflicts] == [
+            "node GUID 0x1070fd0300cc0021 is gpu21 mlx5_0 (sysfs node_guid); gpu22 mlx5_0 (sysfs node_guid): "
+            "not joined: left as read"
+        ]
 
 
 @pytest.mark.parametrize(
@@ -285,8 +314,19 @@ def test_cli_parse_writes_the_entities_table_beside_links(tmp_path: Path) -> Non
     assert "s.entities.parquet" in r.stdout
     ent = pl.read_parquet(tmp_path / "s.entities.parquet")
     assert ent.schema == ENTITIES_SCHEMA
-    host = ent.filter(pl.col("entity") == "host:fqdn-gpu02")
+    host = ent.filter(pl.col("entity") == "host:fqdn-gpu02.cluster.local")
     assert set(host["alias"].to_list()) == {"fqdn-gpu02", "fqdn-gpu02.cluster.local"}
     assert "samples" in host["source"].to_list()
-    cable = ent.filter((pl.col("kind") == "cable") & pl.col("name").str.starts_with("fqdn-gpu02 mlx5_0 port 1"))
-    assert cable["name"].unique().to_list() == ["fqdn-gpu02 mlx5_0 port 1 <-> fqdn-leaf01 port 2"]
+    cable = ent.filter((pl.col("kind") == "cable") & pl.col("name").str.starts_with("fqdn-gpu02.cluster.local mlx5_0"))
+    assert cable["name"].unique().to_list() == ["fqdn-gpu02.cluster.local mlx5_0 port 1 <-> fqdn-leaf01 port 2"]
+
+
+def test_guids_are_normalised_as_the_readers_do() -> None:
+    # a GUID without its leading zeros (`0x2c9030001`) is 0x00000002c9030001 to every reader
+    attrs = pl.DataFrame({"host": ["gpu05"], "device": ["mlx5_0"], "key": ["node_guid_hex"], "value": ["0x2c9030001"]})
+    ent = resolve(hosts=["gpu05"], attributes=attrs)
+    assert ent.hcas == {"0x00000002c9030001": ("gpu05", "mlx5_0")}
+    f = make_findings([_f("link_errors", "unknown", "0x2C9030001", metric="symbol_errors")])
+    out = apply(f, ent)
+    assert out.select("host", "device", "port").rows() == [("gpu05", "mlx5_0", 1)]
+    assert json.loads(out["evidence"][0])["seen_as"] == {"host": "unknown", "device": "0x2C9030001"}

@@ -84,7 +84,8 @@ def _key(findings: pl.DataFrame) -> list[tuple[object, ...]]:
 
 
 def _inputs(rows: Sequence[dict[str, Any]]) -> list[tuple[object, ...]]:
-    return [(str(i["path"]), i["format"], i["records"], i["rejected"], i.get("error")) for i in rows]
+    # by path, as the findings document lists them (Analysis.inputs keeps the reading order)
+    return sorted((str(i["path"]), i["format"], i["records"], i["rejected"], i.get("error")) for i in rows)
 
 
 def _incidents(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

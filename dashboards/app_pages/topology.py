@@ -166,3 +166,20 @@ if entities is not None and entities.height:
         st.subheader("Identities (one entity, several names)")
         st.caption("FQDN and short host names, node GUIDs and LIDs, switch descriptions: joined across inputs.")
         st.dataframe(named.select("kind", "name", "aliases", "sources"), hide_index=True, width="stretch")
+
+# Names two inputs map differently (fabricscope.entities.Conflict): what was decided, as analyze,
+# the report and cron list them.
+if ds.conflicts:
+    st.subheader("Names the inputs disagree on")
+    st.caption(
+        "Decided by the claims alone, never by the inputs' order; a tie is not joined. "
+        "Settle a host's name with --host-alias ALIAS=HOST."
+    )
+    st.dataframe(
+        pl.DataFrame(
+            [{**c.as_dict(), "claims": "; ".join(c.claims)} for c in ds.conflicts],
+            schema={"kind": pl.String, "name": pl.String, "claims": pl.String, "decision": pl.String},
+        ),
+        hide_index=True,
+        width="stretch",
+    )

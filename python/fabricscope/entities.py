@@ -8,29 +8,49 @@ GUID or LID, sysfs by ``mlx5_0`` with a ``node_guid`` file. :func:`resolve` join
 :func:`apply` rewrites findings to the best name of their entity, so
 
 * no finding says host ``unknown`` (or names a GUID) when an input maps its GUID or LID to a host;
-* the FQDN and the short name of one host are one host (when unambiguous: two FQDNs with one
-  short name are a conflict, reported and never guessed; ``host_aliases`` settles it);
+* the FQDN and the short name of one host are one host, named by the most qualified name any
+  input gives (the Prometheus ``instance``: ``node17.ib.example``, not ``node17``); when
+  unambiguous: two FQDNs with one short name are a conflict, reported and never guessed
+  (``host_aliases`` settles it);
 * a cable seen from both ends, or by several sources, is one finding naming both ends, the other
   observations under ``evidence.also_seen``.
 
 Example:
     >>> import polars as pl
     >>> ent = resolve(hosts=["gpu-g02.cluster.local", "gpu-g02", "gpu-g03.cluster.local"])
-    >>> ent.host("gpu-g02.cluster.local"), ent.host("gpu-g03.cluster.local")
-    ('gpu-g02', 'gpu-g03.cluster.local')
+    >>> ent.host("gpu-g02"), ent.host("gpu-g02.cluster.local"), ent.host("gpu-g03.cluster.local")
+    ('gpu-g02.cluster.local', 'gpu-g02.cluster.local', 'gpu-g03.cluster.local')
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 import polars as pl
 
-__all__ = ["CABLE_KINDS", "ENTITIES_SCHEMA", "Entities", "apply", "resolve", "switch_name"]
+from fabricscope.io import normalize_guid
+
+__all__ = [
+    "CABLE_KINDS",
+    "ENTITIES_SCHEMA",
+    "PATH_HOST_PREFIX",
+    "Conflict",
+    "Entities",
+    "apply",
+    "host_in_path",
+    "hosts_named",
+    "path_placeholder",
+    "rename_hosts",
+    "resolve",
+    "switch_name",
+]
 
 ENTITIES_SCHEMA = pl.Schema(
     {
@@ -67,12 +87,136 @@ def switch_name(description: str | None) -> str | None:
     return d
 
 
+PATH_HOST_PREFIX = "unknown#"
+"""The host of a host-less input's rows until :func:`host_in_path` names it (``unknown#<digest>``)."""
+
+
+def path_placeholder(path: str | object) -> str:
+    """The host the rows of one host-less input (``lldpctl -f json``, an ethtool log) are read under.
+
+    One per path, so two host-less files are two hosts to the detectors, never one; the pipeline
+    renames it to the host its path names (:func:`host_in_path`), else ``unknown``.
+    """
+    return PATH_HOST_PREFIX + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+
+
+# What separates the words of a file or directory name; a host name (an FQDN has dots) is one or
+# several whole words: `lldpctl-node17.json`, `node17.ib.example/lldp.json`, `ethtool_node17.log`.
+_WORD_SEP = re.compile(r"[-_.@+,=: ]")
+
+
+def host_in_path(path: str | object, known: Iterable[str]) -> str | None:
+    """The one known host a path names, in its file name or a parent directory; None if none or several.
+
+    A known name (any alias any input gives: FQDN, short name, address) matches as one or several
+    whole words of a path component. An FQDN's first label names it too when no other FQDN
+    shares that label; names of one host (its FQDN and short name) are one match.
+
+    Example:
+        >>> hosts = ["node17.ib.example", "node18", "node19.a.example", "node19.b.example"]
+        >>> host_in_path("dumps/lldpctl-node17.json", hosts), host_in_path("dumps/node18/lldp.json", hosts)
+        ('node17.ib.example', 'node18')
+        >>> host_in_path("dumps/node19/lldp.json", hosts), host_in_path("node17-node18.log", hosts)
+        (None, None)
+    """
+    names = {n for n in known if n and n != "unknown" and not n.startswith(PATH_HOST_PREFIX) and len(n) > 1}
+    fqdns: dict[str, set[str]] = {}
+    for n in names:
+        if "." in n and not _is_address(n):
+            fqdns.setdefault(n.split(".", 1)[0], set()).add(n)
+    # each alias -> the hosts it may name (a short name two FQDNs share names both: no match)
+    hosts_of: dict[str, set[str]] = {n: {n} for n in names}
+    for short, full in fqdns.items():
+        hosts_of[short] = set(full)
+    found: set[str] = set()
+    for part in PurePath(str(path)).parts:
+        starts = [0] + [m.end() for m in _WORD_SEP.finditer(part)]
+        ends = [m.start() for m in _WORD_SEP.finditer(part)] + [len(part)]
+        for i, a in enumerate(starts):
+            for b in ends[i:]:
+                found |= hosts_of.get(part[a:b], set())
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def hosts_named(frame: pl.DataFrame | None) -> set[str]:
+    """Every host a frame names: its ``host`` column, and the hosts of a links table's end names."""
+    if frame is None or frame.is_empty():
+        return set()
+    out: set[str] = set()
+    if "host" in frame.columns:
+        out |= {h for h in frame["host"].cast(pl.String).unique().to_list() if h}
+    for col in ("node_name", "peer_node_name"):
+        if col in frame.columns:
+            # "<host> <device>": an HCA's node description (rdma-ndd %h %d), an LLDP end
+            first = frame[col].cast(pl.String).str.split(" ").list.first().unique().to_list()
+            out |= {h for h in first if h}
+    return out
+
+
+def rename_hosts(frame: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
+    """``frame`` with its hosts renamed (``host`` and the first word of a links table's end names)."""
+    if frame.is_empty():
+        return frame
+    cols = []
+    if "host" in frame.columns:
+        dtype = frame.schema["host"]
+        cols.append(pl.col("host").cast(pl.String).replace(names).cast(dtype))
+    for col in ("node_name", "peer_node_name"):
+        if col in frame.columns:
+            parts = pl.col(col).cast(pl.String).str.splitn(" ", 2)
+            host = parts.struct.field("field_0").replace(names)
+            rest = parts.struct.field("field_1")
+            cols.append(
+                pl.when(rest.is_null()).then(host).otherwise(pl.concat_str(host, rest, separator=" ")).alias(col)
+            )
+    return frame.with_columns(cols) if cols else frame
+
+
 def _is_address(name: str) -> bool:
     try:
         ipaddress.ip_address(name.strip("[]"))
     except ValueError:
         return False
     return True
+
+
+@dataclass(frozen=True, order=True)
+class Conflict:
+    """A name two inputs map differently, and what was decided.
+
+    The decision depends on the claims alone, never on the order the inputs were read: a claim
+    confirmed by more sources (a host's own sysfs before a node description on a tie) is kept; an
+    unbroken tie is not joined, and the name is left as read.
+
+    Attributes:
+        kind: What the name is: ``short_name`` (two FQDNs share it), ``node_guid`` (two HCAs claim
+            it), ``netdev`` (two RDMA ports claim one network device), ``lid``, ``switch``.
+        name: The name itself (``node19``, ``0x1070fd0300cc0017``, ``node17 eth0``).
+        claims: What each input says it is, with the input (sorted).
+        decision: What findings use: ``kept <claim>`` or ``not joined``.
+    """
+
+    kind: str
+    name: str
+    claims: tuple[str, ...]
+    decision: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The conflict in the findings document's ``conflicts`` list."""
+        return {"kind": self.kind, "name": self.name, "claims": list(self.claims), "decision": self.decision}
+
+    def __str__(self) -> str:
+        label = _CONFLICT_LABELS.get(self.kind, self.kind)
+        return f"{label} {self.name} is {'; '.join(self.claims)}: {self.decision}"
+
+
+_CONFLICT_LABELS = {
+    "short_name": "short name",
+    "node_guid": "node GUID",
+    "netdev": "netdev",
+    "lid": "LID",
+    "switch": "switch GUID",
+}
 
 
 @dataclass
@@ -87,7 +231,8 @@ class Entities:
         switches: Switch node GUID -> its name.
         netdevs: (host, network device) -> (RDMA device, port) from ``ibdev2netdev`` and
             ``rdma link show`` (the ``netdev`` attribute of an RDMA port): a RoCE NIC's two names.
-        conflicts: Names two sources map differently; each is left as read, never guessed.
+        conflicts: Names two sources map differently (:class:`Conflict`), sorted: never decided by
+            the inputs' order.
     """
 
     table: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=ENTITIES_SCHEMA))
@@ -96,7 +241,7 @@ class Entities:
     lids: dict[int, str] = field(default_factory=dict)
     switches: dict[str, str] = field(default_factory=dict)
     netdevs: dict[tuple[str, str], tuple[str, int | None]] = field(default_factory=dict)
-    conflicts: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
 
     def host(self, name: str | None) -> str | None:
         """The canonical name of a host alias (the name itself when no source joins it)."""
@@ -156,7 +301,7 @@ def resolve(
         attributes: Port attributes (sysfs ``node_guid``/``node_guid_hex`` map a host's device to its GUID).
         tables: Side tables: ``links`` (GUIDs, LIDs, node descriptions), ``nccl_ranks`` (hosts).
         host_aliases: Explicit ``alias -> canonical`` host names (``--host-alias``); they win over
-            the FQDN/short-name rule and settle its conflicts.
+            the short-name -> FQDN rule and settle its conflicts.
         hosts_from: Where ``hosts`` came from (the ``source`` of their rows).
 
     Returns:
@@ -186,22 +331,31 @@ def resolve(
 
     ent = Entities()
     explicit = dict(host_aliases or {})
-    # FQDN -> short name, when the short name is used by another source and no other FQDN shares it
+    # short name -> FQDN: the most qualified name any input gives is the host's name (the
+    # Prometheus ``instance``), the short names of node descriptions, rank lines and file names its
+    # aliases; two FQDNs sharing one short name leave it unjoined (a conflict) unless --host-alias
+    # names it. A short name --host-alias uses (as alias or as target) is the user's: not rejoined.
     by_short: dict[str, list[str]] = {}
     for name in seen:
         if "." in name and not _is_address(name):
             by_short.setdefault(name.split(".", 1)[0], []).append(name)
     canonical: dict[str, str] = {}
     for short, fqdns in sorted(by_short.items()):
+        if short in explicit or short in explicit.values():
+            continue
         if len(fqdns) > 1:
-            if not all(f in explicit for f in fqdns):
+            if short in seen and not all(f in explicit for f in fqdns):
                 ent.conflicts.append(
-                    f"host names {', '.join(sorted(fqdns))} share the short name {short}: not joined "
-                    "(name the right one with --host-alias)"
+                    Conflict(
+                        "short_name",
+                        short,
+                        tuple(f"{f} ({', '.join(sorted(seen[f]))})" for f in sorted(fqdns)),
+                        "not joined: name the right host with --host-alias",
+                    )
                 )
             continue
-        if short in seen or any(v == short for v in explicit.values()):
-            canonical[fqdns[0]] = short
+        if short in seen:
+            canonical[short] = fqdns[0]
     canonical.update(explicit)
     for name, sources in sorted(seen.items()):
         target = canonical.get(name, name)
@@ -227,33 +381,47 @@ def resolve(
         sources_of.setdefault(g, []).append((ent.host(h) or h, d, "node description (rdma-ndd %h %d)"))
     _netdev_rows(ent, attributes, rows)
     for g, seen_as in sorted(sources_of.items()):
-        # the host's own sysfs comes first: a node description can be stale (set at boot, or by hand)
-        h, d, src = seen_as[0]
-        for oh, od, osrc in seen_as[1:]:
-            if (oh, od) != (h, d):
-                ent.conflicts.append(f"node GUID {g} is {h} {d} in {src} and {oh} {od} in {osrc}: {src} kept")
+        claim = _guid_owner(g, seen_as, ent.conflicts)
+        if claim is None:
+            continue  # two HCAs with equal confirmation: the GUID stays as read
+        h, d = claim
         ent.hcas[g] = (h, d)
         name = f"{h} {d}"
-        for _h, od, osrc in seen_as:
-            rows.append((f"hca:{g}", "hca", name, g, "node_guid", osrc))
-            rows.append((f"hca:{g}", "hca", name, od, "rdma_device", osrc))
+        for _h, od, osrc in sorted(set(seen_as)):
+            if (_h, od) == claim:
+                rows.append((f"hca:{g}", "hca", name, g, "node_guid", osrc))
+                rows.append((f"hca:{g}", "hca", name, od, "rdma_device", osrc))
         # the netdev rows of this HCA join its GUID entity
         rows[:] = [(f"hca:{g}", *r[1:]) if r[0] == f"hca:{h}/{d}" else r for r in rows]
     # switches, LIDs and cables from the links table
     if links is not None and not links.is_empty():
+        lids: dict[int, set[str]] = {}
+        switch_names: dict[str, set[str]] = {}
+        switch_aliases: set[tuple[str, str, str, str]] = set()  # (GUID, alias, alias kind, source)
         for r in links.iter_rows(named=True):
             for pre in ("", "peer_"):
                 g = str(r[pre + "node_guid"]).lower()
                 if r.get(pre + "lid") is not None:
-                    ent.lids.setdefault(int(r[pre + "lid"]), g)
-                if r[pre + "node_type"] == "switch" and g not in ent.switches:
-                    name = switch_name(r[pre + "node_name"]) or g
-                    ent.switches[g] = name
-                    rows.append((f"switch:{g}", "switch", name, g, "node_guid", str(r["source"])))
+                    lids.setdefault(int(r[pre + "lid"]), set()).add(g)
+                if r[pre + "node_type"] == "switch":
+                    named = switch_names.setdefault(g, set())
+                    switch_aliases.add((g, g, "node_guid", str(r["source"])))
                     if r[pre + "node_name"]:
-                        rows.append(
-                            (f"switch:{g}", "switch", name, r[pre + "node_name"], "node_description", str(r["source"]))
-                        )
+                        named.add(switch_name(r[pre + "node_name"]) or g)
+                        switch_aliases.add((g, r[pre + "node_name"], "node_description", str(r["source"])))
+        for g, names in sorted(switch_names.items()):
+            # two dumps naming one switch differently (renamed between them): its GUID, not a guess
+            ent.switches[g] = next(iter(names)) if len(names) == 1 else g
+            if len(names) > 1:
+                ent.conflicts.append(Conflict("switch", g, tuple(sorted(names)), "not joined: named by its GUID"))
+        for g, alias, kind, source in switch_aliases:
+            rows.append((f"switch:{g}", "switch", ent.switches[g], alias, kind, source))
+        for lid, guids in sorted(lids.items()):
+            if len(guids) == 1:
+                ent.lids[lid] = next(iter(guids))
+            else:  # two subnets (or two sweeps) give one LID to two ports: the LID names neither
+                ent.conflicts.append(Conflict("lid", str(lid), tuple(sorted(guids)), "not joined: left as read"))
+        for r in links.iter_rows(named=True):
             a_end = (str(r["node_guid"]).lower(), int(r["port"]))
             b_end = (str(r["peer_node_guid"]).lower(), int(r["peer_port"]))
             cid = "cable:" + "|".join(f"{g}/{p}" for g, p in sorted([a_end, b_end]))
@@ -263,8 +431,37 @@ def resolve(
         for lid, g in sorted(ent.lids.items()):
             kind, name = ("hca", " ".join(ent.hcas[g])) if g in ent.hcas else ("switch", ent.switches.get(g, g))
             rows.append((f"{kind}:{g}", kind, name, f"lid:{lid}", "lid", "links"))
-    ent.table = pl.DataFrame(rows, schema=ENTITIES_SCHEMA, orient="row").unique(maintain_order=True)
+    # whatever order the inputs came in, one table and one list of conflicts
+    ent.table = pl.DataFrame(sorted(set(rows)), schema=ENTITIES_SCHEMA, orient="row")
+    ent.conflicts.sort()
     return ent
+
+
+_SYSFS = "sysfs node_guid"
+
+
+def _guid_owner(guid: str, seen_as: list[tuple[str, str, str]], conflicts: list[Conflict]) -> tuple[str, str] | None:
+    """The (host, device) a node GUID names, from every (host, device, source) claiming it.
+
+    One claim: it. Several: the one more sources confirm, then the one the host's own sysfs
+    makes (a node description is set at boot or by hand, and can be stale); a tie is not joined.
+    Never the first one read: the inputs' order decides nothing.
+    """
+    by_claim: dict[tuple[str, str], set[str]] = {}
+    for h, d, src in seen_as:
+        by_claim.setdefault((h, d), set()).add(src)
+    if len(by_claim) == 1:
+        return next(iter(by_claim))
+
+    def strength(claim: tuple[str, str]) -> tuple[int, bool]:
+        return len(by_claim[claim]), _SYSFS in by_claim[claim]
+
+    ranked = sorted(by_claim, key=lambda c: (tuple(-x for x in strength(c)), c))
+    best = ranked[0] if strength(ranked[0]) > strength(ranked[1]) else None
+    claims = tuple(f"{h} {d} ({', '.join(sorted(by_claim[(h, d)]))})" for h, d in sorted(by_claim))
+    decision = f"kept {best[0]} {best[1]}" if best is not None else "not joined: left as read"
+    conflicts.append(Conflict("node_guid", guid, claims, decision))
+    return best
 
 
 def _netdev_rows(ent: Entities, attributes: pl.DataFrame | None, rows: list[tuple[str, ...]]) -> None:
@@ -298,8 +495,8 @@ def _netdev_rows(ent: Entities, attributes: pl.DataFrame | None, rows: list[tupl
     for (h, nd), devs in sorted(claims.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         (d, p), *others = sorted(devs, key=lambda dp: (dp[0], dp[1] or 0))
         if others or len(by_rdma[(h, d, p)]) > 1:
-            named = ", ".join(f"{od} port {op}" for od, op in sorted(devs, key=lambda dp: (dp[0], dp[1] or 0)))
-            ent.conflicts.append(f"netdev {nd} on {h} is {named}: not joined")
+            named = tuple(f"{od} port {op}" for od, op in sorted(devs, key=lambda dp: (dp[0], dp[1] or 0)))
+            ent.conflicts.append(Conflict("netdev", f"{h} {nd}", named, "not joined: left as read"))
             continue
         ent.netdevs[(h, nd)] = (d, p)
         name = f"{h} {d}"
@@ -309,13 +506,12 @@ def _netdev_rows(ent: Entities, attributes: pl.DataFrame | None, rows: list[tupl
 
 
 def _guid(text: str | None) -> str | None:
-    """``0x`` + 16 lowercase hex digits from ``0x1070fd0300cc0001`` or sysfs's ``1070:fd03:00cc:0001``."""
-    if not text:
-        return None
-    t = text.strip().lower().removeprefix("0x").replace(":", "")
-    if len(t) != 16 or any(c not in "0123456789abcdef" for c in t):
-        return None
-    return "0x" + t
+    """A node GUID as the readers store it (``0x`` + 16 lowercase hex digits), or None.
+
+    The Rust core's normaliser, the one every reader uses, so a GUID read here (sysfs
+    ``1070:fd03:00cc:0001``, a finding's device ``0x2c9030001``) joins the readers' GUIDs.
+    """
+    return normalize_guid(text) if text else None
 
 
 def _evidence(ev: Any) -> dict[str, Any]:
@@ -341,7 +537,7 @@ def _port_guid(ent: Entities, device: str | None) -> str | None:
 def apply(findings: pl.DataFrame, ent: Entities, links: pl.DataFrame | None = None) -> pl.DataFrame:
     """Findings under their entities' best names, one finding per cable.
 
-    * hosts become canonical (FQDN -> short name when joined, ``--host-alias``);
+    * hosts become canonical (short name -> FQDN when joined, ``--host-alias``);
     * a finding on an HCA named by GUID or LID becomes the HCA's host and device (the name it was
       read under goes to ``evidence.seen_as``); one on a switch port read with no host names the switch;
     * a finding on a RoCE NIC's netdev (``eth0``: ethtool, node_exporter) names its RDMA device and

@@ -271,12 +271,14 @@ def _finite(v: float | None) -> float | None:
 def document_order(findings: pl.DataFrame) -> pl.DataFrame:
     """Findings in the order the document lists them: worst first, then kind, host, device, port.
 
-    Stable, so rows equal on those keys keep their order (lists kept beside the document, such as
-    cron's ``fault_ids``, stay aligned).
+    Ties (two metrics of one port) are broken by priority, metric, window and message, so the same
+    inputs in any order list the same document; stable beyond that, so lists kept beside the
+    document (cron's ``fault_ids``) stay aligned.
     """
     rank = pl.col("severity").replace_strict({s: -i for i, s in enumerate(SEVERITIES)}, return_dtype=pl.Int8)
     keys = [rank, "kind", pl.col("host").fill_null(""), pl.col("device").fill_null(""), pl.col("port").fill_null(0)]
-    return findings.sort(keys, maintain_order=True)
+    ties = [pl.col("priority").fill_null(-1), pl.col("metric").fill_null(""), "start", "end", "message"]
+    return findings.sort([*keys, *ties], nulls_last=True, maintain_order=True)
 
 
 def document(
@@ -286,6 +288,7 @@ def document(
     *,
     schema: str | None = None,
     analysed: bool = True,
+    conflicts: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The JSON document of the contract.
 
@@ -298,6 +301,8 @@ def document(
             :data:`SCHEMA_ID` (the version 1 shape, for existing consumers).
         analysed: False when no input gave telemetry: the status is then ``unknown``
             (see :func:`overall_status`).
+        conflicts: Names two inputs map differently and what was decided
+            (:meth:`fabricscope.entities.Conflict.as_dict`, sorted); version 2 lists them.
 
     Raises:
         ValueError: an unknown schema.
@@ -354,11 +359,13 @@ def document(
                 "rejected": int(i["rejected"]),
                 **({"error": i["error"]} if i.get("error") else {}),
             }
-            for i in inputs
+            # by path: the same inputs given in any order make the same document
+            for i in sorted(inputs, key=lambda i: str(i["path"]))
         ],
     }
     if v2:
         doc["incidents"] = list(incidents or [])
+        doc["conflicts"] = list(conflicts)
     doc["findings"] = out
     return doc
 

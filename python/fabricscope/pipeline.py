@@ -18,6 +18,14 @@ from fabricscope.config import load_config
 from fabricscope.detect import empty_views
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine, merge_tables
 from fabricscope.engines.units import raise_if_nothing_read
+from fabricscope.entities import (
+    PATH_HOST_PREFIX,
+    Conflict,
+    host_in_path,
+    hosts_named,
+    path_placeholder,
+    rename_hosts,
+)
 from fabricscope.entities import apply as apply_entities
 from fabricscope.entities import resolve as resolve_entities
 from fabricscope.findings import FINDINGS_SCHEMA, STATUS_EXIT, analysed_anything, overall_status
@@ -75,8 +83,9 @@ class Analysis:
     views: dict[str, pl.DataFrame] = field(default_factory=empty_views)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
     incidents: list[Incident] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    """Names two inputs map differently (left as read, never guessed; :mod:`fabricscope.entities`)."""
+    conflicts: list[Conflict] = field(default_factory=list)
+    """Names two inputs map differently and what was decided, sorted (:class:`fabricscope.entities.Conflict`):
+    the one list every front door shows."""
     status: str = "ok"
     analysed: bool = True
     gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
@@ -109,9 +118,13 @@ def input_rows(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
 
 
 def ordered_findings(findings: pl.DataFrame) -> pl.DataFrame:
-    """Worst first, then by kind and entity (the contract's order), in the findings schema's columns."""
+    """Worst first, then by kind and entity (the contract's order), in the findings schema's columns.
+
+    Ties are broken by priority, metric and window: the same inputs in any order give one order.
+    """
     order = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
-    return findings.sort([order, "kind", "host", "device", "port"], nulls_last=True).select(FINDINGS_SCHEMA.names())
+    keys = [order, "kind", "host", "device", "port", "priority", "metric", "start", "end", "message"]
+    return findings.sort(keys, nulls_last=True, maintain_order=True).select(FINDINGS_SCHEMA.names())
 
 
 def _frame_report(frame: pl.DataFrame) -> InputReport:
@@ -240,7 +253,10 @@ def run_analysis(
     def read_options(paths: Sequence[str | os.PathLike[str]]) -> ReadOptions:
         # Timeless files take one time per input set, whichever engine splits the reading.
         stamp = input_set_mtime(paths) if time is None else time
-        return ReadOptions(format, host, stamp, strict, tuple((limits or {}).items()), remote)
+        # Without --host, a host-less input (lldpctl -f json, an ethtool log) takes the host its path names.
+        return ReadOptions(
+            format, host, stamp, strict, tuple((limits or {}).items()), remote, host_from_path=host is None
+        )
 
     if isinstance(data, ReadResult):
         # Read already (fabricscope.load): its reports are the inputs, failed ones included.
@@ -302,6 +318,7 @@ def run_analysis(
         )
         raise_if_nothing_read(ran.reports)
         inputs = input_rows(ran.reports)
+    _name_hosts_from_paths(ran)
     # One identity per host, HCA and cable: findings under their best names, one per cable.
     identity = ran.identity
     entities = resolve_entities(
@@ -339,6 +356,41 @@ def run_analysis(
         gauges=ran.gauges,
         attributes=ran.attributes,
     )
+
+
+_NO_HOST = 'no host in the input, and its path names no known host (or several): rows use host "unknown"'
+
+
+def _name_hosts_from_paths(ran: Any) -> None:
+    """Rename each host-less input's placeholder host to the one known host its path names.
+
+    Read with ``host_from_path``, the rows of an input naming no host (``lldpctl -f json``, an
+    ethtool log) carry a host of their own (:func:`fabricscope.entities.path_placeholder`): here,
+    once every input is read and analysed, it becomes the host its file name or a parent directory
+    names (``lldpctl-node17.json``, ``node17/lldp.json``; :func:`fabricscope.entities.host_in_path`,
+    against every name any input gives), else ``unknown``, with a problem line on the input.
+    """
+    frames = [ran.findings, ran.identity, ran.attributes, ran.gauges, ran.rates, *ran.tables.values()]
+    seen = set().union(*(hosts_named(f) for f in frames))
+    placeholders = {h for h in seen if h.startswith(PATH_HOST_PREFIX)}
+    if not placeholders:
+        return
+    known = seen - placeholders
+    names: dict[str, str] = {}
+    for report in ran.reports:
+        placeholder = path_placeholder(report.path)
+        if placeholder in placeholders:
+            names[placeholder] = host_in_path(report.path, known) or "unknown"
+            if names[placeholder] == "unknown":
+                report.warnings.append(_NO_HOST)
+    names.update({h: "unknown" for h in placeholders - names.keys()})
+    ran.findings = rename_hosts(ran.findings, names)
+    ran.identity = rename_hosts(ran.identity, names)
+    ran.attributes = rename_hosts(ran.attributes, names)
+    ran.gauges = rename_hosts(ran.gauges, names)
+    ran.rates = rename_hosts(ran.rates, names)
+    ran.tables = {k: rename_hosts(v, names) for k, v in ran.tables.items()}
+    ran.views = {k: rename_hosts(v, names) for k, v in ran.views.items()}
 
 
 def analyze(

@@ -267,10 +267,24 @@ def test_topology_draws_roce_leaves_from_lldpctl() -> None:
 def test_topology_lists_the_names_joined_into_one_host() -> None:
     at = run("topology", "scenarios/chain-fqdn-cable")
     ids = frame(at, "aliases")
-    host = ids.filter((pl.col("kind") == "host") & (pl.col("name") == "fqdn-gpu02"))
+    host = ids.filter((pl.col("kind") == "host") & (pl.col("name") == "fqdn-gpu02.cluster.local"))
     assert host["aliases"].to_list() == ["fqdn-gpu02, fqdn-gpu02.cluster.local"]
     leaf = ids.filter((pl.col("kind") == "switch") & (pl.col("name") == "fqdn-leaf01"))
     assert leaf.height == 1 and "MF0;fqdn-leaf01:MQM9700/U1" in leaf["aliases"][0]
+
+
+def test_topology_lists_the_names_the_inputs_disagree_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two sysfs files claim one node GUID, two FQDNs share one short name
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "identity", tmp_path / "identity")
+    monkeypatch.setenv("FABRICSCOPE_DATA", str(tmp_path))
+    at = run("topology", "identity")
+    assert "Names the inputs disagree on" in [s.value for s in at.subheader]
+    rows = frame(at, "decision").select("kind", "name", "decision").rows()
+    assert rows == [
+        ("node_guid", "0x1070fd0300cc0017", "kept node17.ib.example mlx5_0"),
+        ("node_guid", "0x1070fd0300cc0021", "not joined: left as read"),
+        ("short_name", "node19", "not joined: name the right host with --host-alias"),
+    ]
 
 
 # --- Layers ---------------------------------------------------------------------------------

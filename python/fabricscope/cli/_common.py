@@ -183,11 +183,27 @@ def _host_alias_arg(text: str) -> tuple[str, str]:
     return alias.strip(), host.strip()
 
 
+class _HostAliasAction(argparse.Action):
+    """Append one ``--host-alias`` pair; one alias given two different hosts is a usage error."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any, option: str | None = None
+    ) -> None:
+        pairs = list(getattr(namespace, self.dest, None) or [])
+        alias, host = value
+        for given_alias, given_host in pairs:
+            if given_alias == alias and given_host != host:
+                parser.error(
+                    f"--host-alias {alias}: given two hosts, {alias}={given_host} and {alias}={host}; name one"
+                )
+        setattr(namespace, self.dest, [*pairs, value])
+
+
 def add_host_alias_argument(p: argparse.ArgumentParser) -> None:
     """``--host-alias ALIAS=HOST``: name one host the same in every input (settles ambiguous FQDNs)."""
     p.add_argument(
         "--host-alias",
-        action="append",
+        action=_HostAliasAction,
         default=[],
         type=_host_alias_arg,
         metavar="ALIAS=HOST",

@@ -119,8 +119,8 @@ def _analysis_summary(analysis: Analysis, status: str, verbose: bool) -> str:
         lines.append(f"{info.height:,} info finding(s) not listed; each one with --verbose or --json:")
         lines += [f"  {line}" for line in fabric_summary(info)]
     if analysis.conflicts:
-        # names two inputs map differently are left as read: say so, and how to settle them
-        lines += ["", "names not joined (ambiguous; settle with --host-alias ALIAS=HOST):"]
+        # names two inputs map differently: what was decided, and how to settle a host's name
+        lines += ["", "names the inputs disagree on (settle a host's with --host-alias ALIAS=HOST):"]
         lines += [f"  {c}" for c in analysis.conflicts]
     if reports:
         lines += ["", "inputs:"]
@@ -172,6 +172,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         incident_documents(analysis.incidents),
         schema=args.schema,
         analysed=analysis.analysed,
+        conflicts=[c.as_dict() for c in analysis.conflicts],
     )
     if args.json:
         text = json.dumps(doc, indent=2)

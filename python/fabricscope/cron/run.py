@@ -26,6 +26,7 @@ from fabricscope.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
 from fabricscope.detect.link_wearout import forecast, hourly_counts, merge_hourly, trend_counters
+from fabricscope.entities import Conflict
 from fabricscope.findings import (
     STATUS_EXIT,
     analysed_anything,
@@ -136,6 +137,7 @@ def _run_locked(
 
     findings = empty_findings()
     run_incidents: list[Incident] = []
+    conflicts: list[Conflict] = []
     rollup = read_rollup(history)
     covered = pl.DataFrame(
         schema={"host": pl.String, "device": pl.String, "port": pl.Int64, "data_end": pl.Datetime("ns", "UTC")}
@@ -169,6 +171,7 @@ def _run_locked(
             if attrs is None
             else attrs.with_columns([pl.col(c).cast(pl.Categorical()) for c in ("host", "device", "key", "source")]),
         )
+        conflicts = analysis.conflicts
         # Keep the findings that reach into this run's new data (per host); older windows were
         # reported by earlier runs.
         # Findings carry microsecond windows (built from Python datetimes): compare at that precision.
@@ -307,6 +310,8 @@ def _run_locked(
     )
     # the incidents' lifecycle beside the faults' (docs/cron.md)
     doc["incident_lifecycle"] = active_incidents(incident_lifecycle)
+    # names two inputs map differently, as `analyze --json` lists them
+    doc["conflicts"] = [c.as_dict() for c in conflicts]
     deliveries = []
     if opts.alertmanager is not None and opts.alertmanager.urls:
         # After the commit point: a receiver that is down costs this run nothing but the attempt.

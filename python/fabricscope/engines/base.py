@@ -124,6 +124,9 @@ class ReadOptions:
     limits: tuple[tuple[str, int], ...] = ()
     # HTTP inputs (a Prometheus server, an exporter endpoint): range, matchers, connection.
     remote: RemoteOptions | None = None
+    # Without `host`: read each host-less input under its own placeholder host
+    # (fabricscope.entities.path_placeholder), which the pipeline renames to the host its path names.
+    host_from_path: bool = False
 
 
 @functools.cache

@@ -11,6 +11,7 @@ import polars as pl
 
 from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
+from fabricscope.entities import path_placeholder, rename_hosts
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
 from fabricscope.history import History, is_history, partition_dir
 from fabricscope.io import InputReport, scan
@@ -267,4 +268,32 @@ def _scan_unit(
                 attrs[i].append(df)
         else:
             tables.setdefault(kind, []).append(frame)
-    return it.reports or [], tables, samples, attrs
+    reports = it.reports or []
+    if read.host is None and read.host_from_path and any(_names_no_host(r) for r in reports):
+        # Its rows are this input's own host until the pipeline names it from the path
+        # (fabricscope.entities.host_in_path): two host-less files are never one host.
+        names = {"unknown": path_placeholder(path)}
+        samples = [[rename_hosts(f, names) for f in part] for part in samples]
+        attrs = [[rename_hosts(f, names) for f in part] for part in attrs]
+        tables = {k: [rename_hosts(f, names) for f in v] for k, v in tables.items()}
+        for r in reports:
+            r.warnings[:] = [w for w in r.warnings if not w.startswith(NO_HOST_WARNING)]
+    return reports, tables, samples, attrs
+
+
+NO_HOST_WARNING = "no host in the input and no host argument"
+"""The reader's warning on an input naming no host (its rows use host ``unknown``)."""
+
+
+PER_HOST_FORMATS = frozenset(
+    {"ethtool", "sysfs-grep", "rdma-statistic", "rdma-link", "ibdev2netdev", "lldpctl-json", "lldpctl-keyvalue"}
+)
+"""Formats a host runs about itself, whose host-less file is one host's (its path may name it).
+
+Not fabric-wide dumps (perfquery, ibqueryerrors: a management node's view), captures or
+benchmark logs: a host-less one of those stays ``unknown``.
+"""
+
+
+def _names_no_host(report: InputReport) -> bool:
+    return report.format in PER_HOST_FORMATS and any(w.startswith(NO_HOST_WARNING) for w in report.warnings)

@@ -20,6 +20,7 @@ import polars as pl
 
 from fabricscope import __version__, _atomic
 from fabricscope.advise import advise
+from fabricscope.entities import Conflict
 from fabricscope.findings import links_to_replace
 from fabricscope.history import History, is_history
 from fabricscope.incidents import Incident
@@ -68,6 +69,7 @@ class ReportData:
         advice: Advisor tables by name, or a note why there are none.
         plots: Per port: title and SVG text.
         incidents: ``Analysis.incidents``: the report's first screen.
+        conflicts: ``Analysis.conflicts``: names the inputs disagree on, and what was decided.
         failed_inputs: Inputs that could not be read: the status is at least unknown.
         plot_note: Why there are no plots although there are ports to plot (empty: plots drawn).
     """
@@ -85,6 +87,7 @@ class ReportData:
     advice: dict[str, pl.DataFrame] | str = ""
     plots: list[tuple[str, str, bytes]] = field(default_factory=list)
     incidents: list[Incident] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
     failed_inputs: int = 0
     plot_note: str = ""
     status: str = "ok"
@@ -166,6 +169,7 @@ def gather(
         layers=analysis.views["layers"],
         advice=_advice(analysis),
         incidents=list(analysis.incidents),
+        conflicts=list(analysis.conflicts),
         failed_inputs=len(analysis.failed_inputs),
         status=analysis.status,
     )
@@ -632,6 +636,43 @@ def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
     return out
 
 
+def _conflicts_frame(conflicts: Sequence[Conflict]) -> pl.DataFrame:
+    """One row per name the inputs disagree on: what each input says, and what was decided."""
+    return pl.DataFrame(
+        [{"kind": c.kind, "name": c.name, "claims": "; ".join(c.claims), "decision": c.decision} for c in conflicts],
+        schema={"kind": pl.String, "name": pl.String, "claims": pl.String, "decision": pl.String},
+    )
+
+
+_CONFLICTS_NOTE = (
+    "Names two inputs map differently: decided by the claims alone (never by the inputs' order); "
+    "a tie is not joined. Settle a host's name with --host-alias ALIAS=HOST."
+)
+
+
+def _conflicts_html(conflicts: Sequence[Conflict]) -> list[str]:
+    if not conflicts:
+        return []
+    return [
+        f"<h2 id='conflicts'>Names the inputs disagree on ({len(conflicts)})</h2>",
+        f"<p class='note'>{_html_text(_CONFLICTS_NOTE)}</p>",
+        _html_table(_conflicts_frame(conflicts)),
+    ]
+
+
+def _conflicts_md(conflicts: Sequence[Conflict]) -> list[str]:
+    if not conflicts:
+        return []
+    return [
+        f"## Names the inputs disagree on ({len(conflicts)})",
+        "",
+        _CONFLICTS_NOTE,
+        "",
+        *_md_table(_conflicts_frame(conflicts)),
+        "",
+    ]
+
+
 def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
     cols = df.columns
     numeric = [df.schema[c].is_numeric() for c in cols]
@@ -799,6 +840,7 @@ def render_html(data: ReportData) -> str:
     else:
         for name, df in data.advice.items():
             out += [f"<h3>{e(name)}</h3>", _html_table(df)]
+    out += _conflicts_html(data.conflicts)
     out.append("<h2 id='inputs'>Inputs</h2>")
     formats = _formats_rows(data)
     summary = f"{n_inputs} input(s)" + (f" in {formats.height} format(s)" if formats is not None else "")
@@ -892,6 +934,7 @@ def render_markdown(data: ReportData) -> str:
     else:
         for name, df in data.advice.items():
             out += [f"### {name}", "", *_md_table(df)]
+    out += ["", *_conflicts_md(data.conflicts)]
     out += ["", "## Inputs", ""]
     formats = _formats_rows(data)
     out += _md_table(formats) if formats is not None else [f"{len(data.inputs)} input(s)."]

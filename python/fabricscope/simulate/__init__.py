@@ -88,16 +88,24 @@ def _iso(t_s: float) -> str:
     return dt.datetime.fromtimestamp(t_s, dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _entity(sim: Simulation, host: int, nic: int | None, *, roce: bool) -> dict[str, Any]:
+def _entity(sim: Simulation, host: int, nic: int | None, *, roce: bool, domain: str = "") -> dict[str, Any]:
     h = sim.fabric.hosts[host]
+    name = f"{h.name}.{domain}" if domain else h.name
     if nic is None:
-        return {"host": h.name, "device": None, "port": None}
+        return {"host": name, "device": None, "port": None}
     n = h.nics[nic]
     devices = [n.device] + ([n.netdev] if roce and n.netdev else [])
-    return {"host": h.name, "device": devices, "port": n.port}
+    return {"host": name, "device": devices, "port": n.port}
 
 
-def _truth(sc: Scenario, sim: Simulation, hosts: int, duration: float, interval: float, seed: int) -> dict[str, Any]:
+def _truth(
+    sc: Scenario, sim: Simulation, hosts: int, duration: float, interval: float, seed: int, domain: str = ""
+) -> dict[str, Any]:
+    """The scenario's truth.
+
+    ``domain``: the hosts' DNS domain when an input names them by FQDN (the Prometheus
+    ``instance``): findings use the most qualified name, and so does the truth.
+    """
     roce = sim.fabric.tech.family == "roce"
     t_end = T0 + duration
     exp = []
@@ -108,7 +116,7 @@ def _truth(sc: Scenario, sim: Simulation, hosts: int, duration: float, interval:
             {
                 "kind": e["kind"],
                 "severity": e["severity"],
-                **_entity(sim, e["host"], e.get("nic"), roce=roce),
+                **_entity(sim, e["host"], e.get("nic"), roce=roce, domain=domain),
                 "priority": e.get("priority"),
                 "layer": e.get("layer", "network"),
                 "start": _iso(T0 + (start if start is not None else 0)),
@@ -120,15 +128,18 @@ def _truth(sc: Scenario, sim: Simulation, hosts: int, duration: float, interval:
         # "topology": a finding read from the management node's topology dump (ports named by GUID)
         {"kind": a["kind"], "host": "mgmt01", "device": None, "port": None}
         if a["host"] == "topology"
-        else {"kind": a["kind"], **_entity(sim, a["host"], a.get("nic"), roce=roce)}
+        else {"kind": a["kind"], **_entity(sim, a["host"], a.get("nic"), roce=roce, domain=domain)}
         for a in sc.allowed(hosts, duration)
     ]
-    must_not = [{**_entity(sim, h, n, roce=roce), "reason": r} for h, n, r in sc.must_not(hosts, duration)]
-    names = {i: h.name for i, h in enumerate(sim.fabric.hosts)} | {"topology": "mgmt01"}
+    must_not = [
+        {**_entity(sim, h, n, roce=roce, domain=domain), "reason": r} for h, n, r in sc.must_not(hosts, duration)
+    ]
+    suffix = f".{domain}" if domain else ""
+    names = {i: h.name + suffix for i, h in enumerate(sim.fabric.hosts)} | {"topology": "mgmt01"}
     incidents = []
     for inc in sc.incidents(hosts, duration):
         r = inc["root"]
-        root = {"kind": r["kind"], **_entity(sim, r["host"], r.get("nic"), roce=roce)}
+        root = {"kind": r["kind"], **_entity(sim, r["host"], r.get("nic"), roce=roce, domain=domain)}
         if r.get("peer"):
             tier, index, port = r["peer"]
             root["peer"] = {"node": _switch_name(sc.prefix or sc.name, tier, index), "port": port}
@@ -147,7 +158,7 @@ def _truth(sc: Scenario, sim: Simulation, hosts: int, duration: float, interval:
         "summary": sc.summary,
         "technology": sim.fabric.tech.name,
         "seed": seed,
-        "hosts": [h.name for h in sim.fabric.hosts],
+        "hosts": [h.name + suffix for h in sim.fabric.hosts],
         "start": _iso(T0),
         "end": _iso(t_end),
         "interval_s": interval,
@@ -269,7 +280,8 @@ def simulate(
     if runs:
         shutil.rmtree(out / "nccl-tests", ignore_errors=True)
         write_nccl_tests(sim.fabric, sc.faults(h, d), runs, out / "nccl-tests", t0=T0, end=d)
-    truth = _truth(sc, sim, h, d, iv, seed)
+    domain = sc.extra.get("domain", "") if "prometheus" in fmts else ""
+    truth = _truth(sc, sim, h, d, iv, seed, domain)
     (out / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
     files = sorted(p for p in out.rglob("*") if p.is_file())
     return SimResult(sim, expected, truth, files, sum(p.stat().st_size for p in files))

@@ -741,7 +741,8 @@ SCENARIOS: dict[str, Scenario] = {
                     "nic": 0,
                     "start": 0.3 * d,
                     "end": d,
-                    "note": "symbol_error on the HCA end of the cable, reported under the short name",
+                    "note": "symbol_error on the HCA end of the cable, reported under the FQDN Prometheus gives "
+                    "(the most qualified name)",
                 }
             ],
             allowed=lambda h, d: (
