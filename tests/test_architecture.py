@@ -168,9 +168,7 @@ def collections_in_the_tree(find: Callable[[str, set[str]], list[int]], names: s
 
 
 # The formats the simulator can write: its own writers, not a copy of what the core reads.
-# engines/units.py: the formats a host runs about itself (PER_HOST_FORMATS), whose host-less files
-# take their host from the path; the core declares no such fact yet (to move there).
-OWN_FORMAT_LISTS = {"python/fabricscope/simulate/__init__.py", "python/fabricscope/engines/units.py"}
+OWN_FORMAT_LISTS = {"python/fabricscope/simulate/__init__.py"}
 
 
 def test_format_facts_are_read_from_the_core_not_copied() -> None:

@@ -117,7 +117,8 @@ def formats() -> pl.DataFrame:
     Returns:
         One row per format: ``name`` (for ``format=``), ``aliases`` (other accepted names),
         ``appendable`` (cron mode reads only an appended tail), ``emits_links`` (fills the
-        ``links`` topology table), ``produced_by``, ``detection``, ``timestamps``,
+        ``links`` topology table), ``about_its_host`` (what one host prints about itself: a file
+        naming no host is that host's, and its path may name it), ``produced_by``, ``detection``, ``timestamps``,
         ``time_resolution`` (``1 ms``, ``1 µs``, ``per capture``, ``per input``, ``none``) and
         ``time_resolution_ns`` (the fixed resolution, null when the format does not fix one; what
         each input stated is its report's ``time_resolution_ns``).

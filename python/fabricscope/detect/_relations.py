@@ -297,6 +297,11 @@ def _below_spine(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> lis
     return [port_text(root), f"leaf {cg} below it"] if cg in leaves else None
 
 
+def prio_name(priority: int | None) -> str:
+    """``priority 3`` or ``802.3x global pause``: how findings and the watchdog name a priority."""
+    return "802.3x global pause" if priority is None else f"priority {priority}"
+
+
 def _pause_share(f: dict[str, Any], direction: str) -> float | None:
     """The share of time a finding's port was paused in ``direction`` (``tx``: pause it sent, ``rx``: received).
 
@@ -308,9 +313,6 @@ def _pause_share(f: dict[str, Any], direction: str) -> float | None:
     peaks = evidence(f).get("pause_ratio_peaks")
     if not isinstance(peaks, dict):
         return None
-    # imported here: _shared imports the detector spec, which imports this module
-    from fabricscope.detect._shared import prio_name
-
     prio = f.get("priority")
     # the watchdog keys its peaks by direction and priority name ("tx priority 3")
     own = [

@@ -215,11 +215,6 @@ def over_shortest_span(ratio: str, span_s: str) -> pl.Expr:
     return pl.when(shortest > 0).then(pl.col(ratio) * pl.col(span_s) / shortest).otherwise(pl.col(ratio))
 
 
-def prio_name(priority: int | None) -> str:
-    """``priority 3`` or ``802.3x global pause``."""
-    return "802.3x global pause" if priority is None else f"priority {priority}"
-
-
 def stalled_intervals(inp: AnalysisInput) -> pl.DataFrame:
     """Intervals in which a NIC sent pause for at least ``unbroken_ratio`` of the time.
 

@@ -49,8 +49,8 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import attach_rate, keyed
-from fabricscope.detect._relations import CABLE, JOB, PAUSE_ACROSS_LEAVES, SAME_LEAF, Chain, Relation
-from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, over_shortest_span, pause_intervals, prio_name
+from fabricscope.detect._relations import CABLE, JOB, PAUSE_ACROSS_LEAVES, SAME_LEAF, Chain, Relation, prio_name
+from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, over_shortest_span, pause_intervals
 from fabricscope.findings import make_findings, merge_same_fault, merge_windows
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
 from fabricscope.vocabulary import counters_by_direction, counters_with_role

@@ -285,13 +285,10 @@ NO_HOST_WARNING = "no host in the input and no host argument"
 """The reader's warning on an input naming no host (its rows use host ``unknown``)."""
 
 
-PER_HOST_FORMATS = frozenset(
-    {"ethtool", "sysfs-grep", "rdma-statistic", "rdma-link", "ibdev2netdev", "lldpctl-json", "lldpctl-keyvalue"}
-)
-"""Formats a host runs about itself, whose host-less file is one host's (its path may name it).
-
-Not fabric-wide dumps (perfquery, ibqueryerrors: a management node's view), captures or
-benchmark logs: a host-less one of those stays ``unknown``.
+PER_HOST_FORMATS = frozenset(f["name"] for f in _native.formats() if f["about_its_host"])
+"""Formats one host prints about itself (the core's ``about_its_host``): a host-less file of one
+is that host's, and its path may name it. Not fabric-wide dumps (perfquery, ibqueryerrors: a
+management node's view), captures or benchmark logs: a host-less one of those stays ``unknown``.
 """
 
 

@@ -320,6 +320,7 @@ pub fn formats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             d.set_item("aliases", f.aliases.to_vec())?;
             d.set_item("appendable", f.appendable)?;
             d.set_item("emits_links", f.emits_links)?;
+            d.set_item("about_its_host", f.about_its_host)?;
             d.set_item("produced_by", f.produced_by)?;
             d.set_item("detection", f.detection)?;
             d.set_item("timestamps", f.timestamps)?;
