@@ -159,7 +159,13 @@ def status_notes(analysis: Analysis) -> str:
     failed = analysis.failed_inputs
     if failed:
         lines.append(f"\n{len(failed)} input(s) could not be read (status at least UNKNOWN):")
-        lines += [f"  {redact_text(str(i['path']))}: {redact_text(str(i['error']))}" for i in failed]
+        # a reader's error names its input already ("<path>: line 8 ..."): the path once
+        lines += [
+            f"  {redact_text(str(i['error']))}"
+            if str(i["error"]).startswith(f"{i['path']}:")
+            else f"  {redact_text(str(i['path']))}: {redact_text(str(i['error']))}"
+            for i in failed
+        ]
     if not analysis.analysed:
         lines.append("\nnothing was analysed: no input held counters or results (status UNKNOWN)")
     return "\n".join(lines)
