@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from fabricscope.entities import apply, resolve
+from fabricscope.entities import Conflict, apply, resolve
 from fabricscope.findings import empty_findings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -235,7 +235,14 @@ def test_a_netdev_two_rdma_ports_claim_is_a_conflict_left_as_read() -> None:
     )
     ent = resolve(hosts=["h1"], attributes=attrs)
     assert ent.netdevs == {}
-    assert ent.conflicts == ["netdev eth0 on h1 is mlx5_0 port 1, mlx5_1 port 1: not joined"]
+    assert ent.conflicts == [
+        Conflict(
+            kind="netdev",
+            name="h1 eth0",
+            claims=("mlx5_0 port 1", "mlx5_1 port 1"),
+            decision="not joined: left as read",
+        )
+    ]
     findings = pl.concat(
         [
             empty_findings(),

@@ -230,7 +230,7 @@ def test_topology_known_fabric_matrix() -> None:
     # chain-pause-storm's four RoCE NICs from lldpctl and trap-roce-coincident-leaves' four NICs and
     # four uplinks from the leaves' SONiC LLDP tables
     caption = (
-        "64 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table: 36 hca→leaf, 28 leaf→spine"
+        "76 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table: 44 hca→leaf, 32 leaf→spine"
     )
     assert any(caption in c.value for c in at.caption), [c.value for c in at.caption]
     bad = frame(at, "lower")
