@@ -120,13 +120,9 @@ def host_in_path(path: str | object, known: Iterable[str]) -> str | None:
         (None, None)
     """
     names = {n for n in known if n and n != "unknown" and not n.startswith(PATH_HOST_PREFIX) and len(n) > 1}
-    fqdns: dict[str, set[str]] = {}
-    for n in names:
-        if "." in n and not _is_address(n):
-            fqdns.setdefault(n.split(".", 1)[0], set()).add(n)
     # each alias -> the hosts it may name (a short name two FQDNs share names both: no match)
     hosts_of: dict[str, set[str]] = {n: {n} for n in names}
-    for short, full in fqdns.items():
+    for short, full in _fqdns_by_short_name(names).items():
         hosts_of[short] = set(full)
     found: set[str] = set()
     for part in PurePath(str(path)).parts:
@@ -170,6 +166,18 @@ def rename_hosts(frame: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
                 pl.when(rest.is_null()).then(host).otherwise(pl.concat_str(host, rest, separator=" ")).alias(col)
             )
     return frame.with_columns(cols) if cols else frame
+
+
+def _fqdns_by_short_name(names: Iterable[str]) -> dict[str, list[str]]:
+    """The FQDNs among ``names`` by their first label (``node17`` -> ``[node17.ib.example]``), sorted.
+
+    Addresses are not FQDNs: ``10.0.0.7`` has no short name.
+    """
+    out: dict[str, list[str]] = {}
+    for name in sorted(names):
+        if "." in name and not _is_address(name):
+            out.setdefault(name.split(".", 1)[0], []).append(name)
+    return out
 
 
 def _is_address(name: str) -> bool:
@@ -335,12 +343,8 @@ def resolve(
     # Prometheus ``instance``), the short names of node descriptions, rank lines and file names its
     # aliases; two FQDNs sharing one short name leave it unjoined (a conflict) unless --host-alias
     # names it. A short name --host-alias uses (as alias or as target) is the user's: not rejoined.
-    by_short: dict[str, list[str]] = {}
-    for name in seen:
-        if "." in name and not _is_address(name):
-            by_short.setdefault(name.split(".", 1)[0], []).append(name)
     canonical: dict[str, str] = {}
-    for short, fqdns in sorted(by_short.items()):
+    for short, fqdns in sorted(_fqdns_by_short_name(seen).items()):
         if short in explicit or short in explicit.values():
             continue
         if len(fqdns) > 1:
