@@ -5,6 +5,7 @@ import altair as alt
 import components
 import polars as pl
 import streamlit as st
+from fabricscope.entities import conflicts_frame
 
 st.title("Topology")
 ds = components.current()
@@ -175,11 +176,4 @@ if ds.conflicts:
         "Decided by the claims alone, never by the inputs' order; a tie is not joined. "
         "Settle a host's name with --host-alias ALIAS=HOST."
     )
-    st.dataframe(
-        pl.DataFrame(
-            [{**c.as_dict(), "claims": "; ".join(c.claims)} for c in ds.conflicts],
-            schema={"kind": pl.String, "name": pl.String, "claims": pl.String, "decision": pl.String},
-        ),
-        hide_index=True,
-        width="stretch",
-    )
+    st.dataframe(conflicts_frame(ds.conflicts), hide_index=True, width="stretch")

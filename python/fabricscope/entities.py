@@ -44,6 +44,7 @@ __all__ = [
     "Conflict",
     "Entities",
     "apply",
+    "conflicts_frame",
     "host_in_path",
     "hosts_named",
     "path_placeholder",
@@ -216,6 +217,17 @@ class Conflict:
     def __str__(self) -> str:
         label = _CONFLICT_LABELS.get(self.kind, self.kind)
         return f"{label} {self.name} is {'; '.join(self.claims)}: {self.decision}"
+
+
+def conflicts_frame(conflicts: Iterable[Conflict]) -> pl.DataFrame:
+    """One row per conflict: kind, name, claims (joined by ``; ``) and decision.
+
+    The table the report and the dashboard show.
+    """
+    return pl.DataFrame(
+        [{**c.as_dict(), "claims": "; ".join(c.claims)} for c in conflicts],
+        schema={"kind": pl.String, "name": pl.String, "claims": pl.String, "decision": pl.String},
+    )
 
 
 _CONFLICT_LABELS = {

@@ -20,7 +20,7 @@ import polars as pl
 
 from fabricscope import __version__, _atomic
 from fabricscope.advise import advise
-from fabricscope.entities import Conflict
+from fabricscope.entities import Conflict, conflicts_frame
 from fabricscope.findings import links_to_replace
 from fabricscope.history import History, is_history
 from fabricscope.incidents import Incident
@@ -636,14 +636,6 @@ def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
     return out
 
 
-def _conflicts_frame(conflicts: Sequence[Conflict]) -> pl.DataFrame:
-    """One row per name the inputs disagree on: what each input says, and what was decided."""
-    return pl.DataFrame(
-        [{"kind": c.kind, "name": c.name, "claims": "; ".join(c.claims), "decision": c.decision} for c in conflicts],
-        schema={"kind": pl.String, "name": pl.String, "claims": pl.String, "decision": pl.String},
-    )
-
-
 _CONFLICTS_NOTE = (
     "Names two inputs map differently: decided by the claims alone (never by the inputs' order); "
     "a tie is not joined. Settle a host's name with --host-alias ALIAS=HOST."
@@ -656,7 +648,7 @@ def _conflicts_html(conflicts: Sequence[Conflict]) -> list[str]:
     return [
         f"<h2 id='conflicts'>Names the inputs disagree on ({len(conflicts)})</h2>",
         f"<p class='note'>{_html_text(_CONFLICTS_NOTE)}</p>",
-        _html_table(_conflicts_frame(conflicts)),
+        _html_table(conflicts_frame(conflicts)),
     ]
 
 
@@ -668,7 +660,7 @@ def _conflicts_md(conflicts: Sequence[Conflict]) -> list[str]:
         "",
         _CONFLICTS_NOTE,
         "",
-        *_md_table(_conflicts_frame(conflicts)),
+        *_md_table(conflicts_frame(conflicts)),
         "",
     ]
 
