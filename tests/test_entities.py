@@ -17,7 +17,7 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.entities import ENTITIES_SCHEMA, apply, resolve, switch_name
+from fabricscope.entities import ENTITIES_SCHEMA, Conflict, apply, conflicts_frame, resolve, switch_name
 from fabricscope.findings import make_findings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -330,3 +330,11 @@ def test_guids_are_normalised_as_the_readers_do() -> None:
     out = apply(f, ent)
     assert out.select("host", "device", "port").rows() == [("gpu05", "mlx5_0", 1)]
     assert json.loads(out["evidence"][0])["seen_as"] == {"host": "unknown", "device": "0x2C9030001"}
+
+
+def test_the_conflicts_table_shows_names_from_the_data_escaped() -> None:
+    # The report and the dashboard show this table: a host name may hold control characters.
+    rows = conflicts_frame(
+        [Conflict("short_name", "node1\x1b[2J", ("node1.a\nFORGED (findings)",), "not joined")]
+    ).rows()
+    assert rows == [("short_name", "node1\\x1b[2J", "node1.a\\x0aFORGED (findings)", "not joined")]

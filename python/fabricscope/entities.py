@@ -36,6 +36,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.io import normalize_guid
+from fabricscope.redaction import printable
 
 __all__ = [
     "CABLE_KINDS",
@@ -222,10 +223,19 @@ class Conflict:
 def conflicts_frame(conflicts: Iterable[Conflict]) -> pl.DataFrame:
     """One row per conflict: kind, name, claims (joined by ``; ``) and decision.
 
-    The table the report and the dashboard show.
+    The table the report and the dashboard show; names come from the data, so control characters
+    are escaped (:func:`fabricscope.redaction.printable`).
     """
     return pl.DataFrame(
-        [{**c.as_dict(), "claims": "; ".join(c.claims)} for c in conflicts],
+        [
+            {
+                "kind": c.kind,
+                "name": printable(c.name),
+                "claims": printable("; ".join(c.claims)),
+                "decision": c.decision,
+            }
+            for c in conflicts
+        ],
         schema={"kind": pl.String, "name": pl.String, "claims": pl.String, "decision": pl.String},
     )
 
