@@ -61,7 +61,7 @@ ENTITIES_SCHEMA = pl.Schema(
         "kind": pl.String,  # host, hca, switch, cable
         "name": pl.String,  # the best name: what findings and incidents print
         "alias": pl.String,  # one name a source uses for it
-        "alias_kind": pl.String,  # fqdn, short_name, node_guid, lid, node_description, rdma_device, end
+        "alias_kind": pl.String,  # fqdn, short_name, node_guid, lid, node_description, rdma_device, end, path
         "source": pl.String,  # where the alias came from
     }
 )
@@ -322,6 +322,7 @@ def resolve(
     tables: Mapping[str, pl.DataFrame] | None = None,
     host_aliases: Mapping[str, str] | None = None,
     hosts_from: str = "findings",
+    path_hosts: Mapping[str, tuple[str, str]] | None = None,
 ) -> Entities:
     """Join every name the inputs use into entities.
 
@@ -333,6 +334,8 @@ def resolve(
         host_aliases: Explicit ``alias -> canonical`` host names (``--host-alias``); they win over
             the short-name -> FQDN rule and settle its conflicts.
         hosts_from: Where ``hosts`` came from (the ``source`` of their rows).
+        path_hosts: A host-less input's placeholder host (:func:`path_placeholder`) -> (the host
+            its path names, or ``unknown``; the path): the placeholder becomes that host's alias.
 
     Returns:
         The :class:`Entities`.
@@ -343,7 +346,8 @@ def resolve(
     seen: dict[str, set[str]] = {}
 
     def saw(name: str | None, source: str) -> None:
-        if name and name != "unknown":
+        # a placeholder is a host-less input's, named by its path below (path_hosts), never a host
+        if name and name != "unknown" and not name.startswith(PATH_HOST_PREFIX):
             seen.setdefault(name, set()).add(source)
 
     for h in hosts:
@@ -392,6 +396,11 @@ def resolve(
     for alias, target in explicit.items():
         ent.hosts[alias] = target
         rows.append((f"host:{target}", "host", target, alias, "alias", "--host-alias"))
+    for placeholder, (named, path) in sorted((path_hosts or {}).items()):
+        target = ent.hosts.get(named, named)
+        ent.hosts[placeholder] = target
+        if named != "unknown":
+            rows.append((f"host:{target}", "host", target, named, "path", path))
 
     # HCAs: node GUID <-> host + RDMA device
     sources_of: dict[str, list[tuple[str, str, str]]] = {}

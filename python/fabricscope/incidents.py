@@ -45,16 +45,18 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
 from fabricscope.detect import SPECS, DetectorSpec
-from fabricscope.detect._relations import RELATION_KINDS, Chain, Leaf, Port, Relation
+from fabricscope.detect._relations import RELATION_KINDS, Chain, Relation
 from fabricscope.detect._relations import evidence as _evidence
 from fabricscope.detect._relations import loss_rate as _loss_rate
 from fabricscope.detect._relations import port_text as _port_text
+from fabricscope.fabric import NO_LINKS, Fabric
+from fabricscope.fabric import build as build_fabric
 from fabricscope.findings import SEVERITIES, finding_key, rfc3339
 
 __all__ = [
@@ -73,8 +75,6 @@ _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 RELATIONS: tuple[str, ...] = tuple(k.name for k in RELATION_KINDS)
 """The relations' names, strongest first (the registry: :data:`fabricscope.detect._relations.RELATION_KINDS`)."""
-
-_FALLBACK = "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ class Incident:
     title: str
     action: str
     decided: list[dict[str, Any]] = field(default_factory=list)
-    topology: str = _FALLBACK
+    topology: str = NO_LINKS
 
     @property
     def hosts(self) -> list[str]:
@@ -222,147 +222,15 @@ def _hosts(root: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# Topology: which leaf each port hangs off, which leaves a spine feeds, which hosts share a job.
-
-
-@dataclass
-class _Topo:
-    # (host, device) -> leaf (GUID, or LLDP name), name, port (number, or Ethernet port name)
-    leaf_of: dict[tuple[str, str | None], tuple[str, str, int | str | None]]
-    peer_of: dict[tuple[str, int | str], tuple[str, int | str, str]]  # (node, port) -> peer node, port, name
-    tier_of: dict[str, str]
-    guid_of: dict[tuple[str, str | None], str]
-    below: dict[str, set[str]]  # spine guid -> leaf guids
-    jobs: list[tuple[str, frozenset[str]]]  # (label, hosts)
-    source: str
-    names: dict[str, str] = field(default_factory=dict)  # node -> its name (a spine's, for a path)
-    interval_s: float = 30.0  # the sampling interval (correlate's timing tolerance)
-
-    # The questions a relation's check asks (fabricscope.detect._relations.Fabric).
-    def node_of(self, f: dict[str, Any]) -> str | None:
-        dev = str(f.get("device") or "")
-        return self.guid_of.get((f.get("host"), f.get("device"))) or (dev.lower() if dev.startswith("0x") else None)
-
-    def peer(self, node: str, port: Port) -> tuple[str, Port, str] | None:
-        return self.peer_of.get((node, port))
-
-    def leaf(self, f: dict[str, Any]) -> Leaf | None:
-        return _leaf(self, f)
-
-    def tier(self, node: str) -> str:
-        return self.tier_of.get(node, "")
-
-    def leaves_below(self, spine: str) -> set[str]:
-        return self.below.get(spine, set())
-
-    def spines_joining(self, leaf_a: str, leaf_b: str) -> list[str]:
-        return sorted(self.names.get(s, s) for s, leaves in self.below.items() if leaf_a in leaves and leaf_b in leaves)
-
-
-def _node(pre: str) -> pl.Expr:
-    """A link end's node: its GUID, else (an Ethernet end from LLDP, which has none) its name."""
-    return pl.coalesce(pl.col(pre + "node_guid"), pl.col(pre + "node_name")).alias(pre + "_node")
-
-
-def _guid_map(
-    attributes: pl.DataFrame | None, links: pl.DataFrame | None, host_of: Callable[[str], str | None]
-) -> dict[tuple[str, str | None], str]:
-    out: dict[tuple[str, str | None], str] = {}
-    if attributes is not None and not attributes.is_empty() and "key" in attributes.columns:
-        a = attributes.filter(pl.col("key").cast(pl.String) == "node_guid_hex").select(
-            pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("value").cast(pl.String)
-        )
-        for h, d, v in a.unique().iter_rows():
-            out[(host_of(h) or h, d)] = v.lower()
-    if links is not None and not links.is_empty():
-        # rdma-ndd(8) sets an HCA's NodeDescription to "%h %d" (hostname, device): use it when no sysfs
-        # (an Ethernet NIC from LLDP is named the same way and has no GUID: its name is its key)
-        for pre in ("", "peer_"):
-            rows = links.filter(pl.col(pre + "node_type") == "hca").select(pre + "node_name", _node(pre))
-            for name, guid in rows.iter_rows():
-                parts = (name or "").split()
-                if len(parts) >= 2:
-                    out.setdefault((host_of(parts[0]) or parts[0], parts[1]), guid)
-    return out
-
-
-def _topology(
-    tables: Mapping[str, pl.DataFrame], attributes: pl.DataFrame | None, host_of: Callable[[str], str | None]
-) -> _Topo:
-    links = tables.get("links")
-    has_links = links is not None and not links.is_empty()
-    guid_of = _guid_map(attributes, links if has_links else None, host_of)
-    peer_of: dict[tuple[str, int | str], tuple[str, int | str, str]] = {}
-    tier_of: dict[str, str] = {}
-    below: dict[str, set[str]] = {}
-    names: dict[str, str] = {}
-    if has_links:
-        assert links is not None
-        for r in links.with_columns(_a=_node(""), _b=_node("peer_")).iter_rows(named=True):
-            # a port is its number, or (an Ethernet end from LLDP) its interface name
-            pa = int(r["port"]) if r["port"] is not None else r.get("port_name")
-            pb = int(r["peer_port"]) if r["peer_port"] is not None else r.get("peer_port_name")
-            if r["_a"] is None or r["_b"] is None or pa is None or pb is None:
-                continue
-            a, b = (r["_a"], pa), (r["_b"], pb)
-            peer_of[a] = (b[0], b[1], r["peer_node_name"] or r["_b"])
-            peer_of[b] = (a[0], a[1], r["node_name"] or r["_a"])
-            tier_of[r["_a"]] = r.get("tier") or ""
-            tier_of[r["_b"]] = r.get("peer_tier") or ""
-            if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
-                below.setdefault(r["_b"], set()).add(r["_a"])
-                names.setdefault(r["_b"], r["peer_node_name"] or r["_b"])
-    # an HCA's first port cabled to a leaf (findings naming no port use it)
-    leaf_by_guid: dict[str, tuple[str, str, int | str | None]] = {}
-    for (g, _port), (pg, pp, pname) in sorted(peer_of.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
-        if tier_of.get(pg) == "leaf":
-            leaf_by_guid.setdefault(g, (pg, pname, pp))
-    leaf_of = {k: leaf_by_guid[g] for k, g in guid_of.items() if g in leaf_by_guid}
-    jobs: list[tuple[str, frozenset[str]]] = []
-    ranks = tables.get("nccl_ranks")
-    if ranks is not None and not ranks.is_empty():
-        # Runs are numbered per log, so two logs both have a run 0: a rank list restarts at rank 0,
-        # and each rank list (in read order) is one job.
-        members: list[set[str]] = []
-        for rank, host in ranks.select("rank", pl.col("host").cast(pl.String)).iter_rows():
-            if rank == 0 or not members:
-                members.append(set())
-            members[-1].add(host_of(host) or host)
-        for n, hosts in enumerate(members):
-            if len(hosts) > 1:
-                first = sorted(hosts)[0]
-                jobs.append((f"nccl-tests job {n + 1} ({len(hosts)} hosts from {first})", frozenset(hosts)))
-    src = (
-        "links table (" + ", ".join(sorted(set(links["source"].cast(pl.String).to_list()))) + ")"
-        if has_links and links is not None and "source" in links.columns
-        else _FALLBACK
-    )
-    return _Topo(leaf_of, peer_of, tier_of, guid_of, below, jobs, src, names)
-
-
-def _leaf(topo: _Topo, f: dict[str, Any]) -> tuple[str, str, int | str | None] | None:
-    """The leaf a finding's port hangs off: (leaf GUID, name, leaf port), or None when unknown."""
-    dev = str(f.get("device") or "")
-    if dev.startswith("0x") and topo.tier_of.get(dev.lower()) == "leaf":
-        return dev.lower(), dev.lower(), None
-    g = topo.guid_of.get((f.get("host"), f.get("device"))) or (dev.lower() if dev.startswith("0x") else None)
-    if g is not None and f.get("port") is not None:
-        peer = topo.peer_of.get((g, int(f["port"])))
-        if peer is not None and topo.tier_of.get(peer[0]) == "leaf":
-            return peer[0], peer[2], peer[1]
-    return topo.leaf_of.get((f.get("host"), f.get("device")))
-
-
-def _entity(topo: _Topo, f: dict[str, Any]) -> str:
+def _entity(topo: Fabric, f: dict[str, Any]) -> str:
     """The root's place: its port and, when the topology says, the far end of its cable."""
-    leaf = _leaf(topo, f)
+    leaf = topo.leaf(f)
     if leaf is None:
         return _port_text(f)
     return f"{_port_text(f)} <-> {leaf[1]} port {leaf[2]}" if leaf[2] is not None else _port_text(f)
 
 
-def _relations(topo: _Topo, root: dict[str, Any], c: dict[str, Any]) -> list[tuple[str, list[str]]]:
+def _relations(topo: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """Every registered relation between two findings' entities, strongest first, with its path."""
     return [(k.name, path) for k in RELATION_KINDS if (path := k.check(topo, root, c)) is not None]
 
@@ -406,18 +274,21 @@ def correlate(
     tables: Mapping[str, pl.DataFrame] | None = None,
     attributes: pl.DataFrame | None = None,
     interval_s: float | None = None,
-    host_of: Callable[[str], str | None] | None = None,
+    fabric: Fabric | None = None,
 ) -> list[Incident]:
     """Group findings into incidents (a pure function of its arguments).
 
     Args:
         findings: A findings frame (:data:`fabricscope.findings.FINDINGS_SCHEMA`).
-        tables: Side tables: ``links`` (topology), ``nccl_ranks`` (which hosts run one collective).
-        attributes: Port attributes (``node_guid_hex`` maps a host's device to its GUID in ``links``).
+        tables: Side tables: ``links`` (topology), ``nccl_ranks`` (which hosts run one collective),
+            for a fabric model made here when ``fabric`` is not given.
+        attributes: Port attributes (``node_guid_hex`` maps a host's device to its GUID in
+            ``links``), likewise.
         interval_s: The sampling interval: a consequence may start this much before its root (both
             windows are quantised to readings). Default 30 s.
-        host_of: A host alias -> its canonical name (:meth:`fabricscope.entities.Entities.host`), so
-            rank lines and node descriptions that use the short name meet findings named by FQDN.
+        fabric: The analysis' fabric model (:func:`fabricscope.fabric.build`): leaves, spines,
+            cables, jobs and every host's canonical name. Default: one built from ``tables`` and
+            ``attributes``.
 
     Returns:
         Incidents, worst first. Every warning or critical finding of a fault kind
@@ -428,9 +299,11 @@ def correlate(
         # Nothing to group. The topology below holds Python objects for every link end (about
         # 1.5 KB a link): a topology-only input of a million links must not pay for it.
         return []
-    tables = tables or {}
-    topo = _topology(tables, attributes, host_of or (lambda h: h))
-    topo.interval_s = _interval_s(interval_s)
+    if fabric is None:
+        fabric = build_fabric(
+            hosts=findings["host"].unique().to_list(), attributes=attributes, tables=dict(tables or {})
+        )
+    topo = replace(fabric, interval_s=_interval_s(interval_s))
     tol = dt.timedelta(seconds=topo.interval_s)
     # Info findings are context (a layer's utilisation, a counter reset), not faults: they never root
     # an incident and join one only where a rule names them (``Rule.info``).
@@ -454,7 +327,7 @@ def correlate(
         r["_link_p"] = own if own is not None else (max(seen) if seen else None)
         r["_dir"] = _direction(r)
         dev = str(r.get("device") or "")
-        r["_vantage"] = (0 if topo.tier_of.get(dev.lower()) == "spine" else 2) if dev.startswith("0x") else 1
+        r["_vantage"] = (0 if topo.tier(dev.lower()) == "spine" else 2) if dev.startswith("0x") else 1
     roots = sorted((r for r in rows if r["severity"] != "info" and _root_rules(r)), key=_order)
     rank_of = {r["_i"]: n for n, r in enumerate(roots)}
     # For each finding: its candidate explanations (root, rule, relation, path, checks) that pass.

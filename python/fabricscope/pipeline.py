@@ -18,16 +18,9 @@ from fabricscope.config import load_config
 from fabricscope.detect import empty_views
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine, merge_tables
 from fabricscope.engines.units import raise_if_nothing_read
-from fabricscope.entities import (
-    PATH_HOST_PREFIX,
-    Conflict,
-    host_in_path,
-    hosts_named,
-    path_placeholder,
-    rename_hosts,
-)
+from fabricscope.entities import Conflict, rename_hosts
 from fabricscope.entities import apply as apply_entities
-from fabricscope.entities import resolve as resolve_entities
+from fabricscope.fabric import Fabric
 from fabricscope.findings import FINDINGS_SCHEMA, STATUS_EXIT, analysed_anything, overall_status
 from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, ReadResult, TimeLike, empty_attributes, input_set_mtime
@@ -73,6 +66,8 @@ class Analysis:
             topology (:func:`fabricscope.findings.analysed_anything`).
         gauges: The last reading of every gauge series (link rate, width, state ...), with the detail kept.
         attributes: Every port attribute read, with the detail kept.
+        fabric: The fabric model every step used (:mod:`fabricscope.fabric`): names, HCAs,
+            switches, cables (``tables["links"]`` is its merged links table), conflicts.
     """
 
     findings: pl.DataFrame
@@ -90,6 +85,7 @@ class Analysis:
     analysed: bool = True
     gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
     attributes: pl.DataFrame = field(default_factory=empty_attributes)
+    fabric: Fabric = field(default_factory=Fabric)
 
     @property
     def failed_inputs(self) -> list[dict[str, Any]]:
@@ -255,7 +251,14 @@ def run_analysis(
         stamp = input_set_mtime(paths) if time is None else time
         # Without --host, a host-less input (lldpctl -f json, an ethtool log) takes the host its path names.
         return ReadOptions(
-            format, host, stamp, strict, tuple((limits or {}).items()), remote, host_from_path=host is None
+            format,
+            host,
+            stamp,
+            strict,
+            tuple((limits or {}).items()),
+            remote,
+            host_from_path=host is None,
+            host_aliases=tuple(sorted((host_aliases or {}).items())),
         )
 
     if isinstance(data, ReadResult):
@@ -269,6 +272,8 @@ def run_analysis(
             config=cfg,
             profile=prof,
             keep_detail=keep,
+            host_aliases=host_aliases,
+            reports=data.reports,
         )
         ran.reports = list(data.reports)
         inputs = input_rows(ran.reports)
@@ -282,6 +287,7 @@ def run_analysis(
             config=cfg,
             profile=prof,
             keep_detail=keep,
+            host_aliases=host_aliases,
         )
         ran.reports = [_frame_report(data)]
         inputs = input_rows(ran.reports)
@@ -301,6 +307,8 @@ def run_analysis(
             config=cfg,
             profile=prof,
             keep_detail=keep,
+            host_aliases=host_aliases,
+            reports=reports,
         )
         ran.reports = reports
         inputs = input_rows(reports)
@@ -318,27 +326,20 @@ def run_analysis(
         )
         raise_if_nothing_read(ran.reports)
         inputs = input_rows(ran.reports)
-    _name_hosts_from_paths(ran)
-    # One identity per host, HCA and cable: findings under their best names, one per cable.
-    identity = ran.identity
-    entities = resolve_entities(
-        hosts=ran.findings["host"].unique().to_list(),
-        attributes=identity,
-        tables=ran.tables,
-        host_aliases=host_aliases,
-    )
-    findings = ordered_findings(apply_entities(ran.findings, entities, ran.tables.get("links")))
-    tables = {**ran.tables, "entities": entities.table}
+    # The fabric model was built once the inputs were read, before any detector ran: findings
+    # under its best names, one per cable; every other frame with its path-named hosts.
+    fabric = ran.fabric
+    _name_hosts_from_paths(ran, fabric)
+    findings = ordered_findings(apply_entities(ran.findings, fabric.entities, fabric.links))
+    tables = {**ran.tables, "entities": fabric.entities.table}
+    if "links" in tables:
+        tables["links"] = fabric.links
     analysed = analysed_anything(sum(r.rows for r in ran.reports), tables)
     # The correlation step, once, whichever front door and engine computed the findings.
     # The interval of every rate row, not of the rows kept: the same with or without the detail.
     interval = ran.interval_s
     incidents = correlate(
-        findings,
-        tables=tables,
-        attributes=identity,
-        host_of=entities.host,
-        interval_s=float(interval) if isinstance(interval, (int, float)) else None,
+        findings, fabric=fabric, interval_s=float(interval) if isinstance(interval, (int, float)) else None
     )
     return Analysis(
         findings=findings,
@@ -349,43 +350,25 @@ def run_analysis(
         views={**empty_views(), **ran.views},
         times=ran.times,
         incidents=incidents,
-        conflicts=entities.conflicts,
+        conflicts=fabric.conflicts,
         # The one verdict, from the findings and the inputs together.
         status=overall_status(findings, sum(1 for i in inputs if i.get("error")), analysed=analysed),
         analysed=analysed,
         gauges=ran.gauges,
         attributes=ran.attributes,
+        fabric=fabric,
     )
 
 
-_NO_HOST = 'no host in the input, and its path names no known host (or several): rows use host "unknown"'
+def _name_hosts_from_paths(ran: Any, fabric: Fabric) -> None:
+    """Rename each host-less input's placeholder host to the host its path names, in every frame.
 
-
-def _name_hosts_from_paths(ran: Any) -> None:
-    """Rename each host-less input's placeholder host to the one known host its path names.
-
-    Read with ``host_from_path``, the rows of an input naming no host (``lldpctl -f json``, an
-    ethtool log) carry a host of their own (:func:`fabricscope.entities.path_placeholder`): here,
-    once every input is read and analysed, it becomes the host its file name or a parent directory
-    names (``lldpctl-node17.json``, ``node17/lldp.json``; :func:`fabricscope.entities.host_in_path`,
-    against every name any input gives), else ``unknown``, with a problem line on the input.
+    The names are the fabric model's (:attr:`fabricscope.fabric.Fabric.path_hosts`); findings are
+    renamed with the rest of their names by :func:`fabricscope.entities.apply`.
     """
-    frames = [ran.findings, ran.identity, ran.attributes, ran.gauges, ran.rates, *ran.tables.values()]
-    seen = set().union(*(hosts_named(f) for f in frames))
-    placeholders = {h for h in seen if h.startswith(PATH_HOST_PREFIX)}
-    if not placeholders:
+    names = {p: fabric.host(p) or h for p, h in fabric.path_hosts.items()}
+    if not names:
         return
-    known = seen - placeholders
-    names: dict[str, str] = {}
-    for report in ran.reports:
-        placeholder = path_placeholder(report.path)
-        if placeholder in placeholders:
-            names[placeholder] = host_in_path(report.path, known) or "unknown"
-            if names[placeholder] == "unknown":
-                report.warnings.append(_NO_HOST)
-    names.update({h: "unknown" for h in placeholders - names.keys()})
-    ran.findings = rename_hosts(ran.findings, names)
-    ran.identity = rename_hosts(ran.identity, names)
     ran.attributes = rename_hosts(ran.attributes, names)
     ran.gauges = rename_hosts(ran.gauges, names)
     ran.rates = rename_hosts(ran.rates, names)

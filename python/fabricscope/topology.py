@@ -17,6 +17,7 @@ from os import PathLike
 
 import polars as pl
 
+from fabricscope.fabric import build as build_fabric
 from fabricscope.io import links_schema
 from fabricscope.loader import load
 
@@ -25,79 +26,14 @@ __all__ = ["LINKS_SCHEMA", "format_topology", "topology"]
 LINKS_SCHEMA = links_schema()
 """The links table's columns (the Rust core's schema)."""
 
-_TIER_RANK = {"hca": 0, "leaf": 1, "spine": 2, "router": 3}
-
-
-def node_key(prefix: str = "") -> pl.Expr:
-    """A link end's node: its GUID, else (an Ethernet end from LLDP) its name."""
-    return pl.coalesce(pl.col(prefix + "node_guid"), pl.col(prefix + "node_name"))
-
-
-def port_key(prefix: str = "") -> pl.Expr:
-    """A link end's port within its node: the number, else (Ethernet) the interface name."""
-    return pl.coalesce(pl.col(prefix + "port").cast(pl.String), pl.col(prefix + "port_name"))
-
-
-def _retier(df: pl.DataFrame) -> pl.DataFrame:
-    """Recompute tiers over the union of inputs and re-orient ends, low tier first.
-
-    A switch cabled to an HCA (not a SHARP aggregation node) is a leaf, other switches are spines.
-    """
-    ends = pl.concat(
-        [
-            df.select(
-                guid=node_key(a),
-                name=pl.col(a + "node_name"),
-                kind=pl.col(a + "node_type"),
-                peer_kind=pl.col(b + "node_type"),
-                peer_name=pl.col(b + "node_name"),
-            )
-            for a, b in (("", "peer_"), ("peer_", ""))
-        ]
-    )
-    aggregation = pl.col("peer_name").fill_null("").str.to_lowercase().str.contains("aggregation node")
-    leaves = set(
-        ends.filter((pl.col("kind") == "switch") & (pl.col("peer_kind") == "hca") & ~aggregation)["guid"].to_list()
-    )
-
-    def tier(prefix: str) -> pl.Expr:
-        kind = pl.col(prefix + "node_type")
-        return (
-            pl.when(kind == "hca")
-            .then(pl.lit("hca"))
-            .when(kind == "router")
-            .then(pl.lit("router"))
-            .when((kind == "switch") & node_key(prefix).is_in(list(leaves)))
-            .then(pl.lit("leaf"))
-            .when(kind == "switch")
-            .then(pl.lit("spine"))
-            .otherwise(pl.lit(None, dtype=pl.String))
-        )
-
-    df = df.with_columns(tier=tier(""), peer_tier=tier("peer_"))
-    rank_a = pl.col("tier").replace_strict(_TIER_RANK, default=4, return_dtype=pl.Int8)
-    rank_b = pl.col("peer_tier").replace_strict(_TIER_RANK, default=4, return_dtype=pl.Int8)
-    swap = (rank_b < rank_a) | (
-        (rank_b == rank_a)
-        & (
-            (node_key("peer_") < node_key())
-            | ((node_key("peer_") == node_key()) & (pl.col("peer_port") < pl.col("port")))
-        )
-    )
-    end_cols = ["node_guid", "port", "node_name", "node_type", "lid", "tier", "port_name"]
-    df = df.with_columns(
-        [pl.when(swap).then(pl.col("peer_" + c)).otherwise(pl.col(c)).alias(c) for c in end_cols]
-        + [pl.when(swap).then(pl.col(c)).otherwise(pl.col("peer_" + c)).alias("peer_" + c) for c in end_cols]
-    )
-    return df
-
 
 def topology(paths: str | PathLike[str] | Sequence[str | PathLike[str]], *, strict: bool = True) -> pl.DataFrame:
     """The links of a fabric, one row per cable.
 
     Reads every input under ``paths`` (any format; ``ibnetdiscover``, ``iblinkinfo``, ``ibdiagnet2`` and,
     for RoCE, ``lldpctl`` and SONiC ``show lldp table`` contribute links). A link seen in several inputs
-    is kept once (the first input that names it wins); tiers are recomputed over all inputs together.
+    is kept once (the first input that names it keeps its facts, later ones fill what it left out);
+    tiers are computed over all inputs together (:func:`fabricscope.fabric.merged_links`).
 
     Args:
         paths: Files or directories.
@@ -114,16 +50,9 @@ def topology(paths: str | PathLike[str] | Sequence[str | PathLike[str]], *, stri
         (8, ['hca', 'leaf'])
     """
     res = load(paths, strict=strict)
-    links = res.tables.get("links")
-    if links is None or links.height == 0:
-        return pl.DataFrame(schema=LINKS_SCHEMA)
-    links = links.select([pl.col(c).cast(t) for c, t in LINKS_SCHEMA.items()])
-    a = pl.concat_str([node_key(), port_key()], separator=":")
-    b = pl.concat_str([node_key("peer_"), port_key("peer_")], separator=":")
-    key = pl.concat_str([pl.min_horizontal(a, b), pl.max_horizontal(a, b)], separator="|")
-    links = links.with_columns(_key=key).unique(subset="_key", keep="first", maintain_order=True).drop("_key")
-    out = _retier(links).with_columns(_a=node_key(), _b=node_key("peer_"), _pa=port_key(), _pb=port_key("peer_"))
-    return out.sort("_a", "port", "_pa", "_b", "peer_port", "_pb").drop("_a", "_b", "_pa", "_pb")
+    # The fabric model's links: merged and tiered once by the Rust core, as every analysis has them.
+    hosts = res.samples["host"].cast(pl.String).unique().to_list() if res.samples.height else []
+    return build_fabric(hosts=hosts, attributes=res.attributes, tables=res.tables, reports=res.reports).links
 
 
 def format_topology(df: pl.DataFrame, *, width: int | None = None) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 import polars as pl
 
 from fabricscope.detect._relations import Chain, Relation
+from fabricscope.fabric import Fabric
 from fabricscope.profiles import Profile
 
 __all__ = ["AnalysisInput", "DetectorSpec", "Scope", "View"]
@@ -37,6 +38,8 @@ class AnalysisInput:
         config: Thresholds (:func:`fabricscope.config.load_config`).
         profile: A profile forced by the user (``--profile``), else None (detect per port).
         tables: Other tables (``links`` ...), by name.
+        fabric: The analysis' fabric model (:class:`fabricscope.fabric.Fabric`): which node GUID a
+            device has, what is cabled to a port, every host's canonical name.
         computed: The shared computations of this input (:meth:`once`), by name. Not an argument:
             every input starts with its own, so each partition of an engine has its own, and an
             input copied with :func:`dataclasses.replace` (other frames) starts empty.
@@ -49,6 +52,7 @@ class AnalysisInput:
     config: dict[str, Any]
     profile: Profile | None = None
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    fabric: Fabric = field(default_factory=Fabric)
     computed: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def once(self, name: str, make: Callable[[], T]) -> T:

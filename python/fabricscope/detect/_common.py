@@ -163,57 +163,6 @@ def attach_rate(base: pl.DataFrame, other: pl.DataFrame, name: str, by: Sequence
     )
 
 
-def peers(inp: AnalysisInput) -> pl.DataFrame:
-    """Both directions of every known link: (``node_guid``, ``port``) -> peer GUID, port and name.
-
-    Empty when no topology source was read. Ports named by a device (``mlx5_0``) rather than a GUID
-    are matched through their ``node_guid_hex`` attribute (see :func:`port_guid`).
-    """
-    links = inp.tables.get("links")
-    if links is None or links.is_empty():
-        return pl.DataFrame(
-            schema={
-                "node_guid": pl.String,
-                "port": pl.Int64,
-                "peer_guid": pl.String,
-                "peer_port": pl.Int64,
-                "peer_name": pl.String,
-            }
-        )
-    a = links.select(
-        pl.col("node_guid"),
-        pl.col("port").cast(pl.Int64),
-        pl.col("peer_node_guid").alias("peer_guid"),
-        pl.col("peer_port").cast(pl.Int64),
-        pl.col("peer_node_name").alias("peer_name"),
-    )
-    b = links.select(
-        pl.col("peer_node_guid").alias("node_guid"),
-        pl.col("peer_port").cast(pl.Int64).alias("port"),
-        pl.col("node_guid").alias("peer_guid"),
-        pl.col("port").cast(pl.Int64).alias("peer_port"),
-        pl.col("node_name").alias("peer_name"),
-    )
-    return pl.concat([a, b]).unique(subset=["node_guid", "port"], keep="first")
-
-
-def port_guid(inp: AnalysisInput, host: str | None, device: str | None) -> str | None:
-    """The node GUID of a device: the device itself when it is a GUID, else its sysfs attribute."""
-    if device is None:
-        return None
-    if device.startswith("0x"):
-        return device
-    attrs = inp.attributes
-    if attrs.is_empty():
-        return None
-    hit = attrs.filter(
-        (pl.col("key") == "node_guid_hex")
-        & (pl.col("host").cast(pl.String) == host)
-        & (pl.col("device").cast(pl.String) == device)
-    )
-    return hit["value"][0] if hit.height else None
-
-
 def rate_rows(r: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
     """Rate (or sample) rows of some counters, in their order.
 

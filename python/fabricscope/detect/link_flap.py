@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
-from fabricscope.detect._common import entity_strings, peers, port_guid, rate_rows, typical_interval
+from fabricscope.detect._common import entity_strings, rate_rows, typical_interval
 from fabricscope.detect._relations import Relation
 from fabricscope.findings import make_findings, merge_windows
 from fabricscope.sources import NVSENTINEL
@@ -101,12 +101,12 @@ def _attach_peers(inp: AnalysisInput, rows: list[dict]) -> None:
     """Name the far end of each flapping link and say whether it saw the flap too (PDR rule 1)."""
     if not rows:
         return  # the peers table doubles the links table: only build it for a flap to name
-    links = peers(inp)
+    links = inp.fabric.peers()
     if links.is_empty():
         return
-    flapped = {(port_guid(inp, r["host"], r["device"]), r["port"]): r for r in rows}
+    flapped = {(inp.fabric.node_guid(r["host"], r["device"]), r["port"]): r for r in rows}
     for r in rows:
-        guid = port_guid(inp, r["host"], r["device"])
+        guid = inp.fabric.node_guid(r["host"], r["device"])
         hit = links.filter((pl.col("node_guid") == guid) & (pl.col("port") == r["port"]))
         if not hit.height:
             continue

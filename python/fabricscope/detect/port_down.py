@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
-from fabricscope.detect._common import entity_strings, peers
+from fabricscope.detect._common import entity_strings
 from fabricscope.findings import make_findings
 
 KIND = "port_down"
@@ -103,7 +103,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     )
     per_port = per_port.join(since, on=["host", "device", "port"], how="left")
     nodes = _node_facts(inp)
-    cabled = {(r["node_guid"], r["port"]): r for r in peers(inp).iter_rows(named=True)}
+    cabled = {(r["node_guid"], r["port"]): r for r in inp.fabric.peers().iter_rows(named=True)}
     rows: list[dict[str, Any]] = []
     unused: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for p in per_port.iter_rows(named=True):

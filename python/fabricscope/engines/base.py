@@ -12,7 +12,7 @@ import sys
 import time
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,8 @@ import polars as pl
 
 from fabricscope.captures import CAPTURE_AS, PER_PRIORITY_AS, with_capture_counters
 from fabricscope.detect import AnalysisInput, DetectorSpec, detectors_in
+from fabricscope.fabric import Fabric
+from fabricscope.fabric import build as build_fabric
 from fabricscope.findings import empty_findings
 from fabricscope.input_summary import format_times, merge_times
 from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
@@ -37,6 +39,7 @@ __all__ = [
     "ReadOptions",
     "analyze_partition",
     "analyze_tables",
+    "fabric_of",
     "fabric_wide",
     "merge_tables",
     "partition_of",
@@ -125,8 +128,10 @@ class ReadOptions:
     # HTTP inputs (a Prometheus server, an exporter endpoint): range, matchers, connection.
     remote: RemoteOptions | None = None
     # Without `host`: read each host-less input under its own placeholder host
-    # (fabricscope.entities.path_placeholder), which the pipeline renames to the host its path names.
+    # (fabricscope.entities.path_placeholder), which the fabric model names by the host its path names.
     host_from_path: bool = False
+    # --host-alias: (alias, canonical) pairs for the fabric model, built once the inputs are read.
+    host_aliases: tuple[tuple[str, str], ...] = ()
 
 
 @functools.cache
@@ -283,6 +288,33 @@ def _views(specs: Sequence[DetectorSpec], inp: AnalysisInput) -> dict[str, pl.Da
     return {name: view.compute(inp) for s in specs for name, view in s.views.items()}
 
 
+def fabric_of(
+    hosts: Iterable[str | None],
+    attributes: pl.DataFrame,
+    tables: dict[str, pl.DataFrame],
+    reports: Sequence[InputReport],
+    read: ReadOptions | None,
+) -> Fabric:
+    """The fabric model of what an engine read (:func:`fabricscope.fabric.build`).
+
+    Built once per analysis, after reading and before any detector runs.
+
+    Args:
+        hosts: The hosts the samples name.
+        attributes: Port attributes (the hosts they name; GUIDs and netdevs: :data:`IDENTITY_KEYS`).
+        tables: Side tables, whole.
+        reports: The inputs' reports (a host-less input's path may name its host).
+        read: The reader options (``host_aliases``).
+    """
+    return build_fabric(
+        hosts=hosts,
+        attributes=attributes,
+        tables=tables,
+        host_aliases=dict(read.host_aliases) if read is not None else None,
+        reports=reports,
+    )
+
+
 def analyze_partition(
     samples: pl.DataFrame,
     attributes: pl.DataFrame,
@@ -291,6 +323,7 @@ def analyze_partition(
     profile: Profile | None,
     *,
     keep_detail: bool = False,
+    fabric: Fabric | None = None,
 ) -> PartitionResult:
     """Rates and per-partition detectors on one partition (all series of some hosts).
 
@@ -302,6 +335,7 @@ def analyze_partition(
         profile: A forced profile, or None.
         keep_detail: Return every rate row and the detectors' views, not only what the fabric-wide
             detectors read.
+        fabric: The analysis' fabric model (:func:`fabric_of`); an empty one when not given.
 
     Returns:
         A :class:`PartitionResult`.
@@ -315,7 +349,14 @@ def analyze_partition(
     r = rates(samples, gap_factor=rcfg["gap_factor"], min_gap_s=rcfg["min_gap_s"])
     gauges = _gauges(samples)
     inp = AnalysisInput(
-        samples=samples, rates=r, gauges=gauges, attributes=attributes, config=config, profile=profile, tables=tables
+        samples=samples,
+        rates=r,
+        gauges=gauges,
+        attributes=attributes,
+        config=config,
+        profile=profile,
+        tables=tables,
+        fabric=fabric if fabric is not None else Fabric(),
     )
     local = detectors_in("partition")
     frames = [_run(s, inp) for s in local]
@@ -389,6 +430,7 @@ def fabric_wide(
     profile: Profile | None,
     *,
     keep_detail: bool = False,
+    fabric: Fabric | None = None,
 ) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
     """Run the fabric-wide detectors on the reduced per-partition results.
 
@@ -404,6 +446,7 @@ def fabric_wide(
         config=config,
         profile=profile,
         tables=tables,
+        fabric=fabric if fabric is not None else Fabric(),
     )
     specs = detectors_in("fabric")
     return _concat_findings([_run(s, inp) for s in specs]), (_views(specs, inp) if keep_detail else {})
@@ -432,6 +475,7 @@ class EngineResult:
             ``keep_detail``.
         attributes: Every port attribute read, with ``keep_detail``.
         interval_s: The median sampling interval of all rate rows (:func:`median_interval`), None without rates.
+        fabric: The fabric model the detectors ran with (:func:`fabric_of`).
     """
 
     findings: pl.DataFrame
@@ -448,6 +492,7 @@ class EngineResult:
     gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
     attributes: pl.DataFrame = field(default_factory=empty_attributes)
     interval_s: float | None = None
+    fabric: Fabric = field(default_factory=Fabric)
 
 
 def merge_tables(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
@@ -469,6 +514,7 @@ class Partitioned:
         reports: Per-input reader reports, in input order.
         seconds: Wall time per step so far (``read``, ``partitions``).
         sample_bytes: Arrow size of the samples read (after filters), when the engine knows it.
+        fabric: The fabric model the partitions were analysed with (:func:`fabric_of`).
     """
 
     results: Sequence[PartitionResult]
@@ -476,6 +522,7 @@ class Partitioned:
     reports: list[InputReport]
     seconds: dict[str, float]
     sample_bytes: int = 0
+    fabric: Fabric = field(default_factory=Fabric)
 
 
 def reduce_results(
@@ -485,7 +532,7 @@ def reduce_results(
     t = time.perf_counter()
     results, tables, seconds = part.results, part.tables, part.seconds
     empty = _no_partition(config)
-    findings, fabric_views = fabric_wide(results, tables, config, profile, keep_detail=keep_detail)
+    findings, fabric_views = fabric_wide(results, tables, config, profile, keep_detail=keep_detail, fabric=part.fabric)
     names = dict.fromkeys([*(n for r in results for n in r.views), *fabric_views])
     views = {
         n: _concat(
@@ -513,6 +560,7 @@ def reduce_results(
         gauges=latest_gauges(_concat([r.gauges for r in results], empty.gauges)) if keep_detail else pl.DataFrame(),
         attributes=_concat([r.attributes for r in results], empty_attributes()) if keep_detail else empty_attributes(),
         interval_s=median_interval([r.intervals for r in results]),
+        fabric=part.fabric,
     )
 
 
@@ -526,6 +574,8 @@ def analyze_tables(
     profile: Profile | None,
     partitions: int = 1,
     keep_detail: bool = True,
+    host_aliases: Mapping[str, str] | None = None,
+    reports: Sequence[InputReport] = (),
 ) -> EngineResult:
     """Analyse tables already in memory: the local engine's steps on ``partitions`` host partitions.
 
@@ -538,24 +588,36 @@ def analyze_tables(
         profile: A forced profile, or None.
         partitions: Host partitions (1: the whole table at once).
         keep_detail: Keep every rate row and the detectors' views.
+        host_aliases: ``--host-alias`` (``alias -> canonical``) for the fabric model.
+        reports: The reports of the inputs the tables were read from (a host-less input's path may
+            name its host).
 
     Returns:
         An :class:`EngineResult` (no reader reports).
     """
     t0 = time.perf_counter()
     samples, attributes = filters.apply(samples), filters.apply(attributes, timed=False)
+    hosts = samples["host"].cast(pl.String).unique().to_list() if samples.height else []
+    aliases = ReadOptions(host_aliases=tuple((host_aliases or {}).items()))
+    fabric = fabric_of(hosts, attributes, tables, reports, aliases)
     parts = split_by_partition(samples, partitions)
     attrs = split_by_partition(attributes, partitions)
     # One contiguous frame per partition: the rate kernel and the detectors run several times
     # faster on it than on a frame of many chunks (a rechunk of one chunk copies nothing).
     results = [
         analyze_partition(
-            part.rechunk(), attrs.get(i, attributes.clear()), tables, config, profile, keep_detail=keep_detail
+            part.rechunk(),
+            attrs.get(i, attributes.clear()),
+            tables,
+            config,
+            profile,
+            keep_detail=keep_detail,
+            fabric=fabric,
         )
         for i, part in sorted(parts.items())
     ]
     seconds = {"partitions": time.perf_counter() - t0}
-    part = Partitioned(results, tables, [], seconds, samples.estimated_size())
+    part = Partitioned(results, tables, [], seconds, samples.estimated_size(), fabric)
     return reduce_results(part, config=config, profile=profile, keep_detail=keep_detail)
 
 

@@ -41,6 +41,7 @@ from fabricscope.engines.base import (
     PartitionResult,
     ReadOptions,
     analyze_partition,
+    fabric_of,
     hosts_without_samples,
     merge_tables,
     partition_of,
@@ -253,6 +254,8 @@ class LocalEngine(Engine):
         all_attrs = pl.concat(attr_frames, how="vertical_relaxed") if attr_frames else empty_attributes()
         del parts
         sample_bytes = sum(b.estimated_size() for b in batches if b is not None)
+        # One fabric model, from everything read, before any detector runs.
+        fabric = fabric_of({h for counts in batch_hosts for h in counts}, all_attrs, whole_tables, reports, read)
         t1 = time.perf_counter()
 
         plan = self._plan(batch_hosts, all_attrs)
@@ -285,6 +288,7 @@ class LocalEngine(Engine):
                 config,
                 profile,
                 keep_detail=keep_detail,
+                fabric=fabric,
             )
             del samples
             # The rate kernel's buffers (glibc) were freed with the partition's frames.
@@ -298,7 +302,7 @@ class LocalEngine(Engine):
         else:
             results = [one(p) for p in plan]
         seconds = {"read": t1 - t0, "partitions": time.perf_counter() - t1}
-        return Partitioned(results, whole_tables, reports, seconds, sample_bytes)
+        return Partitioned(results, whole_tables, reports, seconds, sample_bytes, fabric)
 
     def _partitions_for_memory(self, rows: int) -> int:
         """The fewest partitions whose ``workers`` in flight hold :data:`IN_FLIGHT_SHARE` of the samples.

@@ -30,17 +30,20 @@ from typing import Any
 import polars as pl
 
 from fabricscope.engines.base import (
+    IDENTITY_KEYS,
     Engine,
     Filters,
     Partitioned,
     PartitionResult,
     ReadOptions,
     analyze_partition,
+    fabric_of,
     merge_tables,
 )
 from fabricscope.engines.streaming import analyse_in_budget
 from fabricscope.engines.units import Unit, group_units, read_units, work_units
 from fabricscope.exceptions import EngineFailedError, EngineUnavailableError, FabricscopeError
+from fabricscope.fabric import Fabric
 from fabricscope.io import empty_attributes
 from fabricscope.profiles import Profile
 
@@ -53,9 +56,13 @@ def _read_task(units: Sequence[Unit], read: ReadOptions, filters: Filters, parti
     def one(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
         return pl.concat(frames, how="vertical_relaxed") if frames else None
 
+    # What the driver's fabric model needs (fabric_of): the hosts read and the identity attributes (small).
+    hosts = {h for frames in (*samples, *attrs) for f in frames for h in f["host"].cast(pl.String).unique().to_list()}
+    identity = [a.filter(pl.col("key").cast(pl.String).is_in(IDENTITY_KEYS)) for frames in attrs for a in frames]
+    meta = {"reports": reports, "tables": tables, "hosts": hosts, "identity": one(identity)}
     # One return value per partition: Ray stores each separately, so partition i's analysis task
     # fetches only its own rows.
-    return ({"reports": reports, "tables": tables}, *((one(s), one(a)) for s, a in zip(samples, attrs, strict=True)))
+    return (meta, *((one(s), one(a)) for s, a in zip(samples, attrs, strict=True)))
 
 
 def _analyze_task(
@@ -63,6 +70,7 @@ def _analyze_task(
     config: dict[str, Any],
     profile: Profile | None,
     keep_detail: bool,
+    fabric: Fabric,
     *parts: tuple[pl.DataFrame | None, pl.DataFrame | None],
 ) -> PartitionResult | None:
     samples = [s for s, _ in parts if s is not None]
@@ -78,6 +86,7 @@ def _analyze_task(
         config,
         profile,
         keep_detail=keep_detail,
+        fabric=fabric,
     )
 
 
@@ -86,6 +95,7 @@ def _analyze_in_budget_task(
     config: dict[str, Any],
     profile: Profile | None,
     keep_detail: bool,
+    fabric: Fabric,
     memory: int,
     refs: list[Any],
 ) -> list[PartitionResult]:
@@ -97,7 +107,7 @@ def _analyze_in_budget_task(
     import ray
 
     parts = (ray.get(ref) for ref in refs)
-    return analyse_in_budget(parts, tables, config, profile, memory=memory, keep_detail=keep_detail)
+    return analyse_in_budget(parts, tables, config, profile, memory=memory, keep_detail=keep_detail, fabric=fabric)
 
 
 def _alive_nodes(ray: Any) -> dict[str, str]:
@@ -228,6 +238,17 @@ class RayEngine(Engine):
         metas = _get(ray, [r[0] for r in reads], nodes)
         tables = merge_tables([m["tables"] for m in metas])
         tables_ref = ray.put(tables)
+        reports = [r for m in metas for r in m["reports"]]
+        # One fabric model, from everything read, before any detector runs.
+        identity = [m["identity"] for m in metas if m["identity"] is not None]
+        fabric = fabric_of(
+            {h for m in metas for h in m["hosts"]},
+            pl.concat(identity, how="vertical_relaxed") if identity else empty_attributes(),
+            tables,
+            reports,
+            read,
+        )
+        fabric_ref = ray.put(fabric)
         # Partition i's frames from every read task go to one analysis task, straight from the
         # object store: the driver never holds samples.
         results: list[PartitionResult]
@@ -235,18 +256,19 @@ class RayEngine(Engine):
             share = max(1, self.memory // cpus)
             budget_task = ray.remote(_analyze_in_budget_task)
             pending = [
-                budget_task.remote(tables_ref, config, profile, keep_detail, share, [r[1 + i] for r in reads])
+                budget_task.remote(
+                    tables_ref, config, profile, keep_detail, fabric_ref, share, [r[1 + i] for r in reads]
+                )
                 for i in range(n)
             ]
             results = [p for got in _get(ray, pending, nodes) for p in got]
         else:
             analyze_task = ray.remote(_analyze_task)
             pending = [
-                analyze_task.remote(tables_ref, config, profile, keep_detail, *[r[1 + i] for r in reads])
+                analyze_task.remote(tables_ref, config, profile, keep_detail, fabric_ref, *[r[1 + i] for r in reads])
                 for i in range(n)
             ]
             results = [r for r in _get(ray, pending, nodes) if r is not None]
         # Reading and the partitions overlap in Ray: one figure for both.
         seconds = {"read+partitions": time.perf_counter() - t0}
-        reports = [r for m in metas for r in m["reports"]]
-        return Partitioned(results, tables, reports, seconds)
+        return Partitioned(results, tables, reports, seconds, fabric=fabric)

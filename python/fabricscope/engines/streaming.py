@@ -37,6 +37,7 @@ from fabricscope.engines.base import (
     PartitionResult,
     ReadOptions,
     analyze_partition,
+    fabric_of,
     hosts_without_samples,
     merge_tables,
     partition_of,
@@ -44,6 +45,7 @@ from fabricscope.engines.base import (
     split_by_partition,
 )
 from fabricscope.engines.units import Unit, read_units, work_units
+from fabricscope.fabric import Fabric
 from fabricscope.io import InputReport, empty_attributes
 from fabricscope.profiles import Profile
 from fabricscope.progress import ProgressBar
@@ -255,14 +257,24 @@ class StreamingEngine(Engine):
                 done += size
                 bar.update(done, sum(sizes), label="reading")
             whole_tables = merge_tables(table_parts)
+            # One fabric model, from everything read, before any detector runs.
+            hosts = {h for counts in spill.host_rows.values() for h in counts}
+            fabric = fabric_of(hosts, spill.attributes(), whole_tables, reports, read)
             t1 = time.perf_counter()
 
             results = _analyse_spill(
-                spill, whole_tables, config, profile, memory=self.memory, keep_detail=keep_detail, bar=bar
+                spill,
+                whole_tables,
+                config,
+                profile,
+                memory=self.memory,
+                keep_detail=keep_detail,
+                bar=bar,
+                fabric=fabric,
             )
             bar.close()
             seconds = {"read": t1 - t0, "partitions": time.perf_counter() - t1}
-            return Partitioned(results, whole_tables, reports, seconds, spill.sample_bytes)
+            return Partitioned(results, whole_tables, reports, seconds, spill.sample_bytes, fabric)
 
 
 def analyse_in_budget(
@@ -275,6 +287,7 @@ def analyse_in_budget(
     buckets: int = 256,
     spill_dir: str | os.PathLike[str] | None = None,
     keep_detail: bool = False,
+    fabric: Fabric | None = None,
 ) -> list[PartitionResult]:
     """The streaming engine's analysis of some hosts' samples, in a memory budget.
 
@@ -294,6 +307,7 @@ def analyse_in_budget(
         buckets: Host buckets the rows are spilled into.
         spill_dir: Where the spill files go (default: the system's temporary directory).
         keep_detail: Keep every rate row and the detectors' views.
+        fabric: The analysis' fabric model (:func:`fabricscope.engines.fabric_of`).
 
     Returns:
         One :class:`PartitionResult` per partition analysed.
@@ -304,7 +318,7 @@ def analyse_in_budget(
                 spill.add(samples)
             spill.add_attributes([attrs])
             del samples, attrs
-        return _analyse_spill(spill, tables, config, profile, memory=memory, keep_detail=keep_detail)
+        return _analyse_spill(spill, tables, config, profile, memory=memory, keep_detail=keep_detail, fabric=fabric)
 
 
 def _analyse_spill(
@@ -316,6 +330,7 @@ def _analyse_spill(
     memory: int,
     keep_detail: bool,
     bar: ProgressBar | None = None,
+    fabric: Fabric | None = None,
 ) -> list[PartitionResult]:
     """Every partition of :func:`_plan`, one after the other, each read back from its spill files."""
     attributes = spill.attributes()
@@ -334,7 +349,9 @@ def _analyse_spill(
         samples_df = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0].rechunk()
         del frames
         attrs_df = attributes.filter(pl.col("host").is_in(hosts, nulls_equal=True)) if len(plan) > 1 else attributes
-        results.append(analyze_partition(samples_df, attrs_df, tables, config, profile, keep_detail=keep_detail))
+        results.append(
+            analyze_partition(samples_df, attrs_df, tables, config, profile, keep_detail=keep_detail, fabric=fabric)
+        )
         analysed += samples_df.height
         del samples_df
         if bar is not None:

@@ -223,6 +223,8 @@ struct StoredLink {
     speed: Option<Sym>,
     supported_width: Option<Sym>,
     supported_speed: Option<Sym>,
+    /// The reader that named it first, when the set merges several inputs' tables ([`merge_links`]).
+    source: Option<Sym>,
 }
 
 /// An end's identity in a link's key: (node identity, port number, port name or "").
@@ -318,6 +320,7 @@ impl LinkSet {
             speed,
             supported_width,
             supported_speed,
+            source: None,
         })
     }
 
@@ -327,10 +330,25 @@ impl LinkSet {
         reason = "readers hand over the link they built; its strings are interned"
     )]
     pub fn add(&mut self, link: Link) {
+        self.add_from(&link, None);
+    }
+
+    /// [`LinkSet::add`], remembering the reader that named the link (kept for its first naming).
+    fn add_from(&mut self, link: &Link, source: Option<&str>) {
         if self.empty.is_none() {
             self.empty = self.strings.intern("");
         }
-        let (Some(empty), Some(new)) = (self.empty, self.store(&link)) else {
+        let source = match source {
+            Some(s) => match self.strings.intern(s) {
+                Some(sym) => Some(sym),
+                None => {
+                    self.overflowed = true;
+                    return;
+                }
+            },
+            None => None,
+        };
+        let (Some(empty), Some(mut new)) = (self.empty, self.store(link)) else {
             self.overflowed = true;
             return;
         };
@@ -352,6 +370,7 @@ impl LinkSet {
             self.overflowed = true;
             return;
         };
+        new.source = source;
         self.index.insert(key, i);
         self.links.push(new);
     }
@@ -462,7 +481,7 @@ impl LinkSet {
             ),
             string_column(&rows, &|r| text(r.2.supported_width)),
             string_column(&rows, &|r| text(r.2.supported_speed)),
-            string_column(&rows, &|_| Some(source)),
+            string_column(&rows, &|r| Some(r.2.source.map_or(source, |s| strings.get(s)))),
             string_column(&rows, &|r| text(r.0.port_name)),
             string_column(&rows, &|r| text(r.1.port_name)),
         ];
@@ -491,4 +510,85 @@ pub fn emit(links: LinkSet, ctx: &mut crate::read::ReadContext<'_>, source: &str
         ctx.emit_table("links", b);
     }
     Ok(())
+}
+
+/// A links column's value at a row as text, whichever string layout the table came in (readers
+/// write `Utf8`; a table that went through Polars comes back as `LargeUtf8` or `Utf8View`).
+fn text_at(col: Option<&ArrayRef>, row: usize) -> Option<&str> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    let col = col?;
+    if col.is_null(row) {
+        return None;
+    }
+    match col.data_type() {
+        DataType::Utf8 => Some(col.as_string::<i32>().value(row)),
+        DataType::LargeUtf8 => Some(col.as_string::<i64>().value(row)),
+        DataType::Utf8View => Some(col.as_string_view().value(row)),
+        _ => None,
+    }
+}
+
+/// A links column's value at a row as an unsigned number, whichever integer type it came in.
+fn number_at(col: Option<&ArrayRef>, row: usize) -> Option<u64> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
+    let col = col?;
+    if col.is_null(row) {
+        return None;
+    }
+    let signed = |v: i64| u64::try_from(v).ok();
+    match col.data_type() {
+        DataType::UInt8 => Some(u64::from(col.as_primitive::<UInt8Type>().value(row))),
+        DataType::UInt16 => Some(u64::from(col.as_primitive::<UInt16Type>().value(row))),
+        DataType::UInt32 => Some(u64::from(col.as_primitive::<UInt32Type>().value(row))),
+        DataType::UInt64 => Some(col.as_primitive::<UInt64Type>().value(row)),
+        DataType::Int8 => signed(i64::from(col.as_primitive::<Int8Type>().value(row))),
+        DataType::Int16 => signed(i64::from(col.as_primitive::<Int16Type>().value(row))),
+        DataType::Int32 => signed(i64::from(col.as_primitive::<Int32Type>().value(row))),
+        DataType::Int64 => signed(col.as_primitive::<Int64Type>().value(row)),
+        _ => None,
+    }
+}
+
+/// The links tables of several inputs as one table: each cable once (a link named by several
+/// inputs, in either direction, is merged: the first naming keeps its facts and its `source`,
+/// later ones fill what it left out), tiers computed over the whole fabric (a switch is a leaf when
+/// any input cables it to an HCA), ends oriented and rows sorted as one reader's table is.
+///
+/// Tables are read by column name, so any table with the links columns will do (extra columns are
+/// ignored, missing ones read as null). `None` when no table holds a link.
+///
+/// # Errors
+/// When the merged set overflows its string table or link count (see [`LinkSet::into_batch`]).
+pub fn merge_links(batches: &[RecordBatch]) -> Result<Option<RecordBatch>, ArrowError> {
+    let mut set = LinkSet::new();
+    for batch in batches {
+        let col = |name: &str| batch.column_by_name(name);
+        let end = |pre: &str, row: usize| -> End {
+            let c = |name: &str| col(&format!("{pre}{name}"));
+            End {
+                guid: text_at(c("node_guid"), row).unwrap_or("").to_owned(),
+                port: number_at(c("port"), row).and_then(|p| u16::try_from(p).ok()).unwrap_or(0),
+                name: text_at(c("node_name"), row).map(str::to_owned),
+                node_type: text_at(c("node_type"), row).map_or(NodeType::Unknown, NodeType::parse),
+                lid: number_at(c("lid"), row).and_then(|l| u32::try_from(l).ok()),
+                port_name: text_at(c("port_name"), row).map(str::to_owned),
+            }
+        };
+        let owned = |name: &str, row: usize| text_at(col(name), row).map(str::to_owned);
+        for row in 0..batch.num_rows() {
+            let link = Link {
+                a: end("", row),
+                b: end("peer_", row),
+                width: owned("width", row),
+                speed: owned("speed", row),
+                supported_width: owned("supported_width", row),
+                supported_speed: owned("supported_speed", row),
+            };
+            set.add_from(&link, text_at(col("source"), row));
+        }
+    }
+    set.into_batch("")
 }

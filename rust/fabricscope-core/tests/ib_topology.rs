@@ -368,3 +368,61 @@ fn ibnetdiscover_topology_cut_anywhere_reads_without_panic() {
     }
     assert_eq!(last_links, 10);
 }
+
+/// The links batch of one input.
+fn links_batch(out: &Output) -> RecordBatch {
+    let batches: Vec<&RecordBatch> = out.tables.iter().filter(|(n, _)| *n == "links").map(|(_, b)| b).collect();
+    assert_eq!(batches.len(), 1);
+    batches[0].clone()
+}
+
+/// A links batch with its two ends swapped (the same cables, named from the other side).
+fn reversed(b: &RecordBatch) -> RecordBatch {
+    let schema = b.schema();
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let name = f.name();
+            let other = name.strip_prefix("peer_").map_or_else(|| format!("peer_{name}"), str::to_owned);
+            b.column_by_name(&other).unwrap_or_else(|| b.column_by_name(name).unwrap()).clone()
+        })
+        .collect();
+    RecordBatch::try_new(schema, columns).unwrap()
+}
+
+#[test]
+fn merged_links_are_each_cable_once_tiered_over_every_input() {
+    use fabricscope_core::topology::merge_links;
+    let out = read_with(&[fixture("ib/ibnetdiscover/test.out")], &opts()).unwrap();
+    let whole = links_batch(&out);
+    assert_eq!(whole.num_rows(), 4);
+    // The leaf-spine cable alone: no HCA in that input, so both switches are spines.
+    let alone = whole.slice(3, 1);
+    let rest = whole.slice(0, 3);
+    let merged_alone = merge_links(std::slice::from_ref(&alone)).unwrap().unwrap();
+    assert_eq!(s(&merged_alone, "tier", 0).as_deref(), Some("spine"));
+    assert_eq!(s(&merged_alone, "peer_tier", 0).as_deref(), Some("spine"));
+    // Merged with the rest, in any order and from either side, it is the whole input's table.
+    for parts in [vec![alone.clone(), rest.clone()], vec![rest.clone(), reversed(&alone)], vec![
+        reversed(&whole),
+        whole.clone(),
+        alone.clone(),
+    ]] {
+        let merged = merge_links(&parts).unwrap().unwrap();
+        let got = links_of(&Output { rows: vec![], attrs: vec![], reports: vec![], tables: vec![("links", merged)] });
+        assert_eq!(got, links_of(&out));
+    }
+    // The first input to name a cable keeps its source; a later one only fills what it left out.
+    let mut named = whole.clone();
+    let mut cols = named.columns().to_vec();
+    let src = named.schema().index_of("source").unwrap();
+    cols[src] = std::sync::Arc::new(arrow_array::StringArray::from(vec!["iblinkinfo"; 4]));
+    named = RecordBatch::try_new(named.schema(), cols).unwrap();
+    let merged = merge_links(&[named, whole.clone()]).unwrap().unwrap();
+    assert_eq!(merged.num_rows(), 4);
+    assert_eq!(s(&merged, "source", 0).as_deref(), Some("iblinkinfo"));
+    // Nothing to merge: no table.
+    assert!(merge_links(&[]).unwrap().is_none());
+    assert!(merge_links(&[whole.slice(0, 0)]).unwrap().is_none());
+}

@@ -33,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rules::parse_directive_line, m)?)?;
     m.add_function(wrap_pyfunction!(rules::normalize_guid, m)?)?;
     m.add_function(wrap_pyfunction!(rules::links_schema_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::merge_links, m)?)?;
     m.add_function(wrap_pyfunction!(reader::_panic_for_test, m)?)?;
     Ok(())
 }

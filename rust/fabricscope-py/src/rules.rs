@@ -8,7 +8,7 @@ use fabricscope_core::{FORMATS, Format, Limits, expand_inputs, normalize_guid as
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
-use pyo3_arrow::PySchema;
+use pyo3_arrow::{PySchema, PyTable};
 
 /// The reader limits by name, in the order the core lists them: the defaults, with `overrides`
 /// (a `{name: value}` dict, validated as every reader validates it) applied.
@@ -82,4 +82,19 @@ pub fn normalize_guid(text: &str) -> Option<String> {
 #[pyfunction]
 pub fn links_schema_arrow() -> PySchema {
     PySchema::new(fabricscope_core::topology::links_schema())
+}
+
+/// The links tables of several inputs as one table: each cable once, tiers over the whole fabric
+/// (`fabricscope_core::topology::merge_links`); None when no table holds a link. The GIL is
+/// released while it runs.
+#[pyfunction]
+pub fn merge_links(py: Python<'_>, tables: Vec<PyTable>) -> PyResult<Option<PyTable>> {
+    let batches: Vec<_> = tables.into_iter().flat_map(|t| t.into_inner().0).collect();
+    let batches = std::panic::AssertUnwindSafe(batches);
+    let merged = crate::error::guarded(py, move || {
+        let batches = batches;
+        fabricscope_core::topology::merge_links(&batches.0)
+    })?;
+    let merged = merged.map_err(|e| PyValueError::new_err(format!("links tables: {e}")))?;
+    merged.map(|b| PyTable::try_new(vec![b], fabricscope_core::topology::links_schema())).transpose().map_err(Into::into)
 }

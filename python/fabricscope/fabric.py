@@ -1,0 +1,340 @@
+"""The fabric model: every host, NIC, port, switch and cable of one analysis, named once.
+
+:func:`build` makes it right after the inputs are read and before any detector runs; it is the only
+place identity and topology are worked out. Detectors ask it which node GUID a device has and
+what is cabled to a port (:meth:`Fabric.node_guid`, :meth:`Fabric.peers`); the pipeline renames
+findings with it (:func:`fabricscope.entities.apply`); incidents ask it the relation questions
+(:class:`fabricscope.detect._relations.Fabric`: leaf, peer, tier, spines, jobs); ``topology()``,
+the report, the dashboard and cron show its links and conflicts.
+
+What it holds:
+
+* **names** (:class:`fabricscope.entities.Entities`): every host alias -> its canonical name (the
+  most qualified: the Prometheus ``instance``), HCAs by node GUID, switches, LIDs, a RoCE NIC's
+  RDMA device and netdev, and the conflicts between sources, decided by the claims alone;
+* **hosts from paths**: a host-less input (``lldpctl-node17.json``) is read under a placeholder
+  host that becomes the one known host its path names (:func:`fabricscope.entities.host_in_path`);
+* **links**: the links tables of every input merged by the Rust core
+  (:func:`fabricscope._native.merge_links`): each cable once, tiers over the whole fabric;
+* **topology answers**: (node, port) -> far end, node -> tier, spine -> the leaves below it, a
+  host's device -> its node and leaf, collective jobs -> their hosts.
+
+The spelling facts (GUID normalisation, node-description parsing, tiers) come from the Rust
+readers; this module only joins what they read.
+
+Example:
+    >>> fabric = build(hosts=["gpu02.cluster.local", "gpu02"])
+    >>> fabric.host("gpu02"), fabric.links.height
+    ('gpu02.cluster.local', 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from fabricscope import _native
+from fabricscope.entities import (
+    PATH_HOST_PREFIX,
+    Conflict,
+    Entities,
+    host_in_path,
+    hosts_named,
+    path_placeholder,
+    rename_hosts,
+    resolve,
+)
+from fabricscope.io import links_schema
+
+if TYPE_CHECKING:
+    from fabricscope.io import InputReport
+
+__all__ = ["NO_PATH_HOST", "Fabric", "build", "merged_links", "node_key", "port_key"]
+
+LINKS_SCHEMA = links_schema()
+
+NO_PATH_HOST = 'no host in the input, and its path names no known host (or several): rows use host "unknown"'
+"""The problem line of a host-less input whose path names no known host."""
+
+NO_LINKS = "no links table: leaves unknown (same host = same leaf assumed); other hosts related only through jobs"
+"""What the topology of an analysis without a links table can and cannot say."""
+
+Port = int | str
+Leaf = tuple[str, str, Port | None]
+
+
+def node_key(prefix: str = "") -> pl.Expr:
+    """A link end's node: its GUID, else (an Ethernet end from LLDP, which has none) its name."""
+    return pl.coalesce(pl.col(prefix + "node_guid"), pl.col(prefix + "node_name"))
+
+
+def port_key(prefix: str = "") -> pl.Expr:
+    """A link end's port within its node: the number, else (Ethernet) the interface name."""
+    return pl.coalesce(pl.col(prefix + "port").cast(pl.String), pl.col(prefix + "port_name"))
+
+
+def merged_links(frames: Iterable[pl.DataFrame | None]) -> pl.DataFrame:
+    """The links tables of several inputs as one: each cable once, tiers over the whole fabric.
+
+    The Rust core merges them (:func:`fabricscope._native.merge_links`): a cable named by several
+    inputs, from either end, is one row (the first input's facts, filled in by later ones); a
+    switch is a leaf when any input cables it to an HCA; rows are sorted by their first end.
+
+    Example:
+        >>> from fabricscope.loader import load
+        >>> links = load("sample_traces/ib").tables["links"]
+        >>> merged_links([links, links]).height == links.height
+        True
+    """
+    # a table written by hand (a test, an older export) may lack columns: they read as unknown
+    tables = [
+        f.select([pl.col(c).cast(t) if c in f.columns else pl.lit(None, t).alias(c) for c, t in LINKS_SCHEMA.items()])
+        for f in frames
+        if f is not None and f.height
+    ]
+    if not tables:
+        return pl.DataFrame(schema=LINKS_SCHEMA)
+    merged = _native.merge_links([t.to_arrow() for t in tables])
+    return pl.DataFrame(merged) if merged is not None else pl.DataFrame(schema=LINKS_SCHEMA)
+
+
+@dataclass
+class Fabric:
+    """One analysis' fabric: its names, its cables and the questions relations ask of it.
+
+    Attributes:
+        entities: Every name joined into entities (:class:`fabricscope.entities.Entities`).
+        links: Every input's links, merged and tiered once (the ``links`` schema).
+        path_hosts: A host-less input's placeholder host -> the host its path names (or ``unknown``).
+        jobs: Collective jobs: (label, the canonical hosts among its ranks).
+        source: Where the topology came from (``links table (ibnetdiscover, lldpctl)``), or what
+            its absence means.
+        interval_s: The sampling interval (the incidents' timing tolerance), set by
+            :func:`fabricscope.incidents.correlate`.
+    """
+
+    entities: Entities = field(default_factory=Entities)
+    links: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LINKS_SCHEMA))
+    path_hosts: dict[str, str] = field(default_factory=dict)
+    jobs: list[tuple[str, frozenset[str]]] = field(default_factory=list)
+    source: str = NO_LINKS
+    interval_s: float = 30.0
+    # (node, port) -> (far node, far port, far name); node -> tier; spine -> leaves; node -> name
+    _peer_of: dict[tuple[str, Port], tuple[str, Port, str]] = field(default_factory=dict, repr=False)
+    _tier_of: dict[str, str] = field(default_factory=dict, repr=False)
+    _below: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    _names: dict[str, str] = field(default_factory=dict, repr=False)
+    # (canonical host, device) -> node (an HCA's GUID; an LLDP end's name); node -> its first leaf
+    _node_of: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
+    _leaf_of_node: dict[str, Leaf] = field(default_factory=dict, repr=False)
+
+    # -- names ---------------------------------------------------------------------------------
+
+    def host(self, name: str | None) -> str | None:
+        """The canonical name of a host alias (a path placeholder's host; the name itself when nothing joins it)."""
+        return self.entities.host(name)
+
+    @property
+    def conflicts(self) -> list[Conflict]:
+        """Names two inputs map differently and what was decided (:class:`fabricscope.entities.Conflict`)."""
+        return self.entities.conflicts
+
+    def hca(self, guid: str) -> tuple[str, str] | None:
+        """The (host, RDMA device) an HCA's node GUID names, when an input says."""
+        return self.entities.hcas.get(guid)
+
+    def node_guid(self, host: str | None, device: str | None) -> str | None:
+        """The node of a host's device.
+
+        The device itself when it is a GUID, else what sysfs or a node description gives its
+        (canonical host, device); None when no input says.
+
+        Example:
+            >>> build(hosts=["gpu01"]).node_guid("gpu01", "0x0002C9030001")
+            '0x0002c9030001'
+        """
+        if device is None:
+            return None
+        if device.startswith("0x"):
+            return device.lower()
+        return self._node_of.get((self.host(host) or "", device))
+
+    # -- cables --------------------------------------------------------------------------------
+
+    def peers(self) -> pl.DataFrame:
+        """Both directions of every known link: (``node_guid``, ``port``) -> peer GUID, port and name.
+
+        Empty when no topology source was read. A port named by its host's device is found through
+        :meth:`node_guid`.
+        """
+        links = self.links
+        a = links.select(
+            pl.col("node_guid"),
+            pl.col("port").cast(pl.Int64),
+            pl.col("peer_node_guid").alias("peer_guid"),
+            pl.col("peer_port").cast(pl.Int64),
+            pl.col("peer_node_name").alias("peer_name"),
+        )
+        b = links.select(
+            pl.col("peer_node_guid").alias("node_guid"),
+            pl.col("peer_port").cast(pl.Int64).alias("port"),
+            pl.col("node_guid").alias("peer_guid"),
+            pl.col("port").cast(pl.Int64).alias("peer_port"),
+            pl.col("node_name").alias("peer_name"),
+        )
+        return (
+            pl.concat([a, b])
+            .filter(pl.col("node_guid").is_not_null())
+            .unique(subset=["node_guid", "port"], keep="first")
+        )
+
+    # -- the questions a relation's check asks (fabricscope.detect._relations.Fabric) -----------
+
+    def node_of(self, f: Mapping[str, Any]) -> str | None:
+        """The node (GUID, or an LLDP name) of a finding's device, when the fabric knows it."""
+        dev = str(f.get("device") or "")
+        return self._node_of.get((self.host(f.get("host")) or "", dev)) or (
+            dev.lower() if dev.startswith("0x") else None
+        )
+
+    def peer(self, node: str, port: Port) -> tuple[str, Port, str] | None:
+        """The far end of the cable on ``node``'s ``port``: (node, port, name), or None."""
+        return self._peer_of.get((node, port))
+
+    def leaf(self, f: Mapping[str, Any]) -> Leaf | None:
+        """The leaf a finding's port hangs off: (leaf node, name, leaf port), or None when unknown."""
+        dev = str(f.get("device") or "")
+        if dev.startswith("0x") and self._tier_of.get(dev.lower()) == "leaf":
+            return dev.lower(), dev.lower(), None
+        g = self.node_of(f)
+        if g is not None and f.get("port") is not None:
+            far = self._peer_of.get((g, int(f["port"])))
+            if far is not None and self._tier_of.get(far[0]) == "leaf":
+                return far[0], far[2], far[1]
+        return self._leaf_of_node.get(g) if g is not None else None
+
+    def tier(self, node: str) -> str:
+        """``leaf``, ``spine``, ``hca``... or "" when unknown."""
+        return self._tier_of.get(node, "")
+
+    def leaves_below(self, spine: str) -> set[str]:
+        """The leaves cabled to a spine (their nodes)."""
+        return self._below.get(spine, set())
+
+    def spines_joining(self, leaf_a: str, leaf_b: str) -> list[str]:
+        """The names of the spines cabled to both leaves, sorted; empty when none is known."""
+        return sorted(
+            self._names.get(s, s) for s, leaves in self._below.items() if leaf_a in leaves and leaf_b in leaves
+        )
+
+
+def _path_hosts(reports: Sequence[InputReport], known: set[str], placeholders: set[str]) -> dict[str, tuple[str, str]]:
+    """Each placeholder host -> (the one known host its input's path names, else ``unknown``; the path).
+
+    A host-less input whose path names no known host gets a problem line (:data:`NO_PATH_HOST`).
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for report in reports:
+        placeholder = path_placeholder(report.path)
+        if placeholder in placeholders and placeholder not in out:
+            named = host_in_path(report.path, known) or "unknown"
+            out[placeholder] = (named, str(report.path))
+            if named == "unknown" and NO_PATH_HOST not in report.warnings:
+                report.warnings.append(NO_PATH_HOST)
+    for p in placeholders - out.keys():
+        out[p] = ("unknown", "")
+    return out
+
+
+def build(
+    *,
+    hosts: Iterable[str | None] = (),
+    attributes: pl.DataFrame | None = None,
+    tables: Mapping[str, pl.DataFrame] | None = None,
+    host_aliases: Mapping[str, str] | None = None,
+    reports: Sequence[InputReport] = (),
+) -> Fabric:
+    """The fabric model of what was read: made once per analysis, before any detector runs.
+
+    Args:
+        hosts: Hosts the samples name (the engines count rows per host while reading).
+        attributes: Port attributes (sysfs ``node_guid``, ``netdev``...).
+        tables: Side tables: ``links`` (every input's, merged here), ``nccl_ranks`` (jobs, hosts).
+        host_aliases: ``--host-alias`` (``alias -> canonical``).
+        reports: The inputs' reports: a host-less input's path may name its host, and one that
+            names none gets a problem line.
+
+    Returns:
+        The :class:`Fabric`.
+    """
+    tables = tables or {}
+    named = {h for h in hosts if h} | hosts_named(attributes) | set().union(*(hosts_named(t) for t in tables.values()))
+    placeholders = {h for h in named if h.startswith(PATH_HOST_PREFIX)}
+    path_hosts = _path_hosts(reports, named - placeholders, placeholders) if placeholders else {}
+    links = merged_links([tables.get("links")])
+    if path_hosts:
+        # an LLDP end of a host-less lldpctl file is "<placeholder> <netdev>": named by its host from here on
+        links = rename_hosts(links, {p: h for p, (h, _) in path_hosts.items()})
+    ent = resolve(
+        hosts=named - placeholders,
+        attributes=attributes,
+        tables={**tables, "links": links},
+        host_aliases=host_aliases,
+        hosts_from="samples",
+        path_hosts=path_hosts,
+    )
+    fabric = Fabric(entities=ent, links=links, path_hosts={p: h for p, (h, _) in path_hosts.items()})
+    _topology(fabric, tables.get("nccl_ranks"))
+    return fabric
+
+
+def _topology(fabric: Fabric, ranks: pl.DataFrame | None) -> None:
+    """Fill the fabric's topology answers from its links, HCAs and rank lines."""
+    links, ent = fabric.links, fabric.entities
+    node_of = {(h, d): g for g, (h, d) in ent.hcas.items()}
+    if links.height:
+        fabric.source = "links table (" + ", ".join(sorted(set(links["source"].cast(pl.String).to_list()))) + ")"
+        # An Ethernet NIC from LLDP has no GUID: its end is named "<host> <netdev>" (rdma-ndd's
+        # shape) and that name is its node.
+        for pre in ("", "peer_"):
+            ends = links.filter((pl.col(pre + "node_type") == "hca") & pl.col(pre + "node_guid").is_null())
+            for name in ends[pre + "node_name"].unique().drop_nulls().to_list():
+                parts = name.split(" ", 1)
+                if len(parts) == 2:
+                    node_of.setdefault((fabric.host(parts[0]) or parts[0], parts[1]), name)
+        for r in links.with_columns(_a=node_key(), _b=node_key("peer_")).iter_rows(named=True):
+            # a port is its number, or (an Ethernet end from LLDP) its interface name
+            pa = int(r["port"]) if r["port"] is not None else r.get("port_name")
+            pb = int(r["peer_port"]) if r["peer_port"] is not None else r.get("peer_port_name")
+            if r["_a"] is None or r["_b"] is None or pa is None or pb is None:
+                continue
+            a, b = (r["_a"], pa), (r["_b"], pb)
+            fabric._peer_of[a] = (b[0], b[1], r["peer_node_name"] or r["_b"])
+            fabric._peer_of[b] = (a[0], a[1], r["node_name"] or r["_a"])
+            fabric._tier_of[r["_a"]] = r.get("tier") or ""
+            fabric._tier_of[r["_b"]] = r.get("peer_tier") or ""
+            if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
+                fabric._below.setdefault(r["_b"], set()).add(r["_a"])
+                fabric._names.setdefault(r["_b"], r["peer_node_name"] or r["_b"])
+    fabric._node_of = node_of
+    # a node's first port cabled to a leaf (findings naming no port use it)
+    for (g, _port), (pg, pp, pname) in sorted(fabric._peer_of.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        if fabric._tier_of.get(pg) == "leaf":
+            fabric._leaf_of_node.setdefault(g, (pg, pname, pp))
+    if ranks is not None and not ranks.is_empty():
+        # Runs are numbered per log, so two logs both have a run 0: a rank list restarts at rank 0,
+        # and each rank list (in read order) is one job.
+        members: list[set[str]] = []
+        for rank, host in ranks.select("rank", pl.col("host").cast(pl.String)).iter_rows():
+            if rank == 0 or not members:
+                members.append(set())
+            members[-1].add(fabric.host(host) or host)
+        for n, job_hosts in enumerate(members):
+            if len(job_hosts) > 1:
+                first = sorted(job_hosts)[0]
+                fabric.jobs.append(
+                    (f"nccl-tests job {n + 1} ({len(job_hosts)} hosts from {first})", frozenset(job_hosts))
+                )
