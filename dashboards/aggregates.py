@@ -380,22 +380,6 @@ def port_findings(ds: Dataset, host: str, device: str, port: int | None) -> pl.D
     return f.filter(pl.col("port").is_null() | (pl.col("port") == port)) if port is not None else f
 
 
-def guid_hosts(ds: Dataset) -> pl.DataFrame:
-    """node_guid -> host, device (from the sysfs ``node_guid_hex`` attribute)."""
-    a = ds.attributes
-    if a.is_empty() or "key" not in a.columns:
-        return pl.DataFrame(schema={"node_guid": pl.String, "host": pl.String, "device": pl.String})
-    return (
-        a.filter(pl.col("key").cast(pl.String) == "node_guid_hex")
-        .select(
-            pl.col("value").alias("node_guid"),
-            pl.col("host").cast(pl.String),
-            pl.col("device").cast(pl.String),
-        )
-        .unique("node_guid")
-    )
-
-
 def link_health(ds: Dataset) -> pl.DataFrame:
     """The links table with each cable's worst finding over both ends.
 
@@ -410,7 +394,6 @@ def link_health(ds: Dataset) -> pl.DataFrame:
     f = ds.findings.filter(pl.col("severity") != "info").with_columns(
         pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8).alias("_rank")
     )
-    g = guid_hosts(ds)
     by_guid = f.filter(pl.col("device").str.starts_with("0x")).select(
         pl.col("device").alias("node_guid"), "port", "_rank", "kind"
     )
@@ -424,25 +407,11 @@ def link_health(ds: Dataset) -> pl.DataFrame:
             lk.select("_link", key["peer_"].alias("node_guid"), pl.col("peer_port").alias("port")),
         ]
     )
-    # HCA node descriptions are "<hostname> <device>" (ibnetdiscover/iblinkinfo print what the
-    # driver sets: node_desc = hostname + device), which names the host when no sysfs GUID does.
-    by_desc = pl.concat(
-        [
-            lk.select(
-                key[p].alias("node_guid"),
-                pl.col(f"{p}node_name").alias("_n"),
-                pl.col(f"{p}node_type").alias("_t"),
-            )
-            for p in ("", "peer_")
-        ]
-    ).filter((pl.col("_t") == "hca") & (pl.col("_n").str.count_matches(" ") == 1))
-    by_desc = by_desc.select(
-        pl.col("node_guid"),
-        pl.col("_n").str.split(" ").list.get(0).alias("host"),
-        pl.col("_n").str.split(" ").list.get(1).alias("device"),
+    # Which host and device each link end is: the fabric model's (sysfs GUIDs, node descriptions,
+    # LLDP ends), under the canonical names the findings carry.
+    by_host = f.join(ds.fabric.devices(), on=["host", "device"], how="inner").select(
+        "node_guid", "port", "_rank", "kind"
     )
-    owners = pl.concat([g, by_desc]).unique(["host", "device", "node_guid"])
-    by_host = f.join(owners, on=["host", "device"], how="inner").select("node_guid", "port", "_rank", "kind")
     ends = pl.concat([by_guid, by_host])
     hit = (
         pl.concat(

@@ -33,6 +33,7 @@ import streamlit as st
 from allowed_sources import remote_sources
 from fabricscope.dashboard import analysis_from_environment
 from fabricscope.detect import empty_views
+from fabricscope.fabric import Fabric
 from fabricscope.findings import overall_status
 from fabricscope.history import History, is_history
 from fabricscope.pipeline import ordered_findings
@@ -116,6 +117,11 @@ class Dataset:
             .filter("_net")
             .select(pl.col("host").cast(pl.String), pl.col("device").cast(pl.String), pl.col("port").cast(pl.Int64))
         )
+
+    @property
+    def fabric(self) -> Fabric:
+        """The analysis' fabric model (:attr:`fabricscope.Analysis.fabric`): names, HCAs, cables."""
+        return getattr(self.analysis, "fabric", None) or Fabric()
 
     @property
     def conflicts(self) -> list[Any]:

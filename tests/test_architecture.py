@@ -346,3 +346,28 @@ def test_detectors_cache_only_in_the_analysis_input() -> None:
         for n in identity_caches(p.read_text(encoding="utf-8"))
     ]
     assert hits == []
+
+
+def modules_spelling(text: str) -> set[str]:
+    """The package and dashboard modules with a string constant containing ``text`` (lowercase)."""
+    found = set()
+    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "dashboards").rglob("*.py")]:
+        if "_dashboard_app" in path.parts or "simulate" in path.parts:
+            continue  # the installed copy of dashboards/; the simulator writes what devices print
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and text in node.value.lower():
+                found.add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_the_fabric_is_modelled_once() -> None:
+    # Which host and device a node GUID is: read from sysfs attributes by the entities of the one
+    # fabric model (the engines only pass those attributes along), never by a detector, the
+    # incidents or the dashboard.
+    assert modules_spelling("node_guid_hex") == {
+        "python/fabricscope/entities.py",
+        "python/fabricscope/engines/base.py",
+    }
+    # Tiers (a switch cabled to an HCA that is not a SHARP aggregation node is a leaf) are computed
+    # by the Rust core's link set, for one input and for the merged fabric alike.
+    assert modules_spelling("aggregation node") == set()

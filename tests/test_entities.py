@@ -97,7 +97,10 @@ def test_cli_fqdn_sharing_a_short_name_is_a_conflict_settled_by_host_alias(tmp_p
     assert "fqdn-gpu02" not in {f["host"] for f in doc["findings"] if f["kind"] == "link_errors"}
     text = _cli("analyze", str(data)).stdout
     assert "names the inputs disagree on (settle a host's with --host-alias ALIAS=HOST):" in text
-    assert "short name fqdn-gpu02 is fqdn-gpu02.cluster.local (port attributes, samples); fqdn-gpu02.lab.local (port attributes, samples)" in text
+    assert (
+        "short name fqdn-gpu02 is fqdn-gpu02.cluster.local (port attributes, samples); "
+        "fqdn-gpu02.lab.local (port attributes, samples)"
+    ) in text
     r = _cli(
         "analyze",
         str(data),

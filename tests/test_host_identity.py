@@ -179,7 +179,10 @@ def test_conflicts_are_listed_in_the_text_summary(capsys: pytest.CaptureFixture[
         "  node GUID 0x1070fd0300cc0021 is node21 mlx5_0 (sysfs node_guid); node22 mlx5_0 (sysfs node_guid): "
         "not joined: left as read"
     ) in out
-    assert "  short name node19 is node19.ib.example (port attributes, samples); node19.lab.example (port attributes, samples)" in out
+    assert (
+        "  short name node19 is node19.ib.example (port attributes, samples); "
+        "node19.lab.example (port attributes, samples)"
+    ) in out
 
 
 def test_conflicts_are_listed_in_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,7 +194,10 @@ def test_conflicts_are_listed_in_the_report(tmp_path: Path, capsys: pytest.Captu
     assert "<td>0x1070fd0300cc0017</td>" in html and "<td>kept node17.ib.example mlx5_0</td>" in html
     md = (tmp_path / "r.md").read_text()
     assert "## Names the inputs disagree on (3)" in md
-    assert "| short_name | node19 | node19.ib.example (port attributes, samples); node19.lab.example (port attributes, samples) |" in md
+    assert (
+        "| short_name | node19 | node19.ib.example (port attributes, samples); "
+        "node19.lab.example (port attributes, samples) |" in md
+    )
 
 
 def test_conflicts_are_listed_in_crons_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,7 +52,7 @@ from fabricscope.io import links_schema
 if TYPE_CHECKING:
     from fabricscope.io import InputReport
 
-__all__ = ["NO_PATH_HOST", "Fabric", "build", "merged_links", "node_key", "port_key"]
+__all__ = ["NO_PATH_HOST", "Fabric", "build", "merged_links", "node_key", "path_host_names", "port_key"]
 
 LINKS_SCHEMA = links_schema()
 
@@ -162,6 +162,15 @@ class Fabric:
             return device.lower()
         return self._node_of.get((self.host(host) or "", device))
 
+    def devices(self) -> pl.DataFrame:
+        """Every (canonical host, device) whose node the fabric knows, sorted.
+
+        Columns ``node_guid`` (an HCA's GUID, or an Ethernet end's LLDP name: the links table's
+        key of that end), ``host``, ``device``.
+        """
+        rows = sorted((node, h, d) for (h, d), node in self._node_of.items())
+        return pl.DataFrame(rows, schema={"node_guid": pl.String, "host": pl.String, "device": pl.String}, orient="row")
+
     # -- cables --------------------------------------------------------------------------------
 
     def peers(self) -> pl.DataFrame:
@@ -249,6 +258,29 @@ def _path_hosts(reports: Sequence[InputReport], known: set[str], placeholders: s
     return out
 
 
+def path_host_names(
+    reports: Sequence[InputReport], frames: Iterable[pl.DataFrame | None], known: Iterable[str] = ()
+) -> dict[str, str]:
+    """Each host-less input's placeholder host -> the host its path names, else ``unknown``.
+
+    For readers of inputs outside an analysis (:func:`fabricscope.load`, cron), which rename their
+    frames with it (:func:`fabricscope.entities.rename_hosts`); an analysis' fabric model holds the
+    same names (:attr:`Fabric.path_hosts`). Empty, at no cost, when every input named its host.
+
+    Args:
+        reports: The inputs' reports; one whose path names no known host gets a problem line.
+        frames: Everything read (samples, attributes, tables): the hosts they name are the known ones.
+        known: Hosts known besides (a cron history's).
+    """
+    if not any(r.names_no_host for r in reports):
+        return {}
+    named = set(known).union(*(hosts_named(f) for f in frames))
+    placeholders = {h for h in named if h.startswith(PATH_HOST_PREFIX)}
+    if not placeholders:
+        return {}
+    return {p: h for p, (h, _path) in _path_hosts(reports, named - placeholders, placeholders).items()}
+
+
 def build(
     *,
     hosts: Iterable[str | None] = (),
@@ -305,6 +337,11 @@ def _topology(fabric: Fabric, ranks: pl.DataFrame | None) -> None:
                 parts = name.split(" ", 1)
                 if len(parts) == 2:
                     node_of.setdefault((fabric.host(parts[0]) or parts[0], parts[1]), name)
+        # a RoCE NIC's LLDP end is named by its netdev; its RDMA device (the name findings carry
+        # once ibdev2netdev or `rdma link` joins them) is the same node
+        for (h, netdev), (rdma, _port) in sorted(ent.netdevs.items()):
+            if (h, netdev) in node_of:
+                node_of.setdefault((h, rdma), node_of[(h, netdev)])
         for r in links.with_columns(_a=node_key(), _b=node_key("peer_")).iter_rows(named=True):
             # a port is its number, or (an Ethernet end from LLDP) its interface name
             pa = int(r["port"]) if r["port"] is not None else r.get("port_name")

@@ -282,8 +282,8 @@ def correlate(
         findings: A findings frame (:data:`fabricscope.findings.FINDINGS_SCHEMA`).
         tables: Side tables: ``links`` (topology), ``nccl_ranks`` (which hosts run one collective),
             for a fabric model made here when ``fabric`` is not given.
-        attributes: Port attributes (``node_guid_hex`` maps a host's device to its GUID in
-            ``links``), likewise.
+        attributes: Port attributes (sysfs GUIDs map a host's device to its node in ``links``),
+            likewise.
         interval_s: The sampling interval: a consequence may start this much before its root (both
             windows are quantised to readings). Default 30 s.
         fabric: The analysis' fabric model (:func:`fabricscope.fabric.build`): leaves, spines,

@@ -121,6 +121,8 @@ class InputReport:
             timestamp lines (``date +%s`` 1 s, ``date +%s.%N`` 1 ns) or of a file-name stamp
             (1 s). None when unknown (rows dated by the time argument or mtime; see
             ``time_resolution`` in :func:`fabricscope.formats`).
+        names_no_host: True when rows of the input name no host and no host argument was given
+            (they use host ``unknown``, or a placeholder the fabric model names from the path).
         failed: True when the input could not be read at all.
         exception: For a failed input read by an analysis engine, the error it raised (to raise it
             when no input could be read at all); None otherwise.
@@ -136,6 +138,7 @@ class InputReport:
     warnings: list[str] = field(default_factory=list)
     time_source: str = "in-file"
     time_resolution_ns: int | None = None
+    names_no_host: bool = False
     failed: bool = False
     exception: BaseException | None = field(default=None, compare=False, repr=False)
 

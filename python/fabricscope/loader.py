@@ -21,6 +21,8 @@ import polars as pl
 
 from fabricscope.engines.base import Filters, ReadOptions, merge_tables
 from fabricscope.engines.units import available_cores, group_units, read_units, work_units
+from fabricscope.entities import rename_hosts
+from fabricscope.fabric import path_host_names
 from fabricscope.io import (
     LIMITS,
     InputReport,
@@ -133,8 +135,19 @@ def load(
         # ``max_line_bytes`` is one of the limits; an entry in ``limits`` wins.
         limits=tuple({"max_line_bytes": max_line_bytes, **(limits or {})}.items()),
         remote=remote,
+        # Without `host`, a host-less input one host prints about itself (an ethtool log,
+        # `lldpctl -f json`) takes the host its path names (fabricscope.fabric.path_host_names).
+        host_from_path=host is None,
     )
     result = read_sources(every, options, batch_rows=batch_rows)
+    names = path_host_names(result.reports, [result.samples, result.attributes, *result.tables.values()])
+    if names:
+        result = ReadResult(
+            rename_hosts(result.samples, names),
+            rename_hosts(result.attributes, names),
+            result.reports,
+            {k: rename_hosts(v, names) for k, v in result.tables.items()},
+        )
     if strict:
         # The unit reader lists a failed input and reads on; strict loading raises its error.
         err = next((r.exception for r in result.reports if r.failed and r.exception is not None), None)

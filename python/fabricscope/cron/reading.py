@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,9 @@ from fabricscope.cron.manifest import Plan
 from fabricscope.cron.state import empty_series, stored_attrs
 from fabricscope.engines import Filters, ReadOptions
 from fabricscope.engines.units import FILE, WALKED, read_units
+from fabricscope.entities import rename_hosts
 from fabricscope.exceptions import FabricscopeError
+from fabricscope.fabric import path_host_names
 from fabricscope.history import to_stored
 from fabricscope.io import InputReport, input_set_mtime
 from fabricscope.pipeline import input_rows
@@ -25,12 +28,14 @@ if TYPE_CHECKING:
 
 
 def read_plans(
-    plans: list[Plan], strict: bool, watched: list[str] | None = None
+    plans: list[Plan], strict: bool, watched: list[str] | None = None, known_hosts: Iterable[str] = ()
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, Any]], dict[str, str], dict[str, pl.DataFrame]]:
     """Read every planned input; returns samples, attributes, the contract's inputs, formats, tables.
 
     Timeless files take one time for the whole run, the newest mtime of the ``watched`` paths
-    (as ``fabricscope analyze`` of those paths does), although they are read in format groups.
+    (as ``fabricscope analyze`` of those paths does), although they are read in format groups. A
+    host-less input one host prints about itself takes the host its path names, among the hosts
+    this run's inputs and ``known_hosts`` (the history's) name (:func:`fabricscope.fabric.path_host_names`).
     """
     set_time = input_set_mtime(watched) if watched else None
     named = {os.path.normpath(w) for w in watched or []}
@@ -39,6 +44,7 @@ def read_plans(
     inputs: list[dict[str, Any]] = []
     formats: dict[str, str] = {}
     tables: dict[str, list[pl.DataFrame]] = {}
+    all_reports: list[InputReport] = []
     # The analysis engine's unit reader, one unit at a time in the order the watched paths expand
     # to: the same reports as `analyze` (a file found by walking whose format cannot be detected is
     # skipped, one that cannot be read is listed with its error).
@@ -46,7 +52,7 @@ def read_plans(
         if not p.read_path:
             continue
         kind = FILE if p.format or os.path.normpath(p.unit.path) in named else WALKED
-        read = ReadOptions(format=p.format or "auto", time=set_time, strict=strict)
+        read = ReadOptions(format=p.format or "auto", time=set_time, strict=strict, host_from_path=True)
         reports, unit_tables, unit_samples, unit_attrs = read_units([(p.read_path, kind)], read, Filters(), 1)
         failed = next((r for r in reports if r.failed), None)
         if strict and failed is not None:
@@ -56,11 +62,17 @@ def read_plans(
         attrs += [a for a in unit_attrs[0] if a.height]
         for name, t in unit_tables.items():
             tables.setdefault(name, []).append(t)
+        all_reports += reports
         for r in reports:
             if r.format:
                 formats[p.unit.path] = r.format
         # The same rows as every other front door's, under the watched path.
         inputs += [{**row, "path": p.unit.path} for row in input_rows(reports)]
+    names = path_host_names(all_reports, [*samples, *attrs, *(t for ts in tables.values() for t in ts)], known_hosts)
+    if names:
+        samples = [rename_hosts(x, names) for x in samples]
+        attrs = [rename_hosts(x, names) for x in attrs]
+        tables = {n: [rename_hosts(t, names) for t in ts] for n, ts in tables.items()}
     s = pl.concat([to_stored(x) for x in samples]) if samples else empty_series()
     a = pl.concat([stored_attrs(x) for x in attrs]) if attrs else pl.DataFrame()
     return s, a, inputs, formats, {n: pl.concat(ts, how="diagonal_relaxed") for n, ts in tables.items()}

@@ -26,7 +26,7 @@ from fabricscope.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
 from fabricscope.detect.link_wearout import forecast, hourly_counts, merge_hourly, trend_counters
-from fabricscope.entities import Conflict
+from fabricscope.entities import Conflict, hosts_named
 from fabricscope.findings import (
     STATUS_EXIT,
     analysed_anything,
@@ -114,7 +114,9 @@ def _run_locked(
 ) -> CronResult:
     run_id = _run_id(st.last_run_id, plans)
     plans = prepare_reads(plans, st.files, work)
-    new, new_attrs, inputs, formats, tables = read_plans(plans, opts.strict, [str(p) for p in opts.inputs])
+    new, new_attrs, inputs, formats, tables = read_plans(
+        plans, opts.strict, [str(p) for p in opts.inputs], known_hosts=hosts_named(st.series)
+    )
     new, new_attrs, marks = pull_servers(opts, st.files, started_wall, new, new_attrs, inputs)
     # Topology changes rarely and is read once: the latest links table stays in the state; the
     # other tables (perftest, nccl-tests results) belong to this run's inputs only.
@@ -204,7 +206,7 @@ def _run_locked(
         worn = forecast(rollup.filter(pl.col("host").is_in([str(h) for h in hosts])), cfg)
         findings = pl.concat([findings.filter(pl.col("kind") != "link_wearout"), worn], how="vertical_relaxed")
         # a forecast relates to nothing the short window found: each is an incident of its own
-        run_incidents += correlate(worn, tables=tables)
+        run_incidents += correlate(worn, fabric=analysis.fabric)
         covered = (
             new.group_by("host", "device", "port")
             .agg(pl.col("time").max().alias("data_end"))

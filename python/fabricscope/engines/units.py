@@ -293,4 +293,4 @@ management node's view), captures or benchmark logs: a host-less one of those st
 
 
 def _names_no_host(report: InputReport) -> bool:
-    return report.format in PER_HOST_FORMATS and any(w.startswith(NO_HOST_WARNING) for w in report.warnings)
+    return report.format in PER_HOST_FORMATS and report.names_no_host

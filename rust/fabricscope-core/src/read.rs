@@ -205,6 +205,9 @@ pub struct InputReport {
     /// unknown: rows dated by the time argument or the mtime, a reader that does not state it
     /// (times whose unit is judged by magnitude), or no rows.
     pub time_resolution_ns: Option<i64>,
+    /// True when some rows name no host and no host argument was given: they use host `unknown`
+    /// (a caller may name it from the path).
+    pub names_no_host: bool,
     /// True when the input could not be read at all (lenient mode keeps going).
     pub failed: bool,
 }
@@ -222,6 +225,7 @@ impl InputReport {
             warnings: Vec::new(),
             time_source: TimeSource::InFile,
             time_resolution_ns: None,
+            names_no_host: false,
             failed: false,
         }
     }
@@ -385,6 +389,7 @@ impl<'a> ReadContext<'a> {
         if let Some(h) = &self.host_hint {
             return h.clone();
         }
+        self.report.names_no_host = true;
         self.warn("no host in the input and no host argument: rows use host \"unknown\"");
         "unknown".to_owned()
     }

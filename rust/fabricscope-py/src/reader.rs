@@ -78,6 +78,7 @@ fn report_dict<'py>(py: Python<'py>, r: &InputReport) -> PyResult<Bound<'py, PyD
     d.set_item("warnings", r.warnings.clone())?;
     d.set_item("time_source", r.time_source.as_str())?;
     d.set_item("time_resolution_ns", r.time_resolution_ns)?;
+    d.set_item("names_no_host", r.names_no_host)?;
     d.set_item("failed", r.failed)?;
     Ok(d)
 }
