@@ -533,7 +533,9 @@ fn text_at(col: Option<&ArrayRef>, row: usize) -> Option<&str> {
 fn number_at(col: Option<&ArrayRef>, row: usize) -> Option<u64> {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
-    use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
+    use arrow_array::types::{
+        Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    };
     let col = col?;
     if col.is_null(row) {
         return None;

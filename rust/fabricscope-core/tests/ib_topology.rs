@@ -404,11 +404,11 @@ fn merged_links_are_each_cable_once_tiered_over_every_input() {
     assert_eq!(s(&merged_alone, "tier", 0).as_deref(), Some("spine"));
     assert_eq!(s(&merged_alone, "peer_tier", 0).as_deref(), Some("spine"));
     // Merged with the rest, in any order and from either side, it is the whole input's table.
-    for parts in [vec![alone.clone(), rest.clone()], vec![rest.clone(), reversed(&alone)], vec![
-        reversed(&whole),
-        whole.clone(),
-        alone.clone(),
-    ]] {
+    for parts in [
+        vec![alone.clone(), rest.clone()],
+        vec![rest.clone(), reversed(&alone)],
+        vec![reversed(&whole), whole.clone(), alone.clone()],
+    ] {
         let merged = merge_links(&parts).unwrap().unwrap();
         let got = links_of(&Output { rows: vec![], attrs: vec![], reports: vec![], tables: vec![("links", merged)] });
         assert_eq!(got, links_of(&out));
