@@ -150,4 +150,13 @@ def parse_directive_line(line: str) -> tuple[str, str | int] | None:
 def normalize_guid(text: str) -> str | None:
     """A node GUID as every reader stores it (``0x`` + 16 lowercase hex digits), or None."""
 
+def merge_links(tables: list[Any]) -> _ArrowStream | None:
+    """Several inputs' links tables (Arrow) as one: each cable once, tiers over the whole fabric; None without links."""
+
+def hca_host_device(description: str) -> tuple[str, str] | None:
+    """The (host, RDMA device) an HCA's node description names (rdma-ndd's ``%h %d``), or None."""
+
+def switch_name(description: str) -> str:
+    """A switch's own name from its node description (``MF0;ib-leaf01:MQM9700/U1`` is ``ib-leaf01``)."""
+
 def _panic_for_test() -> None: ...

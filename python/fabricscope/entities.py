@@ -35,6 +35,7 @@ from typing import Any
 
 import polars as pl
 
+from fabricscope import _native
 from fabricscope.io import normalize_guid
 from fabricscope.redaction import printable
 
@@ -81,12 +82,8 @@ def switch_name(description: str | None) -> str | None:
         >>> switch_name("MF0;ib-leaf01:MQM9700/U1"), switch_name("leaf7")
         ('ib-leaf01', 'leaf7')
     """
-    if not description:
-        return None
-    d = description.strip()
-    if ";" in d and ":" in d.split(";", 1)[1]:
-        return d.split(";", 1)[1].split(":", 1)[0] or d
-    return d
+    # the spelling rule is the Rust core's (node_description.rs), beside the readers of these dumps
+    return _native.switch_name(description) if description else None
 
 
 PATH_HOST_PREFIX = "unknown#"
@@ -308,10 +305,10 @@ def _hca_descriptions(links: pl.DataFrame | None) -> list[tuple[str, str, str]]:
     for pre in ("", "peer_"):
         rows = links.filter(pl.col(pre + "node_type") == "hca").select(pre + "node_guid", pre + "node_name")
         for guid, name in rows.iter_rows():
-            parts = (name or "").split()
             # a description that is not "%h %d" (a SHARP aggregation node, a vendor default) names no host
-            if len(parts) == 2 and parts[1].startswith(("mlx", "hfi", "qib", "bnxt", "irdma", "rxe", "efa")):
-                out.append((guid.lower(), parts[0], parts[1]))
+            named = _native.hca_host_device(name) if name and guid else None
+            if named is not None:
+                out.append((guid.lower(), *named))
     return out
 
 

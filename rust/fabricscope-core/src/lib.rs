@@ -6,6 +6,7 @@
 pub mod error;
 pub mod formats;
 pub mod guid;
+pub mod node_description;
 pub mod number;
 pub mod packets;
 pub mod rates;

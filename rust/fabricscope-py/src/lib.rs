@@ -34,6 +34,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rules::normalize_guid, m)?)?;
     m.add_function(wrap_pyfunction!(rules::links_schema_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(rules::merge_links, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::hca_host_device, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::switch_name, m)?)?;
     m.add_function(wrap_pyfunction!(reader::_panic_for_test, m)?)?;
     Ok(())
 }

@@ -101,3 +101,16 @@ pub fn merge_links(py: Python<'_>, tables: Vec<PyTable>) -> PyResult<Option<PyTa
         .transpose()
         .map_err(Into::into)
 }
+
+/// The (host, RDMA device) an HCA's node description names (rdma-ndd's `%h %d`), or None
+/// (`fabricscope_core::node_description::hca_host_device`).
+#[pyfunction]
+pub fn hca_host_device(description: &str) -> Option<(String, String)> {
+    fabricscope_core::node_description::hca_host_device(description).map(|(h, d)| (h.to_owned(), d.to_owned()))
+}
+
+/// A switch's own name from its node description (`MF0;ib-leaf01:MQM9700/U1` is `ib-leaf01`).
+#[pyfunction]
+pub fn switch_name(description: &str) -> String {
+    fabricscope_core::node_description::switch_name(description).to_owned()
+}
