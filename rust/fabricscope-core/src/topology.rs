@@ -338,14 +338,12 @@ impl LinkSet {
         if self.empty.is_none() {
             self.empty = self.strings.intern("");
         }
-        let source = match source {
-            Some(s) => match self.strings.intern(s) {
-                Some(sym) => Some(sym),
-                None => {
-                    self.overflowed = true;
-                    return;
-                }
-            },
+        let source = match source.map(|s| self.strings.intern(s)) {
+            Some(None) => {
+                self.overflowed = true;
+                return;
+            }
+            Some(Some(sym)) => Some(sym),
             None => None,
         };
         let (Some(empty), Some(mut new)) = (self.empty, self.store(link)) else {

@@ -96,10 +96,7 @@ pub fn merge_links(py: Python<'_>, tables: Vec<PyTable>) -> PyResult<Option<PyTa
         fabricscope_core::topology::merge_links(&batches.0)
     })?;
     let merged = merged.map_err(|e| PyValueError::new_err(format!("links tables: {e}")))?;
-    merged
-        .map(|b| PyTable::try_new(vec![b], fabricscope_core::topology::links_schema()))
-        .transpose()
-        .map_err(Into::into)
+    merged.map(|b| PyTable::try_new(vec![b], fabricscope_core::topology::links_schema())).transpose()
 }
 
 /// The (host, RDMA device) an HCA's node description names (rdma-ndd's `%h %d`), or None
