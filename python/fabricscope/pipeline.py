@@ -21,7 +21,7 @@ from fabricscope.engines.units import raise_if_nothing_read
 from fabricscope.entities import Conflict, rename_hosts
 from fabricscope.entities import apply as apply_entities
 from fabricscope.fabric import Fabric
-from fabricscope.findings import FINDINGS_SCHEMA, STATUS_EXIT, analysed_anything, overall_status
+from fabricscope.findings import FINDINGS_SCHEMA, STATUS_EXIT, analysed_anything, document_order, overall_status
 from fabricscope.incidents import Incident, correlate
 from fabricscope.io import InputReport, ReadResult, TimeLike, empty_attributes, input_set_mtime
 from fabricscope.loader import read_sources
@@ -114,13 +114,12 @@ def input_rows(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
 
 
 def ordered_findings(findings: pl.DataFrame) -> pl.DataFrame:
-    """Worst first, then by kind and entity (the contract's order), in the findings schema's columns.
+    """Worst first, then by kind and entity, in the findings schema's columns.
 
-    Ties are broken by priority, metric and window: the same inputs in any order give one order.
+    The order the JSON document lists them (:func:`fabricscope.findings.document_order`), so every
+    door lists one order.
     """
-    order = pl.col("severity").replace_strict({"critical": 0, "warning": 1, "info": 2}, return_dtype=pl.Int8)
-    keys = [order, "kind", "host", "device", "port", "priority", "metric", "start", "end", "message"]
-    return findings.sort(keys, nulls_last=True, maintain_order=True).select(FINDINGS_SCHEMA.names())
+    return document_order(findings).select(FINDINGS_SCHEMA.names())
 
 
 def _frame_report(frame: pl.DataFrame) -> InputReport:
