@@ -418,6 +418,17 @@ impl<'a> ReadContext<'a> {
         Ok(())
     }
 
+    /// Append an attribute whose host and device are keys of [`Self::samples`], as in a
+    /// [`Sample`]: the same rows as [`Self::push_attribute`] with their texts.
+    pub fn push_attribute_keyed(&mut self, a: &Attribute<'_>) -> Result<()> {
+        self.attributes.push_keyed(&self.samples, a);
+        self.report.attribute_rows += 1;
+        if self.attributes.len() >= self.opts.batch_rows {
+            self.flush_attributes()?;
+        }
+        Ok(())
+    }
+
     fn flush_samples(&mut self) -> Result<()> {
         if self.samples.is_empty() {
             return Ok(());

@@ -156,6 +156,24 @@ impl Interner {
     }
 }
 
+/// The key in `to` of the string that has key `key` in `from`, remembered in `map`.
+fn translate_key(map: &mut Vec<i32>, to: &mut Interner, from: &Interner, key: i32) -> i32 {
+    let Ok(at) = usize::try_from(key) else { return to.intern("") };
+    if let Some(&k) = map.get(at)
+        && k >= 0
+    {
+        return k;
+    }
+    let k = to.intern(from.get(key).unwrap_or_default());
+    if map.len() <= at {
+        map.resize(at + 1, -1);
+    }
+    if let Some(slot) = map.get_mut(at) {
+        *slot = k;
+    }
+    k
+}
+
 /// One row of the samples table, with strings already interned in the builder.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
@@ -277,6 +295,10 @@ impl SampleBuilder {
     /// The interned host names.
     pub fn hosts(&self) -> &Interner {
         &self.hosts
+    }
+    /// The interned device names.
+    pub fn devices(&self) -> &Interner {
+        &self.devices
     }
 
     /// Append one row.
@@ -408,6 +430,11 @@ pub struct AttributeBuilder {
     key: Vec<i32>,
     /// Values side by side in one buffer (no allocation per row).
     value: StringBuilder,
+    /// This builder's host and device keys by the samples builder's keys (-1: not yet), for
+    /// [`Self::push_keyed`]: a reader that emits an attribute per label set would otherwise
+    /// hash the same host text for every one.
+    host_of: Vec<i32>,
+    device_of: Vec<i32>,
 }
 
 impl AttributeBuilder {
@@ -426,6 +453,8 @@ impl AttributeBuilder {
             port: NullableColumn::default(),
             key: Vec::new(),
             value: StringBuilder::new(),
+            host_of: Vec::new(),
+            device_of: Vec::new(),
         }
     }
 
@@ -440,6 +469,20 @@ impl AttributeBuilder {
         let k = self.keys.intern(key);
         self.key.push(k);
         self.value.append_value(value);
+    }
+
+    /// Append one attribute whose host and device are keys of `samples` (as a [`Sample`] carries
+    /// them). The rows are the same as [`Self::push`] with their texts would make.
+    pub fn push_keyed(&mut self, samples: &SampleBuilder, a: &Attribute<'_>) {
+        self.time.push(a.time_ns);
+        let h = translate_key(&mut self.host_of, &mut self.hosts, samples.hosts(), a.host);
+        self.host.push(h);
+        let d = translate_key(&mut self.device_of, &mut self.devices, samples.devices(), a.device);
+        self.device.push(d);
+        self.port.push(a.port);
+        let k = self.keys.intern(a.key);
+        self.key.push(k);
+        self.value.append_value(a.value);
     }
 
     /// Rows buffered.

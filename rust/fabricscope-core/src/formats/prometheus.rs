@@ -78,10 +78,6 @@ const SECONDS_LIMIT: u64 = 100_000_000_000;
 const NS_PER_S: i64 = 1_000_000_000;
 const NS_PER_MS: i64 = 1_000_000;
 
-/// Labels naming the host, in order of preference. The first present one is the host; any other
-/// present one becomes an attribute.
-const HOST_LABELS: &[&str] = &["exported_instance", "instance", "hostname", "Hostname", "host", "node"];
-
 /// Labels that describe a series rather than distinguish it: kept as attributes, not in the name.
 const METADATA_LABELS: &[&str] = &[
     "UUID",
@@ -111,10 +107,6 @@ const METADATA_LABELS: &[&str] = &[
 /// Kubernetes service discovery copies the target's labels (`kubernetes_node`,
 /// `app_kubernetes_io_name`, `helm_sh_chart`). `exported_instance` is a host label, taken first.
 const METADATA_PREFIXES: &[&str] = &["exported_", "kubernetes_", "app_kubernetes_io_", "helm_sh_"];
-
-/// Labels dcgm-exporter (or a relabeling) sets to the machine's name: preferred over an
-/// `instance` that names something else (see [`instance_names_host`]).
-const MACHINE_LABELS: &[&str] = &["Hostname", "hostname"];
 
 /// The metric whose `nodename` label names the machine in every node_exporter scrape.
 const UNAME_SERIES: &[u8] = b"node_uname_info{";
@@ -151,8 +143,6 @@ impl MetricType {
 /// Data needed only on the first sample of a series (attributes) or by `*_info` series.
 #[derive(Debug)]
 struct Cold {
-    host: Box<str>,
-    device: Box<str>,
     /// Attribute names and values, as keys of [`AttrState::strings`].
     attrs: Vec<(i32, i32)>,
     /// An `*_info` series: attributes when its value is 1, an ordinary sample otherwise.
@@ -208,9 +198,7 @@ struct LabelSet {
     /// (`{duplex="full",mode="1000baseT"}`), or empty.
     extras: Box<str>,
     /// Attribute names and values (keys of [`AttrState::strings`]), in label order.
-    attrs: Vec<(i32, i32)>,
-    host_name: Box<str>,
-    device_name: Box<str>,
+    attrs: Pairs,
     /// A series of this label set took the attributes to emit: every later one would find them
     /// emitted already.
     claimed: bool,
@@ -261,6 +249,8 @@ struct Miss {
     series: Option<u64>,
     /// Of the label set, when the label-set cache was asked.
     labels: Option<u64>,
+    /// The metric name's slot, when the lookup found it (a valid name, resolved already).
+    name: Option<u32>,
 }
 
 /// Where the fields of a sample line are.
@@ -376,7 +366,22 @@ impl PrometheusReader {
             && let Some(key) = line.get(..p.key_end)
         {
             match self.lookup(key) {
-                Found::New(hash) => tail = Some((p, hash, value, float_syntax, ts)),
+                Found::New(miss) => {
+                    // A new label set of a known (so valid) metric name, the key ending in `}`:
+                    // when its labels parse, they end at the key's last byte, and the forward
+                    // split below would find these same value and timestamp tokens after them.
+                    // So the series is resolved now; if the labels do not parse, the long way
+                    // reports what the line lacks first.
+                    if miss.name.is_some()
+                        && key.last() == Some(&b'}')
+                        && let Ok(found) = self.resolve_found(line, key, miss, ctx)
+                    {
+                        let Some(found) = found else { return Ok(()) };
+                        let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
+                        return self.emit(found, value, float_syntax, time, ctx);
+                    }
+                    tail = Some((p, miss, value, float_syntax, ts));
+                }
                 found => {
                     let time = sample_time(ts, self.directive_time, &mut self.fallback_time, ctx)?;
                     return self.emit(found, value, float_syntax, time, ctx);
@@ -453,7 +458,7 @@ impl PrometheusReader {
             let sets = usize::from(info.dcgm);
             let set_slot = match self.label_sets[sets].find(rest) {
                 Ok(slot) => slot,
-                Err(hash) => return Found::New(Miss { series: None, labels: Some(hash) }),
+                Err(hash) => return Found::New(Miss { series: None, labels: Some(hash), name: Some(name_slot) }),
             };
             if self.label_sets[sets].get(set_slot).is_some_and(|l| l.extras.is_empty()) {
                 return Found::Plain { name: name_slot, sets, labels: set_slot };
@@ -462,7 +467,7 @@ impl PrometheusReader {
         // Extra labels or an `*_info` metric: state of its own, in the series cache.
         match self.series.find(key) {
             Ok(slot) => Found::Series(slot),
-            Err(hash) => Found::New(Miss { series: Some(hash), labels: None }),
+            Err(hash) => Found::New(Miss { series: Some(hash), labels: None, name: Some(name_slot) }),
         }
     }
 
@@ -492,12 +497,12 @@ impl PrometheusReader {
                 if !l.claimed {
                     l.claimed = true;
                     let (host, device, port) = (l.host, l.device, l.port);
-                    for &(k, v) in &l.attrs {
+                    for &(k, v) in l.attrs.as_slice() {
                         if self.attrs.seen.insert((host, device, port, k, v))
                             && let (Some(key), Some(value)) = (self.attrs.strings.get(k), self.attrs.strings.get(v))
                         {
                             let a = Attribute { time_ns, host, device, port, key, value };
-                            ctx.push_attribute(&l.host_name, &l.device_name, &a)?;
+                            ctx.push_attribute_keyed(&a)?;
                         }
                     }
                 }
@@ -600,13 +605,8 @@ impl PrometheusReader {
         pos: Position,
         ctx: &mut ReadContext<'_>,
     ) -> Result<Option<Found>> {
-        match self.resolve(line, key, miss.labels, ctx) {
-            Ok(Resolved::Plain { name, sets, labels }) => Ok(Some(Found::Plain { name, sets, labels })),
-            Ok(Resolved::Series(s)) => {
-                let hash = miss.series.unwrap_or_else(|| self.series.hash(key));
-                Ok(Some(Found::Series(self.series.insert(key, hash, s))))
-            }
-            Ok(Resolved::Directive) => Ok(None),
+        match self.resolve_found(line, key, miss, ctx) {
+            Ok(found) => Ok(found),
             Err(Fail::Bad(expected)) => self.not_a_sample(line, pos, expected, ctx).map(|()| None),
             Err(Fail::TooManyLabels) => {
                 let limit = ctx.options().limits.max_labels as u64;
@@ -620,6 +620,25 @@ impl PrometheusReader {
                 .map(|()| None)
             }
         }
+    }
+
+    /// [`Self::resolve`], and a series with state of its own kept in the series cache; `None`
+    /// for a directive.
+    fn resolve_found(
+        &mut self,
+        line: &[u8],
+        key: &[u8],
+        miss: Miss,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<Option<Found>, Fail> {
+        Ok(match self.resolve(line, key, miss, ctx)? {
+            Resolved::Plain { name, sets, labels } => Some(Found::Plain { name, sets, labels }),
+            Resolved::Series(s) => {
+                let hash = miss.series.unwrap_or_else(|| self.series.hash(key));
+                Some(Found::Series(self.series.insert(key, hash, s)))
+            }
+            Resolved::Directive => None,
+        })
     }
 
     fn comment(&mut self, line: &[u8], pos: Position, ctx: &mut ReadContext<'_>) -> Result<()> {
@@ -796,16 +815,30 @@ impl PrometheusReader {
 
     /// Resolve a series text seen for the first time: its metric name and its label set, each
     /// resolved once per input and cached (a scrape repeats every label set once per family).
-    /// `labels_hash`: the hash of the label set when its lookup just missed.
-    fn resolve(
-        &mut self,
-        line: &[u8],
-        key: &[u8],
-        labels_hash: Option<u64>,
-        ctx: &mut ReadContext<'_>,
-    ) -> Result<Resolved, Fail> {
+    /// `miss`: what the lookup of `key` that just missed found (the name) and computed (hashes).
+    fn resolve(&mut self, line: &[u8], key: &[u8], miss: Miss, ctx: &mut ReadContext<'_>) -> Result<Resolved, Fail> {
         let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
         let (name_bytes, rest) = key.split_at(name_end);
+        let name_slot = match miss.name {
+            // Validated and resolved when it was cached.
+            Some(slot) => slot,
+            None => match self.resolve_name(line, name_bytes, rest, ctx)? {
+                Some(slot) => slot,
+                None => return Ok(Resolved::Directive),
+            },
+        };
+        self.resolve_with_name(rest, name_slot, miss.labels, ctx)
+    }
+
+    /// The cache slot of the metric name `name_bytes` (`rest`: the label set after it), `None`
+    /// when the line is a directive (`time: 1764686822`).
+    fn resolve_name(
+        &mut self,
+        line: &[u8],
+        name_bytes: &[u8],
+        rest: &[u8],
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<Option<u32>, Fail> {
         if !valid_metric_name(name_bytes) {
             return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
         }
@@ -816,11 +849,11 @@ impl PrometheusReader {
                 match parse_directive(text) {
                     Some(Directive::Time(t)) => {
                         self.directive_time = Some(ctx.stated_time(t));
-                        return Ok(Resolved::Directive);
+                        return Ok(None);
                     }
                     Some(Directive::Host(h)) => {
                         self.set_host(h);
-                        return Ok(Resolved::Directive);
+                        return Ok(None);
                     }
                     Some(Directive::Device(_)) | None => {}
                 }
@@ -837,6 +870,18 @@ impl PrometheusReader {
                 self.names.insert(name_bytes, hash, info)
             }
         };
+        Ok(Some(name_slot))
+    }
+
+    /// [`Self::resolve`] once the metric name is in the names cache (`name_slot`).
+    /// `labels_hash`: the hash of the label set `rest` when its lookup just missed.
+    fn resolve_with_name(
+        &mut self,
+        rest: &[u8],
+        name_slot: u32,
+        labels_hash: Option<u64>,
+        ctx: &mut ReadContext<'_>,
+    ) -> Result<Resolved, Fail> {
         let Some(&NameInfo { info, dcgm, .. }) = self.names.get(name_slot) else {
             return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
         };
@@ -859,9 +904,7 @@ impl PrometheusReader {
                 is_counter: name.is_counter,
                 dcgm,
                 cold: Some(Box::new(Cold {
-                    host: labels.host_name,
-                    device: labels.device_name,
-                    attrs: labels.attrs,
+                    attrs: labels.attrs.as_slice().to_vec(),
                     info: true,
                     counter_name: counter_name.into(),
                     emitted: false,
@@ -890,12 +933,10 @@ impl PrometheusReader {
         }
         let counter = ctx.samples.counter(&format!("{}{}", name.base, labels.extras));
         // The first series of a label set emits its attributes.
-        let cold = (!labels.claimed && !labels.attrs.is_empty()).then(|| {
+        let cold = (!labels.claimed && !labels.attrs.as_slice().is_empty()).then(|| {
             labels.claimed = true;
             Box::new(Cold {
-                host: labels.host_name.clone(),
-                device: labels.device_name.clone(),
-                attrs: labels.attrs.clone(),
+                attrs: labels.attrs.as_slice().to_vec(),
                 info: false,
                 counter_name: Box::default(),
                 emitted: false,
@@ -939,6 +980,10 @@ impl PrometheusReader {
     /// priority labels, the labels that distinguish series, and the attributes (with `info`, the
     /// distinguishing labels are attributes too). `dcgm`: the metric is a DCGM one, whose `gpu`
     /// label names the device.
+    ///
+    /// Label names are distinct (`parse_labels` checks), so one pass over the labels finds each
+    /// one this reads by a `match` on its name (compiled to a few integer comparisons), rather
+    /// than a scan of the labels per name; host and device texts are borrowed from the line.
     fn resolve_labels(
         &mut self,
         rest: &[u8],
@@ -947,62 +992,99 @@ impl PrometheusReader {
         ctx: &mut ReadContext<'_>,
     ) -> Result<LabelSet, Fail> {
         let mut labels = parse_labels(rest, ctx.options().limits.max_labels)?;
-        for l in &mut labels {
+        let mut at = KnownLabels::default();
+        for (i, l) in labels.iter_mut().enumerate() {
             if l.value.is_empty() {
+                // An empty value is no label.
+                l.role = Role::Identity;
+                continue;
+            }
+            let slot = match l.name {
+                "exported_instance" => &mut at.host[0],
+                "instance" => &mut at.host[1],
+                "hostname" => &mut at.host[2],
+                "Hostname" => &mut at.host[3],
+                "host" => &mut at.host[4],
+                "node" => &mut at.host[5],
+                "gpu" => &mut at.gpu,
+                "GPU_I_ID" => &mut at.gpu_i_id,
+                "guid" => &mut at.guid,
+                "device" => &mut at.device,
+                "port" => &mut at.port,
+                "priority" => &mut at.priority,
+                "prio" => &mut at.prio,
+                name => {
+                    // No identity label has a metadata name: deciding it here is deciding it
+                    // after the identity labels are taken.
+                    if is_metadata_label(name) {
+                        l.role = Role::Metadata;
+                    }
+                    continue;
+                }
+            };
+            *slot = Some(i);
+        }
+        // Host: the first present of the host labels, in order of preference; any other present
+        // one is an attribute.
+        let mut host: Option<Cow<'_, str>> = None;
+        let mut host_from_instance = false;
+        for (rank, i) in at.host.iter().enumerate() {
+            let Some(l) = i.and_then(|i| labels.get_mut(i)) else { continue };
+            if host.is_none() {
+                // `exported_instance` and `instance` carry the scrape port.
+                host = Some(if rank <= 1 { map_cow(&l.value, strip_port) } else { l.value.clone() });
+                host_from_instance = rank == 1;
+                l.role = Role::Identity;
+            } else {
+                l.role = Role::Metadata;
+            }
+        }
+        // dcgm-exporter (or a relabeling) sets `Hostname`/`hostname` to the machine's name: that
+        // label (the first of them in label order) wins over an `instance` that names something
+        // else (a pod IP, a service name; see `instance_names_host`).
+        let machine = match (at.host[2], at.host[3]) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if host_from_instance
+            && let Some(machine) = machine
+            && let Some(name) = labels.get(machine).map(|l| l.value.clone())
+            && !host.as_deref().is_some_and(|instance| instance_names_host(instance, &name))
+        {
+            if let Some(l) = at.host[1].and_then(|i| labels.get_mut(i)) {
+                l.role = Role::Metadata;
+            }
+            if let Some(l) = labels.get_mut(machine) {
                 l.role = Role::Identity;
             }
-        }
-        // Host.
-        let mut host: Option<String> = None;
-        let mut host_label = "";
-        for hk in HOST_LABELS {
-            if let Some(l) = labels.iter_mut().find(|l| l.name == *hk && l.role == Role::Extra) {
-                if host.is_none() {
-                    let v = if hk.ends_with("instance") { strip_port(&l.value) } else { &l.value };
-                    host = Some(v.to_owned());
-                    host_label = hk;
-                    l.role = Role::Identity;
-                } else {
-                    l.role = Role::Metadata;
-                }
-            }
-        }
-        let machine = labels
-            .iter()
-            .find(|l| MACHINE_LABELS.contains(&l.name) && !l.value.is_empty())
-            .map(|l| (l.name, l.value.to_string()));
-        if host_label == "instance"
-            && let Some((machine_label, machine)) = machine
-            && !host.as_deref().is_some_and(|instance| instance_names_host(instance, &machine))
-        {
-            for l in &mut labels {
-                if l.name == "instance" {
-                    l.role = Role::Metadata;
-                } else if l.name == machine_label {
-                    l.role = Role::Identity;
-                }
-            }
-            host = Some(machine);
+            host = Some(name);
         }
         // Device.
-        let mut device = String::new();
-        let gpu = if dcgm { take_label(&mut labels, "gpu", Role::Identity) } else { None };
-        if let Some(g) = gpu {
-            device = format!("gpu{g}");
+        let mut take = |i: Option<usize>, role: Role| {
+            let l = labels.get_mut(i?)?;
+            l.role = role;
+            Some(l.value.clone())
+        };
+        let gpu = if dcgm { take(at.gpu, Role::Identity) } else { None };
+        let device: Cow<'_, str> = if let Some(g) = gpu {
             // A MIG instance is its own device: `gpu0/mig3` (dcgm-exporter `GPU_I_ID`).
-            if let Some(mig) = take_label(&mut labels, "GPU_I_ID", Role::Identity) {
-                device = format!("gpu{g}/mig{mig}");
-            }
-            take_label(&mut labels, "device", Role::Metadata);
-        } else if let Some(g) = take_label(&mut labels, "guid", Role::Identity) {
+            let name = match take(at.gpu_i_id, Role::Identity) {
+                Some(mig) => format!("gpu{g}/mig{mig}"),
+                None => format!("gpu{g}"),
+            };
+            take(at.device, Role::Metadata);
+            Cow::Owned(name)
+        } else if let Some(g) = take(at.guid, Role::Identity) {
             // A label that is not a GUID is kept as the device name, lowercased.
-            device = crate::guid::normalize_guid(&g).unwrap_or_else(|| g.trim().to_ascii_lowercase());
-        } else if let Some(d) = take_label(&mut labels, "device", Role::Identity) {
-            device = d;
-        }
+            Cow::Owned(crate::guid::normalize_guid(&g).unwrap_or_else(|| g.trim().to_ascii_lowercase()))
+        } else if let Some(d) = take(at.device, Role::Identity) {
+            d
+        } else {
+            Cow::Borrowed("")
+        };
         // Port.
         let mut port = None;
-        if let Some(l) = labels.iter_mut().find(|l| l.name == "port" && l.role == Role::Extra) {
+        if let Some(l) = at.port.and_then(|i| labels.get_mut(i)) {
             if let Some(p) = parse_port(&l.value) {
                 port = Some(p);
                 l.role = Role::Identity;
@@ -1013,27 +1095,21 @@ impl PrometheusReader {
                 );
             }
         }
-        // Priority.
+        // Priority: `prio` wins over `priority` when both hold one.
         let mut priority = None;
-        for pk in ["priority", "prio"] {
-            if let Some(l) = labels.iter_mut().find(|l| l.name == pk && l.role == Role::Extra)
+        for i in [at.priority, at.prio] {
+            if let Some(l) = i.and_then(|i| labels.get_mut(i))
                 && let [d @ b'0'..=b'7'] = l.value.as_bytes()
             {
                 priority = Some(d - b'0');
                 l.role = Role::Identity;
             }
         }
-        for l in &mut labels {
-            if l.role == Role::Extra
-                && (METADATA_LABELS.contains(&l.name) || METADATA_PREFIXES.iter().any(|p| l.name.starts_with(p)))
-            {
-                l.role = Role::Metadata;
-            }
-        }
 
-        let mut extras: Vec<&Label<'_>> = labels.iter().filter(|l| l.role == Role::Extra).collect();
+        let extra_count = labels.iter().filter(|l| l.role == Role::Extra).count();
         let mut extra_text = String::new();
-        if !extras.is_empty() {
+        if extra_count > 0 {
+            let mut extras: Vec<&Label<'_>> = labels.iter().filter(|l| l.role == Role::Extra).collect();
             extras.sort_unstable_by(|a, b| a.name.cmp(b.name));
             extra_text.reserve(16 * extras.len());
             extra_text.push('{');
@@ -1049,27 +1125,95 @@ impl PrometheusReader {
             extra_text.push('}');
         }
         let strings = &mut self.attrs.strings;
-        let attrs: Vec<(i32, i32)> = labels
-            .iter()
-            .filter(|l| l.role == Role::Metadata || (info && l.role == Role::Extra))
-            .map(|l| (strings.intern(l.name), strings.intern(&l.value)))
-            .collect();
+        let attrs = Pairs::collect(
+            labels
+                .iter()
+                .filter(|l| l.role == Role::Metadata || (info && l.role == Role::Extra))
+                .map(|l| (strings.intern(l.name), strings.intern(&l.value))),
+        );
 
-        let host = match host.or_else(|| self.directive_host.clone()).or_else(|| self.uname_host.clone()) {
-            Some(h) => h,
-            None => self.fallback_host.get_or_insert_with(|| ctx.fallback_host()).clone(),
+        let host = match host {
+            Some(h) => ctx.samples.host(&h),
+            None => {
+                if let Some(h) = self.directive_host.as_deref().or(self.uname_host.as_deref()) {
+                    ctx.samples.host(h)
+                } else {
+                    let h = self.fallback_host.get_or_insert_with(|| ctx.fallback_host());
+                    ctx.samples.host(h)
+                }
+            }
         };
         Ok(LabelSet {
-            host: ctx.samples.host(&host),
+            host,
             device: ctx.samples.device(&device),
             port,
             priority,
             extras: extra_text.into(),
             attrs,
-            host_name: host.into(),
-            device_name: device.into(),
             claimed: false,
         })
+    }
+}
+
+/// Where the labels [`PrometheusReader::resolve_labels`] reads are in a label set (indices of
+/// labels with a value).
+#[derive(Debug, Default)]
+struct KnownLabels {
+    /// The labels naming the host, in order of preference: `exported_instance`, `instance`,
+    /// `hostname`, `Hostname`, `host`, `node`.
+    host: [Option<usize>; 6],
+    gpu: Option<usize>,
+    gpu_i_id: Option<usize>,
+    guid: Option<usize>,
+    device: Option<usize>,
+    port: Option<usize>,
+    priority: Option<usize>,
+    prio: Option<usize>,
+}
+
+/// A label that describes a series (one of [`METADATA_LABELS`], or with a prefix of
+/// [`METADATA_PREFIXES`]).
+fn is_metadata_label(name: &str) -> bool {
+    METADATA_LABELS.contains(&name) || METADATA_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// `f` of a label value, still borrowed from the line when the value is.
+fn map_cow<'a>(v: &Cow<'a, str>, f: impl Fn(&str) -> &str) -> Cow<'a, str> {
+    match v {
+        Cow::Borrowed(s) => Cow::Borrowed(f(s)),
+        Cow::Owned(s) => Cow::Owned(f(s).to_owned()),
+    }
+}
+
+/// Attribute name and value keys of a label set: most have one or two (`job`, `pod`), kept
+/// inline rather than in an allocation of their own.
+#[derive(Debug)]
+enum Pairs {
+    Inline(u8, [(i32, i32); 2]),
+    Heap(Box<[(i32, i32)]>),
+}
+
+impl Pairs {
+    fn collect(items: impl Iterator<Item = (i32, i32)>) -> Pairs {
+        let mut inline = [(0, 0); 2];
+        let mut n = 0u8;
+        let mut items = items.peekable();
+        while let Some(slot) = inline.get_mut(usize::from(n)) {
+            let Some(p) = items.next() else { return Pairs::Inline(n, inline) };
+            *slot = p;
+            n += 1;
+        }
+        if items.peek().is_none() {
+            return Pairs::Inline(n, inline);
+        }
+        Pairs::Heap(inline.into_iter().chain(items).collect())
+    }
+
+    fn as_slice(&self) -> &[(i32, i32)] {
+        match self {
+            Pairs::Inline(n, pairs) => pairs.get(..usize::from(*n)).unwrap_or_default(),
+            Pairs::Heap(pairs) => pairs,
+        }
     }
 }
 
@@ -1253,7 +1397,7 @@ fn emit(
                     && let (Some(key), Some(value)) = (attrs.strings.get(k), attrs.strings.get(v))
                 {
                     let a = Attribute { time_ns, host: s.host, device: s.device, port: s.port, key, value };
-                    ctx.push_attribute(&cold.host, &cold.device, &a)?;
+                    ctx.push_attribute_keyed(&a)?;
                 }
             }
         }
@@ -1410,6 +1554,9 @@ fn valid_metric_name(name: &[u8]) -> bool {
 /// Parse `{name="value", ...}` (possibly preceded by blanks), or nothing.
 fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> {
     let mut out: Vec<Label<'_>> = Vec::new();
+    // Checked once for the whole label set (names and values are then slices of it at ASCII
+    // delimiters); an invalid one takes the check per label, which names the first bad part.
+    let text = std::str::from_utf8(rest).ok();
     let mut i = skip_blanks(rest, 0);
     match rest.get(i) {
         None => return Ok(out),
@@ -1434,7 +1581,10 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
         if name_bytes.first().is_none_or(u8::is_ascii_digit) {
             return Err(Fail::Bad("a label name ([a-zA-Z_][a-zA-Z0-9_]*)"));
         }
-        let name = std::str::from_utf8(name_bytes).map_err(|_| Fail::Bad("an ASCII label name"))?;
+        let name = match text.and_then(|t| t.get(start..i)) {
+            Some(name) => name,
+            None => std::str::from_utf8(name_bytes).map_err(|_| Fail::Bad("an ASCII label name"))?,
+        };
         i = skip_blanks(rest, i);
         if rest.get(i) != Some(&b'=') {
             return Err(Fail::Bad("`=` after a label name"));
@@ -1445,12 +1595,16 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
         }
         i += 1;
         let tail = rest.get(i..).unwrap_or_default();
-        let off = memchr2(b'"', b'\\', tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
+        let off = find_quote_or_backslash(tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
         let value = if tail.get(off) == Some(&b'"') {
             // No escapes (the usual case): the value is borrowed from the line.
+            let value = match text.and_then(|t| t.get(i..i + off)) {
+                Some(value) => value,
+                None => std::str::from_utf8(tail.get(..off).unwrap_or_default())
+                    .map_err(|_| Fail::Bad("a UTF-8 label value"))?,
+            };
             i += off + 1;
-            let text = std::str::from_utf8(tail.get(..off).unwrap_or_default());
-            Cow::Borrowed(text.map_err(|_| Fail::Bad("a UTF-8 label value"))?)
+            Cow::Borrowed(value)
         } else {
             Cow::Owned(unescape_value(rest, &mut i)?)
         };
@@ -1475,6 +1629,16 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
         return Err(Fail::Bad("a sample value after the labels"));
     }
     Ok(out)
+}
+
+/// The first `"` or `\\` of a label value: most values are a few bytes (a device, a port, a
+/// host name), shorter than a vector search's set-up costs.
+fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
+    let is_stop = |b: &u8| *b == b'"' || *b == b'\\';
+    match s.get(..32) {
+        Some(head) => head.iter().position(is_stop).or_else(|| Some(32 + memchr2(b'"', b'\\', s.get(32..)?)?)),
+        None => s.iter().position(is_stop),
+    }
 }
 
 /// A label value with escapes, from `rest[*i..]` (just after its opening quote) to its closing
@@ -1503,19 +1667,14 @@ fn unescape_value(rest: &[u8], i: &mut usize) -> Result<String, Fail> {
     String::from_utf8(value).map_err(|_| Fail::Bad("a UTF-8 label value"))
 }
 
-/// Take a not-yet-consumed, non-empty label's value and give it `role`.
-fn take_label(labels: &mut [Label<'_>], name: &str, role: Role) -> Option<String> {
-    let l = labels.iter_mut().find(|l| l.name == name && l.role == Role::Extra)?;
-    l.role = role;
-    Some(l.value.to_string())
-}
-
 /// `[::1]:9100` -> `::1`, `gpu017:9100` -> `gpu017`; a bare IPv6 address is left alone.
 fn strip_port(s: &str) -> &str {
     if let Some(rest) = s.strip_prefix('[') {
         return rest.split_once(']').map_or(s, |(addr, _)| addr);
     }
-    match s.split_once(':') {
+    // The first colon (a byte search: no `char` decoding of a host name).
+    let split = s.bytes().position(|b| b == b':').and_then(|at| Some((s.get(..at)?, s.get(at + 1..)?)));
+    match split {
         Some((host, port)) if !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
         _ => s,
     }
