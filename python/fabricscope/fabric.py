@@ -130,6 +130,14 @@ class Fabric:
     # (canonical host, device) -> node (an HCA's GUID; an LLDP end's name); node -> its first leaf
     _node_of: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
     _leaf_of_node: dict[str, Leaf] = field(default_factory=dict, repr=False)
+    # the per-cable answers are worked out on first use: a topology-only input of a million links
+    # that no finding asks about never pays for them (about 1.5 KB of Python objects a link)
+    _cabled: bool = field(default=False, repr=False)
+
+    def _cables(self) -> None:
+        if not self._cabled:
+            self._cabled = True
+            _cable_answers(self)
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -211,10 +219,12 @@ class Fabric:
 
     def peer(self, node: str, port: Port) -> tuple[str, Port, str] | None:
         """The far end of the cable on ``node``'s ``port``: (node, port, name), or None."""
+        self._cables()
         return self._peer_of.get((node, port))
 
     def leaf(self, f: Mapping[str, Any]) -> Leaf | None:
         """The leaf a finding's port hangs off: (leaf node, name, leaf port), or None when unknown."""
+        self._cables()
         dev = str(f.get("device") or "")
         if dev.startswith("0x") and self._tier_of.get(dev.lower()) == "leaf":
             return dev.lower(), dev.lower(), None
@@ -227,14 +237,17 @@ class Fabric:
 
     def tier(self, node: str) -> str:
         """``leaf``, ``spine``, ``hca``... or "" when unknown."""
+        self._cables()
         return self._tier_of.get(node, "")
 
     def leaves_below(self, spine: str) -> set[str]:
         """The leaves cabled to a spine (their nodes)."""
+        self._cables()
         return self._below.get(spine, set())
 
     def spines_joining(self, leaf_a: str, leaf_b: str) -> list[str]:
         """The names of the spines cabled to both leaves, sorted; empty when none is known."""
+        self._cables()
         return sorted(
             self._names.get(s, s) for s, leaves in self._below.items() if leaf_a in leaves and leaf_b in leaves
         )
@@ -324,7 +337,7 @@ def build(
 
 
 def _topology(fabric: Fabric, ranks: pl.DataFrame | None) -> None:
-    """Fill the fabric's topology answers from its links, HCAs and rank lines."""
+    """Fill the fabric's device nodes (HCAs, LLDP ends) and jobs; the per-cable answers wait for a question."""
     links, ent = fabric.links, fabric.entities
     node_of = {(h, d): g for g, (h, d) in ent.hcas.items()}
     if links.height:
@@ -342,25 +355,7 @@ def _topology(fabric: Fabric, ranks: pl.DataFrame | None) -> None:
         for (h, netdev), (rdma, _port) in sorted(ent.netdevs.items()):
             if (h, netdev) in node_of:
                 node_of.setdefault((h, rdma), node_of[(h, netdev)])
-        for r in links.with_columns(_a=node_key(), _b=node_key("peer_")).iter_rows(named=True):
-            # a port is its number, or (an Ethernet end from LLDP) its interface name
-            pa = int(r["port"]) if r["port"] is not None else r.get("port_name")
-            pb = int(r["peer_port"]) if r["peer_port"] is not None else r.get("peer_port_name")
-            if r["_a"] is None or r["_b"] is None or pa is None or pb is None:
-                continue
-            a, b = (r["_a"], pa), (r["_b"], pb)
-            fabric._peer_of[a] = (b[0], b[1], r["peer_node_name"] or r["_b"])
-            fabric._peer_of[b] = (a[0], a[1], r["node_name"] or r["_a"])
-            fabric._tier_of[r["_a"]] = r.get("tier") or ""
-            fabric._tier_of[r["_b"]] = r.get("peer_tier") or ""
-            if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
-                fabric._below.setdefault(r["_b"], set()).add(r["_a"])
-                fabric._names.setdefault(r["_b"], r["peer_node_name"] or r["_b"])
     fabric._node_of = node_of
-    # a node's first port cabled to a leaf (findings naming no port use it)
-    for (g, _port), (pg, pp, pname) in sorted(fabric._peer_of.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
-        if fabric._tier_of.get(pg) == "leaf":
-            fabric._leaf_of_node.setdefault(g, (pg, pname, pp))
     if ranks is not None and not ranks.is_empty():
         # Runs are numbered per log, so two logs both have a run 0: a rank list restarts at rank 0,
         # and each rank list (in read order) is one job.
@@ -375,3 +370,28 @@ def _topology(fabric: Fabric, ranks: pl.DataFrame | None) -> None:
                 fabric.jobs.append(
                     (f"nccl-tests job {n + 1} ({len(job_hosts)} hosts from {first})", frozenset(job_hosts))
                 )
+
+
+def _cable_answers(fabric: Fabric) -> None:
+    """Fill the per-cable answers: far ends, tiers, the leaves below each spine, a node's first leaf."""
+    links = fabric.links
+    if not links.height:
+        return
+    for r in links.with_columns(_a=node_key(), _b=node_key("peer_")).iter_rows(named=True):
+        # a port is its number, or (an Ethernet end from LLDP) its interface name
+        pa = int(r["port"]) if r["port"] is not None else r.get("port_name")
+        pb = int(r["peer_port"]) if r["peer_port"] is not None else r.get("peer_port_name")
+        if r["_a"] is None or r["_b"] is None or pa is None or pb is None:
+            continue
+        a, b = (r["_a"], pa), (r["_b"], pb)
+        fabric._peer_of[a] = (b[0], b[1], r["peer_node_name"] or r["_b"])
+        fabric._peer_of[b] = (a[0], a[1], r["node_name"] or r["_a"])
+        fabric._tier_of[r["_a"]] = r.get("tier") or ""
+        fabric._tier_of[r["_b"]] = r.get("peer_tier") or ""
+        if r.get("tier") == "leaf" and r.get("peer_tier") == "spine":
+            fabric._below.setdefault(r["_b"], set()).add(r["_a"])
+            fabric._names.setdefault(r["_b"], r["peer_node_name"] or r["_b"])
+    # a node's first port cabled to a leaf (findings naming no port use it)
+    for (g, _port), (pg, pp, pname) in sorted(fabric._peer_of.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        if fabric._tier_of.get(pg) == "leaf":
+            fabric._leaf_of_node.setdefault(g, (pg, pname, pp))
