@@ -16,7 +16,7 @@ from fabricscope.detect import DETECTORS, SPECS
 from fabricscope.engines import FABRIC_WIDE, PER_PARTITION, Filters, ReadOptions, partition_of, split_by_partition
 from fabricscope.engines.local import LocalEngine
 from fabricscope.engines.ray import RayEngine, work_units
-from fabricscope.entities import apply, resolve
+from fabricscope.entities import apply
 from fabricscope.exceptions import FormatError
 from fabricscope.pipeline import run_analysis
 
@@ -100,8 +100,7 @@ def test_adaptive_partitions_on_threads_give_the_in_memory_findings(whole: fabri
     assert one.partitions == 1
     assert res.rows == one.rows  # every sample row in exactly one partition
     # the in-memory analysis is these findings under their entities' names, one per cable
-    ent = resolve(hosts=res.findings["host"].unique().to_list(), attributes=res.identity, tables=res.tables)
-    named = apply(res.findings, ent, res.tables.get("links"))
+    named = apply(res.findings, res.fabric.entities, res.fabric.links)
     assert _stable(named).equals(_stable(whole.findings.select(res.findings.columns)))
 
 

@@ -468,9 +468,6 @@ class EngineResult:
         sample_bytes: Arrow size of the samples read (after filters).
         views: The detectors' views (``layers`` ...), with ``keep_detail``.
         times: First and last sample time per reader (:func:`fabricscope.input_summary.format_times`).
-        identity: The port attributes that name an HCA (:data:`IDENTITY_KEYS`: ``node_guid_hex``:
-            host, device -> GUID; ``netdev``: host, RDMA device -> its network device), for entity
-            resolution (:mod:`fabricscope.entities`); small, one row per device.
         gauges: The last reading of every gauge series (:func:`fabricscope.rates.latest_gauges`), with
             ``keep_detail``.
         attributes: Every port attribute read, with ``keep_detail``.
@@ -488,7 +485,6 @@ class EngineResult:
     sample_bytes: int = 0
     views: dict[str, pl.DataFrame] = field(default_factory=dict)
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
-    identity: pl.DataFrame = field(default_factory=empty_attributes)
     gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
     attributes: pl.DataFrame = field(default_factory=empty_attributes)
     interval_s: float | None = None
@@ -552,10 +548,6 @@ def reduce_results(
         sample_bytes=part.sample_bytes,
         views=views,
         times=merge_times([r.times for r in results]),
-        identity=_concat(
-            [r.attributes.filter(pl.col("key").cast(pl.String).is_in(IDENTITY_KEYS)) for r in results],
-            empty_attributes(),
-        ),
         # What the report and the dashboard show beside the findings, so that they never read again.
         gauges=latest_gauges(_concat([r.gauges for r in results], empty.gauges)) if keep_detail else pl.DataFrame(),
         attributes=_concat([r.attributes for r in results], empty_attributes()) if keep_detail else empty_attributes(),
