@@ -253,11 +253,17 @@ class Fabric:
         )
 
 
-def _path_hosts(reports: Sequence[InputReport], known: set[str], placeholders: set[str]) -> dict[str, tuple[str, str]]:
-    """Each placeholder host -> (the one known host its input's path names, else ``unknown``; the path).
+def _path_hosts(reports: Sequence[InputReport], named: set[str]) -> dict[str, tuple[str, str]]:
+    """Each placeholder host among ``named`` -> (the host its input's path names, else ``unknown``; the path).
+
+    The path may name any other host of ``named``.
 
     A host-less input whose path names no known host gets a problem line (:data:`NO_PATH_HOST`).
     """
+    placeholders = {h for h in named if h.startswith(PATH_HOST_PREFIX)}
+    if not placeholders:
+        return {}
+    known = named - placeholders
     out: dict[str, tuple[str, str]] = {}
     for report in reports:
         placeholder = path_placeholder(report.path)
@@ -288,10 +294,7 @@ def path_host_names(
     if not any(r.names_no_host for r in reports):
         return {}
     named = set(known).union(*(hosts_named(f) for f in frames))
-    placeholders = {h for h in named if h.startswith(PATH_HOST_PREFIX)}
-    if not placeholders:
-        return {}
-    return {p: h for p, (h, _path) in _path_hosts(reports, named - placeholders, placeholders).items()}
+    return {p: h for p, (h, _path) in _path_hosts(reports, named).items()}
 
 
 def build(
@@ -317,14 +320,13 @@ def build(
     """
     tables = tables or {}
     named = {h for h in hosts if h} | hosts_named(attributes) | set().union(*(hosts_named(t) for t in tables.values()))
-    placeholders = {h for h in named if h.startswith(PATH_HOST_PREFIX)}
-    path_hosts = _path_hosts(reports, named - placeholders, placeholders) if placeholders else {}
+    path_hosts = _path_hosts(reports, named)
     links = merged_links([tables.get("links")])
     if path_hosts:
         # an LLDP end of a host-less lldpctl file is "<placeholder> <netdev>": named by its host from here on
         links = rename_hosts(links, {p: h for p, (h, _) in path_hosts.items()})
     ent = resolve(
-        hosts=named - placeholders,
+        hosts=named,
         attributes=attributes,
         tables={**tables, "links": links},
         host_aliases=host_aliases,

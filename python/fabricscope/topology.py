@@ -17,7 +17,7 @@ from os import PathLike
 
 import polars as pl
 
-from fabricscope.fabric import build as build_fabric
+from fabricscope.fabric import merged_links
 from fabricscope.io import links_schema
 from fabricscope.loader import load
 
@@ -49,10 +49,9 @@ def topology(paths: str | PathLike[str] | Sequence[str | PathLike[str]], *, stri
         >>> df.height, sorted(set(df["tier"].to_list()))
         (8, ['hca', 'leaf'])
     """
-    res = load(paths, strict=strict)
-    # The fabric model's links: merged and tiered once by the Rust core, as every analysis has them.
-    hosts = res.samples["host"].cast(pl.String).unique().to_list() if res.samples.height else []
-    return build_fabric(hosts=hosts, attributes=res.attributes, tables=res.tables, reports=res.reports).links
+    # load() has named host-less inputs by their paths; the links are merged and tiered by the Rust
+    # core as every analysis' fabric model has them (no name joining needed for that).
+    return merged_links([load(paths, strict=strict).tables.get("links")])
 
 
 def format_topology(df: pl.DataFrame, *, width: int | None = None) -> str:
