@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import PurePath
 from typing import Any
 
@@ -273,6 +274,14 @@ class Entities:
     def host(self, name: str | None) -> str | None:
         """The canonical name of a host alias (the name itself when no source joins it)."""
         return None if name is None else self.hosts.get(name, name)
+
+    @cached_property
+    def guid_of_device(self) -> dict[tuple[str, str], str]:
+        """(host, RDMA device) -> the node GUID :attr:`hcas` gives it (the first, in GUID order)."""
+        out: dict[tuple[str, str], str] = {}
+        for g, hd in self.hcas.items():
+            out.setdefault(hd, g)
+        return out
 
     def end_name(self, guid: str, port: int) -> str:
         """One end of a cable by its best name: ``gpu02 mlx5_0 port 1``, ``ib-leaf01 port 2``."""
@@ -624,18 +633,11 @@ def apply(findings: pl.DataFrame, ent: Entities, links: pl.DataFrame | None = No
             r["evidence"] = json.dumps(ev, sort_keys=True, default=str)
         elif g is not None and g in ent.switches and (host in (None, "unknown")):
             r["host"] = ent.switches[g]
-        r["_guid"] = g if g is not None else _hca_guid(ent, r["host"], r["device"])
+        r["_guid"] = g if g is not None else ent.guid_of_device.get((r["host"], r["device"]))
         rows.append(r)
     return pl.DataFrame(_one_per_cable(rows, ent, cable_of), schema=findings.schema, orient="row").select(
         findings.columns
     )
-
-
-def _hca_guid(ent: Entities, host: str | None, device: str | None) -> str | None:
-    for g, hd in ent.hcas.items():
-        if hd == (host, device):
-            return g
-    return None
 
 
 _SEV = {"info": 0, "warning": 1, "critical": 2}

@@ -341,7 +341,7 @@ def build(
 def _topology(fabric: Fabric, ranks: pl.DataFrame | None) -> None:
     """Fill the fabric's device nodes (HCAs, LLDP ends) and jobs; the per-cable answers wait for a question."""
     links, ent = fabric.links, fabric.entities
-    node_of = {(h, d): g for g, (h, d) in ent.hcas.items()}
+    node_of = dict(ent.guid_of_device)
     if links.height:
         fabric.source = "links table (" + ", ".join(sorted(set(links["source"].cast(pl.String).to_list()))) + ")"
         # An Ethernet NIC from LLDP has no GUID: its end is named "<host> <netdev>" (rdma-ndd's
