@@ -268,6 +268,8 @@ struct Label<'a> {
     name: &'a str,
     /// Borrowed from the line unless it held escapes.
     value: Cow<'a, str>,
+    /// Offset of the value's first byte in the label set's text.
+    at: usize,
     role: Role,
 }
 
@@ -294,6 +296,8 @@ pub struct PrometheusReader {
     names: TextCache<NameInfo>,
     /// Label sets of other metrics and of `DCGM_FI_*` metrics (which read a `gpu` label).
     label_sets: [TextCache<LabelSet>; 2],
+    /// The pattern of each label-set cache's next label set.
+    shapes: [Option<Shape>; 2],
     types: AHashMap<Box<str>, MetricType>,
     attrs: AttrState,
     /// Last timestamp directive: dates samples without their own timestamp.
@@ -333,6 +337,7 @@ impl PrometheusReader {
             series: TextCache::default(),
             names: TextCache::default(),
             label_sets: [TextCache::default(), TextCache::default()],
+            shapes: [None, None],
             types: AHashMap::new(),
             attrs: AttrState::default(),
             directive_time: None,
@@ -888,7 +893,7 @@ impl PrometheusReader {
 
         if info {
             // `*_info` series are few, and their extra labels are attributes too: not cached.
-            let labels = self.resolve_labels(rest, dcgm, true, ctx)?;
+            let labels = self.resolve_labels(rest, dcgm, None, ctx)?;
             let Some(name) = self.names.get(name_slot) else {
                 return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
             };
@@ -916,7 +921,10 @@ impl PrometheusReader {
         let set_slot = match labels_hash.map_or_else(|| self.label_sets[sets].find(rest), Err) {
             Ok(slot) => slot,
             Err(hash) => {
-                let labels = self.resolve_labels(rest, dcgm, false, ctx)?;
+                let labels = match self.resolve_by_shape(sets, rest, ctx) {
+                    Some(labels) => labels,
+                    None => self.resolve_labels(rest, dcgm, Some(sets), ctx)?,
+                };
                 if self.label_sets[sets].is_full() {
                     // Cached series refer to their label sets.
                     self.series.clear();
@@ -977,9 +985,10 @@ impl PrometheusReader {
     }
 
     /// Resolve a label set (`{...}` after a metric name, or nothing): host, device, port and
-    /// priority labels, the labels that distinguish series, and the attributes (with `info`, the
-    /// distinguishing labels are attributes too). `dcgm`: the metric is a DCGM one, whose `gpu`
-    /// label names the device.
+    /// priority labels, the labels that distinguish series, and the attributes. `dcgm`: the
+    /// metric is a DCGM one, whose `gpu` label names the device. `cached`: the label-set cache
+    /// it is for, whose [`Shape`] it becomes when it can be one; `None` for an `*_info` series,
+    /// whose distinguishing labels are attributes too.
     ///
     /// Label names are distinct (`parse_labels` checks), so one pass over the labels finds each
     /// one this reads by a `match` on its name (compiled to a few integer comparisons), rather
@@ -988,9 +997,10 @@ impl PrometheusReader {
         &mut self,
         rest: &[u8],
         dcgm: bool,
-        info: bool,
+        cached: Option<usize>,
         ctx: &mut ReadContext<'_>,
     ) -> Result<LabelSet, Fail> {
+        let info = cached.is_none();
         let mut labels = parse_labels(rest, ctx.options().limits.max_labels)?;
         let mut at = KnownLabels::default();
         for (i, l) in labels.iter_mut().enumerate() {
@@ -1028,12 +1038,16 @@ impl PrometheusReader {
         // one is an attribute.
         let mut host: Option<Cow<'_, str>> = None;
         let mut host_from_instance = false;
-        for (rank, i) in at.host.iter().enumerate() {
+        // The label the host is its value of (its index, and whether that carries a port), when
+        // no other value decides it.
+        let mut host_label = None;
+        for (rank, &i) in at.host.iter().enumerate() {
             let Some(l) = i.and_then(|i| labels.get_mut(i)) else { continue };
             if host.is_none() {
                 // `exported_instance` and `instance` carry the scrape port.
                 host = Some(if rank <= 1 { map_cow(&l.value, strip_port) } else { l.value.clone() });
                 host_from_instance = rank == 1;
+                host_label = i.map(|i| (i, rank <= 1));
                 l.role = Role::Identity;
             } else {
                 l.role = Role::Metadata;
@@ -1046,6 +1060,10 @@ impl PrometheusReader {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        if host_from_instance && machine.is_some() {
+            // Which of the two names the host depends on both values.
+            host_label = None;
+        }
         if host_from_instance
             && let Some(machine) = machine
             && let Some(name) = labels.get(machine).map(|l| l.value.clone())
@@ -1066,6 +1084,8 @@ impl PrometheusReader {
             Some(l.value.clone())
         };
         let gpu = if dcgm { take(at.gpu, Role::Identity) } else { None };
+        // The label the device is the value of, when it is one label's value as written.
+        let mut device_label = None;
         let device: Cow<'_, str> = if let Some(g) = gpu {
             // A MIG instance is its own device: `gpu0/mig3` (dcgm-exporter `GPU_I_ID`).
             let name = match take(at.gpu_i_id, Role::Identity) {
@@ -1078,6 +1098,7 @@ impl PrometheusReader {
             // A label that is not a GUID is kept as the device name, lowercased.
             Cow::Owned(crate::guid::normalize_guid(&g).unwrap_or_else(|| g.trim().to_ascii_lowercase()))
         } else if let Some(d) = take(at.device, Role::Identity) {
+            device_label = at.device;
             d
         } else {
             Cow::Borrowed("")
@@ -1143,7 +1164,7 @@ impl PrometheusReader {
                 }
             }
         };
-        Ok(LabelSet {
+        let set = LabelSet {
             host,
             device: ctx.samples.device(&device),
             port,
@@ -1151,8 +1172,127 @@ impl PrometheusReader {
             extras: extra_text.into(),
             attrs,
             claimed: false,
+        };
+        if let Some(cache) = cached
+            && let Some(shape) = self.shapes.get_mut(cache)
+        {
+            // Only a label set whose host is one label's value can be a pattern: with no host
+            // label the host comes from the position in the input.
+            let mut varying = Vec::with_capacity(2);
+            let mut borrowed = true;
+            let mut span = |i: usize, what: Varying| {
+                if let Some(l) = labels.get(i) {
+                    borrowed &= matches!(l.value, Cow::Borrowed(_));
+                    varying.push((l.at, l.at + l.value.len(), what));
+                }
+            };
+            if let Some((i, strip_port)) = host_label {
+                span(i, Varying::Host { strip_port });
+            }
+            if let Some(i) = device_label {
+                span(i, Varying::Device);
+            }
+            varying.sort_unstable_by_key(|v| v.0);
+            *shape = (host_label.is_some() && borrowed).then(|| Shape {
+                text: rest.into(),
+                varying,
+                port: set.port,
+                priority: set.priority,
+                extras: set.extras.clone(),
+                attrs: set.attrs.clone(),
+                host: set.host,
+                device: set.device,
+                last_host: (Vec::new(), -1),
+            });
+        }
+        Ok(set)
+    }
+
+    /// A label set resolved from the last one of its cache resolved the long way (its
+    /// [`Shape`]), when its text is that one's with other host and device values (none empty,
+    /// none escaped): the same labels, so the same roles, port, priority and attributes, and the
+    /// two names interned as [`Self::resolve_labels`] interns them.
+    fn resolve_by_shape(&mut self, cache: usize, rest: &[u8], ctx: &mut ReadContext<'_>) -> Option<LabelSet> {
+        let shape = self.shapes.get_mut(cache)?.as_mut()?;
+        let mut values: [(&[u8], Varying); 2] = [(b"", Varying::Device); 2];
+        let (mut from, mut pos) = (0, 0);
+        for (&(start, end, what), slot) in shape.varying.iter().zip(values.iter_mut()) {
+            let fixed = shape.text.get(from..start)?;
+            if rest.get(pos..pos + fixed.len())? != fixed {
+                return None;
+            }
+            pos += fixed.len();
+            let tail = rest.get(pos..)?;
+            let len = find_quote_or_backslash(tail)?;
+            if len == 0 || tail.get(len) != Some(&b'"') {
+                return None;
+            }
+            *slot = (tail.get(..len)?, what);
+            pos += len;
+            from = end;
+        }
+        if rest.get(pos..)? != shape.text.get(from..)? {
+            return None;
+        }
+        let values = values.get(..shape.varying.len())?;
+        // Nothing is interned before every value is known valid: a label set that goes the long
+        // way after all must leave the names as they were.
+        let mut texts: [&str; 2] = [""; 2];
+        for (&(value, _), text) in values.iter().zip(texts.iter_mut()) {
+            *text = std::str::from_utf8(value).ok()?;
+        }
+        let (mut host, mut device) = (shape.host, shape.device);
+        for (&(value, what), text) in values.iter().zip(texts) {
+            match what {
+                // A host's devices follow one another: its name was interned for the one before.
+                Varying::Host { .. } if value == &*shape.last_host.0 => host = shape.last_host.1,
+                Varying::Host { strip_port } => {
+                    host = ctx.samples.host(if strip_port { self::strip_port(text) } else { text });
+                    shape.last_host.0.clear();
+                    shape.last_host.0.extend_from_slice(value);
+                    shape.last_host.1 = host;
+                }
+                Varying::Device => device = ctx.samples.device(text),
+            }
+        }
+        Some(LabelSet {
+            host,
+            device,
+            port: shape.port,
+            priority: shape.priority,
+            extras: shape.extras.clone(),
+            attrs: shape.attrs.clone(),
+            claimed: false,
         })
     }
+}
+
+/// The last label set of a label-set cache resolved the long way, as the pattern of the next
+/// ones: exporters write a family's label sets one device and host after another, with the same
+/// label names and other values (`{device="mlx5_1",instance="gpu017:9100",job="node",port="1"}`
+/// follows `{device="mlx5_0",...}`), and every one of them is new in a file that holds one
+/// scrape.
+#[derive(Debug)]
+struct Shape {
+    text: Box<[u8]>,
+    /// Spans in `text` of the values of the host label and the device label, in text order.
+    varying: Vec<(usize, usize, Varying)>,
+    port: Option<u16>,
+    priority: Option<u8>,
+    extras: Box<str>,
+    attrs: Pairs,
+    host: i32,
+    device: i32,
+    /// The last host value met and its host.
+    last_host: (Vec<u8>, i32),
+}
+
+/// What a varying value of a [`Shape`] names.
+#[derive(Debug, Clone, Copy)]
+enum Varying {
+    /// The host; `strip_port`: the label is an `instance`, which carries the scrape port.
+    Host { strip_port: bool },
+    Device,
 }
 
 /// Where the labels [`PrometheusReader::resolve_labels`] reads are in a label set (indices of
@@ -1187,7 +1327,7 @@ fn map_cow<'a>(v: &Cow<'a, str>, f: impl Fn(&str) -> &str) -> Cow<'a, str> {
 
 /// Attribute name and value keys of a label set: most have one or two (`job`, `pod`), kept
 /// inline rather than in an allocation of their own.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Pairs {
     Inline(u8, [(i32, i32); 2]),
     Heap(Box<[(i32, i32)]>),
@@ -1596,6 +1736,7 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
         i += 1;
         let tail = rest.get(i..).unwrap_or_default();
         let off = find_quote_or_backslash(tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
+        let at = i;
         let value = if tail.get(off) == Some(&b'"') {
             // No escapes (the usual case): the value is borrowed from the line.
             let value = match text.and_then(|t| t.get(i..i + off)) {
@@ -1614,7 +1755,7 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
         if out.iter().any(|l| l.name == name) {
             return Err(Fail::Bad("distinct label names in one series"));
         }
-        out.push(Label { name, value, role: Role::Extra });
+        out.push(Label { name, value, at, role: Role::Extra });
         i = skip_blanks(rest, i);
         match rest.get(i) {
             Some(b',') => i += 1,
