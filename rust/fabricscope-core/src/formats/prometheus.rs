@@ -207,8 +207,46 @@ struct LabelSet {
 /// The port attributes emitted so far, and the attribute texts by key.
 #[derive(Debug, Default)]
 struct AttrState {
-    seen: AHashSet<AttrKey>,
+    seen: Emitted,
     strings: Interner,
+}
+
+/// The port attributes (host, device, port, name, value) emitted so far. A scrape holds a few
+/// ports per host and an attribute or two per port, and writes a host's ports one after another:
+/// each host's first ones are kept in a short list of its own, which the next ports of that host
+/// find in the processor's cache, and only the rest in one set of all hosts.
+#[derive(Debug, Default)]
+struct Emitted {
+    /// By host key: (device, port, name, value), at most [`LISTED_PER_HOST`].
+    by_host: Vec<Vec<(i32, Option<u16>, i32, i32)>>,
+    /// The attributes of hosts whose list is full.
+    more: AHashSet<AttrKey>,
+}
+
+/// Attributes of one host kept in its list before its others go to the shared set.
+const LISTED_PER_HOST: usize = 32;
+
+impl Emitted {
+    /// Whether `key` is emitted for the first time (and from now on, not).
+    fn insert(&mut self, key: AttrKey) -> bool {
+        let (host, device, port, name, value) = key;
+        let Ok(h) = usize::try_from(host) else { return self.more.insert(key) };
+        if self.by_host.len() <= h {
+            self.by_host.resize_with(h + 1, Vec::new);
+        }
+        let Some(list) = self.by_host.get_mut(h) else { return self.more.insert(key) };
+        let item = (device, port, name, value);
+        if list.contains(&item) {
+            return false;
+        }
+        // A host's attributes go to the set only once its list is full, so an attribute a list
+        // with room does not hold is new.
+        if list.len() < LISTED_PER_HOST {
+            list.push(item);
+            return true;
+        }
+        self.more.insert(key)
+    }
 }
 
 /// Why a sample line could not be used.
