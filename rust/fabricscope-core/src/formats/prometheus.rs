@@ -42,6 +42,7 @@
 //! An empty label value is the same as no label (Prometheus semantics) and is ignored.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
 use memchr::{memchr2, memchr3, memrchr2};
@@ -194,14 +195,34 @@ struct LabelSet {
     device: i32,
     port: Option<u16>,
     priority: Option<u8>,
+    /// A series of this label set took the attributes to emit: every later one would find them
+    /// emitted already.
+    claimed: bool,
+    /// It has distinguishing labels: the hot path's question, answered without reading `detail`.
+    has_extras: bool,
+    /// The distinguishing labels and the attributes, when there are any: shared by the label
+    /// sets resolved from one [`Shape`], so that a cached label set is a few words.
+    detail: Option<Arc<Detail>>,
+}
+
+/// What a label set holds besides host, device, port and priority.
+#[derive(Debug, PartialEq, Eq)]
+struct Detail {
     /// The labels that distinguish series, as they follow the counter name
     /// (`{duplex="full",mode="1000baseT"}`), or empty.
     extras: Box<str>,
     /// Attribute names and values (keys of [`AttrState::strings`]), in label order.
-    attrs: Pairs,
-    /// A series of this label set took the attributes to emit: every later one would find them
-    /// emitted already.
-    claimed: bool,
+    attrs: Box<[(i32, i32)]>,
+}
+
+impl LabelSet {
+    fn extras(&self) -> &str {
+        self.detail.as_ref().map_or("", |d| &d.extras)
+    }
+
+    fn attrs(&self) -> &[(i32, i32)] {
+        self.detail.as_ref().map_or(&[], |d| &d.attrs)
+    }
 }
 
 /// The port attributes emitted so far, and the attribute texts by key.
@@ -336,6 +357,8 @@ pub struct PrometheusReader {
     label_sets: [TextCache<LabelSet>; 2],
     /// The pattern of each label-set cache's next label set.
     shapes: [Option<Shape>; 2],
+    /// Reused by each label set resolved the long way for its attributes.
+    scratch_attrs: Vec<(i32, i32)>,
     types: AHashMap<Box<str>, MetricType>,
     attrs: AttrState,
     /// Last timestamp directive: dates samples without their own timestamp.
@@ -376,6 +399,7 @@ impl PrometheusReader {
             names: TextCache::default(),
             label_sets: [TextCache::default(), TextCache::default()],
             shapes: [None, None],
+            scratch_attrs: Vec::new(),
             types: AHashMap::new(),
             attrs: AttrState::default(),
             directive_time: None,
@@ -503,7 +527,7 @@ impl PrometheusReader {
                 Ok(slot) => slot,
                 Err(hash) => return Found::New(Miss { series: None, labels: Some(hash), name: Some(name_slot) }),
             };
-            if self.label_sets[sets].get(set_slot).is_some_and(|l| l.extras.is_empty()) {
+            if self.label_sets[sets].get(set_slot).is_some_and(|l| !l.has_extras) {
                 return Found::Plain { name: name_slot, sets, labels: set_slot };
             }
         }
@@ -540,7 +564,7 @@ impl PrometheusReader {
                 if !l.claimed {
                     l.claimed = true;
                     let (host, device, port) = (l.host, l.device, l.port);
-                    for &(k, v) in l.attrs.as_slice() {
+                    for &(k, v) in l.attrs() {
                         if self.attrs.seen.insert((host, device, port, k, v))
                             && let (Some(key), Some(value)) = (self.attrs.strings.get(k), self.attrs.strings.get(v))
                         {
@@ -935,7 +959,7 @@ impl PrometheusReader {
             let Some(name) = self.names.get(name_slot) else {
                 return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
             };
-            let counter_name = format!("{}{}", name.base, labels.extras);
+            let counter_name = format!("{}{}", name.base, labels.extras());
             return Ok(Resolved::Series(Series {
                 host: labels.host,
                 device: labels.device,
@@ -947,7 +971,7 @@ impl PrometheusReader {
                 is_counter: name.is_counter,
                 dcgm,
                 cold: Some(Box::new(Cold {
-                    attrs: labels.attrs.as_slice().to_vec(),
+                    attrs: labels.attrs().to_vec(),
                     info: true,
                     counter_name: counter_name.into(),
                     emitted: false,
@@ -974,15 +998,15 @@ impl PrometheusReader {
         else {
             return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
         };
-        if labels.extras.is_empty() {
+        if !labels.has_extras {
             return Ok(Resolved::Plain { name: name_slot, sets, labels: set_slot });
         }
-        let counter = ctx.samples.counter(&format!("{}{}", name.base, labels.extras));
+        let counter = ctx.samples.counter(&format!("{}{}", name.base, labels.extras()));
         // The first series of a label set emits its attributes.
-        let cold = (!labels.claimed && !labels.attrs.as_slice().is_empty()).then(|| {
+        let cold = (!labels.claimed && !labels.attrs().is_empty()).then(|| {
             labels.claimed = true;
             Box::new(Cold {
-                attrs: labels.attrs.as_slice().to_vec(),
+                attrs: labels.attrs().to_vec(),
                 info: false,
                 counter_name: Box::default(),
                 emitted: false,
@@ -1184,12 +1208,25 @@ impl PrometheusReader {
             extra_text.push('}');
         }
         let strings = &mut self.attrs.strings;
-        let attrs = Pairs::collect(
+        let mut attrs = std::mem::take(&mut self.scratch_attrs);
+        attrs.clear();
+        attrs.extend(
             labels
                 .iter()
                 .filter(|l| l.role == Role::Metadata || (info && l.role == Role::Extra))
                 .map(|l| (strings.intern(l.name), strings.intern(&l.value))),
         );
+        let has_extras = !extra_text.is_empty();
+        // The previous label set's, mostly (one `job` for a whole scrape).
+        let detail = if extra_text.is_empty() && attrs.is_empty() {
+            None
+        } else {
+            match cached.and_then(|c| self.shapes.get(c)?.as_ref()?.detail.as_ref()) {
+                Some(d) if *d.extras == *extra_text && *d.attrs == *attrs => Some(Arc::clone(d)),
+                _ => Some(Arc::new(Detail { extras: extra_text.into(), attrs: attrs.as_slice().into() })),
+            }
+        };
+        self.scratch_attrs = attrs;
 
         let host = match host {
             Some(h) => ctx.samples.host(&h),
@@ -1207,9 +1244,9 @@ impl PrometheusReader {
             device: ctx.samples.device(&device),
             port,
             priority,
-            extras: extra_text.into(),
-            attrs,
             claimed: false,
+            has_extras,
+            detail,
         };
         if let Some(cache) = cached
             && let Some(shape) = self.shapes.get_mut(cache)
@@ -1236,11 +1273,11 @@ impl PrometheusReader {
                 varying,
                 port: set.port,
                 priority: set.priority,
-                extras: set.extras.clone(),
-                attrs: set.attrs.clone(),
+                detail: set.detail.clone(),
                 host: set.host,
                 device: set.device,
                 last_host: (Vec::new(), -1),
+                devices: Vec::new(),
             });
         }
         Ok(set)
@@ -1290,7 +1327,19 @@ impl PrometheusReader {
                     shape.last_host.0.extend_from_slice(value);
                     shape.last_host.1 = host;
                 }
-                Varying::Device => device = ctx.samples.device(text),
+                Varying::Device => {
+                    // A host's devices are the previous host's, mostly.
+                    device = match shape.devices.iter().find(|d| *d.0 == *value) {
+                        Some(&(_, d)) => d,
+                        None => {
+                            let d = ctx.samples.device(text);
+                            if shape.devices.len() < SHAPE_DEVICES {
+                                shape.devices.push((value.into(), d));
+                            }
+                            d
+                        }
+                    };
+                }
             }
         }
         Some(LabelSet {
@@ -1298,9 +1347,9 @@ impl PrometheusReader {
             device,
             port: shape.port,
             priority: shape.priority,
-            extras: shape.extras.clone(),
-            attrs: shape.attrs.clone(),
             claimed: false,
+            has_extras: shape.detail.as_ref().is_some_and(|d| !d.extras.is_empty()),
+            detail: shape.detail.clone(),
         })
     }
 }
@@ -1317,13 +1366,17 @@ struct Shape {
     varying: Vec<(usize, usize, Varying)>,
     port: Option<u16>,
     priority: Option<u8>,
-    extras: Box<str>,
-    attrs: Pairs,
+    detail: Option<Arc<Detail>>,
     host: i32,
     device: i32,
     /// The last host value met and its host.
     last_host: (Vec<u8>, i32),
+    /// The first device values met (at most [`SHAPE_DEVICES`]) and their devices.
+    devices: Vec<(Box<[u8]>, i32)>,
 }
+
+/// Device values a [`Shape`] remembers: the HCAs, NICs or GPUs of one machine.
+const SHAPE_DEVICES: usize = 16;
 
 /// What a varying value of a [`Shape`] names.
 #[derive(Debug, Clone, Copy)]
@@ -1360,38 +1413,6 @@ fn map_cow<'a>(v: &Cow<'a, str>, f: impl Fn(&str) -> &str) -> Cow<'a, str> {
     match v {
         Cow::Borrowed(s) => Cow::Borrowed(f(s)),
         Cow::Owned(s) => Cow::Owned(f(s).to_owned()),
-    }
-}
-
-/// Attribute name and value keys of a label set: most have one or two (`job`, `pod`), kept
-/// inline rather than in an allocation of their own.
-#[derive(Debug, Clone)]
-enum Pairs {
-    Inline(u8, [(i32, i32); 2]),
-    Heap(Box<[(i32, i32)]>),
-}
-
-impl Pairs {
-    fn collect(items: impl Iterator<Item = (i32, i32)>) -> Pairs {
-        let mut inline = [(0, 0); 2];
-        let mut n = 0u8;
-        let mut items = items.peekable();
-        while let Some(slot) = inline.get_mut(usize::from(n)) {
-            let Some(p) = items.next() else { return Pairs::Inline(n, inline) };
-            *slot = p;
-            n += 1;
-        }
-        if items.peek().is_none() {
-            return Pairs::Inline(n, inline);
-        }
-        Pairs::Heap(inline.into_iter().chain(items).collect())
-    }
-
-    fn as_slice(&self) -> &[(i32, i32)] {
-        match self {
-            Pairs::Inline(n, pairs) => pairs.get(..usize::from(*n)).unwrap_or_default(),
-            Pairs::Heap(pairs) => pairs,
-        }
     }
 }
 
