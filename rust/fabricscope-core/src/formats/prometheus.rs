@@ -45,6 +45,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
+use hashbrown::HashTable;
 use memchr::{memchr2, memchr3, memrchr2};
 
 use crate::error::{Error, Position, Result};
@@ -1449,24 +1450,26 @@ const NO_SLOT: u32 = u32::MAX;
 #[derive(Debug)]
 struct Slot<T> {
     start: usize,
-    len: usize,
-    /// The next slot whose text has the same hash, or [`NO_SLOT`].
-    same_hash: u32,
+    /// Length of the text (a longer text is never found, so never reused).
+    len: u32,
     /// The slot looked up after this one last time, or [`NO_SLOT`].
     next: u32,
+    /// Hash of the text, for growing the index without hashing the texts again.
+    hash: u64,
     value: T,
 }
 
 /// Values resolved from texts (series texts, label sets, metric names), found by their text.
 /// Exporters write the series of a scrape in the same order every time (and `/federate` sorts
 /// them), so the entry after the previous lookup's is predicted from the last scrape and confirmed
-/// with one comparison, without hashing the text. The texts live in one arena and the index maps
-/// their hashes to slots, so a new entry costs no allocation of its own, and a missed lookup
-/// hands its hash to the insert that follows.
+/// with one comparison, without hashing the text. The texts live in one arena and the index holds
+/// only slot numbers (a scrape of a large fabric has a few hundred thousand label sets: the index
+/// stays small enough for the processor's cache), so a new entry costs no allocation of its own,
+/// and a missed lookup hands its hash to the insert that follows.
 #[derive(Debug)]
 struct TextCache<T> {
-    /// First slot of each text hash.
-    index: AHashMap<u64, u32>,
+    /// Slot numbers, by the hash of their text.
+    index: HashTable<u32>,
     hasher: ahash::RandomState,
     text: Vec<u8>,
     slots: Vec<Slot<T>>,
@@ -1477,7 +1480,7 @@ struct TextCache<T> {
 impl<T> Default for TextCache<T> {
     fn default() -> Self {
         TextCache {
-            index: AHashMap::new(),
+            index: HashTable::new(),
             hasher: ahash::RandomState::with_seeds(0x5eed, 0xfab, 0x7e1e, 0x3e7),
             text: Vec::new(),
             slots: Vec::new(),
@@ -1486,34 +1489,31 @@ impl<T> Default for TextCache<T> {
     }
 }
 
-impl<T> TextCache<T> {
-    fn text_of(&self, s: &Slot<T>) -> &[u8] {
-        self.text.get(s.start..s.start + s.len).unwrap_or_default()
-    }
+/// The text of `slot` in `text`.
+fn slot_text<'a, T>(text: &'a [u8], slot: &Slot<T>) -> &'a [u8] {
+    text.get(slot.start..slot.start + slot.len as usize).unwrap_or_default()
+}
 
+impl<T> TextCache<T> {
     /// The slot holding `key` (remembered as the previous lookup's), or the hash of `key` for
     /// [`Self::insert`].
     fn find(&mut self, key: &[u8]) -> Result<u32, u64> {
         let predicted = self.slots.get(self.last as usize).map_or(NO_SLOT, |s| s.next);
         if let Some(s) = self.slots.get(predicted as usize)
-            && self.text_of(s) == key
+            && slot_text(&self.text, s) == key
         {
             self.last = predicted;
             return Ok(predicted);
         }
         let hash = self.hash(key);
-        let mut at = self.index.get(&hash).copied().unwrap_or(NO_SLOT);
-        while let Some(s) = self.slots.get(at as usize) {
-            if self.text_of(s) == key {
-                if let Some(prev) = self.slots.get_mut(self.last as usize) {
-                    prev.next = at;
-                }
-                self.last = at;
-                return Ok(at);
-            }
-            at = s.same_hash;
+        let (slots, text) = (&self.slots, &self.text);
+        let found = self.index.find(hash, |&at| slots.get(at as usize).is_some_and(|s| slot_text(text, s) == key));
+        let Some(&at) = found else { return Err(hash) };
+        if let Some(prev) = self.slots.get_mut(self.last as usize) {
+            prev.next = at;
         }
-        Err(hash)
+        self.last = at;
+        Ok(at)
     }
 
     /// Keep `value` for `key` (whose hash [`Self::find`] gave) as the previous lookup's. The
@@ -1525,12 +1525,14 @@ impl<T> TextCache<T> {
         let slot = self.slots.len() as u32;
         let start = self.text.len();
         self.text.extend_from_slice(key);
-        let same_hash = self.index.insert(hash, slot).unwrap_or(NO_SLOT);
+        let slots = &self.slots;
+        self.index.insert_unique(hash, slot, |&at| slots.get(at as usize).map_or(0, |s| s.hash));
         if let Some(prev) = self.slots.get_mut(self.last as usize) {
             prev.next = slot;
         }
         self.last = slot;
-        self.slots.push(Slot { start, len: key.len(), same_hash, next: NO_SLOT, value });
+        let len = u32::try_from(key.len()).unwrap_or(u32::MAX);
+        self.slots.push(Slot { start, len, next: NO_SLOT, hash, value });
         slot
     }
 
