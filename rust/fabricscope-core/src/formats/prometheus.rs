@@ -311,6 +311,8 @@ struct Miss {
     labels: Option<u64>,
     /// The metric name's slot, when the lookup found it (a valid name, resolved already).
     name: Option<u32>,
+    /// Where the metric name ends in the series text, when `name` is known.
+    name_end: usize,
 }
 
 /// Where the fields of a sample line are.
@@ -526,7 +528,9 @@ impl PrometheusReader {
             let sets = usize::from(info.dcgm);
             let set_slot = match self.label_sets[sets].find(rest) {
                 Ok(slot) => slot,
-                Err(hash) => return Found::New(Miss { series: None, labels: Some(hash), name: Some(name_slot) }),
+                Err(hash) => {
+                    return Found::New(Miss { series: None, labels: Some(hash), name: Some(name_slot), name_end });
+                }
             };
             if self.label_sets[sets].get(set_slot).is_some_and(|l| !l.has_extras) {
                 return Found::Plain { name: name_slot, sets, labels: set_slot };
@@ -535,7 +539,7 @@ impl PrometheusReader {
         // Extra labels or an `*_info` metric: state of its own, in the series cache.
         match self.series.find(key) {
             Ok(slot) => Found::Series(slot),
-            Err(hash) => Found::New(Miss { series: Some(hash), labels: None, name: Some(name_slot) }),
+            Err(hash) => Found::New(Miss { series: Some(hash), labels: None, name: Some(name_slot), name_end }),
         }
     }
 
@@ -885,7 +889,11 @@ impl PrometheusReader {
     /// resolved once per input and cached (a scrape repeats every label set once per family).
     /// `miss`: what the lookup of `key` that just missed found (the name) and computed (hashes).
     fn resolve(&mut self, line: &[u8], key: &[u8], miss: Miss, ctx: &mut ReadContext<'_>) -> Result<Resolved, Fail> {
-        let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
+        let name_end = match miss.name {
+            // The lookup found the name already.
+            Some(_) => miss.name_end,
+            None => memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len()),
+        };
         let (name_bytes, rest) = key.split_at(name_end);
         let name_slot = match miss.name {
             // Validated and resolved when it was cached.
@@ -1292,7 +1300,8 @@ impl PrometheusReader {
         let shape = self.shapes.get_mut(cache)?.as_mut()?;
         let mut values: [(&[u8], Varying); 2] = [(b"", Varying::Device); 2];
         let (mut from, mut pos) = (0, 0);
-        for (&(start, end, what), slot) in shape.varying.iter().zip(values.iter_mut()) {
+        for (k, &(start, end, what)) in shape.varying.iter().enumerate() {
+            let slot = values.get_mut(k)?;
             let fixed = shape.text.get(from..start)?;
             if rest.get(pos..pos + fixed.len())? != fixed {
                 return None;
