@@ -1014,12 +1014,7 @@ impl PrometheusReader {
         // The first series of a label set emits its attributes.
         let cold = (!labels.claimed && !labels.attrs().is_empty()).then(|| {
             labels.claimed = true;
-            Box::new(Cold {
-                attrs: labels.attrs().to_vec(),
-                info: false,
-                counter_name: Box::default(),
-                emitted: false,
-            })
+            Box::new(Cold { attrs: labels.attrs().to_vec(), info: false, counter_name: Box::default(), emitted: false })
         });
         Ok(Resolved::Series(Series {
             host: labels.host,
@@ -1248,15 +1243,8 @@ impl PrometheusReader {
                 }
             }
         };
-        let set = LabelSet {
-            host,
-            device: ctx.samples.device(&device),
-            port,
-            priority,
-            claimed: false,
-            has_extras,
-            detail,
-        };
+        let set =
+            LabelSet { host, device: ctx.samples.device(&device), port, priority, claimed: false, has_extras, detail };
         if let Some(cache) = cached
             && let Some(shape) = self.shapes.get_mut(cache)
         {
@@ -1392,7 +1380,9 @@ const SHAPE_DEVICES: usize = 16;
 #[derive(Debug, Clone, Copy)]
 enum Varying {
     /// The host; `strip_port`: the label is an `instance`, which carries the scrape port.
-    Host { strip_port: bool },
+    Host {
+        strip_port: bool,
+    },
     Device,
 }
 
@@ -2050,6 +2040,23 @@ mod tests {
         assert_eq!(parse_value(b"+"), None);
         assert_eq!(parse_value(b"12abc"), None);
         assert_eq!(parse_value(b"\xff"), None);
+    }
+
+    #[test]
+    fn port_attributes_are_new_once_past_a_full_host_list() {
+        let mut e = Emitted::default();
+        let many = LISTED_PER_HOST as i32 * 3;
+        for round in [true, false] {
+            for i in 0..many {
+                assert_eq!(e.insert((5, i, Some(1), 0, 1)), round, "device {i}");
+                assert_eq!(e.insert((0, i, None, 0, 1)), round, "device {i}");
+            }
+            assert_eq!(e.insert((-1, 0, None, 0, 1)), round);
+        }
+        assert!(e.insert((5, 0, Some(2), 0, 1)));
+        assert!(e.insert((5, many, Some(1), 0, 1)));
+        assert!(e.insert((5, 0, Some(1), 0, 2)));
+        assert_eq!(e.by_host.get(5).map(Vec::len), Some(LISTED_PER_HOST));
     }
 
     #[test]
