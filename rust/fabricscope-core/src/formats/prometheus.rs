@@ -1308,36 +1308,44 @@ impl PrometheusReader {
             return None;
         }
         let values = values.get(..shape.varying.len())?;
-        // Nothing is interned before every value is known valid: a label set that goes the long
-        // way after all must leave the names as they were.
-        let mut texts: [&str; 2] = [""; 2];
-        for (&(value, _), text) in values.iter().zip(texts.iter_mut()) {
-            *text = std::str::from_utf8(value).ok()?;
+        // The host or device a value names when this shape met it before (no need to check its
+        // encoding again), else the value's text. Nothing is interned before every value is
+        // known valid: a label set that goes the long way after all leaves the names as they were.
+        let mut found: [Result<i32, &str>; 2] = [Err(""); 2];
+        for (&(value, what), slot) in values.iter().zip(found.iter_mut()) {
+            let known = match what {
+                // A host's devices follow one another: its name was met for the one before.
+                Varying::Host { .. } => (value == &*shape.last_host.0).then_some(shape.last_host.1),
+                // A host's devices are the previous host's, mostly.
+                Varying::Device => shape.devices.iter().find(|d| *d.0 == *value).map(|d| d.1),
+            };
+            *slot = match known {
+                Some(id) => Ok(id),
+                None => Err(std::str::from_utf8(value).ok()?),
+            };
         }
         let (mut host, mut device) = (shape.host, shape.device);
-        for (&(value, what), text) in values.iter().zip(texts) {
-            match what {
-                // A host's devices follow one another: its name was interned for the one before.
-                Varying::Host { .. } if value == &*shape.last_host.0 => host = shape.last_host.1,
-                Varying::Host { strip_port } => {
-                    host = ctx.samples.host(if strip_port { self::strip_port(text) } else { text });
+        for (&(value, what), found) in values.iter().zip(found) {
+            let id = match (found, what) {
+                (Ok(id), _) => id,
+                (Err(text), Varying::Host { strip_port }) => {
+                    let id = ctx.samples.host(if strip_port { self::strip_port(text) } else { text });
                     shape.last_host.0.clear();
                     shape.last_host.0.extend_from_slice(value);
-                    shape.last_host.1 = host;
+                    shape.last_host.1 = id;
+                    id
                 }
-                Varying::Device => {
-                    // A host's devices are the previous host's, mostly.
-                    device = match shape.devices.iter().find(|d| *d.0 == *value) {
-                        Some(&(_, d)) => d,
-                        None => {
-                            let d = ctx.samples.device(text);
-                            if shape.devices.len() < SHAPE_DEVICES {
-                                shape.devices.push((value.into(), d));
-                            }
-                            d
-                        }
-                    };
+                (Err(text), Varying::Device) => {
+                    let id = ctx.samples.device(text);
+                    if shape.devices.len() < SHAPE_DEVICES {
+                        shape.devices.push((value.into(), id));
+                    }
+                    id
                 }
+            };
+            match what {
+                Varying::Host { .. } => host = id,
+                Varying::Device => device = id,
             }
         }
         Some(LabelSet {
@@ -1453,8 +1461,6 @@ struct Slot<T> {
     len: u32,
     /// The slot looked up after this one last time, or [`NO_SLOT`].
     next: u32,
-    /// Hash of the text, for growing the index without hashing the texts again.
-    hash: u64,
     value: T,
 }
 
@@ -1462,13 +1468,14 @@ struct Slot<T> {
 /// Exporters write the series of a scrape in the same order every time (and `/federate` sorts
 /// them), so the entry after the previous lookup's is predicted from the last scrape and confirmed
 /// with one comparison, without hashing the text. The texts live in one arena and the index holds
-/// only slot numbers (a scrape of a large fabric has a few hundred thousand label sets: the index
-/// stays small enough for the processor's cache), so a new entry costs no allocation of its own,
-/// and a missed lookup hands its hash to the insert that follows.
+/// a slot number and 32 bits of the text's hash (a scrape of a large fabric has a few hundred
+/// thousand label sets: the index stays small, and it grows without reading the slots), so a new
+/// entry costs no allocation of its own, and a missed lookup hands its hash to the insert that
+/// follows.
 #[derive(Debug)]
 struct TextCache<T> {
-    /// Slot numbers, by the hash of their text.
-    index: HashTable<u32>,
+    /// (slot, upper half of the text's hash), placed by [`index_hash`] of that half.
+    index: HashTable<(u32, u32)>,
     hasher: ahash::RandomState,
     text: Vec<u8>,
     slots: Vec<Slot<T>>,
@@ -1488,6 +1495,12 @@ impl<T> Default for TextCache<T> {
     }
 }
 
+/// Where the index places a text whose hash has `half` as its upper 32 bits: a function of the
+/// entry alone, so that growing the index reads no slot.
+fn index_hash(half: u32) -> u64 {
+    u64::from(half).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 /// The text of `slot` in `text`.
 fn slot_text<'a, T>(text: &'a [u8], slot: &Slot<T>) -> &'a [u8] {
     text.get(slot.start..slot.start + slot.len as usize).unwrap_or_default()
@@ -1505,9 +1518,12 @@ impl<T> TextCache<T> {
             return Ok(predicted);
         }
         let hash = self.hash(key);
+        let half = (hash >> 32) as u32;
         let (slots, text) = (&self.slots, &self.text);
-        let found = self.index.find(hash, |&at| slots.get(at as usize).is_some_and(|s| slot_text(text, s) == key));
-        let Some(&at) = found else { return Err(hash) };
+        let found = self.index.find(index_hash(half), |&(at, h)| {
+            h == half && slots.get(at as usize).is_some_and(|s| slot_text(text, s) == key)
+        });
+        let Some(&(at, _)) = found else { return Err(hash) };
         if let Some(prev) = self.slots.get_mut(self.last as usize) {
             prev.next = at;
         }
@@ -1524,14 +1540,14 @@ impl<T> TextCache<T> {
         let slot = self.slots.len() as u32;
         let start = self.text.len();
         self.text.extend_from_slice(key);
-        let slots = &self.slots;
-        self.index.insert_unique(hash, slot, |&at| slots.get(at as usize).map_or(0, |s| s.hash));
+        let half = (hash >> 32) as u32;
+        self.index.insert_unique(index_hash(half), (slot, half), |&(_, h)| index_hash(h));
         if let Some(prev) = self.slots.get_mut(self.last as usize) {
             prev.next = slot;
         }
         self.last = slot;
         let len = u32::try_from(key.len()).unwrap_or(u32::MAX);
-        self.slots.push(Slot { start, len, next: NO_SLOT, hash, value });
+        self.slots.push(Slot { start, len, next: NO_SLOT, value });
         slot
     }
 
