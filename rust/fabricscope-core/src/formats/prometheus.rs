@@ -239,11 +239,14 @@ struct AttrState {
 /// find in the processor's cache, and only the rest in one set of all hosts.
 #[derive(Debug, Default)]
 struct Emitted {
-    /// By host key: (device, port, name, value), at most [`LISTED_PER_HOST`].
-    by_host: Vec<Vec<(i32, Option<u16>, i32, i32)>>,
+    /// By host key, at most [`LISTED_PER_HOST`] each.
+    by_host: Vec<Vec<PortAttr>>,
     /// The attributes of hosts whose list is full.
     more: AHashSet<AttrKey>,
 }
+
+/// An attribute of a host's port: device, port, name and value.
+type PortAttr = (i32, Option<u16>, i32, i32);
 
 /// Attributes of one host kept in its list before its others go to the shared set.
 const LISTED_PER_HOST: usize = 32;
