@@ -1278,6 +1278,7 @@ impl PrometheusReader {
                 device: set.device,
                 last_host: (Vec::new(), -1),
                 devices: Vec::new(),
+                next_device: 0,
             });
         }
         Ok(set)
@@ -1319,8 +1320,18 @@ impl PrometheusReader {
             let known = match what {
                 // A host's devices follow one another: its name was met for the one before.
                 Varying::Host { .. } => (value == &*shape.last_host.0).then_some(shape.last_host.1),
-                // A host's devices are the previous host's, mostly.
-                Varying::Device => shape.devices.iter().find(|d| *d.0 == *value).map(|d| d.1),
+                // A host's devices are the previous host's, mostly, in the same order: the one
+                // after the last one found is tried first.
+                Varying::Device => {
+                    let n = shape.devices.len();
+                    let at = (0..n)
+                        .map(|k| (shape.next_device + k) % n)
+                        .find(|&i| shape.devices.get(i).is_some_and(|d| *d.0 == *value));
+                    at.and_then(|i| {
+                        shape.next_device = i + 1;
+                        shape.devices.get(i).map(|d| d.1)
+                    })
+                }
             };
             *slot = match known {
                 Some(id) => Ok(id),
@@ -1342,6 +1353,7 @@ impl PrometheusReader {
                     let id = ctx.samples.device(text);
                     if shape.devices.len() < SHAPE_DEVICES {
                         shape.devices.push((value.into(), id));
+                        shape.next_device = shape.devices.len();
                     }
                     id
                 }
@@ -1382,6 +1394,8 @@ struct Shape {
     last_host: (Vec<u8>, i32),
     /// The first device values met (at most [`SHAPE_DEVICES`]) and their devices.
     devices: Vec<(Box<[u8]>, i32)>,
+    /// Where in `devices` the next value is looked for first.
+    next_device: usize,
 }
 
 /// Device values a [`Shape`] remembers: the HCAs, NICs or GPUs of one machine.
