@@ -263,10 +263,15 @@ def main() -> None:
         )
     for r in results:
         if r.get("label") == "after":
-            b = next(x for x in results if x.get("label") == "before" and x["size"] == r["size"])
+            # The "before" run of the same input: size and shape (repeated series or cardinality).
+            b = next(
+                x
+                for x in results
+                if x.get("label") == "before" and x["size"] == r["size"] and x.get("shape") == r.get("shape")
+            )
             print(
-                f"at {r['size']:.0e} samples: after/before wall {b['wall_s'] / r['wall_s']:.2f}x faster, "
-                f"CPU {b['cpu_s'] / r['cpu_s']:.2f}x less"
+                f"at {r['size']:.0e} samples, {r.get('shape', 'repeated')}: after/before wall "
+                f"{b['wall_s'] / r['wall_s']:.2f}x faster, CPU {b['cpu_s'] / r['cpu_s']:.2f}x less"
             )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")

@@ -435,6 +435,8 @@ pub struct AttributeBuilder {
     /// hash the same host text for every one.
     host_of: Vec<i32>,
     device_of: Vec<i32>,
+    /// The last attribute name [`Self::push_keyed`] interned, and its key.
+    last_key: Option<(Box<str>, i32)>,
 }
 
 impl AttributeBuilder {
@@ -455,6 +457,7 @@ impl AttributeBuilder {
             value: StringBuilder::new(),
             host_of: Vec::new(),
             device_of: Vec::new(),
+            last_key: None,
         }
     }
 
@@ -480,7 +483,15 @@ impl AttributeBuilder {
         let d = translate_key(&mut self.device_of, &mut self.devices, samples.devices(), a.device);
         self.device.push(d);
         self.port.push(a.port);
-        let k = self.keys.intern(a.key);
+        // A scrape's attributes are mostly one name (`job`) over and over.
+        let k = match &self.last_key {
+            Some((text, k)) if **text == *a.key => *k,
+            _ => {
+                let k = self.keys.intern(a.key);
+                self.last_key = Some((a.key.into(), k));
+                k
+            }
+        };
         self.key.push(k);
         self.value.append_value(a.value);
     }

@@ -929,6 +929,88 @@ fn expected_counter(s: &Series) -> String {
     format!("{}{{{}}}", s.name, body.join(","))
 }
 
+/// Label layouts of real exporters, `H` and `D` standing for a host and a device value: the
+/// label sets of a family differ in those two only.
+const LAYOUTS: &[&str] = &[
+    r#"{device="D",instance="H",job="node",port="1"}"#,
+    r#"{instance="H",device="D"}"#,
+    r#"{device="D", instance="H" ,job="node",}"#,
+    r#"{Hostname="H",device="D",instance="10.0.0.5:9400"}"#,
+    r#"{Hostname="gpu01",device="D",instance="H"}"#,
+    r#"{exported_instance="H",instance="pushgateway:9091",device="D",job="x"}"#,
+    r#"{host="H",node="gpu01",gpu="D",UUID="GPU-1"}"#,
+    r#"{guid="D",instance="H",port="2",priority="3"}"#,
+    r#"{device="D",instance="H",port="x"}"#,
+    r#"{device="D",instance="H",mode="b",pod="p-1"}"#,
+];
+
+fn host_or_device_value() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "gpu01:9100",
+        "gpu01",
+        "gpu02.cluster.local:9100",
+        "[::1]:9100",
+        "",
+        "gpu01:",
+        "GPU01:9100",
+        "x:abc",
+        "mlx5_0",
+        "mlx5_1",
+        "0",
+        "7",
+        "0x0002C90300A1B2C3",
+        "say \"hi\"",
+        "C:\\dir",
+        "a}b",
+        "é:1",
+        "x,y=z",
+    ])
+    .prop_map(str::to_owned)
+}
+
+/// One family after another, each writing every label set of the layout once (one scrape).
+fn family_text(layout: &str, metrics: &[&str], values: &[(String, String)]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for m in metrics {
+        for (h, d) in values {
+            let labels =
+                layout.replace("\"H\"", &format!("\"{}\"", escape(h))).replace("\"D\"", &format!("\"{}\"", escape(d)));
+            lines.push(format!("{m}{labels} 7 1764686822000"));
+        }
+    }
+    lines
+}
+
+proptest! {
+    // Each case reads every line again as a file of its own.
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A label set resolved from the one before it (same labels, other host and device values)
+    /// gives what it gives read alone: the same rows, attributes and bad records.
+    #[test]
+    fn label_sets_of_one_layout_resolve_as_each_alone(
+        layout in prop::sample::select(LAYOUTS),
+        metrics in prop::sample::subsequence(
+            vec!["node_infiniband_port_data_received_bytes_total", "my_errors_total", "DCGM_FI_DEV_GPU_UTIL"], 1..3),
+        values in prop::collection::vec((host_or_device_value(), host_or_device_value()), 1..9),
+    ) {
+        let lines = family_text(layout, &metrics, &values);
+        let together = read_text("scrape.prom", (lines.join("\n") + "\n").as_bytes(), &lenient());
+        let (mut rows, mut attrs, mut bad) = (Vec::new(), std::collections::BTreeSet::new(), 0);
+        for line in &lines {
+            let alone = read_text("scrape.prom", (line.clone() + "\n").as_bytes(), &lenient());
+            rows.extend(alone.rows);
+            attrs.extend(alone.attrs.into_iter().map(|a| (a.host, a.device, a.port, a.key, a.value)));
+            bad += alone.reports[0].bad_records;
+        }
+        prop_assert_eq!(together.rows, rows);
+        let together_attrs: std::collections::BTreeSet<_> =
+            together.attrs.into_iter().map(|a| (a.host, a.device, a.port, a.key, a.value)).collect();
+        prop_assert_eq!(together_attrs, attrs);
+        prop_assert_eq!(together.reports[0].bad_records, bad);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
 

@@ -42,8 +42,10 @@
 //! An empty label value is the same as no label (Prometheus semantics) and is ignored.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
+use hashbrown::HashTable;
 use memchr::{memchr2, memchr3, memrchr2};
 
 use crate::error::{Error, Position, Result};
@@ -194,21 +196,82 @@ struct LabelSet {
     device: i32,
     port: Option<u16>,
     priority: Option<u8>,
+    /// A series of this label set took the attributes to emit: every later one would find them
+    /// emitted already.
+    claimed: bool,
+    /// It has distinguishing labels: the hot path's question, answered without reading `detail`.
+    has_extras: bool,
+    /// The distinguishing labels and the attributes, when there are any: shared by the label
+    /// sets resolved from one [`Shape`], so that a cached label set is a few words.
+    detail: Option<Arc<Detail>>,
+}
+
+/// What a label set holds besides host, device, port and priority.
+#[derive(Debug, PartialEq, Eq)]
+struct Detail {
     /// The labels that distinguish series, as they follow the counter name
     /// (`{duplex="full",mode="1000baseT"}`), or empty.
     extras: Box<str>,
     /// Attribute names and values (keys of [`AttrState::strings`]), in label order.
-    attrs: Pairs,
-    /// A series of this label set took the attributes to emit: every later one would find them
-    /// emitted already.
-    claimed: bool,
+    attrs: Box<[(i32, i32)]>,
+}
+
+impl LabelSet {
+    fn extras(&self) -> &str {
+        self.detail.as_ref().map_or("", |d| &d.extras)
+    }
+
+    fn attrs(&self) -> &[(i32, i32)] {
+        self.detail.as_ref().map_or(&[], |d| &d.attrs)
+    }
 }
 
 /// The port attributes emitted so far, and the attribute texts by key.
 #[derive(Debug, Default)]
 struct AttrState {
-    seen: AHashSet<AttrKey>,
+    seen: Emitted,
     strings: Interner,
+}
+
+/// The port attributes (host, device, port, name, value) emitted so far. A scrape holds a few
+/// ports per host and an attribute or two per port, and writes a host's ports one after another:
+/// each host's first ones are kept in a short list of its own, which the next ports of that host
+/// find in the processor's cache, and only the rest in one set of all hosts.
+#[derive(Debug, Default)]
+struct Emitted {
+    /// By host key, at most [`LISTED_PER_HOST`] each.
+    by_host: Vec<Vec<PortAttr>>,
+    /// The attributes of hosts whose list is full.
+    more: AHashSet<AttrKey>,
+}
+
+/// An attribute of a host's port: device, port, name and value.
+type PortAttr = (i32, Option<u16>, i32, i32);
+
+/// Attributes of one host kept in its list before its others go to the shared set.
+const LISTED_PER_HOST: usize = 32;
+
+impl Emitted {
+    /// Whether `key` is emitted for the first time (and from now on, not).
+    fn insert(&mut self, key: AttrKey) -> bool {
+        let (host, device, port, name, value) = key;
+        let Ok(h) = usize::try_from(host) else { return self.more.insert(key) };
+        if self.by_host.len() <= h {
+            self.by_host.resize_with(h + 1, Vec::new);
+        }
+        let Some(list) = self.by_host.get_mut(h) else { return self.more.insert(key) };
+        let item = (device, port, name, value);
+        if list.contains(&item) {
+            return false;
+        }
+        // A host's attributes go to the set only once its list is full, so an attribute a list
+        // with room does not hold is new.
+        if list.len() < LISTED_PER_HOST {
+            list.push(item);
+            return true;
+        }
+        self.more.insert(key)
+    }
 }
 
 /// Why a sample line could not be used.
@@ -251,6 +314,8 @@ struct Miss {
     labels: Option<u64>,
     /// The metric name's slot, when the lookup found it (a valid name, resolved already).
     name: Option<u32>,
+    /// Where the metric name ends in the series text, when `name` is known.
+    name_end: usize,
 }
 
 /// Where the fields of a sample line are.
@@ -268,6 +333,8 @@ struct Label<'a> {
     name: &'a str,
     /// Borrowed from the line unless it held escapes.
     value: Cow<'a, str>,
+    /// Offset of the value's first byte in the label set's text.
+    at: usize,
     role: Role,
 }
 
@@ -294,6 +361,10 @@ pub struct PrometheusReader {
     names: TextCache<NameInfo>,
     /// Label sets of other metrics and of `DCGM_FI_*` metrics (which read a `gpu` label).
     label_sets: [TextCache<LabelSet>; 2],
+    /// The pattern of each label-set cache's next label set.
+    shapes: [Option<Shape>; 2],
+    /// Reused by each label set resolved the long way for its attributes.
+    scratch_attrs: Vec<(i32, i32)>,
     types: AHashMap<Box<str>, MetricType>,
     attrs: AttrState,
     /// Last timestamp directive: dates samples without their own timestamp.
@@ -333,6 +404,8 @@ impl PrometheusReader {
             series: TextCache::default(),
             names: TextCache::default(),
             label_sets: [TextCache::default(), TextCache::default()],
+            shapes: [None, None],
+            scratch_attrs: Vec::new(),
             types: AHashMap::new(),
             attrs: AttrState::default(),
             directive_time: None,
@@ -458,16 +531,18 @@ impl PrometheusReader {
             let sets = usize::from(info.dcgm);
             let set_slot = match self.label_sets[sets].find(rest) {
                 Ok(slot) => slot,
-                Err(hash) => return Found::New(Miss { series: None, labels: Some(hash), name: Some(name_slot) }),
+                Err(hash) => {
+                    return Found::New(Miss { series: None, labels: Some(hash), name: Some(name_slot), name_end });
+                }
             };
-            if self.label_sets[sets].get(set_slot).is_some_and(|l| l.extras.is_empty()) {
+            if self.label_sets[sets].get(set_slot).is_some_and(|l| !l.has_extras) {
                 return Found::Plain { name: name_slot, sets, labels: set_slot };
             }
         }
         // Extra labels or an `*_info` metric: state of its own, in the series cache.
         match self.series.find(key) {
             Ok(slot) => Found::Series(slot),
-            Err(hash) => Found::New(Miss { series: Some(hash), labels: None, name: Some(name_slot) }),
+            Err(hash) => Found::New(Miss { series: Some(hash), labels: None, name: Some(name_slot), name_end }),
         }
     }
 
@@ -497,7 +572,7 @@ impl PrometheusReader {
                 if !l.claimed {
                     l.claimed = true;
                     let (host, device, port) = (l.host, l.device, l.port);
-                    for &(k, v) in l.attrs.as_slice() {
+                    for &(k, v) in l.attrs() {
                         if self.attrs.seen.insert((host, device, port, k, v))
                             && let (Some(key), Some(value)) = (self.attrs.strings.get(k), self.attrs.strings.get(v))
                         {
@@ -817,7 +892,11 @@ impl PrometheusReader {
     /// resolved once per input and cached (a scrape repeats every label set once per family).
     /// `miss`: what the lookup of `key` that just missed found (the name) and computed (hashes).
     fn resolve(&mut self, line: &[u8], key: &[u8], miss: Miss, ctx: &mut ReadContext<'_>) -> Result<Resolved, Fail> {
-        let name_end = memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len());
+        let name_end = match miss.name {
+            // The lookup found the name already.
+            Some(_) => miss.name_end,
+            None => memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len()),
+        };
         let (name_bytes, rest) = key.split_at(name_end);
         let name_slot = match miss.name {
             // Validated and resolved when it was cached.
@@ -888,11 +967,11 @@ impl PrometheusReader {
 
         if info {
             // `*_info` series are few, and their extra labels are attributes too: not cached.
-            let labels = self.resolve_labels(rest, dcgm, true, ctx)?;
+            let labels = self.resolve_labels(rest, dcgm, None, ctx)?;
             let Some(name) = self.names.get(name_slot) else {
                 return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
             };
-            let counter_name = format!("{}{}", name.base, labels.extras);
+            let counter_name = format!("{}{}", name.base, labels.extras());
             return Ok(Resolved::Series(Series {
                 host: labels.host,
                 device: labels.device,
@@ -904,7 +983,7 @@ impl PrometheusReader {
                 is_counter: name.is_counter,
                 dcgm,
                 cold: Some(Box::new(Cold {
-                    attrs: labels.attrs.as_slice().to_vec(),
+                    attrs: labels.attrs().to_vec(),
                     info: true,
                     counter_name: counter_name.into(),
                     emitted: false,
@@ -916,7 +995,10 @@ impl PrometheusReader {
         let set_slot = match labels_hash.map_or_else(|| self.label_sets[sets].find(rest), Err) {
             Ok(slot) => slot,
             Err(hash) => {
-                let labels = self.resolve_labels(rest, dcgm, false, ctx)?;
+                let labels = match self.resolve_by_shape(sets, rest, ctx) {
+                    Some(labels) => labels,
+                    None => self.resolve_labels(rest, dcgm, Some(sets), ctx)?,
+                };
                 if self.label_sets[sets].is_full() {
                     // Cached series refer to their label sets.
                     self.series.clear();
@@ -928,19 +1010,14 @@ impl PrometheusReader {
         else {
             return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
         };
-        if labels.extras.is_empty() {
+        if !labels.has_extras {
             return Ok(Resolved::Plain { name: name_slot, sets, labels: set_slot });
         }
-        let counter = ctx.samples.counter(&format!("{}{}", name.base, labels.extras));
+        let counter = ctx.samples.counter(&format!("{}{}", name.base, labels.extras()));
         // The first series of a label set emits its attributes.
-        let cold = (!labels.claimed && !labels.attrs.as_slice().is_empty()).then(|| {
+        let cold = (!labels.claimed && !labels.attrs().is_empty()).then(|| {
             labels.claimed = true;
-            Box::new(Cold {
-                attrs: labels.attrs.as_slice().to_vec(),
-                info: false,
-                counter_name: Box::default(),
-                emitted: false,
-            })
+            Box::new(Cold { attrs: labels.attrs().to_vec(), info: false, counter_name: Box::default(), emitted: false })
         });
         Ok(Resolved::Series(Series {
             host: labels.host,
@@ -977,9 +1054,10 @@ impl PrometheusReader {
     }
 
     /// Resolve a label set (`{...}` after a metric name, or nothing): host, device, port and
-    /// priority labels, the labels that distinguish series, and the attributes (with `info`, the
-    /// distinguishing labels are attributes too). `dcgm`: the metric is a DCGM one, whose `gpu`
-    /// label names the device.
+    /// priority labels, the labels that distinguish series, and the attributes. `dcgm`: the
+    /// metric is a DCGM one, whose `gpu` label names the device. `cached`: the label-set cache
+    /// it is for, whose [`Shape`] it becomes when it can be one; `None` for an `*_info` series,
+    /// whose distinguishing labels are attributes too.
     ///
     /// Label names are distinct (`parse_labels` checks), so one pass over the labels finds each
     /// one this reads by a `match` on its name (compiled to a few integer comparisons), rather
@@ -988,9 +1066,10 @@ impl PrometheusReader {
         &mut self,
         rest: &[u8],
         dcgm: bool,
-        info: bool,
+        cached: Option<usize>,
         ctx: &mut ReadContext<'_>,
     ) -> Result<LabelSet, Fail> {
+        let info = cached.is_none();
         let mut labels = parse_labels(rest, ctx.options().limits.max_labels)?;
         let mut at = KnownLabels::default();
         for (i, l) in labels.iter_mut().enumerate() {
@@ -1028,12 +1107,16 @@ impl PrometheusReader {
         // one is an attribute.
         let mut host: Option<Cow<'_, str>> = None;
         let mut host_from_instance = false;
-        for (rank, i) in at.host.iter().enumerate() {
+        // The label the host is its value of (its index, and whether that carries a port), when
+        // no other value decides it.
+        let mut host_label = None;
+        for (rank, &i) in at.host.iter().enumerate() {
             let Some(l) = i.and_then(|i| labels.get_mut(i)) else { continue };
             if host.is_none() {
                 // `exported_instance` and `instance` carry the scrape port.
                 host = Some(if rank <= 1 { map_cow(&l.value, strip_port) } else { l.value.clone() });
                 host_from_instance = rank == 1;
+                host_label = i.map(|i| (i, rank <= 1));
                 l.role = Role::Identity;
             } else {
                 l.role = Role::Metadata;
@@ -1046,6 +1129,10 @@ impl PrometheusReader {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        if host_from_instance && machine.is_some() {
+            // Which of the two names the host depends on both values.
+            host_label = None;
+        }
         if host_from_instance
             && let Some(machine) = machine
             && let Some(name) = labels.get(machine).map(|l| l.value.clone())
@@ -1066,6 +1153,8 @@ impl PrometheusReader {
             Some(l.value.clone())
         };
         let gpu = if dcgm { take(at.gpu, Role::Identity) } else { None };
+        // The label the device is the value of, when it is one label's value as written.
+        let mut device_label = None;
         let device: Cow<'_, str> = if let Some(g) = gpu {
             // A MIG instance is its own device: `gpu0/mig3` (dcgm-exporter `GPU_I_ID`).
             let name = match take(at.gpu_i_id, Role::Identity) {
@@ -1078,6 +1167,7 @@ impl PrometheusReader {
             // A label that is not a GUID is kept as the device name, lowercased.
             Cow::Owned(crate::guid::normalize_guid(&g).unwrap_or_else(|| g.trim().to_ascii_lowercase()))
         } else if let Some(d) = take(at.device, Role::Identity) {
+            device_label = at.device;
             d
         } else {
             Cow::Borrowed("")
@@ -1125,12 +1215,25 @@ impl PrometheusReader {
             extra_text.push('}');
         }
         let strings = &mut self.attrs.strings;
-        let attrs = Pairs::collect(
+        let mut attrs = std::mem::take(&mut self.scratch_attrs);
+        attrs.clear();
+        attrs.extend(
             labels
                 .iter()
                 .filter(|l| l.role == Role::Metadata || (info && l.role == Role::Extra))
                 .map(|l| (strings.intern(l.name), strings.intern(&l.value))),
         );
+        let has_extras = !extra_text.is_empty();
+        // The previous label set's, mostly (one `job` for a whole scrape).
+        let detail = if extra_text.is_empty() && attrs.is_empty() {
+            None
+        } else {
+            match cached.and_then(|c| self.shapes.get(c)?.as_ref()?.detail.as_ref()) {
+                Some(d) if *d.extras == *extra_text && *d.attrs == *attrs => Some(Arc::clone(d)),
+                _ => Some(Arc::new(Detail { extras: extra_text.into(), attrs: attrs.as_slice().into() })),
+            }
+        };
+        self.scratch_attrs = attrs;
 
         let host = match host {
             Some(h) => ctx.samples.host(&h),
@@ -1143,16 +1246,169 @@ impl PrometheusReader {
                 }
             }
         };
-        Ok(LabelSet {
+        let set =
+            LabelSet { host, device: ctx.samples.device(&device), port, priority, claimed: false, has_extras, detail };
+        if let Some(cache) = cached
+            && let Some(shape) = self.shapes.get_mut(cache)
+        {
+            // Only a label set whose host is one label's value can be a pattern: with no host
+            // label the host comes from the position in the input.
+            let mut varying = Vec::with_capacity(2);
+            let mut borrowed = true;
+            let mut span = |i: usize, what: Varying| {
+                if let Some(l) = labels.get(i) {
+                    borrowed &= matches!(l.value, Cow::Borrowed(_));
+                    varying.push((l.at, l.at + l.value.len(), what));
+                }
+            };
+            if let Some((i, strip_port)) = host_label {
+                span(i, Varying::Host { strip_port });
+            }
+            if let Some(i) = device_label {
+                span(i, Varying::Device);
+            }
+            varying.sort_unstable_by_key(|v| v.0);
+            *shape = (host_label.is_some() && borrowed).then(|| Shape {
+                text: rest.into(),
+                varying,
+                port: set.port,
+                priority: set.priority,
+                detail: set.detail.clone(),
+                host: set.host,
+                device: set.device,
+                last_host: (Vec::new(), -1),
+                devices: Vec::new(),
+                next_device: 0,
+            });
+        }
+        Ok(set)
+    }
+
+    /// A label set resolved from the last one of its cache resolved the long way (its
+    /// [`Shape`]), when its text is that one's with other host and device values (none empty,
+    /// none escaped): the same labels, so the same roles, port, priority and attributes, and the
+    /// two names interned as [`Self::resolve_labels`] interns them.
+    fn resolve_by_shape(&mut self, cache: usize, rest: &[u8], ctx: &mut ReadContext<'_>) -> Option<LabelSet> {
+        let shape = self.shapes.get_mut(cache)?.as_mut()?;
+        let mut values: [(&[u8], Varying); 2] = [(b"", Varying::Device); 2];
+        let (mut from, mut pos) = (0, 0);
+        for (k, &(start, end, what)) in shape.varying.iter().enumerate() {
+            let slot = values.get_mut(k)?;
+            let fixed = shape.text.get(from..start)?;
+            if rest.get(pos..pos + fixed.len())? != fixed {
+                return None;
+            }
+            pos += fixed.len();
+            let tail = rest.get(pos..)?;
+            let len = find_quote_or_backslash(tail)?;
+            if len == 0 || tail.get(len) != Some(&b'"') {
+                return None;
+            }
+            *slot = (tail.get(..len)?, what);
+            pos += len;
+            from = end;
+        }
+        if rest.get(pos..)? != shape.text.get(from..)? {
+            return None;
+        }
+        let values = values.get(..shape.varying.len())?;
+        // The host or device a value names when this shape met it before (no need to check its
+        // encoding again), else the value's text. Nothing is interned before every value is
+        // known valid: a label set that goes the long way after all leaves the names as they were.
+        let mut found: [Result<i32, &str>; 2] = [Err(""); 2];
+        for (&(value, what), slot) in values.iter().zip(found.iter_mut()) {
+            let known = match what {
+                // A host's devices follow one another: its name was met for the one before.
+                Varying::Host { .. } => (value == &*shape.last_host.0).then_some(shape.last_host.1),
+                // A host's devices are the previous host's, mostly, in the same order: the one
+                // after the last one found is tried first.
+                Varying::Device => {
+                    let n = shape.devices.len();
+                    let at = (0..n)
+                        .map(|k| (shape.next_device + k) % n)
+                        .find(|&i| shape.devices.get(i).is_some_and(|d| *d.0 == *value));
+                    at.and_then(|i| {
+                        shape.next_device = i + 1;
+                        shape.devices.get(i).map(|d| d.1)
+                    })
+                }
+            };
+            *slot = match known {
+                Some(id) => Ok(id),
+                None => Err(std::str::from_utf8(value).ok()?),
+            };
+        }
+        let (mut host, mut device) = (shape.host, shape.device);
+        for (&(value, what), found) in values.iter().zip(found) {
+            let id = match (found, what) {
+                (Ok(id), _) => id,
+                (Err(text), Varying::Host { strip_port }) => {
+                    let id = ctx.samples.host(if strip_port { self::strip_port(text) } else { text });
+                    shape.last_host.0.clear();
+                    shape.last_host.0.extend_from_slice(value);
+                    shape.last_host.1 = id;
+                    id
+                }
+                (Err(text), Varying::Device) => {
+                    let id = ctx.samples.device(text);
+                    if shape.devices.len() < SHAPE_DEVICES {
+                        shape.devices.push((value.into(), id));
+                        shape.next_device = shape.devices.len();
+                    }
+                    id
+                }
+            };
+            match what {
+                Varying::Host { .. } => host = id,
+                Varying::Device => device = id,
+            }
+        }
+        Some(LabelSet {
             host,
-            device: ctx.samples.device(&device),
-            port,
-            priority,
-            extras: extra_text.into(),
-            attrs,
+            device,
+            port: shape.port,
+            priority: shape.priority,
             claimed: false,
+            has_extras: shape.detail.as_ref().is_some_and(|d| !d.extras.is_empty()),
+            detail: shape.detail.clone(),
         })
     }
+}
+
+/// The last label set of a label-set cache resolved the long way, as the pattern of the next
+/// ones: exporters write a family's label sets one device and host after another, with the same
+/// label names and other values (`{device="mlx5_1",instance="gpu017:9100",job="node",port="1"}`
+/// follows `{device="mlx5_0",...}`), and every one of them is new in a file that holds one
+/// scrape.
+#[derive(Debug)]
+struct Shape {
+    text: Box<[u8]>,
+    /// Spans in `text` of the values of the host label and the device label, in text order.
+    varying: Vec<(usize, usize, Varying)>,
+    port: Option<u16>,
+    priority: Option<u8>,
+    detail: Option<Arc<Detail>>,
+    host: i32,
+    device: i32,
+    /// The last host value met and its host.
+    last_host: (Vec<u8>, i32),
+    /// The first device values met (at most [`SHAPE_DEVICES`]) and their devices.
+    devices: Vec<(Box<[u8]>, i32)>,
+    /// Where in `devices` the next value is looked for first.
+    next_device: usize,
+}
+
+/// Device values a [`Shape`] remembers: the HCAs, NICs or GPUs of one machine.
+const SHAPE_DEVICES: usize = 16;
+
+/// What a varying value of a [`Shape`] names.
+#[derive(Debug, Clone, Copy)]
+enum Varying {
+    /// The host; `strip_port`: the label is an `instance`, which carries the scrape port.
+    Host {
+        strip_port: bool,
+    },
+    Device,
 }
 
 /// Where the labels [`PrometheusReader::resolve_labels`] reads are in a label set (indices of
@@ -1182,38 +1438,6 @@ fn map_cow<'a>(v: &Cow<'a, str>, f: impl Fn(&str) -> &str) -> Cow<'a, str> {
     match v {
         Cow::Borrowed(s) => Cow::Borrowed(f(s)),
         Cow::Owned(s) => Cow::Owned(f(s).to_owned()),
-    }
-}
-
-/// Attribute name and value keys of a label set: most have one or two (`job`, `pod`), kept
-/// inline rather than in an allocation of their own.
-#[derive(Debug)]
-enum Pairs {
-    Inline(u8, [(i32, i32); 2]),
-    Heap(Box<[(i32, i32)]>),
-}
-
-impl Pairs {
-    fn collect(items: impl Iterator<Item = (i32, i32)>) -> Pairs {
-        let mut inline = [(0, 0); 2];
-        let mut n = 0u8;
-        let mut items = items.peekable();
-        while let Some(slot) = inline.get_mut(usize::from(n)) {
-            let Some(p) = items.next() else { return Pairs::Inline(n, inline) };
-            *slot = p;
-            n += 1;
-        }
-        if items.peek().is_none() {
-            return Pairs::Inline(n, inline);
-        }
-        Pairs::Heap(inline.into_iter().chain(items).collect())
-    }
-
-    fn as_slice(&self) -> &[(i32, i32)] {
-        match self {
-            Pairs::Inline(n, pairs) => pairs.get(..usize::from(*n)).unwrap_or_default(),
-            Pairs::Heap(pairs) => pairs,
-        }
     }
 }
 
@@ -1250,9 +1474,8 @@ const NO_SLOT: u32 = u32::MAX;
 #[derive(Debug)]
 struct Slot<T> {
     start: usize,
-    len: usize,
-    /// The next slot whose text has the same hash, or [`NO_SLOT`].
-    same_hash: u32,
+    /// Length of the text (a longer text is never found, so never reused).
+    len: u32,
     /// The slot looked up after this one last time, or [`NO_SLOT`].
     next: u32,
     value: T,
@@ -1261,13 +1484,15 @@ struct Slot<T> {
 /// Values resolved from texts (series texts, label sets, metric names), found by their text.
 /// Exporters write the series of a scrape in the same order every time (and `/federate` sorts
 /// them), so the entry after the previous lookup's is predicted from the last scrape and confirmed
-/// with one comparison, without hashing the text. The texts live in one arena and the index maps
-/// their hashes to slots, so a new entry costs no allocation of its own, and a missed lookup
-/// hands its hash to the insert that follows.
+/// with one comparison, without hashing the text. The texts live in one arena and the index holds
+/// a slot number and 32 bits of the text's hash (a scrape of a large fabric has a few hundred
+/// thousand label sets: the index stays small, and it grows without reading the slots), so a new
+/// entry costs no allocation of its own, and a missed lookup hands its hash to the insert that
+/// follows.
 #[derive(Debug)]
 struct TextCache<T> {
-    /// First slot of each text hash.
-    index: AHashMap<u64, u32>,
+    /// (slot, upper half of the text's hash), placed by [`index_hash`] of that half.
+    index: HashTable<(u32, u32)>,
     hasher: ahash::RandomState,
     text: Vec<u8>,
     slots: Vec<Slot<T>>,
@@ -1278,7 +1503,7 @@ struct TextCache<T> {
 impl<T> Default for TextCache<T> {
     fn default() -> Self {
         TextCache {
-            index: AHashMap::new(),
+            index: HashTable::new(),
             hasher: ahash::RandomState::with_seeds(0x5eed, 0xfab, 0x7e1e, 0x3e7),
             text: Vec::new(),
             slots: Vec::new(),
@@ -1287,34 +1512,40 @@ impl<T> Default for TextCache<T> {
     }
 }
 
-impl<T> TextCache<T> {
-    fn text_of(&self, s: &Slot<T>) -> &[u8] {
-        self.text.get(s.start..s.start + s.len).unwrap_or_default()
-    }
+/// Where the index places a text whose hash has `half` as its upper 32 bits: a function of the
+/// entry alone, so that growing the index reads no slot.
+fn index_hash(half: u32) -> u64 {
+    u64::from(half).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
 
+/// The text of `slot` in `text`.
+fn slot_text<'a, T>(text: &'a [u8], slot: &Slot<T>) -> &'a [u8] {
+    text.get(slot.start..slot.start + slot.len as usize).unwrap_or_default()
+}
+
+impl<T> TextCache<T> {
     /// The slot holding `key` (remembered as the previous lookup's), or the hash of `key` for
     /// [`Self::insert`].
     fn find(&mut self, key: &[u8]) -> Result<u32, u64> {
         let predicted = self.slots.get(self.last as usize).map_or(NO_SLOT, |s| s.next);
         if let Some(s) = self.slots.get(predicted as usize)
-            && self.text_of(s) == key
+            && slot_text(&self.text, s) == key
         {
             self.last = predicted;
             return Ok(predicted);
         }
         let hash = self.hash(key);
-        let mut at = self.index.get(&hash).copied().unwrap_or(NO_SLOT);
-        while let Some(s) = self.slots.get(at as usize) {
-            if self.text_of(s) == key {
-                if let Some(prev) = self.slots.get_mut(self.last as usize) {
-                    prev.next = at;
-                }
-                self.last = at;
-                return Ok(at);
-            }
-            at = s.same_hash;
+        let half = (hash >> 32) as u32;
+        let (slots, text) = (&self.slots, &self.text);
+        let found = self.index.find(index_hash(half), |&(at, h)| {
+            h == half && slots.get(at as usize).is_some_and(|s| slot_text(text, s) == key)
+        });
+        let Some(&(at, _)) = found else { return Err(hash) };
+        if let Some(prev) = self.slots.get_mut(self.last as usize) {
+            prev.next = at;
         }
-        Err(hash)
+        self.last = at;
+        Ok(at)
     }
 
     /// Keep `value` for `key` (whose hash [`Self::find`] gave) as the previous lookup's. The
@@ -1326,12 +1557,14 @@ impl<T> TextCache<T> {
         let slot = self.slots.len() as u32;
         let start = self.text.len();
         self.text.extend_from_slice(key);
-        let same_hash = self.index.insert(hash, slot).unwrap_or(NO_SLOT);
+        let half = (hash >> 32) as u32;
+        self.index.insert_unique(index_hash(half), (slot, half), |&(_, h)| index_hash(h));
         if let Some(prev) = self.slots.get_mut(self.last as usize) {
             prev.next = slot;
         }
         self.last = slot;
-        self.slots.push(Slot { start, len: key.len(), same_hash, next: NO_SLOT, value });
+        let len = u32::try_from(key.len()).unwrap_or(u32::MAX);
+        self.slots.push(Slot { start, len, next: NO_SLOT, value });
         slot
     }
 
@@ -1596,6 +1829,7 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
         i += 1;
         let tail = rest.get(i..).unwrap_or_default();
         let off = find_quote_or_backslash(tail).ok_or(Fail::Bad("a closing quote after a label value"))?;
+        let at = i;
         let value = if tail.get(off) == Some(&b'"') {
             // No escapes (the usual case): the value is borrowed from the line.
             let value = match text.and_then(|t| t.get(i..i + off)) {
@@ -1614,7 +1848,7 @@ fn parse_labels(rest: &[u8], max_labels: usize) -> Result<Vec<Label<'_>>, Fail> 
         if out.iter().any(|l| l.name == name) {
             return Err(Fail::Bad("distinct label names in one series"));
         }
-        out.push(Label { name, value, role: Role::Extra });
+        out.push(Label { name, value, at, role: Role::Extra });
         i = skip_blanks(rest, i);
         match rest.get(i) {
             Some(b',') => i += 1,
@@ -1839,6 +2073,23 @@ mod tests {
         assert_eq!(parse_value(b"+"), None);
         assert_eq!(parse_value(b"12abc"), None);
         assert_eq!(parse_value(b"\xff"), None);
+    }
+
+    #[test]
+    fn port_attributes_are_new_once_past_a_full_host_list() {
+        let mut e = Emitted::default();
+        let many = LISTED_PER_HOST as i32 * 3;
+        for round in [true, false] {
+            for i in 0..many {
+                assert_eq!(e.insert((5, i, Some(1), 0, 1)), round, "device {i}");
+                assert_eq!(e.insert((0, i, None, 0, 1)), round, "device {i}");
+            }
+            assert_eq!(e.insert((-1, 0, None, 0, 1)), round);
+        }
+        assert!(e.insert((5, 0, Some(2), 0, 1)));
+        assert!(e.insert((5, many, Some(1), 0, 1)));
+        assert!(e.insert((5, 0, Some(1), 0, 2)));
+        assert_eq!(e.by_host.get(5).map(Vec::len), Some(LISTED_PER_HOST));
     }
 
     #[test]
