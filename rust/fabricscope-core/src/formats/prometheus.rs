@@ -40,6 +40,12 @@
 //! * DCGM blank sentinels (int64 >= 0x7ffffffffffffff0, fp64 2^47..2^47+5) become null values.
 //!
 //! An empty label value is the same as no label (Prometheus semantics) and is ignored.
+//!
+//! A file that holds one scrape meets every label set for the first time in its first family. A
+//! new label set that differs from the last one resolved the long way only in its host and device
+//! values (the next device, or the next host, of that family) is resolved from that one, its
+//! [`Shape`]: the same labels in the same places give the same roles, attributes, port and
+//! priority, so only the two names are looked up.
 
 use std::borrow::Cow;
 use std::sync::Arc;
