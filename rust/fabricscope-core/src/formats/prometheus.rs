@@ -196,7 +196,7 @@ struct NameInfo {
 
 /// What a label set (`{device="mlx5_0",instance="gpu017:9100",job="node",port="1"}`) resolves
 /// to, once per label set and input: the families of a scrape repeat the label sets of a host.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct LabelSet {
     host: i32,
     device: i32,
@@ -318,10 +318,9 @@ struct Miss {
     series: Option<u64>,
     /// Of the label set, when the label-set cache was asked.
     labels: Option<u64>,
-    /// The metric name's slot, when the lookup found it (a valid name, resolved already).
-    name: Option<u32>,
-    /// Where the metric name ends in the series text, when `name` is known.
-    name_end: usize,
+    /// The metric name's slot and where the name ends in the series text, when the lookup found
+    /// it (a valid name, resolved already).
+    name: Option<(u32, usize)>,
 }
 
 /// Where the fields of a sample line are.
@@ -538,7 +537,7 @@ impl PrometheusReader {
             let set_slot = match self.label_sets[sets].find(rest) {
                 Ok(slot) => slot,
                 Err(hash) => {
-                    return Found::New(Miss { series: None, labels: Some(hash), name: Some(name_slot), name_end });
+                    return Found::New(Miss { series: None, labels: Some(hash), name: Some((name_slot, name_end)) });
                 }
             };
             if self.label_sets[sets].get(set_slot).is_some_and(|l| !l.has_extras) {
@@ -548,7 +547,7 @@ impl PrometheusReader {
         // Extra labels or an `*_info` metric: state of its own, in the series cache.
         match self.series.find(key) {
             Ok(slot) => Found::Series(slot),
-            Err(hash) => Found::New(Miss { series: Some(hash), labels: None, name: Some(name_slot), name_end }),
+            Err(hash) => Found::New(Miss { series: Some(hash), labels: None, name: Some((name_slot, name_end)) }),
         }
     }
 
@@ -898,19 +897,15 @@ impl PrometheusReader {
     /// resolved once per input and cached (a scrape repeats every label set once per family).
     /// `miss`: what the lookup of `key` that just missed found (the name) and computed (hashes).
     fn resolve(&mut self, line: &[u8], key: &[u8], miss: Miss, ctx: &mut ReadContext<'_>) -> Result<Resolved, Fail> {
-        let name_end = match miss.name {
-            // The lookup found the name already.
-            Some(_) => miss.name_end,
-            None => memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len()),
-        };
-        let (name_bytes, rest) = key.split_at(name_end);
-        let name_slot = match miss.name {
-            // Validated and resolved when it was cached.
-            Some(slot) => slot,
-            None => match self.resolve_name(line, name_bytes, rest, ctx)? {
-                Some(slot) => slot,
+        // A name found by the lookup was validated and resolved when it was cached.
+        let (name_slot, rest) = if let Some((slot, name_end)) = miss.name {
+            (slot, key.get(name_end..).unwrap_or_default())
+        } else {
+            let (name_bytes, rest) = key.split_at(memchr3(b'{', b' ', b'\t', key).unwrap_or(key.len()));
+            match self.resolve_name(line, name_bytes, rest, ctx)? {
+                Some(slot) => (slot, rest),
                 None => return Ok(Resolved::Directive),
-            },
+            }
         };
         self.resolve_with_name(rest, name_slot, miss.labels, ctx)
     }
@@ -1234,7 +1229,7 @@ impl PrometheusReader {
         let detail = if extra_text.is_empty() && attrs.is_empty() {
             None
         } else {
-            match cached.and_then(|c| self.shapes.get(c)?.as_ref()?.detail.as_ref()) {
+            match cached.and_then(|c| self.shapes.get(c)?.as_ref()?.set.detail.as_ref()) {
                 Some(d) if *d.extras == *extra_text && *d.attrs == *attrs => Some(Arc::clone(d)),
                 _ => Some(Arc::new(Detail { extras: extra_text.into(), attrs: attrs.as_slice().into() })),
             }
@@ -1277,11 +1272,7 @@ impl PrometheusReader {
             *shape = (host_label.is_some() && borrowed).then(|| Shape {
                 text: rest.into(),
                 varying,
-                port: set.port,
-                priority: set.priority,
-                detail: set.detail.clone(),
-                host: set.host,
-                device: set.device,
+                set: set.clone(),
                 last_host: (Vec::new(), -1),
                 devices: Vec::new(),
                 next_device: 0,
@@ -1344,7 +1335,7 @@ impl PrometheusReader {
                 None => Err(std::str::from_utf8(value).ok()?),
             };
         }
-        let (mut host, mut device) = (shape.host, shape.device);
+        let (mut host, mut device) = (shape.set.host, shape.set.device);
         for (&(value, what), found) in values.iter().zip(found) {
             let id = match (found, what) {
                 (Ok(id), _) => id,
@@ -1369,15 +1360,7 @@ impl PrometheusReader {
                 Varying::Device => device = id,
             }
         }
-        Some(LabelSet {
-            host,
-            device,
-            port: shape.port,
-            priority: shape.priority,
-            claimed: false,
-            has_extras: shape.detail.as_ref().is_some_and(|d| !d.extras.is_empty()),
-            detail: shape.detail.clone(),
-        })
+        Some(LabelSet { host, device, ..shape.set.clone() })
     }
 }
 
@@ -1391,11 +1374,8 @@ struct Shape {
     text: Box<[u8]>,
     /// Spans in `text` of the values of the host label and the device label, in text order.
     varying: Vec<(usize, usize, Varying)>,
-    port: Option<u16>,
-    priority: Option<u8>,
-    detail: Option<Arc<Detail>>,
-    host: i32,
-    device: i32,
+    /// What `text` resolved to (not claimed: it was cached after this copy).
+    set: LabelSet,
     /// The last host value met and its host.
     last_host: (Vec<u8>, i32),
     /// The first device values met (at most [`SHAPE_DEVICES`]) and their devices.
