@@ -34,3 +34,9 @@ def run_cli(args: Sequence[str], *, process: bool, cwd: Path | None = None) -> t
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli_main(list(args))
     return code, out.getvalue(), err.getvalue()
+
+
+def fabricscope(*args: str, process: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """:func:`run_cli` as a completed process (its ``returncode``, ``stdout`` and ``stderr``)."""
+    code, out, err = run_cli(args, process=process, cwd=cwd)
+    return subprocess.CompletedProcess([CLI, *args], code, out, err)
