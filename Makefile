@@ -9,8 +9,9 @@ PIP_V   := $(PY) -m pip --disable-pip-version-check -v
 
 # Cargo profile of the Rust extension and of `cargo test`: ci (optimised without LTO: builds in
 # about half the time, runs the sample traces as fast) or release (fat LTO: the fastest code, the
-# slowest build; `make bench` uses it). One profile and one target dir for `make test` (crates whose
-# features the test-only dependencies change are still compiled twice).
+# slowest build; `make bench` uses it). The extension is linked by zig, into
+# target/x86_64-unknown-linux-gnu/<profile>; `cargo test` by the host's linker, into target/<profile>:
+# cargo compiles the dependencies once for each (its fingerprint of a crate includes the linker).
 PROFILE      ?= ci
 DEMO_PROFILE ?= ci
 # Every build of the Rust extension (the editable installs of setup and demo, `make wheel`,
