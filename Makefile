@@ -5,12 +5,13 @@ PIP     := $(PY) -m pip --disable-pip-version-check -q
 # Verbose, for the installs that build the Rust core (see SHOW_BUILD).
 PIP_V   := $(PY) -m pip --disable-pip-version-check -v
 
-.PHONY: setup demo test test-rust test-python lint fmt bench docs clean wheel
+.PHONY: setup deps demo test test-rust test-python lint fmt bench docs clean wheel
 
 # Cargo profile of the Rust extension and of `cargo test`: ci (optimised without LTO: builds in
 # about half the time, runs the sample traces as fast) or release (fat LTO: the fastest code, the
-# slowest build; `make bench` uses it). One profile and one target dir for `make test` (crates whose
-# features the test-only dependencies change are still compiled twice).
+# slowest build; `make bench` uses it). The extension is linked by zig, into
+# target/x86_64-unknown-linux-gnu/<profile>; `cargo test` by the host's linker, into target/<profile>:
+# cargo compiles the dependencies once for each (its fingerprint of a crate includes the linker).
 PROFILE      ?= ci
 DEMO_PROFILE ?= ci
 # Every build of the Rust extension (the editable installs of setup and demo, `make wheel`,
@@ -35,9 +36,16 @@ $(PY):
 
 # Builds the Rust extension and installs the package with every extra the tests use
 # (dashboard: streamlit; browser: playwright driving Debian's chromium; ray: the distributed engine).
+SETUP_EXTRAS = test,dashboard,browser,ray
 setup: $(PY)
 	$(call BUILD_NOTE,$(PROFILE))
-	$(call BUILD_WITH,$(PROFILE)) $(PIP_V) install --no-build-isolation -e '.[test,dashboard,browser,ray]' 2>&1 | $(SHOW_BUILD)
+	$(call BUILD_WITH,$(PROFILE)) $(PIP_V) install --no-build-isolation -e '.[$(SETUP_EXTRAS)]' 2>&1 | $(SHOW_BUILD)
+
+# What setup installs but the package itself: its dependencies, its extras' and the build tools,
+# without building the Rust core (CI runs this while clippy compiles).
+deps: $(PY)
+	$(PY) .ci/requirements.py $(SETUP_EXTRAS) >$(VENV)/setup-requirements.txt
+	$(PIP) install -r $(VENV)/setup-requirements.txt $(BUILD_TOOLS)
 
 # Only what the demo runs: the core and matplotlib for the report's plots (the `report` extra).
 # analyze and report exit with the fabric's Nagios status (the sample traces hold critical faults: 2);

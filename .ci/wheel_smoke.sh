@@ -20,7 +20,7 @@ trap cleanup EXIT
 unset FABRICSCOPE_DASHBOARD_APP FABRICSCOPE_DATA FABRICSCOPE_MAX_UPLOAD_MB FABRICSCOPE_REMOTE
 PIP_FLAGS=(-q --disable-pip-version-check)
 
-echo "== wheel: build the wheel (manylinux_2_28, abi3, linked by zig) and the sdist (maturin, profile ci)"
+echo "== wheel: build the wheel (manylinux_2_28, abi3, linked by zig) and the sdist (maturin, profile ci) [$(date -u +%T)]"
 # With the checkout's .venv (make setup), the build runs as every build of the Makefile does: its
 # maturin and ziglang, its python first on PATH, the same cargo profile, so the crates its editable
 # install compiled are reused. Without one, a build venv of its own.
@@ -37,7 +37,7 @@ PATH="$BUILD/bin:$PATH" "$BUILD/bin/maturin" build --profile ci --zig --compatib
 WHEEL=$(ls "$WORK"/dist/fabricscope-*.whl)
 SDIST=$(ls "$WORK"/dist/fabricscope-*.tar.gz)
 
-echo "== wheel: portable (auditwheel show: manylinux_2_28 or older, abi3)"
+echo "== wheel: portable (auditwheel show: manylinux_2_28 or older, abi3) [$(date -u +%T)]"
 "$BUILD/bin/auditwheel" show "$WHEEL" | tee "$WORK/auditwheel.txt"
 python3 - "$WHEEL" "$WORK/auditwheel.txt" <<'EOF'
 import re
@@ -54,7 +54,7 @@ assert found and int(found.group(1)) <= 28, f"auditwheel does not confirm manyli
 print(f"{wheel}: auditwheel confirms manylinux_2_{found.group(1)}")
 EOF
 
-echo "== wheel: archive contents (the dashboard inside the package; its source in the sdist)"
+echo "== wheel: archive contents (the dashboard inside the package; its source in the sdist) [$(date -u +%T)]"
 python3 - "$WHEEL" "$SDIST" <<'EOF'
 import sys
 import tarfile
@@ -77,7 +77,7 @@ assert need <= top, f"the sdist lacks {sorted(need - top)}"
 print(f"wheel: {len(app)} dashboard files under fabricscope/_dashboard_app/; sdist: source tree complete")
 EOF
 
-echo "== wheel: the core install (no extra): what needs an extra names it (exit 3, one line)"
+echo "== wheel: the core install (no extra): what needs an extra names it (exit 3, one line) [$(date -u +%T)]"
 python3 -m venv "$WORK/core"
 "$WORK/core/bin/pip" install "${PIP_FLAGS[@]}" "$WHEEL"
 core_check() { # core_check STATUS TEXT ARGS... : exit STATUS, stderr/stdout holds TEXT, no traceback
@@ -93,7 +93,7 @@ core_check 3 "pip install 'fabricscope[ray]'" analyze sample_traces/ethtool --en
 core_check 3 "usage:" analyze --no-such-option
 core_check 2 "CRITICAL" analyze sample_traces/scenarios/pfc-storm
 
-echo "== wheel: install into a clean venv (not editable)"
+echo "== wheel: install into a clean venv (not editable) [$(date -u +%T)]"
 python3 -m venv "$WORK/venv"
 "$WORK/venv/bin/pip" install "${PIP_FLAGS[@]}" "$WHEEL[dashboard,report,browser]"
 FS="$WORK/venv/bin/fabricscope"
@@ -111,12 +111,12 @@ run_nagios() { # as run, but 1 (warning) and 2 (critical) are results, not failu
   tail -n 3 "$WORK/last.out"; [ "$rc" -le 2 ] || { echo "exit $rc"; exit 1; }
 }
 
-echo "== wheel: the dashboard outside a checkout, without --data, says what to point it at"
+echo "== wheel: the dashboard outside a checkout, without --data, says what to point it at [$(date -u +%T)]"
 rc=0; (cd "$WORK" && "$FS" dashboard --port 8599) > "$WORK/nodata.out" 2>&1 || rc=$?
 cat "$WORK/nodata.out"
 [ "$rc" -eq 3 ] && grep -q "pass --data DIR" "$WORK/nodata.out" && [ "$(wc -l < "$WORK/nodata.out")" -eq 1 ]
 
-echo "== wheel: the README's commands, from the installed package"
+echo "== wheel: the README's commands, from the installed package [$(date -u +%T)]"
 sed -n '/^```toml$/,/^```$/p' docs/detectors.md | sed '1d;$d' > "$WORK/thresholds.toml"  # the documented example
 run_nagios analyze sample_traces/
 run_nagios analyze sample_traces/ --json "$WORK/findings.json" --profile ndr400 --config "$WORK/thresholds.toml"
@@ -157,7 +157,7 @@ assert fabricscope.counters().height and fabricscope.formats().height and fabric
 print(f"read {df.height} samples, {findings.height} findings")
 EOF
 
-echo "== wheel: the dashboard (no FABRICSCOPE_DASHBOARD_APP): health, a page in Chromium, SIGTERM"
+echo "== wheel: the dashboard (no FABRICSCOPE_DASHBOARD_APP): health, a page in Chromium, SIGTERM [$(date -u +%T)]"
 RAN+=(dashboard)
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # Own session, so that its whole process tree can be found (and cleaned up) by session id.
@@ -194,7 +194,7 @@ fi
 DASH_PID=
 echo "dashboard stopped cleanly on SIGTERM"
 
-echo "== wheel: every README subcommand was run"
+echo "== wheel: every README subcommand was run [$(date -u +%T)]"
 missing=$(comm -23 <(grep -o '\.venv/bin/fabricscope [a-z]*' README.md | awk '{print $2}' | sort -u) \
                    <(printf '%s\n' "${RAN[@]}" | sort -u))
 [ -z "$missing" ] || { echo "README commands not run from the wheel: $missing"; exit 1; }

@@ -5,9 +5,7 @@ on benchmark-only, capture-only and mixed inputs, and on a directory with one un
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import os
 import shutil
@@ -21,15 +19,15 @@ from typing import Any
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.cli import main as cli_main
 from fabricscope.findings import STATUS_EXIT
 from fabricscope.incidents import incident_documents
 from fabricscope.report.build import gather
 
+from .cli_runner import CLI, run_cli
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 TRACES = REPO / "sample_traces"
-CLI = str(Path(sys.executable).with_name("fabricscope"))
 
 INPUTS: dict[str, list[Path]] = {
     **{f"fixtures/{d.name}": [d] for d in sorted(FIXTURES.iterdir()) if d.is_dir()},
@@ -130,13 +128,8 @@ IN_A_PROCESS = {"mixed", "scenario/pfc-storm", "verdict/alltoall-10x8"}
 
 def _run_cli(args: Sequence[str], *, process: bool) -> tuple[int, str]:
     """``fabricscope ARGS``: its exit status and what it printed."""
-    if process:
-        run = subprocess.run([CLI, *args], capture_output=True, text=True, cwd=REPO)
-        return run.returncode, run.stdout + run.stderr
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli_main(list(args))
-    return code, out.getvalue() + err.getvalue()
+    code, out, err = run_cli(args, process=process, cwd=REPO)
+    return code, out + err
 
 
 def _cli(paths: Sequence[Path], out: Path) -> pl.DataFrame:

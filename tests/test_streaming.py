@@ -1,7 +1,8 @@
 """The streaming engine (``analyze --memory``): the in-memory path's findings in a bounded memory.
 
-Both tests go through the ``fabricscope`` CLI in subprocesses: the findings documents are compared
-byte for byte, and peak memory is each child's own maximum resident set size.
+Every test goes through the ``fabricscope`` CLI: the findings documents are compared byte for byte,
+and peak memory is a child process's own maximum resident set size. The comparison on every
+sample trace runs most traces' CLI in this process (``cli_runner``) and three in processes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from .cli_runner import CLI, run_cli
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces"
 TRACE_DIRS = sorted(
@@ -23,14 +26,14 @@ TRACE_DIRS = sorted(
 )
 
 
-def _cmd() -> list[str]:
-    exe = Path(sys.executable).parent / "fabricscope"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
-
-
-def _json(*args: str, env: dict[str, str] | None = None) -> str:
+def _json(*args: str, env: dict[str, str] | None = None, process: bool = True) -> str:
+    if not process:
+        assert env is None, "an environment is given to a process"
+        code, out, err = run_cli(["analyze", *args, "--json", "-"], process=False)
+        assert code in (0, 1, 2), err
+        return out
     out = subprocess.run(
-        [*_cmd(), "analyze", *args, "--json", "-"],
+        [CLI, "analyze", *args, "--json", "-"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -52,11 +55,16 @@ def test_every_sample_trace_is_covered() -> None:
     } <= {p.name for p in TRACE_DIRS}
 
 
+# Traces whose two runs go through the console script; the others run the CLI in this process.
+IN_A_PROCESS = {"prometheus", "pfc-storm", "trap-roce-coincident-leaves"}
+
+
 @pytest.mark.parametrize("trace", TRACE_DIRS, ids=lambda p: p.name)
 def test_streaming_findings_equal_the_in_memory_findings(trace: Path) -> None:
     # A 1 KiB budget puts every host bucket in a partition of its own: the finest split there is.
-    in_memory = _json(str(trace))
-    streamed = _json(str(trace), "--memory", "1K")
+    process = trace.name in IN_A_PROCESS
+    in_memory = _json(str(trace), process=process)
+    streamed = _json(str(trace), "--memory", "1K", process=process)
     assert json.loads(in_memory)["findings"], f"{trace.name} has findings to compare"
     assert streamed == in_memory
 
@@ -95,7 +103,7 @@ MEASURE = textwrap.dedent(
 
 def _peak_mib(*args: str, env: dict[str, str] | None = None) -> int:
     out = subprocess.run(
-        [sys.executable, "-c", MEASURE, *_cmd(), "analyze", *args],
+        [sys.executable, "-c", MEASURE, CLI, "analyze", *args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -136,7 +144,7 @@ def test_streaming_peak_memory_stays_flat_when_the_input_grows_tenfold(tmp_path:
 
 def test_a_bad_memory_size_is_a_usage_error_naming_it() -> None:
     out = subprocess.run(
-        [*_cmd(), "analyze", str(SAMPLES / "prometheus"), "--memory", "lots"], capture_output=True, text=True
+        [CLI, "analyze", str(SAMPLES / "prometheus"), "--memory", "lots"], capture_output=True, text=True
     )
     assert out.returncode == 3  # the CLI's usage errors are UNKNOWN, as for every other argument
     assert "argument --memory: not a memory size: 'lots' (expected e.g. 512M, 2G)" in out.stderr
@@ -155,7 +163,7 @@ def test_the_local_engine_streams_an_input_larger_than_its_budget() -> None:
 
     def run(budget: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [*_cmd(), "analyze", *inputs, "--json", "-"],
+            [CLI, "analyze", *inputs, "--json", "-"],
             capture_output=True,
             text=True,
             timeout=300,
@@ -175,7 +183,7 @@ def test_the_local_engine_streams_an_input_larger_than_its_budget() -> None:
 
 def test_a_bad_memory_budget_in_the_environment_is_unknown_naming_it() -> None:
     out = subprocess.run(
-        [*_cmd(), "analyze", str(SAMPLES / "prometheus")],
+        [CLI, "analyze", str(SAMPLES / "prometheus")],
         capture_output=True,
         text=True,
         env={**os.environ, "FABRICSCOPE_MEMORY": "lots"},
@@ -186,7 +194,7 @@ def test_a_bad_memory_budget_in_the_environment_is_unknown_naming_it() -> None:
 
 def test_the_progress_bar_shows_reading_then_analysing_to_the_end() -> None:
     out = subprocess.run(
-        [*_cmd(), "analyze", str(SAMPLES / "prometheus"), "--memory", "1K", "--progress"],
+        [CLI, "analyze", str(SAMPLES / "prometheus"), "--memory", "1K", "--progress"],
         capture_output=True,
         text=True,
         timeout=300,

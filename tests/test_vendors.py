@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+
+from . import cli_runner
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures"
 SCENARIOS = REPO / "sample_traces" / "scenarios"
 
 
-def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "fabricscope"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+def fabricscope(*args: str, process: bool = True) -> subprocess.CompletedProcess[str]:
+    return cli_runner.fabricscope(*args, process=process, cwd=REPO)
 
 
 def parsed(tmp_path: Path, path: Path, *extra: str) -> pl.DataFrame:
@@ -220,13 +219,14 @@ def test_rdma_statistic_json_maps_each_drivers_names(tmp_path: Path) -> None:
 def test_rdma_statistic_hostile_input_names_what_was_expected(tmp_path: Path, text: str, expected: str) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text(text)
-    r = fabricscope("parse", str(bad), "--format", "rdma-statistic", "-q", "--host", "h", "--time", "1764686822")
+    # The value past 64 bits runs the console script in a process; the others the CLI in this one.
+    process = "18446744073709551616" in text
+    args = ["--format", "rdma-statistic", "-q", "--host", "h"]
+    r = fabricscope("parse", str(bad), *args, "--time", "1764686822", process=process)
     assert r.returncode != 0
     assert expected in r.stderr and "bad.txt" in r.stderr, r.stderr
     # lenient mode counts the bad record and keeps the good ones
-    r = fabricscope(
-        "parse", str(bad), "--format", "rdma-statistic", "--lenient", "--json", "-q", "--host", "h", "--time", "1"
-    )
+    r = fabricscope("parse", str(bad), *args, "--lenient", "--json", "--time", "1", process=process)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["inputs"][0]["bad_records"] == 1
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -67,7 +67,8 @@ class ReportData:
         lifecycle: Fault lifecycle when the report is over a history.
         layers: ``Analysis.views["layers"]`` (the bottleneck detector's view) when the analysis provides it.
         advice: Advisor tables by name, or a note why there are none.
-        plots: Per port: title and SVG text.
+        plots: Per port: title and image, SVG text (what the HTML report inlines) or PNG bytes (what
+            the Markdown report inlines); :func:`write_report` draws only its format's.
         incidents: ``Analysis.incidents``: the report's first screen.
         conflicts: ``Analysis.conflicts``: names the inputs disagree on, and what was decided.
         failed_inputs: Inputs that could not be read: the status is at least unknown.
@@ -85,7 +86,7 @@ class ReportData:
     lifecycle: pl.DataFrame | None = None
     layers: pl.DataFrame | None = None
     advice: dict[str, pl.DataFrame] | str = ""
-    plots: list[tuple[str, str, bytes]] = field(default_factory=list)
+    plots: list[tuple[str, str | bytes]] = field(default_factory=list)
     incidents: list[Incident] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     failed_inputs: int = 0
@@ -283,9 +284,17 @@ def _port_frames(
 
 
 def _plot_port(
-    key: tuple[str, str, int | None], pr: pl.DataFrame, pf: pl.DataFrame, gauges: pl.DataFrame
-) -> tuple[str, bytes]:
-    """Five panels for one port, fault windows shaded; returns SVG text and PNG bytes."""
+    key: tuple[str, str, int | None],
+    pr: pl.DataFrame,
+    pf: pl.DataFrame,
+    gauges: pl.DataFrame,
+    image_format: Literal["svg", "png"] = "svg",
+) -> str | bytes:
+    """Five panels for one port, fault windows shaded: SVG text or PNG bytes.
+
+    One format per plot: drawing each figure in both took a third more time, for an image the
+    report does not show.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -359,12 +368,16 @@ def _plot_port(
     # The title is also written into the SVG (as a comment beside its glyphs).
     fig.suptitle(printable(f"{host} {device}" + (f" port {port}" if port is not None else "")))
     fig.tight_layout()
-    svg, png = io.StringIO(), io.BytesIO()
+    if image_format == "png":
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=70)
+        plt.close(fig)
+        return png.getvalue()
+    svg = io.StringIO()
     fig.savefig(svg, format="svg")
-    fig.savefig(png, format="png", dpi=70)
     plt.close(fig)
     text = svg.getvalue()
-    return text[text.find("<svg") :], png.getvalue()
+    return text[text.find("<svg") :]
 
 
 # ------------------------------------------------------------------------------------------ render
@@ -665,6 +678,20 @@ def _conflicts_md(conflicts: Sequence[Conflict]) -> list[str]:
     ]
 
 
+def _data_uri(image: str | bytes) -> str:
+    """A plot as a data URI: PNG bytes or SVG text."""
+    if isinstance(image, bytes):
+        return f"data:image/png;base64,{base64.b64encode(image).decode()}"
+    return f"data:image/svg+xml;base64,{base64.b64encode(image.encode()).decode()}"
+
+
+def _html_image(title: str, image: str | bytes) -> str:
+    """A plot in the HTML report: SVG inline, PNG as an image of its data URI."""
+    if isinstance(image, str):
+        return image
+    return f"<img alt='{html.escape(title, quote=True)}' src='{_data_uri(image)}'>"
+
+
 def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
     cols = df.columns
     numeric = [df.schema[c].is_numeric() for c in cols]
@@ -808,8 +835,8 @@ def render_html(data: ReportData) -> str:
         "error rates, estimated loss (receiver sequence errors and drops / received packets). Shaded: fault "
         "windows (red critical, orange warning). Worst ports first.</p>"
     )
-    for title, svg, _png in data.plots:
-        out.append(f"<figure><figcaption>{e(title)}</figcaption>{svg}</figure>")
+    for title, image in data.plots:
+        out.append(f"<figure><figcaption>{e(title)}</figcaption>{_html_image(title, image)}</figure>")
     if not data.plots:
         out.append(f"<p>{e(data.plot_note or 'No rated counters to plot.')}</p>")
     out.append("<h2 id='bottlenecks'>Bottlenecks</h2>")
@@ -909,8 +936,8 @@ def render_markdown(data: ReportData) -> str:
         head, lines = _not_listed(rest)
         out += ["", head, "", *(f"- {x}" for x in lines)]
     out += ["", "## Per-port time series", ""]
-    for title, _svg, png in data.plots:
-        out += [f"### {title}", "", f"![{title}](data:image/png;base64,{base64.b64encode(png).decode()})", ""]
+    for title, image in data.plots:
+        out += [f"### {title}", "", f"![{title}]({_data_uri(image)})", ""]
     if data.plot_note:
         out += [data.plot_note, ""]
     out += ["## Bottlenecks", ""]
@@ -978,8 +1005,8 @@ def write_report(
         ports = []
     for key, pr, pf in ports:
         stages.step("plotting " + "/".join(str(k) for k in key if k is not None))
-        svg, png = _plot_port(key, pr, pf, data.gauges)
-        data.plots.append(("/".join(str(k) for k in key if k is not None), svg, png))
+        image = _plot_port(key, pr, pf, data.gauges, "png" if format == "md" else "svg")
+        data.plots.append(("/".join(str(k) for k in key if k is not None), image))
     stages.step("writing")
     text = render_markdown(data) if format == "md" else render_html(data)
     _atomic.write_text(output, text)

@@ -1,7 +1,7 @@
 //! CXL: `cxl list` inventory and `perf stat` CXL PMU counters.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, UInt64Type};

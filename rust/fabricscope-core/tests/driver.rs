@@ -1,7 +1,7 @@
 //! Driver behaviour shared by all formats: compression, encodings, limits, lenient mode.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use common::{read, read_with, temp_file};
 use fabricscope_core::{Error, ReadOptions};

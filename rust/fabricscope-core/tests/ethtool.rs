@@ -1,7 +1,7 @@
 //! `ethtool -S` reader on real and constructed dumps, with exact expected values.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use common::{Output, Row, V, fixture, read_with, temp_file};
 use fabricscope_core::{Error, Format, ReadOptions, TimeSource};

@@ -4,7 +4,7 @@
 //! whole-document readers are bounded, and `read_bytes` is the same driver as `read_paths`.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::path::Path;

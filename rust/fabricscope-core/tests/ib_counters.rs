@@ -2,7 +2,7 @@
 //! ibdiagnet2.db_csv PM_INFO) on real and constructed inputs, with exact expected values.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use common::{Output, Row, V, fixture, read_with, temp_file};
 use fabricscope_core::{Error, Format, ReadOptions, TimeSource};

@@ -1,7 +1,7 @@
 //! The `links` table from ibnetdiscover -p, iblinkinfo and ibdiagnet2.db_csv, checked link by link.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, UInt16Type, UInt32Type};

@@ -2,7 +2,7 @@
 //! real lldpd layouts (tests/fixtures/lldpctl/SOURCES.md) and hostile input.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use common::{Output, ethernet_links, fixture, read_with, temp_file};
 use fabricscope_core::formats::detect;

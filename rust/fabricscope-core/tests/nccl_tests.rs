@@ -1,7 +1,7 @@
 //! nccl-tests text logs and `-J` JSON into `nccl_results` / `nccl_ranks`.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type};

@@ -1,7 +1,7 @@
 //! `nvidia-smi nvlink` counters, status and errors.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use common::{V, fixture, read, read_with, temp_file};
 use fabricscope_core::ReadOptions;

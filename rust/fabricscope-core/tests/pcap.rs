@@ -3,7 +3,7 @@
 //! frame, and hostile inputs (clear error with byte offset, or skipped and counted).
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -3,11 +3,11 @@
 //! the same tables), and an ignored throughput probe on 128-byte snapshots:
 //!
 //! ```text
-//! cargo test --profile profiling -p fabricscope-core --test pcap_generated -- --ignored --nocapture
+//! cargo test --profile profiling -p fabricscope-core --test core pcap_generated:: -- --ignored --nocapture
 //! ```
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,7 +1,7 @@
 //! perftest bandwidth and latency tables into `perftest_results`.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, UInt32Type, UInt64Type};

@@ -2,7 +2,7 @@
 //! expositions, hostile inputs and a round-trip property.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -1125,7 +1125,7 @@ fn series_in_changing_order_keep_their_identity() {
     assert_eq!(got, want);
 }
 
-// --- throughput (run: FABRICSCOPE_BENCH_ROUNDS=5 cargo test --profile profiling -p fabricscope-core --test prometheus throughput -- --ignored --nocapture) ---
+// --- throughput (run: FABRICSCOPE_BENCH_ROUNDS=5 cargo test --profile profiling -p fabricscope-core --test core prometheus::throughput -- --ignored --nocapture) ---
 
 /// Go's `strconv.FormatFloat(v, 'g', -1, 64)`, as prometheus/common `expfmt` writes sample values:
 /// shortest round-trip digits (Rust's `{:e}` gives the same digits), exponent form when the

@@ -2,7 +2,7 @@
 //! rows the text reader gives for the same series written as a `/federate` exposition.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use common::{Output, Row, V, fixture, read_with, temp_file};
 use fabricscope_core::{Error, Format, ReadOptions};

@@ -3,7 +3,7 @@
 //! are typed errors, never panics.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use common::{Output, Row, V, fixture, read_with, temp_file};
 use fabricscope_core::formats::remote_read::{Label, QueryResult, ReadResponse, RemoteSample, TimeSeries};

@@ -1,7 +1,7 @@
 //! Rules the Python package reads from the core instead of re-implementing: what a directory
 //! expands to, the reader limits and their defaults, the schemas, the GUID spelling.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! (tests/fixtures/sonic_lldp/SOURCES.md), a GPU leaf in the same layout, and hostile input.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 

@@ -1,7 +1,7 @@
 //! sysfs trees and `grep -H` dumps on real fixtures, with exact expected values.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
