@@ -21,14 +21,17 @@ from fabricscope.cli import main as cli_main
 CLI = str(Path(sys.executable).with_name("fabricscope"))
 
 
-def run_cli(args: Sequence[str], *, process: bool, cwd: Path | None = None) -> tuple[int, str, str]:
+def run_cli(
+    args: Sequence[str], *, process: bool, cwd: Path | None = None, timeout: float = 300
+) -> tuple[int, str, str]:
     """``fabricscope ARGS``: its exit status, its standard output and its standard error.
 
     ``cwd`` is the working directory of a run in a process of its own; a run in this process
     keeps this process's (give absolute paths: changing it would change it for every thread).
+    ``timeout`` bounds a run in a process of its own, in seconds.
     """
     if process:
-        run = subprocess.run([CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+        run = subprocess.run([CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
         return run.returncode, run.stdout, run.stderr
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -36,7 +39,9 @@ def run_cli(args: Sequence[str], *, process: bool, cwd: Path | None = None) -> t
     return code, out.getvalue(), err.getvalue()
 
 
-def fabricscope(*args: str, process: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def fabricscope(
+    *args: str, process: bool = True, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """:func:`run_cli` as a completed process (its ``returncode``, ``stdout`` and ``stderr``)."""
-    code, out, err = run_cli(args, process=process, cwd=cwd)
+    code, out, err = run_cli(args, process=process, cwd=cwd, timeout=timeout)
     return subprocess.CompletedProcess([CLI, *args], code, out, err)

@@ -11,7 +11,6 @@ import datetime as dt
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import fabricscope
@@ -20,6 +19,8 @@ import pytest
 from fabricscope.entities import ENTITIES_SCHEMA, Conflict, apply, conflicts_frame, resolve, switch_name
 from fabricscope.findings import make_findings
 
+from . import cli_runner
+
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "sample_traces" / "scenarios"
 IBNET = REPO / "sample_traces" / "ib" / "fabric-ibnetdiscover-p.txt"
@@ -27,9 +28,7 @@ T = dt.datetime(2026, 12, 4, 14, tzinfo=dt.timezone.utc)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "fabricscope"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300)
+    return cli_runner.fabricscope(*args)
 
 
 def _links() -> pl.DataFrame:

@@ -15,11 +15,12 @@ from __future__ import annotations
 import fnmatch
 import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from . import cli_runner
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures"
@@ -117,9 +118,7 @@ SIMULATED: list[tuple[str, str, list[str]]] = [
 
 
 def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "fabricscope"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=600, cwd=REPO)
+    return cli_runner.fabricscope(*args, cwd=REPO, timeout=600)
 
 
 def _matches(rel: str, patterns: list[tuple[str, str]]) -> str | None:

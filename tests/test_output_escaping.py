@@ -13,13 +13,14 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests import alertmanager_server as am
+
+from . import cli_runner
 
 REPO = Path(__file__).resolve().parent.parent
 # Simulated: symbol errors on symerr-gpu02 (critical), loss on symerr-gpu01 (sample_traces/README.md).
@@ -65,9 +66,7 @@ def hostile(tmp_path: Path) -> Path:
 
 
 def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "fabricscope"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+    return cli_runner.fabricscope(*args, cwd=REPO)
 
 
 def shown(host: str) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
+
+from . import cli_runner
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "prometheus"
@@ -27,9 +28,7 @@ NOT_COUNTERS = {"node_infiniband_info", "node_infiniband_lifespan_seconds"}
 
 
 def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "fabricscope"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+    return cli_runner.fabricscope(*args, cwd=REPO)
 
 
 def parsed(tmp_path: Path, *args: str) -> tuple[pl.DataFrame, pl.DataFrame]:

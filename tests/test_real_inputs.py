@@ -9,19 +9,18 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
+
+from . import cli_runner
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures"
 
 
 def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "fabricscope"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+    return cli_runner.fabricscope(*args, cwd=REPO)
 
 
 def parse_json(path: Path, *extra: str) -> dict[str, object]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -17,13 +16,13 @@ from fabricscope.detect._relations import CABLE, RELATION_KINDS, SAME_PORT, Rela
 from fabricscope.findings import exit_status, make_findings
 from fabricscope.incidents import RELATIONS, RULES, _rules
 
+from . import cli_runner
+
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "fabricscope"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fabricscope"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300)
+    return cli_runner.fabricscope(*args)
 
 
 def test_a_misspelt_relation_fails_where_it_is_declared() -> None:
