@@ -113,13 +113,14 @@ def test_report_cli_html_and_markdown(tmp_path: Path) -> None:
 def test_html_report_shows_a_png_plot_as_an_image_of_its_data_uri() -> None:
     data = gather([SAMPLES / "scenarios" / "pfc-storm"], strict=False)
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
-    data.plots.append(("gpu01/mlx5_0/1 <b>", png))
+    data.plots.append(("gpu01/mlx5_0/1 <b>\x1b[31m", png))
     parsed = _parse(render_html(data))
     assert parsed.urls == []
     assert parsed.tags.count("img") == 1
     doc = render_html(data)
     assert f"src='data:image/png;base64,{base64.b64encode(png).decode()}'" in doc
-    assert "alt='gpu01/mlx5_0/1 &lt;b&gt;'" in doc
+    # The title as every text of the report: control characters escaped, then HTML's escaping.
+    assert "alt='gpu01/mlx5_0/1 &lt;b&gt;\\x1b[31m'" in doc and "\x1b" not in doc
 
 
 def test_report_over_a_history_shows_lifecycle(tmp_path: Path) -> None:

@@ -689,7 +689,7 @@ def _html_image(title: str, image: str | bytes) -> str:
     """A plot in the HTML report: SVG inline, PNG as an image of its data URI."""
     if isinstance(image, str):
         return image
-    return f"<img alt='{html.escape(title, quote=True)}' src='{_data_uri(image)}'>"
+    return f"<img alt='{_html_text(title)}' src='{_data_uri(image)}'>"
 
 
 def _html_table(df: pl.DataFrame, limit: int = 200) -> str:
