@@ -26,21 +26,10 @@ TRACE_DIRS = sorted(
 )
 
 
-def _json(*args: str, env: dict[str, str] | None = None, process: bool = True) -> str:
-    if not process:
-        assert env is None, "an environment is given to a process"
-        code, out, err = run_cli(["analyze", *args, "--json", "-"], process=False)
-        assert code in (0, 1, 2), err
-        return out
-    out = subprocess.run(
-        [CLI, "analyze", *args, "--json", "-"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
-    assert out.returncode in (0, 1, 2), out.stderr
-    return out.stdout
+def _json(*args: str, process: bool = True) -> str:
+    code, out, err = run_cli(["analyze", *args, "--json", "-"], process=process)
+    assert code in (0, 1, 2), err
+    return out
 
 
 def test_every_sample_trace_is_covered() -> None:
