@@ -5,14 +5,14 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
 
 use crate::error::{Error, Position, Result, excerpt};
-use crate::formats::{self, Format};
+use crate::formats::{self, Format, LineReader};
 use crate::schema::{Attribute, AttributeBuilder, Sample, SampleBuilder};
 use crate::timestamp::{FILE_NAME_RESOLUTION_NS, Stamp, timestamp_from_file_name};
 
@@ -715,6 +715,9 @@ pub fn read_paths(
     }
     let units = expand(paths, opts)?;
     let cancel = AtomicBool::new(false);
+    // A reader that finished an input may serve the next one: a fabric's label sets, resolved
+    // once, serve every input that scrapes it. One input has no next.
+    let pool = (units.len() > 1).then(ReaderPool::default);
     let results: Vec<Result<InputReport>> = units
         .par_iter()
         .with_max_len(1)
@@ -728,7 +731,7 @@ pub fn read_paths(
                 r.errors.push("not read: reading was stopped".into());
                 return Ok(r);
             }
-            let res = read_unit(unit, opts, sink, &cancel);
+            let res = read_unit(unit, opts, sink, &cancel, pool.as_ref());
             match res {
                 Err(e) if opts.strict => {
                     cancel.store(true, Ordering::Relaxed);
@@ -748,11 +751,31 @@ pub fn read_paths(
     results.into_iter().collect()
 }
 
+/// Line readers that finished an input, kept for the next input of their format in the same
+/// read (same options): see [`LineReader::carry_over`]. A reader that failed is not kept.
+#[derive(Default)]
+struct ReaderPool(Mutex<Vec<(Format, Box<dyn LineReader>)>>);
+
+impl ReaderPool {
+    fn take(&self, format: Format) -> Option<Box<dyn LineReader>> {
+        let mut readers = self.0.lock().ok()?;
+        let at = readers.iter().position(|(f, _)| *f == format)?;
+        Some(readers.swap_remove(at).1)
+    }
+
+    fn put(&self, format: Format, reader: Box<dyn LineReader>) {
+        if let Ok(mut readers) = self.0.lock() {
+            readers.push((format, reader));
+        }
+    }
+}
+
 fn read_unit(
     unit: &Unit,
     opts: &ReadOptions,
     sink: &(dyn Fn(Event) -> bool + Sync),
     cancel: &AtomicBool,
+    pool: Option<&ReaderPool>,
 ) -> Result<InputReport> {
     match unit {
         Unit::Failed(path, msg) => {
@@ -767,8 +790,8 @@ fn read_unit(
             formats::sysfs::read_tree(root, &mut ctx)?;
             ctx.finish()
         }
-        Unit::File(path) => read_file(path, opts, sink, cancel),
-        Unit::WalkedFile(path) => match read_file(path, opts, sink, cancel) {
+        Unit::File(path) => read_file(path, opts, sink, cancel, pool),
+        Unit::WalkedFile(path) => match read_file(path, opts, sink, cancel, pool) {
             Err(Error::UnknownFormat { reason, .. }) => {
                 let mut r = InputReport::new(path);
                 r.warnings.push(format!("skipped: not a recognised format ({reason})"));
@@ -972,9 +995,10 @@ fn read_file(
     opts: &ReadOptions,
     sink: &(dyn Fn(Event) -> bool + Sync),
     cancel: &AtomicBool,
+    pool: Option<&ReaderPool>,
 ) -> Result<InputReport> {
     let (reader, codec) = open_decompressed(path, opts)?;
-    read_stream(path, reader, codec, opts, sink, cancel)
+    read_stream(path, reader, codec, opts, sink, cancel, pool)
 }
 
 /// Read one in-memory input (plain, gzip or zstd) through the same path as a file: detection
@@ -996,7 +1020,7 @@ pub fn read_bytes(
 ) -> Result<InputReport> {
     let cancel = AtomicBool::new(false);
     let (reader, codec) = decoder(std::io::Cursor::new(data.to_vec()), path, opts)?;
-    read_stream(path, reader, codec, opts, sink, &cancel)
+    read_stream(path, reader, codec, opts, sink, &cancel, None)
 }
 
 fn read_stream(
@@ -1006,6 +1030,7 @@ fn read_stream(
     opts: &ReadOptions,
     sink: &(dyn Fn(Event) -> bool + Sync),
     cancel: &AtomicBool,
+    pool: Option<&ReaderPool>,
 ) -> Result<InputReport> {
     let chunk = opts.chunk_bytes.max(64 << 10);
     let mut buf: Vec<u8> = Vec::with_capacity(chunk + (64 << 10));
@@ -1057,7 +1082,7 @@ fn read_stream(
         ctx.set_bytes(bytes);
         return ctx.finish();
     }
-    let Some(mut line_reader) = format.line_reader() else {
+    let Some(mut line_reader) = pool.and_then(|p| p.take(format)).or_else(|| format.line_reader()) else {
         return Err(Error::InvalidArgument(format!(
             "{}: format {} reads directories, not files",
             path.display(),
@@ -1130,6 +1155,11 @@ fn read_stream(
         }
     }
     line_reader.finish(&mut ctx)?;
+    if let Some(pool) = pool
+        && line_reader.carry_over(&mut ctx)
+    {
+        pool.put(format, line_reader);
+    }
     ctx.set_bytes(pos.byte_offset);
     ctx.finish()
 }

@@ -1245,3 +1245,129 @@ fn throughput_federate_100mb() {
 fn throughput_federate_go_g_100mb() {
     federate_throughput(true);
 }
+
+/// Every batch of a read, in arrival order, and what each input's report says.
+type Batches = (Vec<arrow_array::RecordBatch>, Vec<String>);
+
+/// Every batch and report of reading `paths` in one read, on one thread (so that one reader
+/// carries its caches from each input to the next, in order), and of reading each path alone.
+fn batches_together_and_alone(paths: &[PathBuf], o: &ReadOptions) -> (Batches, Batches) {
+    use fabricscope_core::{Event, read_paths};
+    use std::sync::Mutex;
+    let read = |paths: &[PathBuf]| {
+        let batches = Mutex::new(Vec::new());
+        let sink = |ev: Event| {
+            let b = match ev {
+                Event::Samples(b) | Event::Attributes(b) => b,
+                Event::Table { batch, .. } => batch,
+            };
+            batches.lock().unwrap().push(b);
+            true
+        };
+        let reports = read_paths(paths, o, &sink).unwrap();
+        let reports =
+            reports.iter().map(|r| format!("{:?}", (r.rows, r.attribute_rows, r.bad_records, &r.warnings, &r.errors)));
+        (batches.into_inner().unwrap(), reports.collect::<Vec<_>>())
+    };
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let together = one_thread.install(|| read(paths));
+    let mut alone = (Vec::new(), Vec::new());
+    for p in paths {
+        let (b, r) = read(std::slice::from_ref(p));
+        alone.0.extend(b);
+        alone.1.extend(r);
+    }
+    (together, alone)
+}
+
+/// One scrape of a small fabric: `hosts` hosts of two HCAs and a NIC each, `mode` an extra
+/// label on some series, node_exporter's `node_uname_info`, and a DCGM family.
+fn scrape(hosts: &[&str], counter_type: &str, ts_ms: i64) -> String {
+    let mut s = String::new();
+    for (name, t) in [("node_infiniband_port_data_received_bytes_total", "counter"), ("my_queue_depth", counter_type)] {
+        let _ = writeln!(s, "# TYPE {name} {t}");
+        for h in hosts {
+            for d in ["mlx5_0", "mlx5_1"] {
+                let _ = writeln!(s, r#"{name}{{device="{d}",instance="{h}:9100",job="node",port="1"}} 42 {ts_ms}"#);
+            }
+        }
+    }
+    for h in hosts {
+        let _ = writeln!(
+            s,
+            r#"node_network_info{{device="eth0",instance="{h}:9100",job="node",operstate="up"}} 1 {ts_ms}"#
+        );
+        let _ = writeln!(s, r#"node_ethtool_rx_bytes{{device="eth0",instance="{h}:9100",mode="a"}} 9 {ts_ms}"#);
+        let _ = writeln!(s, r#"DCGM_FI_DEV_GPU_UTIL{{gpu="0",Hostname="{h}",UUID="GPU-{h}"}} 50 {ts_ms}"#);
+    }
+    s
+}
+
+/// A reader that goes on to the next input keeps its label sets: the next input's tables
+/// (dictionaries and their order included), attributes, warnings and bad records are what a
+/// new reader gives it, whatever the earlier inputs held. The inputs change what they can:
+/// hosts come and go, a `# TYPE` line changes a name's type, label sets without a host label
+/// take each file's own host, an unparseable `port` is warned about in each input.
+#[test]
+fn a_reader_carried_to_the_next_input_reads_it_as_a_new_one() {
+    let inputs = [
+        scrape(&["gpu01", "gpu02", "gpu03"], "counter", 1_764_686_822_000),
+        scrape(&["gpu03", "gpu02", "gpu04"], "gauge", 1_764_686_882_000),
+        format!(
+            "{}{}",
+            "# host: node-b\nnode_infiniband_port_data_received_bytes_total{device=\"mlx5_0\",port=\"1\"} 5\n\
+             node_infiniband_port_data_received_bytes_total{device=\"mlx5_0\",instance=\"gpu01:9100\",port=\"x\"} 5\n",
+            scrape(&["gpu02", "gpu01"], "counter", 1_764_686_942_000)
+        ),
+        "node_infiniband_port_data_received_bytes_total{device=\"mlx5_0\",port=\"1\"} 6\n\
+         node_infiniband_port_data_received_bytes_total{device=\"mlx5_0\",instance=\"gpu01:9100\",port=\"x\"} 6\n"
+            .to_string(),
+        scrape(&["gpu01", "gpu02", "gpu03", "gpu04"], "counter", 1_764_686_962_000),
+    ];
+    let paths: Vec<PathBuf> =
+        inputs.iter().enumerate().map(|(i, text)| temp_file(&format!("node{i}.prom"), text.as_bytes())).collect();
+    for o in [
+        ReadOptions { host: None, ..lenient() },
+        ReadOptions { host: None, batch_rows: 7, ..lenient() },
+        ReadOptions { format: Some(Format::OpenMetrics), ..lenient() },
+    ] {
+        let (together, alone) = batches_together_and_alone(&paths, &o);
+        assert_eq!(together.1, alone.1);
+        assert_eq!(together.0.len(), alone.0.len());
+        for (t, a) in together.0.iter().zip(&alone.0) {
+            assert_eq!(t, a);
+        }
+        // What the inputs read: rows of every host, the second input's gauge, one port warning
+        // in each of the third and fourth inputs.
+        let warned = together.1.iter().filter(|r| r.contains("not a port number")).count();
+        assert_eq!(warned, 2);
+        assert!(together.0.iter().map(arrow_array::RecordBatch::num_rows).sum::<usize>() > 100);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Scrapes of one exporter layout with hostile host and device values, one input each,
+    /// sharing some label sets: read in one go by one reader, each input gives what it gives
+    /// read alone.
+    #[test]
+    fn inputs_read_by_one_reader_read_as_each_alone(
+        layout in prop::sample::select(LAYOUTS),
+        metrics in prop::sample::subsequence(
+            vec!["node_infiniband_port_data_received_bytes_total", "my_errors_total", "DCGM_FI_DEV_GPU_UTIL", "node_network_info"], 1..3),
+        files in prop::collection::vec(prop::collection::vec((host_or_device_value(), host_or_device_value()), 1..6), 2..5),
+    ) {
+        let paths: Vec<PathBuf> = files
+            .iter()
+            .enumerate()
+            .map(|(i, values)| {
+                let text = family_text(layout, &metrics, values).join("\n") + "\n";
+                temp_file(&format!("host{i}.prom"), text.as_bytes())
+            })
+            .collect();
+        let (together, alone) = batches_together_and_alone(&paths, &ReadOptions { host: None, ..lenient() });
+        prop_assert_eq!(together.1, alone.1);
+        prop_assert_eq!(together.0, alone.0);
+    }
+}

@@ -686,6 +686,12 @@ pub trait LineReader: Send {
     fn feed(&mut self, chunk: &[u8], start: Position, ctx: &mut ReadContext<'_>) -> Result<()>;
     /// Called once after the last chunk (flush pending state, check a missing `# EOF`, ...).
     fn finish(&mut self, ctx: &mut ReadContext<'_>) -> Result<()>;
+    /// Called after [`Self::finish`] when another input of the same format and options may
+    /// follow: make ready to read it as a new reader would, keeping what serves it (caches), and
+    /// say whether anything is worth keeping (false: the reader is dropped).
+    fn carry_over(&mut self, _ctx: &mut ReadContext<'_>) -> bool {
+        false
+    }
 }
 
 /// Hand every line of a chunk to `line` (a reader's per-line method), stopping early when the

@@ -202,14 +202,64 @@ struct LabelSet {
     device: i32,
     port: Option<u16>,
     priority: Option<u8>,
-    /// A series of this label set took the attributes to emit: every later one would find them
-    /// emitted already.
-    claimed: bool,
+    /// What `host` and `device` are keys of, and whether a series of this label set took the
+    /// attributes to emit in this input (every later one would find them emitted already).
+    keys: Keys,
     /// It has distinguishing labels: the hot path's question, answered without reading `detail`.
     has_extras: bool,
     /// The distinguishing labels and the attributes, when there are any: shared by the label
     /// sets resolved from one [`Shape`], so that a cached label set is a few words.
     detail: Option<Arc<Detail>>,
+}
+
+/// What the host and device keys of a cached [`LabelSet`] are keys of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// This input's dictionaries; the attributes are not emitted yet.
+    Unclaimed,
+    /// This input's dictionaries; the attributes are emitted.
+    Claimed,
+    /// The reader's own dictionaries ([`Carried`]): the label set was resolved in an earlier
+    /// input, and is not met in this one yet.
+    Carried,
+}
+
+/// The host and device names of label sets carried from one input to the next (see
+/// [`LineReader::carry_over`]), and this input's keys of those met so far.
+#[derive(Debug, Default)]
+struct Carried {
+    hosts: Interner,
+    devices: Interner,
+    /// This input's key of each carried host (by its key in `hosts`), -1 until one is needed.
+    host_keys: Vec<i32>,
+    device_keys: Vec<i32>,
+}
+
+impl Carried {
+    /// Make a carried label set's keys this input's: its names interned as resolving it would.
+    fn bring(&mut self, set: &mut LabelSet, ctx: &mut ReadContext<'_>) {
+        set.host = input_key(&mut self.host_keys, &self.hosts, set.host, |h| ctx.samples.host(h));
+        set.device = input_key(&mut self.device_keys, &self.devices, set.device, |d| ctx.samples.device(d));
+        set.keys = Keys::Unclaimed;
+    }
+}
+
+/// This input's key of the carried name `key` of `names`, interned once per input.
+fn input_key(keys: &mut Vec<i32>, names: &Interner, key: i32, intern: impl FnOnce(&str) -> i32) -> i32 {
+    let Ok(at) = usize::try_from(key) else { return key };
+    if let Some(&k) = keys.get(at)
+        && k >= 0
+    {
+        return k;
+    }
+    let k = intern(names.get(key).unwrap_or_default());
+    if keys.len() <= at {
+        keys.resize(at + 1, -1);
+    }
+    if let Some(slot) = keys.get_mut(at) {
+        *slot = k;
+    }
+    k
 }
 
 /// What a label set holds besides host, device, port and priority.
@@ -370,6 +420,12 @@ pub struct PrometheusReader {
     shapes: [Option<Shape>; 2],
     /// Reused by each label set resolved the long way for its attributes.
     scratch_attrs: Vec<(i32, i32)>,
+    /// Names of the label sets carried over from earlier inputs.
+    carried: Carried,
+    /// A label-set cache holds a label set whose host is not a label's value (it comes from the
+    /// input: a directive, `node_uname_info`, the file name), or a `port` label that is not a
+    /// port (which this input warns about once): it cannot serve another input.
+    input_bound: [bool; 2],
     types: AHashMap<Box<str>, MetricType>,
     attrs: AttrState,
     /// Last timestamp directive: dates samples without their own timestamp.
@@ -411,6 +467,8 @@ impl PrometheusReader {
             label_sets: [TextCache::default(), TextCache::default()],
             shapes: [None, None],
             scratch_attrs: Vec::new(),
+            carried: Carried::default(),
+            input_bound: [false; 2],
             types: AHashMap::new(),
             attrs: AttrState::default(),
             directive_time: None,
@@ -574,8 +632,11 @@ impl PrometheusReader {
                 }
                 let value = if n.dcgm && is_dcgm_blank(value, float_syntax) { Value::Null } else { value };
                 // The first sample of a label set emits its attributes.
-                if !l.claimed {
-                    l.claimed = true;
+                if l.keys != Keys::Claimed {
+                    if l.keys == Keys::Carried {
+                        self.carried.bring(l, ctx);
+                    }
+                    l.keys = Keys::Claimed;
                     let (host, device, port) = (l.host, l.device, l.port);
                     for &(k, v) in l.attrs() {
                         if self.attrs.seen.insert((host, device, port, k, v))
@@ -1014,10 +1075,13 @@ impl PrometheusReader {
         if !labels.has_extras {
             return Ok(Resolved::Plain { name: name_slot, sets, labels: set_slot });
         }
+        if labels.keys == Keys::Carried {
+            self.carried.bring(labels, ctx);
+        }
         let counter = ctx.samples.counter(&format!("{}{}", name.base, labels.extras()));
         // The first series of a label set emits its attributes.
-        let cold = (!labels.claimed && !labels.attrs().is_empty()).then(|| {
-            labels.claimed = true;
+        let cold = (labels.keys == Keys::Unclaimed && !labels.attrs().is_empty()).then(|| {
+            labels.keys = Keys::Claimed;
             Box::new(Cold { attrs: labels.attrs().to_vec(), info: false, counter_name: Box::default(), emitted: false })
         });
         Ok(Resolved::Series(Series {
@@ -1179,11 +1243,16 @@ impl PrometheusReader {
             if let Some(p) = parse_port(&l.value) {
                 port = Some(p);
                 l.role = Role::Identity;
-            } else if !self.warned.port {
-                self.warned.port = true;
-                ctx.warn(
-                    "a `port` label is not a port number 0-65535: port left null, the label kept in the counter name",
-                );
+            } else {
+                if let Some(bound) = cached.and_then(|c| self.input_bound.get_mut(c)) {
+                    *bound = true;
+                }
+                if !self.warned.port {
+                    self.warned.port = true;
+                    ctx.warn(
+                        "a `port` label is not a port number 0-65535: port left null, the label kept in the counter name",
+                    );
+                }
             }
         }
         // Priority: `prio` wins over `priority` when both hold one.
@@ -1236,19 +1305,28 @@ impl PrometheusReader {
         };
         self.scratch_attrs = attrs;
 
-        let host = match host {
-            Some(h) => ctx.samples.host(&h),
-            None => {
-                if let Some(h) = self.directive_host.as_deref().or(self.uname_host.as_deref()) {
-                    ctx.samples.host(h)
-                } else {
-                    let h = self.fallback_host.get_or_insert_with(|| ctx.fallback_host());
-                    ctx.samples.host(h)
-                }
+        let host = if let Some(h) = host {
+            ctx.samples.host(&h)
+        } else {
+            if let Some(bound) = cached.and_then(|c| self.input_bound.get_mut(c)) {
+                *bound = true;
+            }
+            if let Some(h) = self.directive_host.as_deref().or(self.uname_host.as_deref()) {
+                ctx.samples.host(h)
+            } else {
+                let h = self.fallback_host.get_or_insert_with(|| ctx.fallback_host());
+                ctx.samples.host(h)
             }
         };
-        let set =
-            LabelSet { host, device: ctx.samples.device(&device), port, priority, claimed: false, has_extras, detail };
+        let set = LabelSet {
+            host,
+            device: ctx.samples.device(&device),
+            port,
+            priority,
+            keys: Keys::Unclaimed,
+            has_extras,
+            detail,
+        };
         if let Some(cache) = cached
             && let Some(shape) = self.shapes.get_mut(cache)
         {
@@ -1451,6 +1529,46 @@ impl LineReader for PrometheusReader {
         }
         Ok(())
     }
+
+    /// Keep the label-set caches for the next input (the same fabric's next scrape meets the
+    /// same label sets): their host and device keys become the reader's own, and each becomes
+    /// this input's again the first time the next input meets it. Everything else is the next
+    /// input's own, as in a new reader: the series and metric names (a `# TYPE` line of the next
+    /// input may change what a name means), shapes, directives, warnings, emitted attributes.
+    fn carry_over(&mut self, ctx: &mut ReadContext<'_>) -> bool {
+        if self.carried.hosts.len() + self.carried.devices.len() > MAX_CACHED_SERIES {
+            self.carried = Carried::default();
+            for sets in &mut self.label_sets {
+                sets.clear();
+            }
+        }
+        let mut host_keys = vec![-1; ctx.samples.hosts().len()];
+        let mut device_keys = vec![-1; ctx.samples.devices().len()];
+        let carried = &mut self.carried;
+        for (sets, bound) in self.label_sets.iter_mut().zip(&mut self.input_bound) {
+            if std::mem::take(bound) {
+                sets.clear();
+            }
+            for set in sets.values_mut().filter(|s| s.keys != Keys::Carried) {
+                let (hosts, devices) = (ctx.samples.hosts(), ctx.samples.devices());
+                set.host = input_key(&mut host_keys, hosts, set.host, |h| carried.hosts.intern(h));
+                set.device = input_key(&mut device_keys, devices, set.device, |d| carried.devices.intern(d));
+                set.keys = Keys::Carried;
+            }
+        }
+        carried.host_keys.clear();
+        carried.device_keys.clear();
+        let (flavor, label_sets, scratch_attrs, carried) = (
+            self.flavor,
+            std::mem::take(&mut self.label_sets),
+            std::mem::take(&mut self.scratch_attrs),
+            std::mem::take(&mut self.carried),
+        );
+        let strings = std::mem::take(&mut self.attrs.strings);
+        *self = PrometheusReader { label_sets, scratch_attrs, carried, ..PrometheusReader::new(flavor) };
+        self.attrs.strings = strings;
+        true
+    }
 }
 
 /// No slot.
@@ -1568,6 +1686,10 @@ impl<T> TextCache<T> {
 
     fn get_mut(&mut self, slot: u32) -> Option<&mut T> {
         self.slots.get_mut(slot as usize).map(|s| &mut s.value)
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.slots.iter_mut().map(|s| &mut s.value)
     }
 
     fn clear(&mut self) {
