@@ -1,6 +1,6 @@
 """Single-scrape against repeated-series parse cost, before and after a change, in one run.
 
-    python bench/bench_parse_ratio.py [--rounds 3] [--best-of 11] BUILD [BUILD ...]
+    python bench/bench_parse_ratio.py [--rounds 3] [--best-of 11] [--files N] BUILD [BUILD ...]
 
 A BUILD is a checkout (or a copy of one) whose ``python/`` holds the ``fabricscope`` package with
 its built extension, e.g. ``/tmp/before`` and ``.``. For every round and every build in turn, the
@@ -11,6 +11,10 @@ per family) are each read by ``_native.read`` in a process of its own, once to w
 CPU-second of the single-scrape file over that of the repeated file, both from the same build in
 the same round; rounds alternate the builds, and a second pass runs them in reverse order, so
 that neither build always follows the other on a shared machine.
+
+``--files N`` reads each input N times in one ``_native.read`` call, as N inputs (N scrapes of one
+fabric, one file each, as a collector writes them): what a reader keeps from one input for the
+next counts, and the ratio compares N single-scrape files with N repeated-series files.
 
 Run ``bench/bench_parse.py --inputs g,single`` once first: it generates the inputs.
 """
@@ -31,22 +35,26 @@ INPUTS = {"repeated": DATA / "federate-g-100mb.prom", "single": DATA / "federate
 MEASURE = """
 import sys, time
 from fabricscope import _native
-path, n = sys.argv[1], int(sys.argv[2])
-_native.read([path], format="prometheus")
+path, n, files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+_native.read([path] * files, format="prometheus")
 best = float("inf")
 for _ in range(n):
     start = time.process_time()
-    _native.read([path], format="prometheus")
+    _native.read([path] * files, format="prometheus")
     best = min(best, time.process_time() - start)
 print(best)
 """
 
 
-def best_cpu_seconds(build: Path, path: Path, best_of: int) -> float:
-    """Best CPU seconds of ``_native.read(path)`` with the package of ``build``."""
+def best_cpu_seconds(build: Path, path: Path, best_of: int, files: int) -> float:
+    """Best CPU seconds of ``_native.read([path] * files)`` with the package of ``build``."""
     env = {**os.environ, "PYTHONPATH": str(build / "python")}
     out = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(path), str(best_of)], env=env, check=True, capture_output=True, text=True
+        [sys.executable, "-c", MEASURE, str(path), str(best_of), str(files)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return float(out.stdout.strip())
 
@@ -56,6 +64,7 @@ def main() -> None:
     ap.add_argument("builds", nargs="+", type=Path, help="checkouts whose python/ holds a built fabricscope")
     ap.add_argument("--rounds", type=int, default=3, help="rounds per order (default 3)")
     ap.add_argument("--best-of", type=int, default=11, help="reads per process; the best counts (default 11)")
+    ap.add_argument("--files", type=int, default=1, help="inputs per read: each file read this many times (default 1)")
     args = ap.parse_args()
     missing = [p for p in INPUTS.values() if not p.exists()]
     if missing:
@@ -67,8 +76,8 @@ def main() -> None:
     for order in (args.builds, list(reversed(args.builds))):
         for r in range(1, args.rounds + 1):
             for build in order:
-                rep = best_cpu_seconds(build, INPUTS["repeated"], args.best_of)
-                single = best_cpu_seconds(build, INPUTS["single"], args.best_of)
+                rep = best_cpu_seconds(build, INPUTS["repeated"], args.best_of, args.files)
+                single = best_cpu_seconds(build, INPUTS["single"], args.best_of, args.files)
                 ratio = (mb["single"] / single) / (mb["repeated"] / rep)
                 ratios[str(build)].append(ratio)
                 load = os.getloadavg()[0]

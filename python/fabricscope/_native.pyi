@@ -46,11 +46,13 @@ def read(
     limits: dict[str, int] | None = None,
     link_speed_gbps: float | None = None,
     bin_seconds: float = 1.0,
+    readers: ReaderPool | None = None,
 ) -> tuple[_ArrowStream, _ArrowStream, dict[str, _ArrowStream], list[dict[str, Any]]]:
     """Parse inputs with the GIL released; returns (samples, attributes, other tables, reports).
 
     ``limits`` overrides reader limits by name (:func:`limits` lists them); an unknown name or a
-    value that is not a positive integer raises ``ValueError`` naming it.
+    value that is not a positive integer raises ``ValueError`` naming it. ``readers``: a pool that
+    reads of one run share (see :class:`ReaderPool`).
     """
 
 def read_buffer(
@@ -75,6 +77,16 @@ def remote_read_request(start_ms: int, end_ms: int, matchers: list[tuple[str, st
     ``matchers`` are ``(label, op, value)`` with ``op`` one of ``=``, ``!=``, ``=~``, ``!~``.
     """
 
+class ReaderPool:
+    """Readers kept from one read for the next of the same run.
+
+    A reader that finished a Prometheus input keeps the label sets it resolved; the next input
+    it reads (the same fabric's next scrape) finds them resolved. What each input reads is what
+    it reads alone. The pool holds its readers' caches until it is dropped.
+    """
+
+    def __init__(self) -> None: ...
+
 class Scanner(Iterator[tuple[str, Any]]):
     """Background parser yielding ``("samples" | "attributes", RecordBatch)``."""
 
@@ -90,6 +102,7 @@ class Scanner(Iterator[tuple[str, Any]]):
         limits: dict[str, int] | None = None,
         link_speed_gbps: float | None = None,
         bin_seconds: float = 1.0,
+        readers: ReaderPool | None = None,
     ) -> None: ...
     def __iter__(self) -> Scanner: ...
     def __next__(self) -> tuple[str, Any]: ...

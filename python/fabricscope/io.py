@@ -338,6 +338,7 @@ def scan(
     batch_rows: int = 1 << 20,
     include_attributes: bool = False,
     limits: Mapping[str, int] | None = None,
+    readers: _native.ReaderPool | None = None,
 ) -> Scan:
     """Stream inputs larger than memory as frames of at most ``batch_rows`` rows.
 
@@ -355,6 +356,9 @@ def scan(
         include_attributes: Yield ``(kind, frame)`` pairs with kind ``"samples"``,
             ``"attributes"`` or another table's name instead of sample frames only.
         limits: Overrides of the resource limits in :data:`LIMITS` (see :func:`fabricscope.load`).
+        readers: A ``fabricscope._native.ReaderPool`` that the scans of one run share: a
+            reader that finished an input serves the next one, with the label sets it resolved
+            (the same output as a new reader, less work).
 
     Returns:
         A :class:`Scan` iterator.
@@ -369,4 +373,5 @@ def scan(
     if time is None:
         time = input_set_mtime(every)
     kwargs = _native_kwargs(format, host, time, strict, batch_rows, limits)
-    return Scan(_native.Scanner(every, **kwargs), include_attributes, time if isinstance(time, SetMtime) else None)
+    scanner = _native.Scanner(every, **kwargs, readers=readers)
+    return Scan(scanner, include_attributes, time if isinstance(time, SetMtime) else None)

@@ -16,9 +16,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import polars as pl
 
+from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, merge_tables
 from fabricscope.engines.units import available_cores, group_units, read_units, work_units
 from fabricscope.entities import rename_hosts
@@ -62,11 +64,16 @@ def read_sources(
     units = work_units(paths, read.format, filters)
     threads = max(1, min(available_cores(), len(units)))
     groups = group_units(units, 4 * threads)
+    readers = _native.ReaderPool()  # shared by every group: label sets resolved once per reader
     if threads > 1 and len(groups) > 1:
         with ThreadPoolExecutor(threads, thread_name_prefix="fabricscope-load") as pool:
-            parts = list(pool.map(lambda g: read_units(g, read, filters, 1, batch_rows), groups))
+            one_group = partial(
+                read_units, read=read, filters=filters, partitions=1, batch_rows=batch_rows, readers=readers
+            )
+            parts = list(pool.map(one_group, groups))
     else:
-        parts = [read_units(g, read, filters, 1, batch_rows) for g in groups]
+        parts = [read_units(g, read, filters, 1, batch_rows, readers) for g in groups]
+    del readers
     reports: list[InputReport] = [r for p in parts for r in p[0]]
     samples = [df for p in parts for df in p[2][0]]
     attrs = [df for p in parts for df in p[3][0]]

@@ -28,6 +28,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -159,8 +160,10 @@ def _rows_per_host(batch: pl.DataFrame) -> dict[str | None, int]:
     return dict(zip(counts["host"].to_list(), counts["len"].to_list(), strict=True))
 
 
-def _read(units: Sequence[Unit], read: ReadOptions, filters: Filters, batch_rows: int) -> _Read:
-    reports, tables, samples, attrs = read_units(units, read, filters, 1, batch_rows)
+def _read(
+    units: Sequence[Unit], read: ReadOptions, filters: Filters, batch_rows: int, readers: _native.ReaderPool
+) -> _Read:
+    reports, tables, samples, attrs = read_units(units, read, filters, 1, batch_rows, readers)
     # The reader's batches were copied into Polars memory as they arrived (fabricscope.io);
     # what glibc kept of them would otherwise stay resident next to the samples.
     return_freed_memory()
@@ -244,8 +247,16 @@ class LocalEngine(Engine):
             )
         threads = max(1, min(available_cores(), len(units)))
         unit_groups = group_units(units, 4 * threads)
+        # One pool of readers for every thread: a fabric's label sets are resolved once per
+        # reader, not once per file.
+        readers = _native.ReaderPool()
         with ThreadPoolExecutor(threads, thread_name_prefix="fabricscope-read") as pool:
-            parts = list(pool.map(lambda g: _read(g, read, filters, self.batch_rows), unit_groups))
+            parts = list(
+                pool.map(
+                    partial(_read, read=read, filters=filters, batch_rows=self.batch_rows, readers=readers), unit_groups
+                )
+            )
+        del readers
         reports = [r for p in parts for r in p.reports]
         whole_tables = merge_tables([p.tables for p in parts])
         batches: list[pl.DataFrame | None] = [b for p in parts for b in p.batches]

@@ -30,6 +30,7 @@ from typing import Any
 
 import polars as pl
 
+from fabricscope import _native
 from fabricscope.engines.base import (
     Engine,
     Filters,
@@ -245,9 +246,12 @@ class StreamingEngine(Engine):
             reports: list[InputReport] = []
             table_parts: list[dict[str, pl.DataFrame]] = []
             done = 0
+            readers = _native.ReaderPool()  # one unit at a time, one reader: label sets resolved once
             for unit, size in zip(units, sizes, strict=True):
                 # One unit at a time: its batches are spilled before the next unit is parsed.
-                unit_reports, unit_tables, samples, attrs = read_units([unit], read, filters, 1, self.batch_rows)
+                unit_reports, unit_tables, samples, attrs = read_units(
+                    [unit], read, filters, 1, self.batch_rows, readers
+                )
                 reports.extend(unit_reports)
                 table_parts.append(unit_tables)
                 spill.add_attributes(attrs[0])

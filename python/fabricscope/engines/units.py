@@ -124,12 +124,19 @@ def group_units(units: list[Unit], groups: int) -> list[list[Unit]]:
 
 
 def read_units(
-    units: Sequence[Unit], read: ReadOptions, filters: Filters, partitions: int, batch_rows: int = 1 << 20
+    units: Sequence[Unit],
+    read: ReadOptions,
+    filters: Filters,
+    partitions: int,
+    batch_rows: int = 1 << 20,
+    readers: _native.ReaderPool | None = None,
 ) -> tuple[list[InputReport], dict[str, pl.DataFrame], list[list[pl.DataFrame]], list[list[pl.DataFrame]]]:
     """Read units in order, streaming each one's batches, filtered and split by host partition.
 
     Each unit is scanned on its own, so rows arrive in the same order on every run and in every
-    engine (the Rust reader interleaves the batches of files it reads in parallel).
+    engine (the Rust reader interleaves the batches of files it reads in parallel). The scans
+    share ``readers`` (a new pool when None; a run that reads on several threads passes one
+    for all): a fabric's label sets are resolved once, not once per file.
 
     Returns:
         ``(reports, tables, samples, attributes)``: ``samples[i]``/``attributes[i]`` list the
@@ -139,6 +146,8 @@ def read_units(
     samples: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
     attrs: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
     tables: dict[str, list[pl.DataFrame]] = {}
+    if readers is None:
+        readers = _native.ReaderPool()
     for path, kind in units:
         if kind in (HISTORY, HISTORY_ATTRIBUTES):
             _read_history(path, kind, filters, partitions, reports, samples, attrs)
@@ -150,7 +159,7 @@ def read_units(
         try:
             # A walked file is tried strictly first: in lenient mode an undetectable file would
             # come back as a failed input, where the Rust walker skips it.
-            got = _scan_unit(path, read, filters, partitions, batch_rows, strict=read.strict or walked)
+            got = _scan_unit(path, read, filters, partitions, batch_rows, readers, strict=read.strict or walked)
         except UnknownFormatError as e:
             if walked:
                 # What the Rust reader does with an undetectable file it found by walking.
@@ -169,7 +178,8 @@ def read_units(
                 reports.append(_failed(path, e))
                 continue
             try:
-                got = _scan_unit(path, read, filters, partitions, batch_rows, strict=False)  # count bad records
+                # Again leniently, to count bad records.
+                got = _scan_unit(path, read, filters, partitions, batch_rows, readers, strict=False)
             except FabricscopeError as e2:
                 reports.append(_failed(path, e2))
                 continue
@@ -244,7 +254,14 @@ def _read_url(
 
 
 def _scan_unit(
-    path: str, read: ReadOptions, filters: Filters, partitions: int, batch_rows: int, *, strict: bool
+    path: str,
+    read: ReadOptions,
+    filters: Filters,
+    partitions: int,
+    batch_rows: int,
+    readers: _native.ReaderPool,
+    *,
+    strict: bool,
 ) -> tuple[list[InputReport], dict[str, list[pl.DataFrame]], list[list[pl.DataFrame]], list[list[pl.DataFrame]]]:
     samples: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
     attrs: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
@@ -258,6 +275,7 @@ def _scan_unit(
         batch_rows=batch_rows,
         include_attributes=True,
         limits=dict(read.limits),
+        readers=readers,
     )
     for kind, frame in it:
         if kind == "samples":

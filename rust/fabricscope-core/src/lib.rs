@@ -21,6 +21,7 @@ pub use formats::{FORMATS, Format, FormatInfo};
 pub use guid::normalize_guid;
 pub use read::{
     Event, InputKind, InputReport, Limits, ReadContext, ReadOptions, TimeSource, expand_inputs, read_bytes, read_paths,
+    read_paths_with, ReaderPool,
     total_input_bytes,
 };
 pub use schema::{SCHEMA_VERSION, attributes_schema, samples_schema};

@@ -710,14 +710,28 @@ pub fn read_paths(
     opts: &ReadOptions,
     sink: &(dyn Fn(Event) -> bool + Sync),
 ) -> Result<Vec<InputReport>> {
+    read_paths_with(paths, opts, sink, None)
+}
+
+/// [`read_paths`] with the readers of `pool`: the readers an earlier read left there serve
+/// these inputs, and these inputs' readers are left there for the next read (a run that reads
+/// its inputs one by one, in a fixed order, shares one pool). Without a pool, the inputs of this
+/// read share one of their own.
+pub fn read_paths_with(
+    paths: &[PathBuf],
+    opts: &ReadOptions,
+    sink: &(dyn Fn(Event) -> bool + Sync),
+    pool: Option<&ReaderPool>,
+) -> Result<Vec<InputReport>> {
     if paths.is_empty() {
         return Err(Error::InvalidArgument("no input paths given".into()));
     }
     let units = expand(paths, opts)?;
     let cancel = AtomicBool::new(false);
     // A reader that finished an input may serve the next one: a fabric's label sets, resolved
-    // once, serve every input that scrapes it. One input has no next.
-    let pool = (units.len() > 1).then(ReaderPool::default);
+    // once, serve every input that scrapes it. One input alone has no next.
+    let own = (pool.is_none() && units.len() > 1).then(ReaderPool::default);
+    let pool = pool.or(own.as_ref());
     let results: Vec<Result<InputReport>> = units
         .par_iter()
         .with_max_len(1)
@@ -731,7 +745,7 @@ pub fn read_paths(
                 r.errors.push("not read: reading was stopped".into());
                 return Ok(r);
             }
-            let res = read_unit(unit, opts, sink, &cancel, pool.as_ref());
+            let res = read_unit(unit, opts, sink, &cancel, pool);
             match res {
                 Err(e) if opts.strict => {
                     cancel.store(true, Ordering::Relaxed);
@@ -751,22 +765,35 @@ pub fn read_paths(
     results.into_iter().collect()
 }
 
-/// Line readers that finished an input, kept for the next input of their format in the same
-/// read (same options): see [`LineReader::carry_over`]. A reader that failed is not kept.
+/// Line readers that finished an input, kept for the next input of their format (see
+/// [`LineReader::carry_over`]); a reader that failed is not kept. A reader serves only reads of
+/// its format with the limits it was used with (a label set cached under one `max_labels` is
+/// not one under a smaller one).
 #[derive(Default)]
-struct ReaderPool(Mutex<Vec<(Format, Box<dyn LineReader>)>>);
+pub struct ReaderPool(Mutex<Vec<(ReaderKey, Box<dyn LineReader>)>>);
+
+/// What a pooled reader may serve: its format and the limits its caches were filled under.
+type ReaderKey = (Format, usize);
 
 impl ReaderPool {
-    fn take(&self, format: Format) -> Option<Box<dyn LineReader>> {
+    fn take(&self, format: Format, opts: &ReadOptions) -> Option<Box<dyn LineReader>> {
+        let key = (format, opts.limits.max_labels);
         let mut readers = self.0.lock().ok()?;
-        let at = readers.iter().position(|(f, _)| *f == format)?;
+        let at = readers.iter().position(|(k, _)| *k == key)?;
         Some(readers.swap_remove(at).1)
     }
 
-    fn put(&self, format: Format, reader: Box<dyn LineReader>) {
+    fn put(&self, format: Format, opts: &ReadOptions, reader: Box<dyn LineReader>) {
         if let Ok(mut readers) = self.0.lock() {
-            readers.push((format, reader));
+            readers.push(((format, opts.limits.max_labels), reader));
         }
+    }
+}
+
+impl std::fmt::Debug for ReaderPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let held = self.0.lock().map_or(0, |r| r.len());
+        f.debug_struct("ReaderPool").field("readers", &held).finish()
     }
 }
 
@@ -1082,7 +1109,7 @@ fn read_stream(
         ctx.set_bytes(bytes);
         return ctx.finish();
     }
-    let Some(mut line_reader) = pool.and_then(|p| p.take(format)).or_else(|| format.line_reader()) else {
+    let Some(mut line_reader) = pool.and_then(|p| p.take(format, opts)).or_else(|| format.line_reader()) else {
         return Err(Error::InvalidArgument(format!(
             "{}: format {} reads directories, not files",
             path.display(),
@@ -1158,7 +1185,7 @@ fn read_stream(
     if let Some(pool) = pool
         && line_reader.carry_over(&mut ctx)
     {
-        pool.put(format, line_reader);
+        pool.put(format, opts, line_reader);
     }
     ctx.set_bytes(pos.byte_offset);
     ctx.finish()

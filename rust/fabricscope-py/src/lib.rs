@@ -16,6 +16,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEBUG_BUILD", cfg!(debug_assertions))?;
     error::register(m)?;
     m.add_class::<reader::Scanner>()?;
+    m.add_class::<reader::PyReaderPool>()?;
     m.add_function(wrap_pyfunction!(reader::read, m)?)?;
     m.add_function(wrap_pyfunction!(reader::read_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(reader::known_prometheus_metrics, m)?)?;

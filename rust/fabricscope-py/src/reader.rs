@@ -10,8 +10,8 @@ use arrow_array::RecordBatch;
 use fabricscope_core::formats::{prometheus_api, remote_read};
 use fabricscope_core::vocabulary::{COUNTERS, SPELLINGS, Spelling, VENDOR_SPELLINGS};
 use fabricscope_core::{
-    Error, Event, FORMATS, Format, InputReport, ReadOptions, attributes_schema, read_bytes, read_paths, samples_schema,
-    total_input_bytes,
+    Error, Event, FORMATS, Format, InputReport, ReadOptions, ReaderPool, attributes_schema, read_bytes, read_paths_with,
+    samples_schema, total_input_bytes,
 };
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
@@ -83,13 +83,30 @@ fn report_dict<'py>(py: Python<'py>, r: &InputReport) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
+/// Readers kept from one read for the next: reads of one run that share a pool resolve a
+/// fabric's label sets once, not once per input. Holds its readers' caches until dropped.
+#[pyclass(module = "fabricscope._native", name = "ReaderPool", frozen)]
+pub struct PyReaderPool(Arc<ReaderPool>);
+
+#[pymethods]
+impl PyReaderPool {
+    #[new]
+    fn new() -> Self {
+        PyReaderPool(Arc::new(ReaderPool::default()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
 /// `(samples, attributes, {name: table}, reports)`.
 type ReadOutput<'py> = (PyTable, PyTable, Bound<'py, PyDict>, Vec<Bound<'py, PyDict>>);
 
 /// Read every input and return `(samples, attributes, {other_table_name: table}, reports)`.
 #[pyfunction]
 #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                    limits=None, link_speed_gbps=None, bin_seconds=1.0))]
+                    limits=None, link_speed_gbps=None, bin_seconds=1.0, readers=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read<'py>(
     py: Python<'py>,
@@ -102,9 +119,11 @@ pub fn read<'py>(
     limits: Option<&Bound<'py, PyDict>>,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
+    readers: Option<&Bound<'py, PyReaderPool>>,
 ) -> PyResult<ReadOutput<'py>> {
     let opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds)?;
-    collect(py, move |sink| read_paths(&paths, &opts, sink))
+    let pool = readers.map(|r| Arc::clone(&r.get().0));
+    collect(py, move |sink| read_paths_with(&paths, &opts, sink, pool.as_deref()))
 }
 
 /// Run `read` (releasing the GIL) with a sink that gathers every batch, and export the tables.
@@ -212,7 +231,7 @@ pub struct Scanner {
 impl Scanner {
     #[new]
     #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                        limits=None, link_speed_gbps=None, bin_seconds=1.0))]
+                        limits=None, link_speed_gbps=None, bin_seconds=1.0, readers=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -225,7 +244,9 @@ impl Scanner {
         limits: Option<&Bound<'_, PyDict>>,
         link_speed_gbps: Option<f64>,
         bin_seconds: f64,
+        readers: Option<&Bound<'_, PyReaderPool>>,
     ) -> PyResult<Self> {
+        let pool = readers.map(|r| Arc::clone(&r.get().0));
         let mut opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds)?;
         let progress = Arc::new(AtomicU64::new(0));
         opts.progress = Some(progress.clone());
@@ -238,7 +259,7 @@ impl Scanner {
                 let done_tx = tx.clone();
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let sink = |ev: Event| tx.send(Msg::Batch(ev)).is_ok();
-                    read_paths(&paths, &opts, &sink)
+                    read_paths_with(&paths, &opts, &sink, pool.as_deref())
                 }));
                 let msg = match outcome {
                     Ok(res) => Msg::Done(res),
