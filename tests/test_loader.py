@@ -66,6 +66,50 @@ def test_load_keeps_input_order_row_for_row() -> None:
     assert fabricscope.load(paths).samples.equals(together.samples)
 
 
+def _scrape(hosts: list[str], ts_ms: int, queue_type: str = "counter") -> str:
+    """One node_exporter scrape of `hosts` (two HCAs each, an extra label, an info series)."""
+    lines = ["# TYPE node_infiniband_port_data_received_bytes_total counter", f"# TYPE my_queue_depth {queue_type}"]
+    for name in ("node_infiniband_port_data_received_bytes_total", "my_queue_depth"):
+        for h in hosts:
+            for d in ("mlx5_0", "mlx5_1"):
+                lines.append(f'{name}{{device="{d}",instance="{h}:9100",job="node",port="1"}} {len(h) * 7} {ts_ms}')
+    for h in hosts:
+        lines.append(f'node_network_info{{device="eth0",instance="{h}:9100",operstate="up"}} 1 {ts_ms}')
+        lines.append(f'node_ethtool_rx_bytes{{device="eth0",instance="{h}:9100",mode="a"}} 9 {ts_ms}')
+    return "\n".join(lines) + "\n"
+
+
+def test_scans_that_share_readers_read_each_file_as_alone(tmp_path: Path) -> None:
+    """The scans of one run share a pool of readers, so a fabric's label sets are resolved once.
+
+    A reader that finished one scrape reads the next with the label sets it resolved: each file
+    still reads exactly as it does alone (hosts that come and go, a `# TYPE` line that changes a
+    name's type, a file that names no host), and the pool keeps the reader for the next scan.
+    """
+    scrapes = [
+        _scrape(["gpu01", "gpu02", "gpu03"], 1_764_686_822_000),
+        _scrape(["gpu03", "gpu04", "gpu01"], 1_764_686_882_000, queue_type="gauge"),
+        'node_infiniband_port_data_received_bytes_total{device="mlx5_0",port="1"} 5 1764686942000\n',
+        _scrape(["gpu02", "gpu01"], 1_764_686_962_000),
+    ]
+    files = []
+    for i, text in enumerate(scrapes):
+        files.append(tmp_path / f"scrape{i}.prom")
+        files[-1].write_text(text)
+    readers = fabricscope.ReaderPool()
+    shared = [list(fabricscope.scan([f], readers=readers, include_attributes=True)) for f in files]
+    assert repr(readers) == "ReaderPool { readers: 1 }"
+    alone = [list(fabricscope.scan([f], include_attributes=True)) for f in files]
+    assert [[k for k, _ in s] for s in shared] == [[k for k, _ in a] for a in alone]
+    for s, a in zip(shared, alone, strict=True):
+        for (_, frame_shared), (_, frame_alone) in zip(s, a, strict=True):
+            assert frame_shared.equals(frame_alone)
+    gauges = pl.concat(f for s in shared for k, f in s if k == "samples").filter(pl.col("counter") == "my_queue_depth")
+    assert gauges.group_by("is_counter").len().sort("is_counter")["len"].to_list() == [6, 10]
+    hosts = {h for s in shared for k, f in s if k == "samples" for h in f["host"].cast(pl.String).to_list()}
+    assert hosts == {"gpu01", "gpu02", "gpu03", "gpu04", "unknown"}
+
+
 def test_load_reads_a_cron_history(tmp_path: Path) -> None:
     inputs = SAMPLES / "scenarios" / "pfc-storm" / "ethtool"
     subprocess.run(

@@ -15,7 +15,7 @@ from fabricscope._native import __version__
 from fabricscope.advise import advise
 from fabricscope.history import History
 from fabricscope.incidents import Incident, correlate
-from fabricscope.io import InputReport, ReadResult, Scan, scan
+from fabricscope.io import InputReport, ReaderPool, ReadResult, Scan, scan
 from fabricscope.loader import load, read
 from fabricscope.packets import PcapResult, read_pcap
 from fabricscope.pipeline import Analysis, analyze, run_analysis
@@ -33,6 +33,7 @@ __all__ = [
     "InputReport",
     "PcapResult",
     "ReadResult",
+    "ReaderPool",
     "RemoteOptions",
     "Scan",
     "__version__",

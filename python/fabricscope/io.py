@@ -19,6 +19,7 @@ from typing import TypeAlias
 import polars as pl
 
 from fabricscope import _native
+from fabricscope._native import ReaderPool
 
 __all__ = [
     "LIMITS",
@@ -338,7 +339,7 @@ def scan(
     batch_rows: int = 1 << 20,
     include_attributes: bool = False,
     limits: Mapping[str, int] | None = None,
-    readers: _native.ReaderPool | None = None,
+    readers: ReaderPool | None = None,
 ) -> Scan:
     """Stream inputs larger than memory as frames of at most ``batch_rows`` rows.
 
@@ -356,9 +357,9 @@ def scan(
         include_attributes: Yield ``(kind, frame)`` pairs with kind ``"samples"``,
             ``"attributes"`` or another table's name instead of sample frames only.
         limits: Overrides of the resource limits in :data:`LIMITS` (see :func:`fabricscope.load`).
-        readers: A ``fabricscope._native.ReaderPool`` that the scans of one run share: a
-            reader that finished an input serves the next one, with the label sets it resolved
-            (the same output as a new reader, less work).
+        readers: A :class:`fabricscope.ReaderPool` that the scans of one run share: a reader
+            that finished an input serves the next one with the label sets it resolved (the
+            same frames as a new reader gives, less work). None: a pool of this scan's own.
 
     Returns:
         A :class:`Scan` iterator.
@@ -367,6 +368,13 @@ def scan(
         >>> import fabricscope
         >>> total = sum(f.height for f in fabricscope.scan("sample_traces", batch_rows=1000))
         >>> total > 0
+        True
+
+        Scans of one run, file by file, sharing their readers:
+
+        >>> readers = fabricscope.ReaderPool()
+        >>> rows = [f.height for f in fabricscope.scan("sample_traces/prometheus", readers=readers)]
+        >>> sum(rows) > 0
         True
     """
     every = _paths(paths)

@@ -20,7 +20,6 @@ from functools import partial
 
 import polars as pl
 
-from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, merge_tables
 from fabricscope.engines.units import available_cores, group_units, read_units, work_units
 from fabricscope.entities import rename_hosts
@@ -29,6 +28,7 @@ from fabricscope.io import (
     LIMITS,
     InputReport,
     PathLike,
+    ReaderPool,
     ReadResult,
     TimeLike,
     _paths,
@@ -64,7 +64,7 @@ def read_sources(
     units = work_units(paths, read.format, filters)
     threads = max(1, min(available_cores(), len(units)))
     groups = group_units(units, 4 * threads)
-    readers = _native.ReaderPool()  # shared by every group: label sets resolved once per reader
+    readers = ReaderPool()  # shared by every group: label sets resolved once per reader
     if threads > 1 and len(groups) > 1:
         with ThreadPoolExecutor(threads, thread_name_prefix="fabricscope-load") as pool:
             one_group = partial(

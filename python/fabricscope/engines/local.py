@@ -59,7 +59,7 @@ from fabricscope.engines.units import (
     read_units,
     work_units,
 )
-from fabricscope.io import InputReport, empty_attributes
+from fabricscope.io import InputReport, ReaderPool, empty_attributes
 from fabricscope.profiles import Profile
 
 __all__ = ["LocalEngine", "auto_budget", "estimated_peak"]
@@ -160,9 +160,7 @@ def _rows_per_host(batch: pl.DataFrame) -> dict[str | None, int]:
     return dict(zip(counts["host"].to_list(), counts["len"].to_list(), strict=True))
 
 
-def _read(
-    units: Sequence[Unit], read: ReadOptions, filters: Filters, batch_rows: int, readers: _native.ReaderPool
-) -> _Read:
+def _read(units: Sequence[Unit], read: ReadOptions, filters: Filters, batch_rows: int, readers: ReaderPool) -> _Read:
     reports, tables, samples, attrs = read_units(units, read, filters, 1, batch_rows, readers)
     # The reader's batches were copied into Polars memory as they arrived (fabricscope.io);
     # what glibc kept of them would otherwise stay resident next to the samples.
@@ -249,7 +247,7 @@ class LocalEngine(Engine):
         unit_groups = group_units(units, 4 * threads)
         # One pool of readers for every thread: a fabric's label sets are resolved once per
         # reader, not once per file.
-        readers = _native.ReaderPool()
+        readers = ReaderPool()
         with ThreadPoolExecutor(threads, thread_name_prefix="fabricscope-read") as pool:
             parts = list(
                 pool.map(

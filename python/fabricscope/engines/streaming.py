@@ -30,7 +30,6 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope import _native
 from fabricscope.engines.base import (
     Engine,
     Filters,
@@ -47,7 +46,7 @@ from fabricscope.engines.base import (
 )
 from fabricscope.engines.units import Unit, read_units, work_units
 from fabricscope.fabric import Fabric
-from fabricscope.io import InputReport, empty_attributes
+from fabricscope.io import InputReport, ReaderPool, empty_attributes
 from fabricscope.profiles import Profile
 from fabricscope.progress import ProgressBar
 
@@ -246,7 +245,7 @@ class StreamingEngine(Engine):
             reports: list[InputReport] = []
             table_parts: list[dict[str, pl.DataFrame]] = []
             done = 0
-            readers = _native.ReaderPool()  # one unit at a time, one reader: label sets resolved once
+            readers = ReaderPool()  # one unit at a time, one reader: label sets resolved once
             for unit, size in zip(units, sizes, strict=True):
                 # One unit at a time: its batches are spilled before the next unit is parsed.
                 unit_reports, unit_tables, samples, attrs = read_units(

@@ -14,7 +14,7 @@ from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.entities import path_placeholder, rename_hosts
 from fabricscope.exceptions import FabricscopeError, UnknownFormatError
 from fabricscope.history import History, is_history, partition_dir
-from fabricscope.io import InputReport, scan
+from fabricscope.io import InputReport, ReaderPool, scan
 from fabricscope.remote import RemoteOptions, is_url, load_url
 
 __all__ = ["Unit", "available_cores", "group_units", "raise_if_nothing_read", "read_units", "work_units"]
@@ -129,7 +129,7 @@ def read_units(
     filters: Filters,
     partitions: int,
     batch_rows: int = 1 << 20,
-    readers: _native.ReaderPool | None = None,
+    readers: ReaderPool | None = None,
 ) -> tuple[list[InputReport], dict[str, pl.DataFrame], list[list[pl.DataFrame]], list[list[pl.DataFrame]]]:
     """Read units in order, streaming each one's batches, filtered and split by host partition.
 
@@ -147,7 +147,7 @@ def read_units(
     attrs: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
     tables: dict[str, list[pl.DataFrame]] = {}
     if readers is None:
-        readers = _native.ReaderPool()
+        readers = ReaderPool()
     for path, kind in units:
         if kind in (HISTORY, HISTORY_ATTRIBUTES):
             _read_history(path, kind, filters, partitions, reports, samples, attrs)
@@ -259,7 +259,7 @@ def _scan_unit(
     filters: Filters,
     partitions: int,
     batch_rows: int,
-    readers: _native.ReaderPool,
+    readers: ReaderPool,
     *,
     strict: bool,
 ) -> tuple[list[InputReport], dict[str, list[pl.DataFrame]], list[list[pl.DataFrame]], list[list[pl.DataFrame]]]:
