@@ -24,14 +24,13 @@
 
 use std::sync::Arc;
 
-use ahash::AHashMap;
-use arrow_array::builder::StringBuilder;
+use hashbrown::HashTable;
 use arrow_array::types::Int32Type;
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, RecordBatch, StringArray,
     TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
 
 /// Version of the samples and port-attributes schemas. Bump on any incompatible change.
@@ -116,44 +115,90 @@ impl Value {
     }
 }
 
-/// Interns strings into dense `i32` dictionary keys.
-#[derive(Debug, Default, Clone)]
+/// Interns strings into dense `i32` dictionary keys. The strings live side by side in one buffer,
+/// as the dictionary's Arrow array holds them, so a new one costs no allocation of its own and a
+/// batch's dictionary is two copies; the index holds keys and half of each string's hash (growing
+/// it reads no string).
+#[derive(Debug, Clone)]
 pub struct Interner {
-    map: AHashMap<Box<str>, i32>,
-    values: Vec<Box<str>>,
+    /// (key, upper half of the string's hash), placed by [`index_hash`] of that half.
+    index: HashTable<(i32, u32)>,
+    hasher: ahash::RandomState,
+    /// The strings, in key order.
+    text: String,
+    /// Where each string ends in `text` (it starts where the one before it ends).
+    ends: Vec<usize>,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Interner {
+            index: HashTable::new(),
+            hasher: ahash::RandomState::with_seeds(0x1e7, 0x5eed, 0xd1c7, 0xfab),
+            text: String::new(),
+            ends: Vec::new(),
+        }
+    }
+}
+
+/// Where the index places a string whose hash has `half` as its upper 32 bits.
+fn index_hash(half: u32) -> u64 {
+    u64::from(half).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 impl Interner {
     /// Key of `s`, inserting it if new.
     pub fn intern(&mut self, s: &str) -> i32 {
-        if let Some(&k) = self.map.get(s) {
+        let half = (self.hasher.hash_one(s) >> 32) as u32;
+        let (text, ends) = (&self.text, &self.ends);
+        let same = |&(k, h): &(i32, u32)| h == half && value_of(text, ends, k) == Some(s);
+        if let Some(&(k, _)) = self.index.find(index_hash(half), same) {
             return k;
         }
-        let k = self.values.len() as i32;
-        self.values.push(s.into());
-        self.map.insert(s.into(), k);
+        let k = self.ends.len() as i32;
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+        self.index.insert_unique(index_hash(half), (k, half), |&(_, h)| index_hash(h));
         k
     }
 
     /// The string for a key.
     pub fn get(&self, key: i32) -> Option<&str> {
-        self.values.get(key as usize).map(AsRef::as_ref)
+        value_of(&self.text, &self.ends, key)
     }
 
     /// Number of distinct strings.
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.ends.len()
     }
 
     /// True when nothing is interned.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.ends.is_empty()
     }
 
     fn dictionary(&self, keys: Vec<i32>) -> Result<DictionaryArray<Int32Type>, ArrowError> {
-        let values = StringArray::from_iter_values(self.values.iter().map(AsRef::as_ref));
+        let values = strings_array(&self.text, &self.ends)?;
         DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), Arc::new(values))
     }
+}
+
+/// The strings of `text` that end at `ends` (each starts where the one before it ends), as an
+/// Arrow string array; an error past the 2 GiB its 32-bit offsets reach.
+fn strings_array(text: &str, ends: &[usize]) -> Result<StringArray, ArrowError> {
+    let too_large = || ArrowError::InvalidArgumentError("strings of one batch exceed 2 GiB".into());
+    let offsets = std::iter::once(Ok(0))
+        .chain(ends.iter().map(|&e| i32::try_from(e).map_err(|_| too_large())))
+        .collect::<Result<Vec<i32>, ArrowError>>()?;
+    StringArray::try_new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from(text.as_bytes()), None)
+}
+
+/// The string with key `key` in an [`Interner`]'s buffer.
+fn value_of<'a>(text: &'a str, ends: &[usize], key: i32) -> Option<&'a str> {
+    let k = usize::try_from(key).ok()?;
+    let end = *ends.get(k)?;
+    let start = if k == 0 { 0 } else { *ends.get(k - 1)? };
+    text.get(start..end)
 }
 
 /// The key in `to` of the string that has key `key` in `from`, remembered in `map`.
@@ -428,8 +473,9 @@ pub struct AttributeBuilder {
     device: Vec<i32>,
     port: NullableColumn<u16>,
     key: Vec<i32>,
-    /// Values side by side in one buffer (no allocation per row).
-    value: StringBuilder,
+    /// Values side by side in one buffer (no allocation per row), and where each ends.
+    value: String,
+    value_ends: Vec<usize>,
     /// This builder's host and device keys by the samples builder's keys (-1: not yet), for
     /// [`Self::push_keyed`]: a reader that emits an attribute per label set would otherwise
     /// hash the same host text for every one.
@@ -454,7 +500,8 @@ impl AttributeBuilder {
             device: Vec::new(),
             port: NullableColumn::default(),
             key: Vec::new(),
-            value: StringBuilder::new(),
+            value: String::new(),
+            value_ends: Vec::new(),
             host_of: Vec::new(),
             device_of: Vec::new(),
             last_key: None,
@@ -471,7 +518,8 @@ impl AttributeBuilder {
         self.port.push(port);
         let k = self.keys.intern(key);
         self.key.push(k);
-        self.value.append_value(value);
+        self.value.push_str(value);
+        self.value_ends.push(self.value.len());
     }
 
     /// Append one attribute whose host and device are keys of `samples` (as a [`Sample`] carries
@@ -493,7 +541,8 @@ impl AttributeBuilder {
             }
         };
         self.key.push(k);
-        self.value.append_value(a.value);
+        self.value.push_str(a.value);
+        self.value_ends.push(self.value.len());
     }
 
     /// Rows buffered.
@@ -515,7 +564,9 @@ impl AttributeBuilder {
         let (pv, pn) = self.port.take();
         let port = UInt16Array::new(pv.into(), pn);
         let key = self.keys.dictionary(std::mem::take(&mut self.key))?;
-        let value = self.value.finish();
+        let value = strings_array(&self.value, &self.value_ends)?;
+        self.value.clear();
+        self.value_ends.clear();
         let source = self.source.dictionary(vec![0; n])?;
         let columns: Vec<ArrayRef> = vec![
             Arc::new(time),

@@ -301,11 +301,16 @@ struct Emitted {
     more: AHashSet<AttrKey>,
 }
 
-/// An attribute of a host's port: device, port, name and value.
-type PortAttr = (i32, Option<u16>, i32, i32);
+/// An attribute of a host's port, packed for a list search that compares two words: device and
+/// port (`0x1_0000 | port`, 0 without one), then name and value.
+type PortAttr = [u64; 2];
 
 /// Attributes of one host kept in its list before its others go to the shared set.
 const LISTED_PER_HOST: usize = 32;
+
+/// Room a host's list is made with: a host's HCAs and NICs with an attribute or two each, in one
+/// allocation.
+const LISTED_FIRST: usize = 16;
 
 impl Emitted {
     /// Whether `key` is emitted for the first time (and from now on, not).
@@ -316,13 +321,20 @@ impl Emitted {
             self.by_host.resize_with(h + 1, Vec::new);
         }
         let Some(list) = self.by_host.get_mut(h) else { return self.more.insert(key) };
-        let item = (device, port, name, value);
+        let port = port.map_or(0, |p| 0x1_0000 | u32::from(p));
+        let item = [
+            u64::from(device as u32) << 32 | u64::from(port),
+            u64::from(name as u32) << 32 | u64::from(value as u32),
+        ];
         if list.contains(&item) {
             return false;
         }
         // A host's attributes go to the set only once its list is full, so an attribute a list
         // with room does not hold is new.
         if list.len() < LISTED_PER_HOST {
+            if list.capacity() == 0 {
+                list.reserve_exact(LISTED_FIRST);
+            }
             list.push(item);
             return true;
         }
