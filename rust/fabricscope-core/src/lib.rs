@@ -20,9 +20,8 @@ pub use error::{Error, Position, Result};
 pub use formats::{FORMATS, Format, FormatInfo};
 pub use guid::normalize_guid;
 pub use read::{
-    Event, InputKind, InputReport, Limits, ReadContext, ReadOptions, TimeSource, expand_inputs, read_bytes, read_paths,
-    read_paths_with, ReaderPool,
-    total_input_bytes,
+    Event, InputKind, InputReport, Limits, ReadContext, ReadOptions, ReaderPool, TimeSource, expand_inputs, read_bytes,
+    read_paths, read_paths_with, total_input_bytes,
 };
 pub use schema::{SCHEMA_VERSION, attributes_schema, samples_schema};
 

@@ -24,7 +24,6 @@
 
 use std::sync::Arc;
 
-use hashbrown::HashTable;
 use arrow_array::types::Int32Type;
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, RecordBatch, StringArray,
@@ -32,6 +31,7 @@ use arrow_array::{
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
+use hashbrown::HashTable;
 
 /// Version of the samples and port-attributes schemas. Bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -10,8 +10,8 @@ use arrow_array::RecordBatch;
 use fabricscope_core::formats::{prometheus_api, remote_read};
 use fabricscope_core::vocabulary::{COUNTERS, SPELLINGS, Spelling, VENDOR_SPELLINGS};
 use fabricscope_core::{
-    Error, Event, FORMATS, Format, InputReport, ReadOptions, ReaderPool, attributes_schema, read_bytes, read_paths_with,
-    samples_schema, total_input_bytes,
+    Error, Event, FORMATS, Format, InputReport, ReadOptions, ReaderPool, attributes_schema, read_bytes,
+    read_paths_with, samples_schema, total_input_bytes,
 };
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;

@@ -322,10 +322,8 @@ impl Emitted {
         }
         let Some(list) = self.by_host.get_mut(h) else { return self.more.insert(key) };
         let port = port.map_or(0, |p| 0x1_0000 | u32::from(p));
-        let item = [
-            u64::from(device as u32) << 32 | u64::from(port),
-            u64::from(name as u32) << 32 | u64::from(value as u32),
-        ];
+        let item =
+            [u64::from(device as u32) << 32 | u64::from(port), u64::from(name as u32) << 32 | u64::from(value as u32)];
         if list.contains(&item) {
             return false;
         }
