@@ -24,6 +24,7 @@
 
 use std::sync::Arc;
 
+use ahash::AHashMap;
 use arrow_array::types::Int32Type;
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, RecordBatch, StringArray,
@@ -31,7 +32,6 @@ use arrow_array::{
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
-use hashbrown::HashTable;
 
 /// Version of the samples and port-attributes schemas. Bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -115,70 +115,42 @@ impl Value {
     }
 }
 
-/// Interns strings into dense `i32` dictionary keys. The strings live side by side in one buffer,
-/// as the dictionary's Arrow array holds them, so a new one costs no allocation of its own and a
-/// batch's dictionary is two copies; the index holds keys and half of each string's hash (growing
-/// it reads no string).
-#[derive(Debug, Clone)]
+/// Interns strings into dense `i32` dictionary keys.
+#[derive(Debug, Default, Clone)]
 pub struct Interner {
-    /// (key, upper half of the string's hash), placed by [`index_hash`] of that half.
-    index: HashTable<(i32, u32)>,
-    hasher: ahash::RandomState,
-    /// The strings, in key order.
-    text: String,
-    /// Where each string ends in `text` (it starts where the one before it ends).
-    ends: Vec<usize>,
-}
-
-impl Default for Interner {
-    fn default() -> Self {
-        Interner {
-            index: HashTable::new(),
-            hasher: ahash::RandomState::with_seeds(0x1e7, 0x5eed, 0xd1c7, 0xfab),
-            text: String::new(),
-            ends: Vec::new(),
-        }
-    }
-}
-
-/// Where the index places a string whose hash has `half` as its upper 32 bits.
-fn index_hash(half: u32) -> u64 {
-    u64::from(half).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    map: AHashMap<Box<str>, i32>,
+    values: Vec<Box<str>>,
 }
 
 impl Interner {
     /// Key of `s`, inserting it if new.
     pub fn intern(&mut self, s: &str) -> i32 {
-        let half = (self.hasher.hash_one(s) >> 32) as u32;
-        let (text, ends) = (&self.text, &self.ends);
-        let same = |&(k, h): &(i32, u32)| h == half && value_of(text, ends, k) == Some(s);
-        if let Some(&(k, _)) = self.index.find(index_hash(half), same) {
+        if let Some(&k) = self.map.get(s) {
             return k;
         }
-        let k = self.ends.len() as i32;
-        self.text.push_str(s);
-        self.ends.push(self.text.len());
-        self.index.insert_unique(index_hash(half), (k, half), |&(_, h)| index_hash(h));
+        let k = self.values.len() as i32;
+        self.values.push(s.into());
+        self.map.insert(s.into(), k);
         k
     }
 
     /// The string for a key.
     pub fn get(&self, key: i32) -> Option<&str> {
-        value_of(&self.text, &self.ends, key)
+        self.values.get(key as usize).map(AsRef::as_ref)
     }
 
     /// Number of distinct strings.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.values.len()
     }
 
     /// True when nothing is interned.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.values.is_empty()
     }
 
     fn dictionary(&self, keys: Vec<i32>) -> Result<DictionaryArray<Int32Type>, ArrowError> {
-        let values = strings_array(&self.text, &self.ends)?;
+        let values = StringArray::from_iter_values(self.values.iter().map(AsRef::as_ref));
         DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), Arc::new(values))
     }
 }
@@ -191,14 +163,6 @@ fn strings_array(text: &str, ends: &[usize]) -> Result<StringArray, ArrowError> 
         .chain(ends.iter().map(|&e| i32::try_from(e).map_err(|_| too_large())))
         .collect::<Result<Vec<i32>, ArrowError>>()?;
     StringArray::try_new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from(text.as_bytes()), None)
-}
-
-/// The string with key `key` in an [`Interner`]'s buffer.
-fn value_of<'a>(text: &'a str, ends: &[usize], key: i32) -> Option<&'a str> {
-    let k = usize::try_from(key).ok()?;
-    let end = *ends.get(k)?;
-    let start = if k == 0 { 0 } else { *ends.get(k - 1)? };
-    text.get(start..end)
 }
 
 /// The key in `to` of the string that has key `key` in `from`, remembered in `map`.
