@@ -165,15 +165,16 @@ fn strings_array(text: &str, ends: &[usize]) -> Result<StringArray, ArrowError> 
     StringArray::try_new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from(text.as_bytes()), None)
 }
 
-/// The key in `to` of the string that has key `key` in `from`, remembered in `map`.
-fn translate_key(map: &mut Vec<i32>, to: &mut Interner, from: &Interner, key: i32) -> i32 {
-    let Ok(at) = usize::try_from(key) else { return to.intern("") };
+/// The key that `intern` gives the string that has key `key` in `from`, remembered in `map` (by
+/// `key`; -1: not yet), so that each string is interned once.
+pub(crate) fn translate_key(map: &mut Vec<i32>, from: &Interner, key: i32, intern: impl FnOnce(&str) -> i32) -> i32 {
+    let Ok(at) = usize::try_from(key) else { return intern("") };
     if let Some(&k) = map.get(at)
         && k >= 0
     {
         return k;
     }
-    let k = to.intern(from.get(key).unwrap_or_default());
+    let k = intern(from.get(key).unwrap_or_default());
     if map.len() <= at {
         map.resize(at + 1, -1);
     }
@@ -490,9 +491,9 @@ impl AttributeBuilder {
     /// them). The rows are the same as [`Self::push`] with their texts would make.
     pub fn push_keyed(&mut self, samples: &SampleBuilder, a: &Attribute<'_>) {
         self.time.push(a.time_ns);
-        let h = translate_key(&mut self.host_of, &mut self.hosts, samples.hosts(), a.host);
+        let h = translate_key(&mut self.host_of, samples.hosts(), a.host, |s| self.hosts.intern(s));
         self.host.push(h);
-        let d = translate_key(&mut self.device_of, &mut self.devices, samples.devices(), a.device);
+        let d = translate_key(&mut self.device_of, samples.devices(), a.device, |s| self.devices.intern(s));
         self.device.push(d);
         self.port.push(a.port);
         // A scrape's attributes are mostly one name (`job`) over and over.

@@ -58,7 +58,7 @@ use crate::error::{Error, Position, Result};
 use crate::formats::{Directive, LineReader, feed_lines, parse_directive};
 use crate::number;
 use crate::read::ReadContext;
-use crate::schema::{Attribute, Interner, Sample, Value};
+use crate::schema::{Attribute, Interner, Sample, Value, translate_key};
 use crate::vocabulary::{self, Kind, Mapping, Namespace};
 
 /// Which dialect: decides the unit of sample timestamps.
@@ -238,28 +238,10 @@ struct Carried {
 impl Carried {
     /// Make a carried label set's keys this input's: its names interned as resolving it would.
     fn bring(&mut self, set: &mut LabelSet, ctx: &mut ReadContext<'_>) {
-        set.host = input_key(&mut self.host_keys, &self.hosts, set.host, |h| ctx.samples.host(h));
-        set.device = input_key(&mut self.device_keys, &self.devices, set.device, |d| ctx.samples.device(d));
+        set.host = translate_key(&mut self.host_keys, &self.hosts, set.host, |h| ctx.samples.host(h));
+        set.device = translate_key(&mut self.device_keys, &self.devices, set.device, |d| ctx.samples.device(d));
         set.keys = Keys::Unclaimed;
     }
-}
-
-/// This input's key of the carried name `key` of `names`, interned once per input.
-fn input_key(keys: &mut Vec<i32>, names: &Interner, key: i32, intern: impl FnOnce(&str) -> i32) -> i32 {
-    let Ok(at) = usize::try_from(key) else { return key };
-    if let Some(&k) = keys.get(at)
-        && k >= 0
-    {
-        return k;
-    }
-    let k = intern(names.get(key).unwrap_or_default());
-    if keys.len() <= at {
-        keys.resize(at + 1, -1);
-    }
-    if let Some(slot) = keys.get_mut(at) {
-        *slot = k;
-    }
-    k
 }
 
 /// What a label set holds besides host, device, port and priority.
@@ -1561,8 +1543,8 @@ impl LineReader for PrometheusReader {
             }
             for set in sets.values_mut().filter(|s| s.keys != Keys::Carried) {
                 let (hosts, devices) = (ctx.samples.hosts(), ctx.samples.devices());
-                set.host = input_key(&mut host_keys, hosts, set.host, |h| carried.hosts.intern(h));
-                set.device = input_key(&mut device_keys, devices, set.device, |d| carried.devices.intern(d));
+                set.host = translate_key(&mut host_keys, hosts, set.host, |h| carried.hosts.intern(h));
+                set.device = translate_key(&mut device_keys, devices, set.device, |d| carried.devices.intern(d));
                 set.keys = Keys::Carried;
             }
         }
