@@ -51,7 +51,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.detect import SPECS, DetectorSpec
-from fabricscope.detect._relations import RELATION_KINDS, Chain, Relation
+from fabricscope.detect._relations import FAN_IN, RELATION_KINDS, Chain, Relation
 from fabricscope.detect._relations import evidence as _evidence
 from fabricscope.detect._relations import loss_rate as _loss_rate
 from fabricscope.detect._relations import port_text as _port_text
@@ -76,6 +76,8 @@ _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 RELATIONS: tuple[str, ...] = tuple(k.name for k in RELATION_KINDS)
 """The relations' names, strongest first (the registry: :data:`fabricscope.detect._relations.RELATION_KINDS`)."""
 
+_FAN_IN_RANK = RELATIONS.index(FAN_IN.name)
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -92,6 +94,8 @@ class Rule:
             info findings, yet they are the incast's footprint); otherwise info findings are context.
         fault: The chain's word for its root's fault (the title's ``{fault}``).
         fault_words: Root spec -> the word its detector declares for it (a flap, a loss, bit errors).
+        root_when: When a finding of a root kind may root the chain (the chain's
+            :attr:`~fabricscope.detect._relations.Chain.root_when`); None: always.
     """
 
     name: str
@@ -106,6 +110,7 @@ class Rule:
     magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool | None, str]] | None = None
     fault: str = ""
     fault_words: Mapping[str, str] = field(default_factory=dict)
+    root_when: Callable[[dict[str, Any]], bool] | None = None
 
     def fault_of(self, root: dict[str, Any]) -> str:
         """What this root's fault is called in the title: its relation's words, else the chain's."""
@@ -159,6 +164,7 @@ def _rules(specs: Mapping[str, DetectorSpec]) -> tuple[Rule, ...]:
                 magnitude=c.magnitude,
                 fault=c.fault,
                 fault_words={r.spec: r.words for r in mine if r.role == "root" and r.words},
+                root_when=c.root_when,
             )
         )
     return tuple(out)
@@ -248,7 +254,7 @@ def _fid(f: dict[str, Any]) -> str:
 
 
 def _root_rules(f: dict[str, Any]) -> list[Rule]:
-    return [r for r in RULES if any(_matches(s, f) for s in r.root)]
+    return [r for r in RULES if any(_matches(s, f) for s in r.root) and (r.root_when is None or r.root_when(f))]
 
 
 def _accepts(rule: Rule, c: dict[str, Any]) -> tuple[str, ...]:
@@ -328,6 +334,10 @@ def correlate(
         r["_dir"] = _direction(r)
         dev = str(r.get("device") or "")
         r["_vantage"] = (0 if topo.tier(dev.lower()) == "spine" else 2) if dev.startswith("0x") else 1
+    # relations of a group (one port's count the sum of its partners') read every finding first
+    for kind in RELATION_KINDS:
+        if kind.prepare is not None:
+            kind.prepare(topo, rows)
     roots = sorted((r for r in rows if r["severity"] != "info" and _root_rules(r)), key=_order)
     rank_of = {r["_i"]: n for n, r in enumerate(roots)}
     # For each finding: its candidate explanations (root, rule, relation, path, checks) that pass.
@@ -339,14 +349,20 @@ def correlate(
         for root in roots:
             if root["_i"] == c["_i"]:
                 continue
-            # a root only explains findings below it in precedence (no cycles)
-            if c["_i"] in rank_of and rank_of[c["_i"]] < rank_of[root["_i"]]:
+            # a root only explains findings below it in precedence (no cycles), but for a port whose
+            # count is the sum of its partners': the sum says which is the root, whatever their kinds
+            fanned = root["_i"] in (c.get("_fan_in") or {})
+            if c["_i"] in rank_of and rank_of[c["_i"]] < rank_of[root["_i"]] and not fanned:
                 continue
             for rule in _root_rules(root):
                 rels = _accepts(rule, c)
                 if not rels or (c["severity"] == "info" and not any(_matches(x, c) for x in rule.info)):
                     continue
                 found = [(rel, path) for rel, path in _relations(topo, root, c) if rel in rels]
+                if c.get("_fan_root"):
+                    # a port whose partners' loss is its own is explained only by what is on its own
+                    # port or cable, never through a weaker relation by one of those partners
+                    found = [(rel, path) for rel, path in found if RELATIONS.index(rel) <= _FAN_IN_RANK]
                 if not found:
                     continue
                 rel, path = min(found, key=lambda x: RELATIONS.index(x[0]))
@@ -508,9 +524,139 @@ def correlate(
                 topology=topo.source,
             )
         )
+    out = _one_per_root(out, topo, {r["_i"]: r for r in rows})
     never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
     out.sort(key=lambda x: (-_RANK[x.severity], x.start or never, x.id))
     return out
+
+
+EPISODE_GAP = dt.timedelta(hours=24)
+"""Two incidents on one physical root (a port, or the two ends of one cable) are one episode of one
+fault when their windows overlap or the later starts within this time of the earlier's end: a port
+that flaps at 02:00 and again at 09:00 has one failing cable, and one page fixes it."""
+
+
+def _physical_keys(topo: Fabric, f: dict[str, Any]) -> set[tuple[Any, ...]]:
+    """What physical thing a finding is on: its port by name, by node and port, and its cable (both ends)."""
+    keys: set[tuple[Any, ...]] = set()
+    host, dev, port = f.get("host"), f.get("device"), f.get("port")
+    if host is not None and dev is not None and not str(dev).startswith("0x"):
+        keys.add(("port", host, dev, port))
+    node = topo.node_of(f)
+    if node is not None and port is not None:
+        end = (node, port)
+        keys.add(("node", *end))
+        try:
+            far = topo.peer(node, int(port))
+        except (TypeError, ValueError):
+            far = topo.peer(node, port)
+        if far is not None:
+            keys.add(("cable", *sorted([end, (far[0], far[1])], key=str)))
+    return keys
+
+
+def _one_per_root(incidents: list[Incident], topo: Fabric, rows: Mapping[int, dict[str, Any]]) -> list[Incident]:
+    """Incidents on one physical root in one episode (:data:`EPISODE_GAP`) are one incident: a page is a fault.
+
+    Two detectors reading one bad port (its flaps and its errors), one detector in two windows, and the
+    two ends of one cable seen by two sources each root an incident of their own above; here they
+    become one, whose root is the chain that reaches furthest (a rule's chain before a fault alone),
+    then the most fundamental finding (:func:`_order`). The others' roots and consequences become its
+    consequences, each saying which observation of the same root it was.
+    """
+    if len(incidents) < 2:
+        return incidents
+    order = {inc.id: _order(_row_of(inc.root, rows)) for inc in incidents}
+    parent = list(range(len(incidents)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    by_key: dict[tuple[Any, ...], list[int]] = {}
+    for n, inc in enumerate(incidents):
+        for key in _physical_keys(topo, _row_of(inc.root, rows)):
+            by_key.setdefault(key, []).append(n)
+    never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    for members in by_key.values():
+        chain = sorted(members, key=lambda n: incidents[n].start or never)
+        for a, b in zip(chain, chain[1:], strict=False):
+            ea, sb = incidents[a].end, incidents[b].start
+            if ea is None or sb is None or sb <= ea + EPISODE_GAP:
+                parent[find(b)] = find(a)
+    groups: dict[int, list[int]] = {}
+    for n in range(len(incidents)):
+        groups.setdefault(find(n), []).append(n)
+    out = []
+    for members in groups.values():
+        if len(members) == 1:
+            out.append(incidents[members[0]])
+            continue
+        group = sorted((incidents[n] for n in members), key=lambda i: (i.rule == SINGLE, order[i.id], i.id))
+        out.append(_merged(group[0], group[1:], topo))
+    return out
+
+
+def _row_of(root: dict[str, Any], rows: Mapping[int, dict[str, Any]]) -> dict[str, Any]:
+    """The correlation's row of an incident's root (with the fields the ordering reads)."""
+    key = finding_key(root)
+    return next((r for r in rows.values() if finding_key(r) == key), root)
+
+
+def _merged(primary: Incident, others: Sequence[Incident], topo: Fabric) -> Incident:
+    """One incident of ``primary`` and the incidents on the same physical root."""
+    cons = list(primary.consequences)
+    here = _port_text(primary.root)
+    for other in others:
+        seen = (
+            "the same port"
+            if ("port", *(other.root.get(k) for k in ("host", "device", "port")))
+            in _physical_keys(topo, primary.root)
+            else "the other end of the same cable"
+        )
+        cons.append(
+            {
+                "finding": other.root,
+                "rule": other.rule,
+                "relation": "same_port" if seen == "the same port" else "cable",
+                "via": None,
+                "path": [here, f"{seen}: {other.root['kind']} on {_port_text(other.root)}"],
+                "timing": "not timed (the same physical root)",
+                "magnitude": "no magnitude bound for the same physical root",
+            }
+        )
+        for c in other.consequences:
+            cons.append(dict(c, via=c.get("via") or _ref(other.root), path=[here, *c["path"]]))
+    members = [primary.root, *(c["finding"] for c in cons)]
+    starts = [m["start"] for m in members if m.get("start") is not None]
+    ends = [m["end"] for m in members if m.get("end") is not None]
+    sev = max((m["severity"] for m in members), key=lambda v: _RANK[v])
+    hosts = _hosts(primary.root, [c["finding"] for c in cons])
+    reached = [h for h in hosts if h != primary.root.get("host")]
+    rule = next((r for r in RULES if r.name == primary.rule), None)
+    if rule is not None:
+        host_text = ", ".join(reached[:4]) + (f" and {len(reached) - 4} more" if len(reached) > 4 else "")
+        template = rule.title if reached else rule.title_local
+        title = template.format(
+            entity=primary.entity, hosts=host_text, n=len(cons), fault=rule.fault_of(primary.root)
+        )
+    else:
+        kinds = sorted({m["kind"] for m in members} - {primary.root["kind"]})
+        title = primary.title + (f" (also {', '.join(kinds)} on the same root)" if kinds else "")
+    decided = list(primary.decided)
+    for other in others:
+        decided += [d for d in other.decided if d not in decided]
+    return replace(
+        primary,
+        consequences=cons,
+        start=min(starts) if starts else None,
+        end=max(ends) if ends else None,
+        severity=sev,
+        title=title,
+        decided=decided,
+    )
 
 
 def _action(f: dict[str, Any]) -> str:
@@ -549,7 +695,7 @@ def _why(best: dict[str, Any], runner: dict[str, Any] | None) -> str:
 
 
 def _clean(f: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in f.items() if k not in ("_i", "_link_p", "_vantage", "_dir")}
+    return {k: v for k, v in f.items() if k not in ("_i", "_link_p", "_vantage", "_dir", "_fan_in", "_fan_root")}
 
 
 def _ref(f: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 __all__ = [
     "BELOW_SPINE",
     "CABLE",
+    "FAN_IN",
     "JOB",
     "PAUSE_ACROSS_LEAVES",
     "RELATION_KINDS",
@@ -36,6 +37,7 @@ __all__ = [
     "Relation",
     "RelationKind",
     "evidence",
+    "fan_root",
     "loss_rate",
     "port_text",
     "ratio",
@@ -96,12 +98,16 @@ class RelationKind:
         source: Where the fabric learns it (the ``links`` table, the findings, ``nccl_ranks``).
         check: ``(fabric, root, consequence) -> path`` (the hops from the root to the consequence, as
             text) when the two are related so, else None.
+        prepare: For a relation of a group, not of a pair (one root's count is the sum of many
+            consequences'): ``(fabric, findings) -> None``, run once over every finding of a
+            correlation before any check, recording in the findings what the check reads.
     """
 
     name: str
     meaning: str
     source: str
     check: Callable[[Fabric, dict[str, Any], dict[str, Any]], list[str] | None]
+    prepare: Callable[[Fabric, Sequence[dict[str, Any]]], None] | None = None
 
     def __repr__(self) -> str:
         return self.name
@@ -123,6 +129,9 @@ class Chain:
         fault: What a root's fault is called in the title when its relation does not say.
         magnitude: Optional check ``(root, consequence) -> (ok, text)``: can the root explain the size?
             ``ok`` is None when no bound applies or a number is missing (the consequence is kept).
+        root_when: Optional ``(finding) -> bool``: a finding of a root kind roots this chain only when
+            it holds (a sender roots the fan-in chain only when its count is its partners' sum:
+            :func:`fan_root`); otherwise every finding of a root kind may.
     """
 
     name: str
@@ -133,6 +142,7 @@ class Chain:
     title_local: str = "{entity}: {n} consequence(s) on its own host"
     magnitude: Callable[[dict[str, Any], dict[str, Any]], tuple[bool | None, str]] | None = None
     fault: str = ""
+    root_when: Callable[[dict[str, Any]], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -278,6 +288,89 @@ def _same_count(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list
     return [port_text(root), counted, port_text(c)]
 
 
+# Counts of one set of events read on several hosts disagree by what the windows' edges hold: a
+# reading's jitter against its neighbours' (a few percent of one interval's events over a window of
+# ten or more intervals), and Poisson noise where a side's window misses a quiet interval.
+FAN_IN_TOLERANCE = 0.03
+
+
+def _loss_ports(rows: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """Loss findings (a loss rate and its event count) by port and direction, each port's findings together."""
+    out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("_dir") in ("rx", "tx") and _events(r) is not None and loss_rate(r) is not None:
+            if r.get("start") is not None and r.get("end") is not None:
+                out.setdefault((r.get("host"), r.get("device"), r.get("port"), r["_dir"]), []).append(r)
+    return out
+
+
+def _fan_in_prepare(fabric: Fabric, rows: Sequence[dict[str, Any]]) -> None:
+    """Mark each port whose loss count is the sum of its exchange partners' counterpart counts.
+
+    A requester counts a NAK sequence error (``packet_seq_err``) or an ACK timeout for every packet of
+    its own that a responder found missing, and the responder counts it as an out-of-sequence arrival:
+    over one window, the out-of-sequence arrivals of every host a sender talks to add up to the
+    sender's sequence errors, and the sequence errors of every sender into a receiver add up to the
+    receiver's out-of-sequence arrivals. When the port's count of one direction equals the sum of
+    the other direction's counts on at least two other hosts (within :data:`FAN_IN_TOLERANCE`, at
+    least :data:`SAME_COUNT_MIN` events), each smaller than it, the one port common to every flow is
+    where the packets were lost, and every partner's loss is a share of it. The partners are the
+    findings overlapping the port's window; when their sum is too large (another fault's partners
+    overlap it), those whose windows start and end with the port's (within one interval) are tried.
+    A partner may be another port's only when it is exactly one port's share.
+    """
+    ports = _loss_ports(rows)
+    rep = {k: max(v, key=lambda r: _events(r) or 0.0) for k, v in ports.items()}
+    tol_t = fabric.interval_s
+    by_dir: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {"rx": [], "tx": []}
+    for k, r in rep.items():
+        by_dir[k[3]].append((k, r))
+    for k, root in rep.items():
+        total = _events(root) or 0.0
+        if total < SAME_COUNT_MIN:
+            continue
+        other = "tx" if k[3] == "rx" else "rx"
+        rs, re_ = root["start"], root["end"]
+        near = [
+            (pk, p)
+            for pk, p in by_dir[other]
+            if pk[0] != k[0] and p["start"] <= re_ and rs <= p["end"] and (_events(p) or 0.0) < total
+        ]
+        aligned = [
+            (pk, p)
+            for pk, p in near
+            if abs((p["start"] - rs).total_seconds()) <= tol_t and abs((p["end"] - re_).total_seconds()) <= tol_t
+        ]
+        for group in (near, aligned):
+            summed = sum(_events(p) or 0.0 for _, p in group)
+            if len(group) >= 2 and abs(summed - total) <= max(FAN_IN_TOLERANCE * total, 3.0 * math.sqrt(total)):
+                break
+        else:
+            continue
+        side = "loss events received" if k[3] == "rx" else "retransmission events sent"
+        theirs = "retransmission events" if k[3] == "rx" else "loss events"
+        text = (
+            f"{total:,.0f} {side} = the {theirs} of its {len(group)} exchange partners "
+            f"({summed:,.0f}, within {FAN_IN_TOLERANCE:.0%})"
+        )
+        for r in ports[k]:
+            r["_fan_root"] = True
+        for pk, _ in group:
+            for member in ports[pk]:
+                member.setdefault("_fan_in", {})[root["_i"]] = text
+
+
+def fan_root(f: dict[str, Any]) -> bool:
+    """Whether a finding's port counts the sum of its partners' loss (:data:`FAN_IN` marked it)."""
+    return bool(f.get("_fan_root"))
+
+
+def _fan_in(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
+    """The consequence's loss is a share of the root port's, whose count is the sum of its partners'."""
+    text = (c.get("_fan_in") or {}).get(root.get("_i"))
+    return None if text is None else [port_text(root), text, port_text(c)]
+
+
 def _same_leaf(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
     rl, cl = fabric.leaf(root), fabric.leaf(c)
     if rl and cl and rl[0] == cl[0] and root.get("host") != c.get("host"):
@@ -399,6 +492,15 @@ SAME_COUNT = RelationKind(
     "the findings' `evidence.events`",
     _same_count,
 )
+FAN_IN = RelationKind(
+    "fan_in",
+    "one port's loss count is the sum of the counterpart counts of at least two other hosts it exchanges "
+    f"with (sequence errors and NAKs received against out-of-sequence arrivals, within {FAN_IN_TOLERANCE:.0%}, "
+    "at least 1,000 events) in overlapping windows: every partner's loss is a share of that port's",
+    "the findings' `evidence.events`",
+    _fan_in,
+    prepare=_fan_in_prepare,
+)
 SAME_LEAF = RelationKind("same_leaf", "two hosts whose ports are cabled to the same leaf switch", "`links`", _same_leaf)
 BELOW_SPINE = RelationKind(
     "below_spine", "a leaf cabled to the spine, or a host behind such a leaf", "`links`", _below_spine
@@ -424,6 +526,7 @@ RELATION_KINDS: tuple[RelationKind, ...] = (
     SAME_HOST,
     CABLE,
     SAME_COUNT,
+    FAN_IN,
     SAME_LEAF,
     BELOW_SPINE,
     PAUSE_ACROSS_LEAVES,
@@ -431,6 +534,7 @@ RELATION_KINDS: tuple[RelationKind, ...] = (
 )
 """Every relation, strongest first: a finding on the root's own port is explained before one that
 merely shares a leaf. ``same_count`` ranks above the leaf: a number matched to 1% over 1,000 events
-names the sender, where a leaf only narrows it to its hosts. ``pause_across_leaves`` ranks below the
+names the sender, where a leaf only narrows it to its hosts; ``fan_in`` (a port's count the sum of its
+partners') ranks beside it for the same reason. ``pause_across_leaves`` ranks below the
 leaf and the spine (two switch hops, where they have one or none) and above a job, which is a shared
 collective with no path, timing or size checked."""

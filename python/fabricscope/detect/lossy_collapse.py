@@ -30,7 +30,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, View
 from fabricscope.detect._common import entity_strings, port_facts, transport_name, transport_names
-from fabricscope.detect._relations import CABLE, JOB, SAME_COUNT, SAME_HOST, SAME_LEAF, SAME_PORT, Relation
+from fabricscope.detect._relations import CABLE, FAN_IN, JOB, SAME_COUNT, SAME_HOST, SAME_LEAF, SAME_PORT, Relation
 from fabricscope.detect._shared import LOSS_COUNTERS, loss_intervals, loss_windows, stalled_intervals, with_traffic
 from fabricscope.findings import make_findings
 from fabricscope.profiles import get_profile
@@ -238,7 +238,11 @@ def _loss_and_traffic(r: pl.DataFrame) -> pl.DataFrame:
 # a receiver's collapse roots the go-back-N chain; a sender's collapse is the loss it resends
 RELATIONS = (
     Relation("link_loss_go_back_n", "root", "lossy_collapse:rx", words="loss collapsing goodput"),
-    Relation("link_loss_go_back_n", "consequence", "lossy_collapse", (SAME_PORT, CABLE, SAME_COUNT, SAME_LEAF, JOB)),
+    Relation(
+        "link_loss_go_back_n", "consequence", "lossy_collapse", (SAME_PORT, CABLE, SAME_COUNT, FAN_IN, SAME_LEAF, JOB)
+    ),
+    Relation("loss_fan_in", "root", "lossy_collapse:tx", words="loss collapsing goodput of what it sends"),
+    Relation("loss_fan_in", "consequence", "lossy_collapse", (SAME_PORT, FAN_IN)),
     Relation("pause_storm_head_of_line", "consequence", "lossy_collapse", (SAME_PORT, SAME_HOST)),
     Relation("lossless_off_drops", "consequence", "lossy_collapse", (SAME_PORT, SAME_HOST)),
 )

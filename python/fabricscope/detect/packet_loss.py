@@ -26,7 +26,18 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, transport_name, transport_names
-from fabricscope.detect._relations import CABLE, JOB, SAME_COUNT, SAME_HOST, SAME_LEAF, SAME_PORT, Relation
+from fabricscope.detect._relations import (
+    CABLE,
+    FAN_IN,
+    JOB,
+    SAME_COUNT,
+    SAME_HOST,
+    SAME_LEAF,
+    SAME_PORT,
+    Chain,
+    Relation,
+    fan_root,
+)
 from fabricscope.detect._shared import loss_intervals, loss_windows
 from fabricscope.findings import make_findings
 from fabricscope.sources import default
@@ -136,10 +147,42 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     return make_findings(rows)
 
 
-# a receiver's loss roots the go-back-N chain; a sender's retransmissions are its consequence
+LOSS_FAN_IN = Chain(
+    name="loss_fan_in",
+    argument=(
+        "A sender whose own transmit path corrupts packets (its cable, transceiver or the leaf port it "
+        "enters) loses a share of everything it sends, whoever it sends to: the leaf's ingress drops the "
+        "corrupted frames, every responder it talks to finds a PSN missing and counts an out-of-sequence "
+        "arrival, and the sender counts each returned NAK as a sequence error and resends (go-back-N). "
+        "Over one window its sequence errors are the sum of its partners' out-of-sequence arrivals, and "
+        "each partner's loss is a share of its own: the partners' ports are healthy (no CRC errors of "
+        "their own), so their loss is the sender's fault, not theirs."
+    ),
+    source=(
+        "InfiniBand Architecture Specification Vol. 1, chapter 9 'Transport Layer' (reliable connection: PSN "
+        "checking, NAK sequence error, go-back-N retransmission); NVIDIA MLNX_OFED documentation, "
+        "'Understanding mlx5 Linux Counters' (out_of_sequence, packet_seq_err); Mittal et al., 'Revisiting "
+        "Network Support for RDMA', SIGCOMM 2018"
+    ),
+    action=(
+        "replace or reseat the cable/transceiver of {entity}: what it sends is lost before any receiver "
+        "(check the leaf port it enters for FCS/symbol errors with mlxlink or the switch's counters)"
+    ),
+    title="lossy transmit path {entity}: {fault} reaching {hosts}",
+    title_local="lossy transmit path {entity}: {fault}",
+    fault="loss",
+    root_when=fan_root,
+)
+
+# a receiver's loss roots the go-back-N chain; a sender's retransmissions are its consequence; a sender
+# whose retransmissions are the sum of several receivers' loss roots the fan-in chain
 RELATIONS = (
     Relation("link_loss_go_back_n", "root", "packet_loss:rx", words="packet loss"),
-    Relation("link_loss_go_back_n", "consequence", "packet_loss", (SAME_PORT, CABLE, SAME_COUNT, SAME_LEAF, JOB)),
+    Relation(
+        "link_loss_go_back_n", "consequence", "packet_loss", (SAME_PORT, CABLE, SAME_COUNT, FAN_IN, SAME_LEAF, JOB)
+    ),
+    Relation("loss_fan_in", "root", "packet_loss:tx", words="packet loss on what it sends"),
+    Relation("loss_fan_in", "consequence", "packet_loss", (SAME_PORT, FAN_IN)),
     Relation("pause_storm_head_of_line", "consequence", "packet_loss", (SAME_PORT, SAME_HOST)),
     Relation("lossless_off_drops", "consequence", "packet_loss", (SAME_PORT, SAME_HOST)),
 )
@@ -151,6 +194,7 @@ SPEC = DetectorSpec(
     detect=detect,
     scope="partition",
     relations=RELATIONS,
+    chains=(LOSS_FAN_IN,),
     root_order=6,
     defaults={
         "warning_p": 1e-6,

@@ -82,8 +82,9 @@ class Workload:
     """What the GPUs do.
 
     Attributes:
-        kind: ``training`` (data-parallel ring all-reduce once per step) or ``inference``
-            (prefill hosts stream KV cache to decode hosts).
+        kind: ``training`` (data-parallel ring all-reduce once per step), ``alltoall``
+            (expert-parallel all-to-all once per step: every host sends a share to every other host
+            of its group) or ``inference`` (prefill hosts stream KV cache to decode hosts).
         gradient_bytes: Gradient bytes all-reduced per step (training; 1-10 GB for a 70B model).
         compute_s: Compute time per step between all-reduces (training).
         load: Share of line rate a prefill NIC streams at (inference).
@@ -92,6 +93,8 @@ class Workload:
         pcie_h2d_bytes_per_s: Host-to-GPU input traffic per GPU over PCIe (data loading), or None
             to export no DCGM PCIe gauges. With it, each GPU also carries its share of the host's
             NIC traffic over PCIe (GPUDirect RDMA: the NIC reads and writes GPU memory).
+        groups: ``alltoall``: the hosts split into this many contiguous groups (jobs), each
+            exchanging only among itself.
     """
 
     kind: str = "training"
@@ -101,6 +104,7 @@ class Workload:
     prefill_share: float = 0.5
     nvlink_share: float = 0.35
     pcie_h2d_bytes_per_s: float | None = None
+    groups: int = 1
 
 
 @dataclass
@@ -120,7 +124,9 @@ class Fault:
             hosts, ``spine_spread``: share of each interval the storm pauses the hosts of the other
             leaves (through the spine), ``pause_share``: share of the storm the NIC's pause-duration
             counter accrues (0.97), ``watchdog``: whether the NIC's storm watchdog counts events
-            (True); ``leaf_pause``'s ``share``: share of each interval the host's leaf pauses it (0.4),
+            (True); ``lossy_link``'s ``direction``: ``rx`` (default: the host's cable corrupts what
+            it receives, its NIC counts the CRC errors), ``tx`` (what it sends is corrupted and dropped
+            at the leaf's ingress: its peers see only out-of-sequence arrivals) or ``both``; ``leaf_pause``'s ``share``: share of each interval the host's leaf pauses it (0.4),
             with no storm behind it).
     """
 
@@ -276,6 +282,7 @@ def run_model(
             storm_share = [0.97] * nh  # share of the storm's time the NIC's pause counter accrues
             storm_watchdog = [True] * nh  # mlx5 stall prevention counts storm events
             loss_p = [0.0] * nh  # per-packet loss into each host
+            loss_tx = [0.0] * nh  # per-packet loss of what each host sends (dropped at its leaf's ingress)
             for f in fl("link_flap"):
                 for i in range(nh):
                     if f.hits(i, j):
@@ -290,7 +297,11 @@ def run_model(
                     storm_watchdog[f.host] = f.params.get("watchdog", True)
             for f in fl("lossy_link"):
                 if f.hits(f.host, j) and f.overlap(a, b, end) > 0:
-                    loss_p[f.host] = max(loss_p[f.host], f.params["p"])
+                    way = f.params.get("direction", "rx")
+                    if way in ("rx", "both"):
+                        loss_p[f.host] = max(loss_p[f.host], f.params["p"])
+                    if way in ("tx", "both"):
+                        loss_tx[f.host] = max(loss_tx[f.host], f.params["p"])
             for f in fl("symbol_errors"):
                 if f.hits(f.host, j) and f.overlap(a, b, end) > 0:
                     # corrupted packets are dropped by the receiver: a (tiny) loss rate
@@ -298,12 +309,19 @@ def run_model(
                     loss_p[f.host] = max(loss_p[f.host], f.params["rate_per_s"] * 0.25 / pk)
             # ---- flows: (src, dst, demand share of src line) ----
             flows: list[tuple[int, int, float]] = []
-            if workload.kind == "training":
+            if workload.kind in ("training", "alltoall"):
                 step_bytes = step_bytes_base / len(hosts[0].nics)
                 r0 = min(line) * ACHIEVABLE
                 comm = step_bytes / r0
                 duty = comm / (workload.compute_s * nv_slow + comm) * rng.uniform(0.97, 1.0)
-                flows = [(i, (i + 1) % nh, duty * r0 / line[i]) for i in range(nh)] if nh > 1 else []
+                if workload.kind == "training":
+                    flows = [(i, (i + 1) % nh, duty * r0 / line[i]) for i in range(nh)] if nh > 1 else []
+                else:
+                    size = -(-nh // max(1, workload.groups))
+                    members = [list(range(g, min(g + size, nh))) for g in range(0, nh, size)]
+                    flows = [
+                        (i, k, duty * r0 / line[i] / (len(m) - 1)) for m in members for i in m for k in m if k != i
+                    ]
             else:
                 for i in range(n_pre):
                     dst = decode[i % len(decode)] if decode else i
@@ -336,7 +354,7 @@ def run_model(
                     dcap = fabric.uplink_capacity(hosts[d].leaf) / len(hosts[0].nics)
                     c_up = min(1.0, ucap / upl[hosts[s].leaf], dcap / dnl[hosts[d].leaf])
                     r = max(r, upl[hosts[s].leaf] / ucap, dnl[hosts[d].leaf] / dcap)
-                p = loss_p[d]
+                p = max(loss_p[d], loss_tx[s])
                 if roce and (hosts[d].name, j) in pfc_off:
                     # No PFC toward this host: microbursts and over-subscription overflow buffers.
                     p = max(p, 2e-4 + (0.004 * (r - 1.0) if r > 1 else 0.0))
@@ -345,7 +363,8 @@ def run_model(
                 s_cong.append(min(c_dst, c_up))
                 eta.append(1.0 / (1.0 + p * w))
                 ratio.append(r)
-            if workload.kind == "training" and flows:
+            if workload.kind in ("training", "alltoall") and flows:
+                # a collective step ends with its slowest flow (ring or all-to-all alike)
                 ring = min(so * e for so, e in zip(s_own, eta, strict=True))
                 good = [x * ring for x in dem]
             else:
@@ -370,7 +389,9 @@ def run_model(
                     da.add("out_of_sequence_packets", k, lost_n)
                     sa.add("local_ack_timeout_errors", k, _poisson(rng, lost_n / 500))
                     da.add("duplicate_requests", k, _poisson(rng, lost_n * 0.02))
-                    if roce:
+                    if loss_tx[s] > loss_p[d]:
+                        pass  # corrupted on the sender's cable, dropped at the leaf: the receiver counts no error
+                    elif roce:
                         if (hosts[d].name, j) in pfc_off and loss_p[d] == 0:
                             da.add("phy_rx_discards", k, _poisson(rng, lost_n * 0.1))
                         else:

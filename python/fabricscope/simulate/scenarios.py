@@ -81,6 +81,14 @@ def _all(h: int, reason: str) -> list[tuple[int, int | None, str]]:
 
 _TRAIN = Workload("training", gradient_bytes=4e9, compute_s=1.2)
 _ROCE_FMT = ("ethtool", "sysfs-grep")
+_ALLTOALL = Workload("alltoall", gradient_bytes=4e9, compute_s=1.2)
+_ALLTOALL_TWO_JOBS = Workload("alltoall", gradient_bytes=4e9, compute_s=1.2, groups=2)
+_LOSS_KINDS = ("packet_loss", "lossy_collapse", "underperformance", "bottleneck")
+
+
+def _fan_in_allowed(h: int) -> list[dict[str, Any]]:
+    """What a lossy NIC's exchange partners may show besides their loss: its consequences, no fault of theirs."""
+    return [{"kind": k, "host": i, "nic": None} for i in range(h) for k in _LOSS_KINDS]
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -1185,6 +1193,106 @@ SCENARIOS: dict[str, Scenario] = {
             must_not=lambda h, d: _all(h, "a few % of pause time in bursts is how lossless Ethernet works"),
             formats=_ROCE_FMT,
             prefix="bursty",
+        ),
+        Scenario(
+            "fanin-loss",
+            "RoCE 400G expert-parallel all-to-all over 7 hosts of two NICs; one NIC's cable corrupts 0.5% of what "
+            "it sends and receives: its six peers see out-of-sequence arrivals and NAKs that are its loss",
+            "roce400",
+            7,
+            2,
+            _ALLTOALL,
+            lambda h, d: [Fault("lossy_link", 0, 0, 0.3 * d, 0.5 * d, {"p": 5e-3, "direction": "both"})],
+            expected=lambda h, d: [
+                {
+                    "kind": "lossy_collapse",
+                    "severity": "critical",
+                    "host": 0,
+                    "nic": 0,
+                    "start": 0.3 * d,
+                    "end": 0.8 * d,
+                    "note": "p 0.5% both ways on fanin-gpu01 mlx5_0: go-back-N collapses the all-to-all",
+                }
+            ],
+            allowed=lambda h, d: _fan_in_allowed(h),
+            formats=_ROCE_FMT,
+            prefix="fanin",
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "lossy_collapse", "host": 0, "nic": 0},
+                    # every peer's NIC 0 exchanges with the lossy NIC: its loss is the root's
+                    "members": [{"kind": "packet_loss", "host": i} for i in range(1, h)],
+                    "optional": _fan_in_allowed(h),
+                }
+            ],
+        ),
+        Scenario(
+            "fanin-loss-tx",
+            "RoCE 400G all-to-all over 10 hosts; one NIC's transmit lane corrupts 0.3% of what it sends (dropped at "
+            "the leaf): nine receivers see out-of-sequence arrivals, the sender counts their NAKs",
+            "roce400",
+            10,
+            1,
+            _ALLTOALL,
+            lambda h, d: [Fault("lossy_link", 1, 0, 0.3 * d, 0.5 * d, {"p": 3e-3, "direction": "tx"})],
+            expected=lambda h, d: [
+                {
+                    "kind": "packet_loss",
+                    "severity": "warning",
+                    "host": 1,
+                    "nic": 0,
+                    "start": 0.3 * d,
+                    "end": 0.8 * d,
+                    "note": "packet_seq_errors on fanintx-gpu02 = the sum of its receivers' out_of_sequence",
+                }
+            ],
+            allowed=lambda h, d: _fan_in_allowed(h),
+            formats=_ROCE_FMT,
+            prefix="fanintx",
+            incidents=lambda h, d: [
+                {
+                    "rule": "loss_fan_in",
+                    "root": {"kind": "packet_loss", "host": 1, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": i} for i in range(h) if i != 1],
+                    "optional": _fan_in_allowed(h),
+                }
+            ],
+        ),
+        Scenario(
+            "trap-two-lossy-jobs",
+            "trap: RoCE 400G, two all-to-all jobs of four hosts; in each, one NIC's cable loses 0.4% both ways, "
+            "the second a minute after the first: two faults, never one",
+            "roce400",
+            8,
+            1,
+            _ALLTOALL_TWO_JOBS,
+            lambda h, d: [
+                Fault("lossy_link", 0, 0, 0.25 * d, 0.5 * d, {"p": 4e-3, "direction": "both"}),
+                Fault("lossy_link", h - 1, 0, 0.4 * d, 0.5 * d, {"p": 4e-3, "direction": "both"}),
+            ],
+            expected=lambda h, d: [
+                {"kind": "lossy_collapse", "severity": "critical", "host": 0, "nic": 0, "note": "job A's lossy NIC"},
+                {"kind": "lossy_collapse", "severity": "critical", "host": h - 1, "nic": 0, "note": "job B's"},
+            ],
+            allowed=lambda h, d: _fan_in_allowed(h),
+            formats=_ROCE_FMT,
+            prefix="twolossy",
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "lossy_collapse", "host": 0, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": i} for i in range(1, h // 2)],
+                    "optional": _fan_in_allowed(h // 2),
+                },
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "lossy_collapse", "host": h - 1, "nic": 0},
+                    "members": [{"kind": "packet_loss", "host": i} for i in range(h // 2, h - 1)],
+                    "optional": [{"kind": k, "host": i} for i in range(h // 2, h) for k in _LOSS_KINDS],
+                },
+            ],
+            separate=lambda h, d: [list(range(h // 2)), list(range(h // 2, h))],
         ),
         Scenario(
             "trap-missing-samples",
