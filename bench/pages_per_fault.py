@@ -34,7 +34,11 @@ def pages_of(path: Path) -> tuple[int, list[str]]:
     """The pages an analysis of ``path`` makes, and their titles."""
     a = run_analysis(path, strict=False)
     titles = [f"{i.severity} {i.title}" for i in a.incidents if i.severity in SEVERE]
-    held = {(c["finding"]["kind"], c["finding"]["host"], c["finding"].get("start")) for i in a.incidents for c in i.consequences}
+    held = {
+        (c["finding"]["kind"], c["finding"]["host"], c["finding"].get("start"))
+        for i in a.incidents
+        for c in i.consequences
+    }
     held |= {(i.root["kind"], i.root["host"], i.root.get("start")) for i in a.incidents}
     for r in a.findings.filter(a.findings["severity"].is_in(SEVERE)).iter_rows(named=True):
         if (r["kind"], r["host"], r["start"]) not in held:
@@ -72,7 +76,8 @@ def main() -> None:
             if args.verbose or pages != faults:
                 for t in titles:
                     print(f"      {t}")
-    print(f"total: {total_faults} fault(s), {total_pages} page(s), {total_pages / max(total_faults, 1):.2f} pages per fault")
+    ratio = total_pages / max(total_faults, 1)
+    print(f"total: {total_faults} fault(s), {total_pages} page(s), {ratio:.2f} pages per fault")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,9 @@ def test_every_incident_scenario_is_listed() -> None:
         "trap-roce-coincident-leaves",
         "chain-pause-across-leaves",
         "trap-pause-across-leaves-later",
+        "fanin-loss",
+        "fanin-loss-tx",
+        "trap-two-lossy-jobs",
     }
 
 

@@ -32,7 +32,6 @@ so it is a failed delivery, sent again next run.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import time
@@ -45,7 +44,7 @@ import polars as pl
 
 from fabricscope import _atomic
 from fabricscope.exceptions import RemoteError
-from fabricscope.incidents import fault_kinds
+from fabricscope.incidents import standalone_faults
 from fabricscope.redaction import printable
 from fabricscope.remote import Connection, HttpClient, redact
 
@@ -159,47 +158,6 @@ def _description(row: dict[str, Any]) -> str:
     return text
 
 
-def _where(d: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(d.get(k) for k in ("kind", "host", "device", "port"))
-
-
-def _standalone_faults(incidents: pl.DataFrame, faults: pl.DataFrame | None) -> list[dict[str, Any]]:
-    """Warning and critical faults no active incident holds, as incident-shaped rows keyed by fault id."""
-    if faults is None or faults.is_empty():
-        return []
-    held: set[tuple[Any, ...]] = set()
-    for r in incidents.filter(pl.col("resolved_at").is_null()).iter_rows(named=True):
-        held.add((r["root_kind"], r["host"], r["device"], r["port"]))
-        with contextlib.suppress(ValueError):  # members are written by cron; a damaged one holds none
-            held.update(_where(m) for m in json.loads(r["members"] or "[]"))
-    rows = []
-    # load findings (a busy layer) are context, not faults: they are alerted only inside an incident
-    kinds = list(fault_kinds())
-    for f in faults.filter((pl.col("severity") != "info") & pl.col("kind").is_in(kinds)).iter_rows(named=True):
-        if f["resolved_at"] is None and _where(f) in held:
-            continue
-        rows.append(
-            {
-                "fault_id": f["fault_id"],
-                "incident_id": f["fault_id"],
-                "rule": None,
-                "root_kind": f["kind"],
-                "host": f["host"],
-                "device": f["device"],
-                "port": f["port"],
-                "priority": f["priority"],
-                "severity": f["severity"],
-                "title": f["last_message"],
-                "action": None,
-                "first_seen": f["first_seen"],
-                "resolved_at": f["resolved_at"],
-                "runs": f["runs"],
-                "members": "[]",
-            }
-        )
-    return rows
-
-
 def _forecast_annotations(row: dict[str, Any], faults: pl.DataFrame | None) -> dict[str, str]:
     """A wear-out forecast's crossing time, from its fault's last evidence (``threshold_eta``, RFC 3339)."""
     if row["root_kind"] != "link_wearout" or faults is None or faults.is_empty():
@@ -247,7 +205,7 @@ def incident_alerts(
     now = _utc(now)
     valid_until = now + dt.timedelta(seconds=VALID_INTERVALS * opts.interval_s)
     rows = {r["incident_id"]: r for r in lifecycle.iter_rows(named=True)}
-    rows.update((r["fault_id"], r) for r in _standalone_faults(lifecycle, faults))
+    rows.update((r["fault_id"], r) for r in standalone_faults(lifecycle, faults))
     alerts: list[dict[str, Any]] = []
     firing: dict[str, dict[str, Any]] = {}
     for ident, row in rows.items():

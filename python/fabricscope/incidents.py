@@ -42,8 +42,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
+import itertools
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -65,9 +68,11 @@ __all__ = [
     "SINGLE",
     "Incident",
     "Rule",
+    "active_pages",
     "correlate",
     "fault_kinds",
     "incident_documents",
+    "standalone_faults",
     "standalone_mask",
 ]
 
@@ -582,7 +587,7 @@ def _one_per_root(incidents: list[Incident], topo: Fabric, rows: Mapping[int, di
     never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
     for members in by_key.values():
         chain = sorted(members, key=lambda n: incidents[n].start or never)
-        for a, b in zip(chain, chain[1:], strict=False):
+        for a, b in itertools.pairwise(chain):
             ea, sb = incidents[a].end, incidents[b].start
             if ea is None or sb is None or sb <= ea + EPISODE_GAP:
                 parent[find(b)] = find(a)
@@ -612,8 +617,7 @@ def _merged(primary: Incident, others: Sequence[Incident], topo: Fabric) -> Inci
     for other in others:
         seen = (
             "the same port"
-            if ("port", *(other.root.get(k) for k in ("host", "device", "port")))
-            in _physical_keys(topo, primary.root)
+            if ("port", *(other.root.get(k) for k in ("host", "device", "port"))) in _physical_keys(topo, primary.root)
             else "the other end of the same cable"
         )
         cons.append(
@@ -639,9 +643,7 @@ def _merged(primary: Incident, others: Sequence[Incident], topo: Fabric) -> Inci
     if rule is not None:
         host_text = ", ".join(reached[:4]) + (f" and {len(reached) - 4} more" if len(reached) > 4 else "")
         template = rule.title if reached else rule.title_local
-        title = template.format(
-            entity=primary.entity, hosts=host_text, n=len(cons), fault=rule.fault_of(primary.root)
-        )
+        title = template.format(entity=primary.entity, hosts=host_text, n=len(cons), fault=rule.fault_of(primary.root))
     else:
         kinds = sorted({m["kind"] for m in members} - {primary.root["kind"]})
         title = primary.title + (f" (also {', '.join(kinds)} on the same root)" if kinds else "")
@@ -678,6 +680,75 @@ consequences, if any, are the same fault found again in later windows)."""
 def fault_kinds() -> set[str]:
     """Finding kinds that say something is broken (each detector declares it: ``DetectorSpec.fault``)."""
     return {k for spec in SPECS.values() if spec.fault for k in spec.kinds}
+
+
+def _where(d: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(d.get(k) for k in ("kind", "host", "device", "port"))
+
+
+def standalone_faults(incidents: pl.DataFrame, faults: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Warning and critical faults no active incident holds, as incident-shaped rows keyed by fault id.
+
+    Cron's pages are its active incidents and these (:func:`active_pages`); Alertmanager gets one
+    alert for each.
+
+    Args:
+        incidents: Cron's incident lifecycle (``fabricscope.cron.incident_lifecycle.INCIDENTS_SCHEMA``).
+        faults: Cron's fault lifecycle (``fabricscope.history.LIFECYCLE_SCHEMA``), or None.
+    """
+    if faults is None or faults.is_empty():
+        return []
+    held: set[tuple[Any, ...]] = set()
+    for r in incidents.filter(pl.col("resolved_at").is_null()).iter_rows(named=True):
+        held.add((r["root_kind"], r["host"], r["device"], r["port"]))
+        with contextlib.suppress(ValueError, TypeError):  # members are written by cron; a damaged one holds none
+            held.update(_where(m) for m in json.loads(r["members"] or "[]"))
+    rows = []
+    # load findings (a busy layer) are context, not faults: they are alerted only inside an incident
+    kinds = list(fault_kinds())
+    for f in faults.filter((pl.col("severity") != "info") & pl.col("kind").is_in(kinds)).iter_rows(named=True):
+        if f["resolved_at"] is None and _where(f) in held:
+            continue
+        rows.append(
+            {
+                "fault_id": f["fault_id"],
+                "incident_id": f["fault_id"],
+                "rule": None,
+                "root_kind": f["kind"],
+                "host": f["host"],
+                "device": f["device"],
+                "port": f["port"],
+                "priority": f["priority"],
+                "severity": f["severity"],
+                "title": f["last_message"],
+                "action": None,
+                "first_seen": f["first_seen"],
+                "resolved_at": f["resolved_at"],
+                "runs": f["runs"],
+                "members": "[]",
+            }
+        )
+    return rows
+
+
+def active_pages(incidents: pl.DataFrame, faults: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Cron's pages: every active incident and every warning or critical fault no active incident holds.
+
+    One row per fault of the fabric, worst first, in the incident lifecycle's shape (``root_kind``,
+    ``host``, ``device``, ``port``, ``priority``, ``severity``, ``title``, ``members``). The Nagios
+    line, the textfile and Alertmanager count these, so every door numbers the same faults.
+
+    Example:
+        >>> import polars as pl
+        >>> from fabricscope.cron.incident_lifecycle import INCIDENTS_SCHEMA
+        >>> active_pages(pl.DataFrame(schema=INCIDENTS_SCHEMA), None)
+        []
+    """
+    rows = [r for r in incidents.iter_rows(named=True) if r["resolved_at"] is None and r["severity"] != "info"]
+    rows += [r for r in standalone_faults(incidents, faults) if r["resolved_at"] is None]
+    never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    rows.sort(key=lambda r: (-_RANK[r["severity"]], r["first_seen"] or never, r["incident_id"]))
+    return rows
 
 
 def _why(best: dict[str, Any], runner: dict[str, Any] | None) -> str:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -42,7 +44,14 @@ def _label(v: object) -> str:
     return printable(str(v)).replace("\\", "\\\\").replace('"', '\\"')
 
 
-def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.datetime, duration_s: float) -> str:
+def render_textfile(
+    active: pl.DataFrame,
+    ports: pl.DataFrame,
+    finished: dt.datetime,
+    duration_s: float,
+    *,
+    pages: Sequence[Mapping[str, Any]] | None = None,
+) -> str:
     """The textfile's content.
 
     Args:
@@ -50,6 +59,9 @@ def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.date
         ports: Frame with ``host``, ``device``, ``port`` columns: every port known to the state.
         finished: When the run finished.
         duration_s: How long it took.
+        pages: The active pages (:func:`fabricscope.incidents.active_pages`): one per fault of the
+            fabric, counted by severity in ``fabricscope_incidents`` (the number to alert on; the
+            findings gauge counts symptoms). Default: each active warning or critical finding.
 
     Returns:
         Prometheus text exposition format.
@@ -73,6 +85,15 @@ def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.date
     for kind in KINDS:
         for sev in SEVERITIES:
             lines.append(f'fabricscope_findings{{kind="{kind}",severity="{sev}"}} {by.get((kind, sev), 0)}')
+    if pages is None:
+        pages = [r for r in active.iter_rows(named=True) if r["severity"] != "info"]
+    lines += [
+        "# HELP fabricscope_incidents Active faults of the fabric by severity: one per incident (its root and "
+        "every consequence), the number of pages.",
+        "# TYPE fabricscope_incidents gauge",
+    ]
+    for sev in ("warning", "critical"):
+        lines.append(f'fabricscope_incidents{{severity="{sev}"}} {sum(1 for pg in pages if pg["severity"] == sev)}')
     lines += [
         "# HELP fabricscope_port_health Worst active fault per port: 0 ok, 1 warning, 2 critical.",
         "# TYPE fabricscope_port_health gauge",
@@ -145,7 +166,13 @@ def _wearout_lines(active: pl.DataFrame, finished: dt.datetime) -> list[str]:
 
 
 def write_textfile(
-    path: str | os.PathLike[str], active: pl.DataFrame, ports: pl.DataFrame, finished: dt.datetime, duration_s: float
+    path: str | os.PathLike[str],
+    active: pl.DataFrame,
+    ports: pl.DataFrame,
+    finished: dt.datetime,
+    duration_s: float,
+    *,
+    pages: Sequence[Mapping[str, Any]] | None = None,
 ) -> None:
     """Render and atomically write the textfile (see :func:`render_textfile`).
 
@@ -158,4 +185,4 @@ def write_textfile(
         >>> "fabricscope_last_run_duration_seconds 0.100" in p.read_text()
         True
     """
-    _atomic.write_text(path, render_textfile(active, ports, finished, duration_s))
+    _atomic.write_text(path, render_textfile(active, ports, finished, duration_s, pages=pages))

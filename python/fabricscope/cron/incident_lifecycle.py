@@ -1,8 +1,9 @@
 """Incident lifecycle: one incident across runs (first/last seen, resolved), like faults.
 
-An incident is identified by its rule and its root (kind, host, device, port, priority, metric):
-the same root found again by a later run continues the incident, whatever its consequences are
-now. An active incident this run did not find is resolved when its root's fault is resolved in the
+An incident is identified by its physical root: the host, device and port its root finding is on.
+The same root found again by a later run continues the incident, whatever rule, detector or
+consequences name it now (a port's flap alone in one run and its chain of loss in the next are one
+fault, one page). An active incident this run did not find is resolved when its root's fault is resolved in the
 fault lifecycle (the run had new data for the root's port and the root was gone); until then it
 stays active, as its root does.
 """
@@ -57,7 +58,9 @@ def read_incidents(history: Path) -> pl.DataFrame:
 
 
 def _key(row: dict[str, Any]) -> tuple[Any, ...]:
-    return (row["rule"], *(row[k] for k in _ROOT))
+    # an incident is its physical root: the port (or NIC, or host) its root finding is on, whatever
+    # rule or detector names it this run (a flap alone last run, the same port's chain now)
+    return (row["host"], row["device"], row["port"])
 
 
 def _row(inc: Incident, now: dt.datetime) -> dict[str, Any]:
@@ -114,6 +117,10 @@ def update_incidents(
             rows[k] = new
             continue
         old.update(
+            rule=new["rule"],
+            root_kind=new["root_kind"],
+            priority=new["priority"],
+            metric=new["metric"],
             severity=max(old["severity"], new["severity"], key=lambda s: _RANK[s]),
             title=new["title"],
             action=new["action"],

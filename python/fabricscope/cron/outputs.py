@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import polars as pl
 
 from fabricscope.findings import SEVERITIES, exit_status
+from fabricscope.redaction import printable
 
 _WORD = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 
 
 def status_line(
-    active: pl.DataFrame, extra: str = "", *, failed_inputs: int = 0, analysed: bool = True
+    active: pl.DataFrame,
+    extra: str = "",
+    *,
+    failed_inputs: int = 0,
+    analysed: bool = True,
+    pages: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[int, str]:
     """The Nagios exit code and one-line status for the active faults.
 
     The code is :func:`fabricscope.findings.exit_status` of the active faults, the same verdict
     every other door gives: an input that could not be read, or nothing analysed, is UNKNOWN
-    unless a fault is critical.
+    unless a fault is critical. The line counts and names the pages: one per fault of the
+    fabric (:func:`fabricscope.incidents.active_pages`, each incident by its root), never one per
+    symptom; without ``pages`` each active warning or critical finding is one.
 
     Example:
         >>> from fabricscope.findings import make_findings
@@ -27,9 +38,11 @@ def status_line(
         >>> status_line(f.clear(), failed_inputs=1)
         (3, 'FABRICSCOPE UNKNOWN - 1 input(s) could not be read; no active faults')
     """
+    if pages is None:
+        pages = [dict(r, root_kind=r["kind"]) for r in active.iter_rows(named=True)]
     counts = {s: 0 for s in SEVERITIES}
-    for s in active["severity"].to_list():
-        counts[s] += 1
+    for page in pages:
+        counts[page["severity"]] += 1
     code = exit_status(active, failed_inputs, analysed=analysed)
     why = []
     if code == 3:
@@ -42,11 +55,11 @@ def status_line(
         return code, f"{head}no active faults{extra}"
     parts = [f"{counts[s]} {s}" for s in ("critical", "warning") if counts[s]]
     names = []
-    for r in active.filter(pl.col("severity") != "info").head(5).iter_rows(named=True):
-        ent = "/".join(str(x) for x in (r["host"], r["device"], r["port"]) if x is not None)
-        if r["priority"] is not None:
+    for r in [page for page in pages if page["severity"] != "info"][:5]:
+        ent = "/".join(printable(str(x)) for x in (r["host"], r["device"], r["port"]) if x is not None)
+        if r.get("priority") is not None:
             ent += f"/p{r['priority']}"
-        names.append(f"{r['kind']} {ent}".strip())
+        names.append(f"{printable(str(r['root_kind']))} {ent}".strip())
     more = counts["critical"] + counts["warning"] - len(names)
     tail = ", ".join(names) + (f", +{more} more" if more > 0 else "")
     return code, f"{head}{', '.join(parts)}: {tail}{extra}"

@@ -45,7 +45,7 @@ from fabricscope.history import (
     read_rollup,
     to_canonical,
 )
-from fabricscope.incidents import Incident, correlate
+from fabricscope.incidents import Incident, active_pages, correlate
 from fabricscope.pipeline import run_analysis
 from fabricscope.rates import SERIES_KEYS
 from fabricscope.textfile import write_textfile
@@ -231,7 +231,9 @@ def _run_locked(
     # A history that has never held a counter (its inputs only describe the fabric) has no verdict,
     # as analyze says of the same inputs; a run that brings nothing new keeps the history's verdict.
     analysed = analysed_anything(st.series.height + new.height, tables)
-    code, line = status_line(active_findings(lifecycle), failed_inputs=failed, analysed=analysed)
+    # the pages: one per fault of the fabric (its incident, or a fault no incident holds)
+    pages = active_pages(incident_lifecycle, lifecycle)
+    code, line = status_line(active_findings(lifecycle), failed_inputs=failed, analysed=analysed, pages=pages)
     finished = dt.datetime.now(dt.timezone.utc) if opts.now is None else started_wall
     duration = _time.monotonic() - t0
     run_row = pl.DataFrame(
@@ -323,5 +325,5 @@ def _run_locked(
     if opts.json_path and opts.json_path != "-":
         _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")
     if opts.textfile:
-        write_textfile(opts.textfile, active, series, finished, duration)
+        write_textfile(opts.textfile, active, series, finished, duration, pages=pages)
     return result

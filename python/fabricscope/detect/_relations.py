@@ -298,9 +298,9 @@ def _loss_ports(rows: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], list[di
     """Loss findings (a loss rate and its event count) by port and direction, each port's findings together."""
     out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
-        if r.get("_dir") in ("rx", "tx") and _events(r) is not None and loss_rate(r) is not None:
-            if r.get("start") is not None and r.get("end") is not None:
-                out.setdefault((r.get("host"), r.get("device"), r.get("port"), r["_dir"]), []).append(r)
+        timed = r.get("start") is not None and r.get("end") is not None
+        if timed and r.get("_dir") in ("rx", "tx") and _events(r) is not None and loss_rate(r) is not None:
+            out.setdefault((r.get("host"), r.get("device"), r.get("port"), r["_dir"]), []).append(r)
     return out
 
 
@@ -341,7 +341,11 @@ def _fan_in_prepare(fabric: Fabric, rows: Sequence[dict[str, Any]]) -> None:
             for pk, p in near
             if abs((p["start"] - rs).total_seconds()) <= tol_t and abs((p["end"] - re_).total_seconds()) <= tol_t
         ]
-        for group in (near, aligned):
+        # partners whose windows are one window (the same readings bound them): one cohort each
+        cohorts: dict[tuple[Any, Any], list[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
+        for pk, p in aligned:
+            cohorts.setdefault((p["start"], p["end"]), []).append((pk, p))
+        for group in (near, aligned, *cohorts.values()):
             summed = sum(_events(p) or 0.0 for _, p in group)
             if len(group) >= 2 and abs(summed - total) <= max(FAN_IN_TOLERANCE * total, 3.0 * math.sqrt(total)):
                 break

@@ -126,7 +126,8 @@ class Fault:
             counter accrues (0.97), ``watchdog``: whether the NIC's storm watchdog counts events
             (True); ``lossy_link``'s ``direction``: ``rx`` (default: the host's cable corrupts what
             it receives, its NIC counts the CRC errors), ``tx`` (what it sends is corrupted and dropped
-            at the leaf's ingress: its peers see only out-of-sequence arrivals) or ``both``; ``leaf_pause``'s ``share``: share of each interval the host's leaf pauses it (0.4),
+            at the leaf's ingress: its peers see only out-of-sequence arrivals) or ``both``;
+            ``leaf_pause``'s ``share``: share of each interval the host's leaf pauses it (0.4),
             with no storm behind it).
     """
 

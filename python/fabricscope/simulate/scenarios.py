@@ -90,6 +90,7 @@ def _fan_in_allowed(h: int) -> list[dict[str, Any]]:
     """What a lossy NIC's exchange partners may show besides their loss: its consequences, no fault of theirs."""
     return [{"kind": k, "host": i, "nic": None} for i in range(h) for k in _LOSS_KINDS]
 
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in [
@@ -1196,10 +1197,10 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "fanin-loss",
-            "RoCE 400G expert-parallel all-to-all over 7 hosts of two NICs; one NIC's cable corrupts 0.5% of what "
-            "it sends and receives: its six peers see out-of-sequence arrivals and NAKs that are its loss",
+            "RoCE 400G expert-parallel all-to-all over 5 hosts of two NICs; one NIC's cable corrupts 0.5% of what "
+            "it sends and receives: its four peers see out-of-sequence arrivals and NAKs that are its loss",
             "roce400",
-            7,
+            5,
             2,
             _ALLTOALL,
             lambda h, d: [Fault("lossy_link", 0, 0, 0.3 * d, 0.5 * d, {"p": 5e-3, "direction": "both"})],
@@ -1215,7 +1216,8 @@ SCENARIOS: dict[str, Scenario] = {
                 }
             ],
             allowed=lambda h, d: _fan_in_allowed(h),
-            formats=_ROCE_FMT,
+            formats=("sysfs-grep",),
+            duration=120.0,
             prefix="fanin",
             incidents=lambda h, d: [
                 {
@@ -1229,31 +1231,32 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "fanin-loss-tx",
-            "RoCE 400G all-to-all over 10 hosts; one NIC's transmit lane corrupts 0.3% of what it sends (dropped at "
-            "the leaf): nine receivers see out-of-sequence arrivals, the sender counts their NAKs",
+            "RoCE 400G all-to-all over 6 hosts; one NIC's transmit lane corrupts 0.3% of what it sends (dropped at "
+            "the leaf): five receivers see out-of-sequence arrivals, the sender counts their NAKs",
             "roce400",
-            10,
+            6,
             1,
             _ALLTOALL,
             lambda h, d: [Fault("lossy_link", 1, 0, 0.3 * d, 0.5 * d, {"p": 3e-3, "direction": "tx"})],
             expected=lambda h, d: [
                 {
-                    "kind": "packet_loss",
-                    "severity": "warning",
+                    "kind": "lossy_collapse",
+                    "severity": "critical",
                     "host": 1,
                     "nic": 0,
                     "start": 0.3 * d,
                     "end": 0.8 * d,
-                    "note": "packet_seq_errors on fanintx-gpu02 = the sum of its receivers' out_of_sequence",
+                    "note": "p 0.3% on what it sends; packet_seq_errors = the sum of its receivers' out_of_sequence",
                 }
             ],
             allowed=lambda h, d: _fan_in_allowed(h),
-            formats=_ROCE_FMT,
+            formats=("sysfs-grep",),
+            duration=180.0,
             prefix="fanintx",
             incidents=lambda h, d: [
                 {
                     "rule": "loss_fan_in",
-                    "root": {"kind": "packet_loss", "host": 1, "nic": 0},
+                    "root": {"kind": "lossy_collapse", "host": 1, "nic": 0},
                     "members": [{"kind": "packet_loss", "host": i} for i in range(h) if i != 1],
                     "optional": _fan_in_allowed(h),
                 }
@@ -1262,21 +1265,22 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "trap-two-lossy-jobs",
             "trap: RoCE 400G, two all-to-all jobs of four hosts; in each, one NIC's cable loses 0.4% both ways, "
-            "the second a minute after the first: two faults, never one",
+            "the second half a minute after the first: two faults, never one",
             "roce400",
             8,
             1,
             _ALLTOALL_TWO_JOBS,
             lambda h, d: [
                 Fault("lossy_link", 0, 0, 0.25 * d, 0.5 * d, {"p": 4e-3, "direction": "both"}),
-                Fault("lossy_link", h - 1, 0, 0.4 * d, 0.5 * d, {"p": 4e-3, "direction": "both"}),
+                Fault("lossy_link", h - 1, 0, 0.5 * d, 0.4 * d, {"p": 4e-3, "direction": "both"}),
             ],
             expected=lambda h, d: [
                 {"kind": "lossy_collapse", "severity": "critical", "host": 0, "nic": 0, "note": "job A's lossy NIC"},
                 {"kind": "lossy_collapse", "severity": "critical", "host": h - 1, "nic": 0, "note": "job B's"},
             ],
             allowed=lambda h, d: _fan_in_allowed(h),
-            formats=_ROCE_FMT,
+            formats=("sysfs-grep",),
+            duration=120.0,
             prefix="twolossy",
             incidents=lambda h, d: [
                 {
