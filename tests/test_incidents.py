@@ -43,6 +43,10 @@ def test_every_incident_scenario_is_listed() -> None:
         "fanin-loss",
         "fanin-loss-tx",
         "trap-two-lossy-jobs",
+        "link-flap-windows",
+        "guid-cable-end",
+        "storm-one-leaf",
+        "trap-two-storms-one-leaf",
     }
 
 

@@ -84,6 +84,8 @@ _ROCE_FMT = ("ethtool", "sysfs-grep")
 _ALLTOALL = Workload("alltoall", gradient_bytes=4e9, compute_s=1.2)
 _ALLTOALL_TWO_JOBS = Workload("alltoall", gradient_bytes=4e9, compute_s=1.2, groups=2)
 _LOSS_KINDS = ("packet_loss", "lossy_collapse", "underperformance", "bottleneck")
+_LINK_VICTIM_KINDS = ("packet_loss", "ib_congestion", "counter_anomaly", "underperformance", "bottleneck", "port_down")
+_STORM_VICTIM_KINDS = ("pfc_storm", "pfc_congestion", "packet_loss", "lossy_collapse", "underperformance", "bottleneck")
 
 
 def _fan_in_allowed(h: int) -> list[dict[str, Any]]:
@@ -1297,6 +1299,133 @@ SCENARIOS: dict[str, Scenario] = {
                 },
             ],
             separate=lambda h, d: [list(range(h // 2)), list(range(h // 2, h))],
+        ),
+        Scenario(
+            "link-flap-windows",
+            "NDR400; a failing cable: one HCA port's symbol errors rise and it goes down in three windows "
+            "minutes apart: one fault, one page",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("symbol_errors", 2 % h, 0, 0.1 * d, None, {"rate_per_s": 15.0}),
+                Fault(
+                    "link_flap",
+                    2 % h,
+                    0,
+                    0.0,
+                    None,
+                    {"at": [round(f * d) - 1 for f in (0.2, 0.5, 0.8)], "down_s": 12.0},
+                ),
+            ],
+            expected=lambda h, d: [
+                {"kind": "link_flap", "severity": "critical", "host": 2 % h, "nic": 0, "note": "three flaps"},
+                {"kind": "link_errors", "severity": "critical", "host": 2 % h, "nic": 0, "note": "~15/s"},
+            ],
+            allowed=lambda h, d: ([{"kind": k, "host": i, "nic": None} for i in range(h) for k in _LINK_VICTIM_KINDS]),
+            formats=("sysfs-grep",),
+            prefix="flapwin",
+            duration=360.0,
+            topology=True,
+            incidents=lambda h, d: [
+                {
+                    "rule": "link_loss_go_back_n",
+                    "root": {"kind": "link_flap", "host": 2 % h, "nic": 0, "peer": ("leaf", 0, 3)},
+                    "members": [{"kind": "link_flap", "host": 2 % h}, {"kind": "link_errors", "host": 2 % h}],
+                    "optional": [{"kind": k, "host": i} for i in range(h) for k in _LINK_VICTIM_KINDS],
+                }
+            ],
+        ),
+        Scenario(
+            "guid-cable-end",
+            "NDR400; a flapping HCA port seen twice: by its host's node_exporter and, by node GUID only, by "
+            "UFM on the management node; the topology's node descriptions name the GUID's host",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("link_flap", 1, 0, 0.0, None, {"at": [round(0.4 * d) - 1], "down_s": 12.0})],
+            expected=lambda h, d: [
+                {"kind": "link_flap", "severity": "critical", "host": 1, "nic": 0, "note": "link_downed +1"}
+            ],
+            allowed=lambda h, d: (
+                [{"kind": k, "host": i, "nic": None} for i in range(h) for k in _LINK_VICTIM_KINDS]
+                + [{"kind": k, "host": "topology"} for k in ("link_flap", "ib_congestion")]
+            ),
+            formats=("prometheus", "ufm-csv"),
+            prefix="guidend",
+            duration=120.0,
+            topology=True,
+            incidents=lambda h, d: [
+                {
+                    "rule": "single_fault",
+                    "root": {"kind": "link_flap", "host": 1, "nic": 0, "peer": ("leaf", 0, 2)},
+                    "members": [],
+                    "optional": [{"kind": k, "host": i} for i in range(h) for k in _LINK_VICTIM_KINDS],
+                }
+            ],
+        ),
+        Scenario(
+            "storm-one-leaf",
+            "RoCE 400G, eight hosts under one leaf; one NIC storms pauses and the leaf pauses its seven "
+            "leaf-mates 40% of the time (head-of-line blocking); topology from the leaf's SONiC LLDP table",
+            "roce400",
+            8,
+            1,
+            _TRAIN,
+            lambda h, d: [Fault("pfc_storm", 3, 0, 0.3 * d, 0.4 * d, {"leaf_spread": 0.4})],
+            expected=lambda h, d: [
+                {"kind": "pfc_storm", "severity": "critical", "host": 3, "nic": 0, "priority": 3, "note": "storm"}
+            ],
+            allowed=lambda h, d: [{"kind": k, "host": i, "nic": None} for i in range(h) for k in _STORM_VICTIM_KINDS],
+            formats=("ethtool",),
+            prefix="oneleaf",
+            hosts_per_leaf=8,
+            duration=180.0,
+            topology=True,
+            extra={"lldp": "sonic"},
+            incidents=lambda h, d: [
+                {
+                    "rule": "pause_storm_head_of_line",
+                    "root": {"kind": "pfc_storm", "host": 3, "nic": 0},
+                    "members": [{"kind": "pfc_congestion", "host": i} for i in range(h) if i != 3],
+                    "optional": [{"kind": k, "host": i} for i in range(h) for k in _STORM_VICTIM_KINDS],
+                }
+            ],
+        ),
+        Scenario(
+            "trap-two-storms-one-leaf",
+            "trap: RoCE 400G, two NICs under one leaf storm pauses at the same time (two stalled receive "
+            "pipelines), topology from the leaf's SONiC LLDP table: two faults, never one",
+            "roce400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [
+                Fault("pfc_storm", 0, 0, 0.3 * d, 0.4 * d, {"leaf_spread": 0.3}),
+                Fault("pfc_storm", 2, 0, 0.3 * d, 0.4 * d, {"leaf_spread": 0.3}),
+            ],
+            expected=lambda h, d: [
+                {"kind": "pfc_storm", "severity": "critical", "host": i, "nic": 0, "priority": 3, "note": "storm"}
+                for i in (0, 2)
+            ],
+            allowed=lambda h, d: [{"kind": k, "host": i, "nic": None} for i in range(h) for k in _STORM_VICTIM_KINDS],
+            formats=("ethtool",),
+            prefix="twostorm",
+            hosts_per_leaf=4,
+            duration=180.0,
+            topology=True,
+            extra={"lldp": "sonic"},
+            incidents=lambda h, d: [
+                {
+                    "rule": "pause_storm_head_of_line",
+                    "root": {"kind": "pfc_storm", "host": i, "nic": 0},
+                    "members": [],
+                    "optional": [{"kind": k, "host": j} for j in range(h) for k in _STORM_VICTIM_KINDS],
+                }
+                for i in (0, 2)
+            ],
         ),
         Scenario(
             "trap-missing-samples",
