@@ -283,6 +283,7 @@ def test_every_chain_has_roots_and_its_relations_name_declared_chains() -> None:
         "incast_ecn",
         "degraded_link_ring",
         "spine_credit_starvation",
+        "loss_fan_in",
     }
 
 

@@ -158,6 +158,19 @@ def _description(row: dict[str, Any]) -> str:
     return text
 
 
+def _affected_hosts(row: dict[str, Any]) -> list[str]:
+    """The root's host, then every other host among the incident's consequences, each once."""
+    try:
+        members = json.loads(row.get("members") or "[]")
+    except ValueError:
+        members = []
+    out: list[str] = []
+    for h in [row.get("host"), *(m.get("host") for m in members if isinstance(m, dict))]:
+        if h and str(h) not in out:
+            out.append(str(h))
+    return out
+
+
 def _forecast_annotations(row: dict[str, Any], faults: pl.DataFrame | None) -> dict[str, str]:
     """A wear-out forecast's crossing time, from its fault's last evidence (``threshold_eta``, RFC 3339)."""
     if row["root_kind"] != "link_wearout" or faults is None or faults.is_empty():
@@ -220,6 +233,9 @@ def incident_alerts(
         }
         if row["action"]:
             annotations["action"] = printable(row["action"])
+        if hosts := _affected_hosts(row):
+            # every host the fault reached, root first: the members the description abbreviates
+            annotations["hosts"] = printable(", ".join(hosts))
         annotations.update(_forecast_annotations(row, faults))
         alert: dict[str, Any] = {
             "labels": labels,

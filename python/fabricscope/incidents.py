@@ -493,9 +493,14 @@ def correlate(
     for r in sorted(rows, key=_order):
         if r["_i"] in held or r["severity"] == "info" or r["kind"] not in faults:
             continue
-        # windows of one fault (its kind on one entity: cron's fault identity) are one incident
+        # windows of one fault (its kind on one entity: cron's fault identity) in one episode are one incident
         key = tuple(r.get(k) for k in ("kind", "host", "device", "port", "priority", "metric"))
-        alone.setdefault(key, []).append(r)
+        episodes = [k for k in alone if k[:-1] == key]
+        last = alone[episodes[-1]][-1] if episodes else None
+        if last is not None and not _apart(last, r):
+            alone[episodes[-1]].append(r)
+        else:
+            alone[(*key, len(episodes))] = [r]
     for first, *again in alone.values():
         entity = _entity(topo, first)
         cons = [
@@ -539,6 +544,12 @@ EPISODE_GAP = dt.timedelta(hours=24)
 """Two incidents on one physical root (a port, or the two ends of one cable) are one episode of one
 fault when their windows overlap or the later starts within this time of the earlier's end: a port
 that flaps at 02:00 and again at 09:00 has one failing cable, and one page fixes it."""
+
+
+def _apart(earlier: Mapping[str, Any], later: Mapping[str, Any]) -> bool:
+    """Whether ``later`` starts more than :data:`EPISODE_GAP` after ``earlier`` ends: two episodes."""
+    end, start = earlier.get("end"), later.get("start")
+    return end is not None and start is not None and start > end + EPISODE_GAP
 
 
 def _physical_keys(topo: Fabric, f: dict[str, Any]) -> set[tuple[Any, ...]]:
@@ -588,8 +599,7 @@ def _one_per_root(incidents: list[Incident], topo: Fabric, rows: Mapping[int, di
     for members in by_key.values():
         chain = sorted(members, key=lambda n: incidents[n].start or never)
         for a, b in itertools.pairwise(chain):
-            ea, sb = incidents[a].end, incidents[b].start
-            if ea is None or sb is None or sb <= ea + EPISODE_GAP:
+            if not _apart({"end": incidents[a].end}, {"start": incidents[b].start}):
                 parent[find(b)] = find(a)
     groups: dict[int, list[int]] = {}
     for n in range(len(incidents)):
@@ -766,7 +776,11 @@ def _why(best: dict[str, Any], runner: dict[str, Any] | None) -> str:
 
 
 def _clean(f: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in f.items() if k not in ("_i", "_link_p", "_vantage", "_dir", "_fan_in", "_fan_root")}
+    return {
+        k: v
+        for k, v in f.items()
+        if k not in ("_i", "_link_p", "_vantage", "_dir", "_fan_in", "_fan_root", "_sole_pair")
+    }
 
 
 def _ref(f: dict[str, Any]) -> dict[str, Any]:

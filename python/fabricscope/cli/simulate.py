@@ -46,17 +46,22 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.scenario == "scale":
         print("fabricscope simulate: the scale benchmark mode is --scale PORTSxCOUNTERSxREADINGS (e.g. 512x12x200)")
         return EXIT_USAGE
-    res = simulate(
-        args.outdir,
-        args.scenario,
-        hosts=args.hosts,
-        duration=args.duration,
-        interval=args.interval,
-        seed=args.seed,
-        formats=fmts,
-        sysfs_snapshots=args.sysfs_snapshots,
-        lldp=args.lldp,
-    )
+    try:
+        res = simulate(
+            args.outdir,
+            args.scenario,
+            hosts=args.hosts,
+            duration=args.duration,
+            interval=args.interval,
+            seed=args.seed,
+            formats=fmts,
+            sysfs_snapshots=args.sysfs_snapshots,
+            lldp=args.lldp,
+            nics=args.nics,
+        )
+    except ValueError as e:
+        print(f"fabricscope simulate: {e}")
+        return EXIT_USAGE
     print(f"wrote {len(res.files)} file(s), {res.bytes / 1e6:,.2f} MB under {args.outdir}")
     for e in res.truth["expected"]:
         print(f"  expect {e['severity']:<8} {e['kind']:<18} {e['host']} {','.join(e['device'] or ['-'])}")
@@ -91,6 +96,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--scenario", help="scenario name (see --list)")
     p.add_argument("--list", action="store_true", help="list the scenarios")
     p.add_argument("--hosts", type=int, help="number of hosts")
+    p.add_argument("--nics", type=int, help="NICs per host (default: the scenario's)")
     p.add_argument("--duration", type=float, help="seconds to simulate")
     p.add_argument("--interval", type=float, help="seconds between readings")
     p.add_argument("--seed", type=int, default=1, help="random seed (output is deterministic per seed)")

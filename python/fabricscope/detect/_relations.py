@@ -277,6 +277,12 @@ def _same_count(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list
     if root.get("host") == c.get("host") or root.get("_dir") != "rx" or c.get("_dir") != "tx":
         return None
     a, b = _events(root), _events(c)
+    if a is not None and b is not None and min(a, b) < SAME_COUNT_MIN and c.get("_sole_pair") == root.get("_i"):
+        counted = (
+            f"{a:,.0f} loss events received, {b:,.0f} retransmission events sent by {c.get('host')}: the only "
+            "receiver losing packets while it resent, the only sender resending while it lost"
+        )
+        return [port_text(root), counted, port_text(c)]
     if a is None or b is None or min(a, b) < SAME_COUNT_MIN:
         return None
     rs, re_, cs, ce = root.get("start"), root.get("end"), c.get("start"), c.get("end")
@@ -373,6 +379,35 @@ def _fan_in(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str
     """The consequence's loss is a share of the root port's, whose count is the sum of its partners'."""
     text = (c.get("_fan_in") or {}).get(root.get("_i"))
     return None if text is None else [port_text(root), text, port_text(c)]
+
+
+def _sole_pair_prepare(fabric: Fabric, rows: Sequence[dict[str, Any]]) -> None:
+    """Pair a receiver's loss with a sender's retransmissions when each is the only one of its side.
+
+    Below :data:`SAME_COUNT_MIN` events a matching count proves nothing among many links; but every
+    retransmission answers a packet lost somewhere, so when one receiver is the only port of the
+    inputs losing packets while one sender is the only port resending (overlapping windows, no other
+    loss finding on either side overlapping theirs) and the counts agree within Poisson noise
+    (3 sigma), the sender resent what that receiver lost.
+    """
+    ports = _loss_ports(rows)
+    rep = {k: max(v, key=lambda r: _events(r) or 0.0) for k, v in ports.items()}
+    side = {d: [(k, r) for k, r in rep.items() if k[3] == d] for d in ("rx", "tx")}
+
+    def overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        return a["start"] <= b["end"] and b["start"] <= a["end"]
+
+    for rk, r in side["rx"]:
+        senders = [(tk, t) for tk, t in side["tx"] if tk[0] != rk[0] and overlaps(r, t)]
+        if len(senders) != 1:
+            continue
+        tk, t = senders[0]
+        if any(k != rk and overlaps(x, t) for k, x in side["rx"]):
+            continue
+        a, b = _events(r) or 0.0, _events(t) or 0.0
+        if abs(a - b) <= max(1.0, 3.0 * math.sqrt(max(a, b))):
+            for member in ports[tk]:
+                member["_sole_pair"] = r["_i"]
 
 
 def _same_leaf(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] | None:
@@ -492,9 +527,11 @@ CABLE = RelationKind(
 SAME_COUNT = RelationKind(
     "same_count",
     "a receiver's loss events and another host's send-side retransmission events are the same number "
-    "(within 1%, at least 1,000 events) in overlapping windows: every packet one dropped the other resent",
+    "(within 1%, at least 1,000 events; or within Poisson noise when each is the only loss of its side in "
+    "the inputs) in overlapping windows: every packet one dropped the other resent",
     "the findings' `evidence.events`",
     _same_count,
+    prepare=_sole_pair_prepare,
 )
 FAN_IN = RelationKind(
     "fan_in",

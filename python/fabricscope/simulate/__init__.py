@@ -191,6 +191,7 @@ def simulate(
     formats: list[str] | None = None,
     sysfs_snapshots: str = "last",
     lldp: str | None = None,
+    nics: int | None = None,
 ) -> SimResult:
     """Simulate one scenario and write its files and ``truth.json`` under ``outdir``.
 
@@ -205,6 +206,7 @@ def simulate(
         sysfs_snapshots: ``last`` (one tree per host) or ``all`` (one tree per reading).
         lldp: A RoCE fabric's topology as ``lldpctl`` files (one per host) or SONiC ``show lldp
             table`` files (``sonic``, one per leaf); default: the scenario's (``lldpctl`` unless it says).
+        nics: NICs per host (default: the scenario's).
 
     Returns:
         A :class:`SimResult`.
@@ -218,6 +220,8 @@ def simulate(
     h = hosts or sc.hosts
     if h < 2:
         raise ValueError("a fabric needs at least 2 hosts")
+    if nics is not None and not 1 <= nics <= 16:
+        raise ValueError(f"NICs per host must be 1 to 16, not {nics}")
     d = float(duration or sc.duration)
     iv = float(interval or sc.interval)
     lldp = lldp or sc.extra.get("lldp", "lldpctl")
@@ -231,7 +235,7 @@ def simulate(
         sc.tech,
         h,
         prefix=sc.prefix or sc.name,
-        nics_per_host=sc.nics,
+        nics_per_host=nics or sc.nics,
         hosts_per_leaf=sc.hosts_per_leaf,
         spines=sc.spines,
         oversubscription=sc.oversubscription,
