@@ -327,15 +327,14 @@ def correlate(
     by_i = {r["_i"]: r for r in rows}
     # The loss rate of a root's link: its own, else what the receiving end of the same port measured
     # (an error counter counts symbols, not packets; the receiver's loss finding on that port has the rate).
+    received: dict[tuple[Any, ...], float] = {}
+    for x in rows:
+        if _direction(x) == "rx" and (p := _loss_rate(x)) is not None:
+            where = (x["host"], x["device"], x["port"])
+            received[where] = max(received.get(where, p), p)
     for r in rows:
         own = _loss_rate(r) if _direction(r) in ("rx", None) else None
-        seen = [
-            p
-            for x in rows
-            if x["host"] == r["host"] and x["device"] == r["device"] and x["port"] == r["port"]
-            if _direction(x) == "rx" and (p := _loss_rate(x)) is not None
-        ]
-        r["_link_p"] = own if own is not None else (max(seen) if seen else None)
+        r["_link_p"] = own if own is not None else received.get((r["host"], r["device"], r["port"]))
         r["_dir"] = _direction(r)
         dev = str(r.get("device") or "")
         r["_vantage"] = (0 if topo.tier(dev.lower()) == "spine" else 2) if dev.startswith("0x") else 1
@@ -343,15 +342,26 @@ def correlate(
     for kind in RELATION_KINDS:
         if kind.prepare is not None:
             kind.prepare(topo, rows)
-    roots = sorted((r for r in rows if r["severity"] != "info" and _root_rules(r)), key=_order)
+    rules_of = {r["_i"]: _root_rules(r) for r in rows if r["severity"] != "info"}
+    roots = sorted((r for r in rows if rules_of.get(r["_i"])), key=_order)
     rank_of = {r["_i"]: n for n, r in enumerate(roots)}
+    # each relation's index over the roots: a finding is asked only about the roots near it
+    indexes = [k.candidates(topo, roots) if k.candidates is not None else None for k in RELATION_KINDS]
+    unindexed = any(ix is None for ix in indexes)
+
+    def near(c: dict[str, Any]) -> list[dict[str, Any]]:
+        if unindexed:
+            return roots
+        found = {r["_i"]: r for ix in indexes if ix is not None for r in ix(c)}
+        return sorted(found.values(), key=lambda r: rank_of[r["_i"]])
+
     # For each finding: its candidate explanations (root, rule, relation, path, checks) that pass.
     chosen: dict[int, dict[str, Any]] = {}
     decided: dict[int, dict[str, Any]] = {}
     for c in rows:
         cands = []
         rejected = []
-        for root in roots:
+        for root in near(c):
             if root["_i"] == c["_i"]:
                 continue
             # a root only explains findings below it in precedence (no cycles), but for a port whose
@@ -359,7 +369,7 @@ def correlate(
             fanned = root["_i"] in (c.get("_fan_in") or {})
             if c["_i"] in rank_of and rank_of[c["_i"]] < rank_of[root["_i"]] and not fanned:
                 continue
-            for rule in _root_rules(root):
+            for rule in rules_of[root["_i"]]:
                 rels = _accepts(rule, c)
                 if not rels or (c["severity"] == "info" and not any(_matches(x, c) for x in rule.info)):
                     continue
@@ -428,6 +438,14 @@ def correlate(
             seen.add(i)
         return i
 
+    # the roots each unexplained finding was a candidate of but failed a check on
+    rejected_by: dict[int, list[int]] = {}
+    root_of_ref = {_freeze(_ref(r)): r["_i"] for r in roots}
+    for i, d in decided.items():
+        if d["chosen"] is None:
+            for x in d["rejected"]:
+                if (ri := root_of_ref.get(_freeze(x["root"]))) is not None:
+                    rejected_by.setdefault(ri, []).append(i)
     by_root: dict[int, list[int]] = {}
     for i in chosen:
         by_root.setdefault(ultimate(i), []).append(i)
@@ -477,10 +495,9 @@ def correlate(
                 # its members' decisions, and the findings it was a candidate for but failed a check on
                 decided=[
                     d
-                    for i, d in sorted(decided.items())
-                    if i in members
-                    or i == ri
-                    or (d["chosen"] is None and any(x["root"] == _ref(root) for x in d["rejected"]))
+                    for i, d in sorted(
+                        {i: decided[i] for i in (*members, ri, *rejected_by.get(ri, ())) if i in decided}.items()
+                    )
                 ],
                 topology=topo.source,
             )
@@ -490,17 +507,18 @@ def correlate(
     held = set(by_root) | set(chosen)
     faults = fault_kinds()
     alone: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    episodes_of: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
     for r in sorted(rows, key=_order):
         if r["_i"] in held or r["severity"] == "info" or r["kind"] not in faults:
             continue
         # windows of one fault (its kind on one entity: cron's fault identity) in one episode are one incident
         key = tuple(r.get(k) for k in ("kind", "host", "device", "port", "priority", "metric"))
-        episodes = [k for k in alone if k[:-1] == key]
-        last = alone[episodes[-1]][-1] if episodes else None
-        if last is not None and not _apart(last, r):
+        episodes = episodes_of.setdefault(key, [])
+        if episodes and not _apart(alone[episodes[-1]][-1], r):
             alone[episodes[-1]].append(r)
         else:
-            alone[(*key, len(episodes))] = [r]
+            episodes.append((*key, len(episodes)))
+            alone[episodes[-1]] = [r]
     for first, *again in alone.values():
         entity = _entity(topo, first)
         cons = [
@@ -530,7 +548,7 @@ def correlate(
                 severity=max((m["severity"] for m in members), key=lambda v: _RANK[v]),
                 title=f"{first['kind']} on {entity}: {first.get('message') or first.get('metric') or ''}".rstrip(": "),
                 action=_action(first).format(entity=entity),
-                decided=[d for i, d in sorted(decided.items()) if i in {m["_i"] for m in (first, *again)}],
+                decided=[decided[i] for i in sorted({m["_i"] for m in (first, *again)}) if i in decided],
                 topology=topo.source,
             )
         )
@@ -582,7 +600,9 @@ def _one_per_root(incidents: list[Incident], topo: Fabric, rows: Mapping[int, di
     """
     if len(incidents) < 2:
         return incidents
-    order = {inc.id: _order(_row_of(inc.root, rows)) for inc in incidents}
+    by_key = {finding_key(r): r for r in rows.values()}
+    row_of = {inc.id: by_key.get(finding_key(inc.root), inc.root) for inc in incidents}
+    order = {inc.id: _order(row_of[inc.id]) for inc in incidents}
     parent = list(range(len(incidents)))
 
     def find(i: int) -> int:
@@ -591,12 +611,12 @@ def _one_per_root(incidents: list[Incident], topo: Fabric, rows: Mapping[int, di
             i = parent[i]
         return i
 
-    by_key: dict[tuple[Any, ...], list[int]] = {}
+    on_key: dict[tuple[Any, ...], list[int]] = {}
     for n, inc in enumerate(incidents):
-        for key in _physical_keys(topo, _row_of(inc.root, rows)):
-            by_key.setdefault(key, []).append(n)
+        for key in _physical_keys(topo, row_of[inc.id]):
+            on_key.setdefault(key, []).append(n)
     never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
-    for members in by_key.values():
+    for members in on_key.values():
         chain = sorted(members, key=lambda n: incidents[n].start or never)
         for a, b in itertools.pairwise(chain):
             if not _apart({"end": incidents[a].end}, {"start": incidents[b].start}):
@@ -612,12 +632,6 @@ def _one_per_root(incidents: list[Incident], topo: Fabric, rows: Mapping[int, di
         group = sorted((incidents[n] for n in members), key=lambda i: (i.rule == SINGLE, order[i.id], i.id))
         out.append(_merged(group[0], group[1:], topo))
     return out
-
-
-def _row_of(root: dict[str, Any], rows: Mapping[int, dict[str, Any]]) -> dict[str, Any]:
-    """The correlation's row of an incident's root (with the fields the ordering reads)."""
-    key = finding_key(root)
-    return next((r for r in rows.values() if finding_key(r) == key), root)
 
 
 def _merged(primary: Incident, others: Sequence[Incident], topo: Fabric) -> Incident:
@@ -781,6 +795,11 @@ def _clean(f: dict[str, Any]) -> dict[str, Any]:
         for k, v in f.items()
         if k not in ("_i", "_link_p", "_vantage", "_dir", "_fan_in", "_fan_root", "_sole_pair")
     }
+
+
+def _freeze(ref: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A finding reference as a hashable key."""
+    return tuple(sorted(ref.items()))
 
 
 def _ref(f: dict[str, Any]) -> dict[str, Any]:

@@ -15,9 +15,13 @@ a relation is one entry here plus the declarations that use it.
 
 from __future__ import annotations
 
+import bisect
+import datetime as dt
+import itertools
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -88,6 +92,10 @@ class Fabric(Protocol):
     """The sampling interval: how far apart two readings of one counter are (the timing tolerance)."""
 
 
+Index = Callable[[dict[str, Any]], Iterable[dict[str, Any]]]
+"""For a finding, the candidate roots a relation's check may relate it to."""
+
+
 @dataclass(frozen=True)
 class RelationKind:
     """One way two findings' entities are physically related: a named entry of :data:`RELATION_KINDS`.
@@ -101,6 +109,10 @@ class RelationKind:
         prepare: For a relation of a group, not of a pair (one root's count is the sum of many
             consequences'): ``(fabric, findings) -> None``, run once over every finding of a
             correlation before any check, recording in the findings what the check reads.
+        candidates: ``(fabric, roots) -> (finding -> roots)``: an index over the candidate roots
+            returning, for a finding, every root ``check`` could relate it to (a superset), so
+            correlation asks each finding about the roots near it instead of every root; None:
+            every root is a candidate.
     """
 
     name: str
@@ -108,6 +120,9 @@ class RelationKind:
     source: str
     check: Callable[[Fabric, dict[str, Any], dict[str, Any]], list[str] | None]
     prepare: Callable[[Fabric, Sequence[dict[str, Any]]], None] | None = None
+    candidates: (
+        Callable[[Fabric, Sequence[dict[str, Any]]], Callable[[dict[str, Any]], Iterable[dict[str, Any]]]] | None
+    ) = None
 
     def __repr__(self) -> str:
         return self.name
@@ -300,6 +315,50 @@ def _same_count(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list
 FAN_IN_TOLERANCE = 0.03
 
 
+class _Overlaps:
+    """Loss windows of one direction, answering "which overlap [a, b]" without a scan of them all.
+
+    A window overlaps [a, b] unless it ends before a or starts after b (never both), so the count
+    and the events of the overlapping windows are the totals less two prefix sums: a fabric with
+    thousands of lossy ports pays a logarithm per question, and lists only what it needs.
+    """
+
+    def __init__(self, items: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> None:
+        self.items = items
+        ev = [_events(r) or 0.0 for _, r in items]
+        self._by_start = sorted(range(len(items)), key=lambda i: items[i][1]["start"])
+        self._starts = [items[i][1]["start"] for i in self._by_start]
+        by_end = sorted(range(len(items)), key=lambda i: items[i][1]["end"])
+        self._ends = [items[i][1]["end"] for i in by_end]
+        self._start_sums = [0.0, *itertools.accumulate(ev[i] for i in self._by_start)]
+        self._end_sums = [0.0, *itertools.accumulate(ev[i] for i in by_end)]
+        self._by_host: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+        for k, r in items:
+            self._by_host[k[0]].append(r)
+
+    def count_sum(self, a: Any, b: Any, exclude_host: Any = None) -> tuple[int, float]:
+        """How many windows overlap [a, b], and their events (less those of ``exclude_host``)."""
+        ended = bisect.bisect_left(self._ends, a)  # windows ending before a
+        started = bisect.bisect_right(self._starts, b)  # windows starting at or before b
+        n = started - ended
+        total = self._start_sums[started] - self._end_sums[ended]
+        for r in self._by_host.get(exclude_host, ()) if exclude_host is not None else ():
+            if r["start"] <= b and a <= r["end"]:
+                n -= 1
+                total -= _events(r) or 0.0
+        return n, total
+
+    def overlapping(self, a: Any, b: Any) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        """The windows overlapping [a, b], in start order."""
+        started = bisect.bisect_right(self._starts, b)
+        return [self.items[i] for i in self._by_start[:started] if self.items[i][1]["end"] >= a]
+
+    def starting(self, a: Any, b: Any) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        """The windows starting in [a, b], in start order."""
+        lo, hi = bisect.bisect_left(self._starts, a), bisect.bisect_right(self._starts, b)
+        return [self.items[i] for i in self._by_start[lo:hi]]
+
+
 def _loss_ports(rows: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """Loss findings (a loss rate and its event count) by port and direction, each port's findings together."""
     out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -308,6 +367,15 @@ def _loss_ports(rows: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], list[di
         if timed and r.get("_dir") in ("rx", "tx") and _events(r) is not None and loss_rate(r) is not None:
             out.setdefault((r.get("host"), r.get("device"), r.get("port"), r["_dir"]), []).append(r)
     return out
+
+
+Ported = list[tuple[tuple[Any, ...], dict[str, Any]]]
+"""Loss findings with their port and direction key (host, device, port, direction)."""
+
+
+def _partners(group: Ported, host: Any, total: float) -> Ported:
+    """Of ``group``, the windows on other hosts than ``host``, each with fewer events than ``total``."""
+    return [(pk, p) for pk, p in group if pk[0] != host and (_events(p) or 0.0) < total]
 
 
 def _fan_in_prepare(fabric: Fabric, rows: Sequence[dict[str, Any]]) -> None:
@@ -328,32 +396,33 @@ def _fan_in_prepare(fabric: Fabric, rows: Sequence[dict[str, Any]]) -> None:
     ports = _loss_ports(rows)
     rep = {k: max(v, key=lambda r: _events(r) or 0.0) for k, v in ports.items()}
     tol_t = fabric.interval_s
-    by_dir: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {"rx": [], "tx": []}
-    for k, r in rep.items():
-        by_dir[k[3]].append((k, r))
+    by_dir = {d: _Overlaps([(k, r) for k, r in rep.items() if k[3] == d]) for d in ("rx", "tx")}
     for k, root in rep.items():
         total = _events(root) or 0.0
         if total < SAME_COUNT_MIN:
             continue
-        other = "tx" if k[3] == "rx" else "rx"
+        other = by_dir["tx" if k[3] == "rx" else "rx"]
         rs, re_ = root["start"], root["end"]
-        near = [
-            (pk, p)
-            for pk, p in by_dir[other]
-            if pk[0] != k[0] and p["start"] <= re_ and rs <= p["end"] and (_events(p) or 0.0) < total
-        ]
+        tolerance = max(FAN_IN_TOLERANCE * total, 3.0 * math.sqrt(total))
+
+        # every overlapping window at once, counted without listing them (a fabric of many losses)
+        n, summed = other.count_sum(rs, re_, exclude_host=k[0])
+        groups = []
+        if n >= 2 and abs(summed - total) <= tolerance:
+            groups.append(_partners(other.overlapping(rs, re_), k[0], total))
+        edge = dt.timedelta(seconds=tol_t)
         aligned = [
             (pk, p)
-            for pk, p in near
-            if abs((p["start"] - rs).total_seconds()) <= tol_t and abs((p["end"] - re_).total_seconds()) <= tol_t
+            for pk, p in _partners(other.starting(rs - edge, rs + edge), k[0], total)
+            if abs((p["end"] - re_).total_seconds()) <= tol_t
         ]
         # partners whose windows are one window (the same readings bound them): one cohort each
         cohorts: dict[tuple[Any, Any], list[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
         for pk, p in aligned:
             cohorts.setdefault((p["start"], p["end"]), []).append((pk, p))
-        for group in (near, aligned, *cohorts.values()):
+        for group in (*groups, aligned, *cohorts.values()):
             summed = sum(_events(p) or 0.0 for _, p in group)
-            if len(group) >= 2 and abs(summed - total) <= max(FAN_IN_TOLERANCE * total, 3.0 * math.sqrt(total)):
+            if len(group) >= 2 and abs(summed - total) <= tolerance:
                 break
         else:
             continue
@@ -392,17 +461,12 @@ def _sole_pair_prepare(fabric: Fabric, rows: Sequence[dict[str, Any]]) -> None:
     """
     ports = _loss_ports(rows)
     rep = {k: max(v, key=lambda r: _events(r) or 0.0) for k, v in ports.items()}
-    side = {d: [(k, r) for k, r in rep.items() if k[3] == d] for d in ("rx", "tx")}
-
-    def overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
-        return a["start"] <= b["end"] and b["start"] <= a["end"]
-
-    for rk, r in side["rx"]:
-        senders = [(tk, t) for tk, t in side["tx"] if tk[0] != rk[0] and overlaps(r, t)]
-        if len(senders) != 1:
+    side = {d: _Overlaps([(k, r) for k, r in rep.items() if k[3] == d]) for d in ("rx", "tx")}
+    for rk, r in side["rx"].items:
+        if side["tx"].count_sum(r["start"], r["end"], exclude_host=rk[0])[0] != 1:
             continue
-        tk, t = senders[0]
-        if any(k != rk and overlaps(x, t) for k, x in side["rx"]):
+        tk, t = next((tk, t) for tk, t in side["tx"].overlapping(r["start"], r["end"]) if tk[0] != rk[0])
+        if side["rx"].count_sum(t["start"], t["end"])[0] != 1:
             continue
         a, b = _events(r) or 0.0, _events(t) or 0.0
         if abs(a - b) <= max(1.0, 3.0 * math.sqrt(max(a, b))):
@@ -514,15 +578,113 @@ def _job(fabric: Fabric, root: dict[str, Any], c: dict[str, Any]) -> list[str] |
     return None
 
 
+def _by(
+    roots: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], Iterable[Any]]
+) -> dict[Any, list[dict[str, Any]]]:
+    out: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for r in roots:
+        for k in key(r):
+            if k is not None:
+                out[k].append(r)
+    return out
+
+
+def _host_index(fabric: Fabric, roots: Sequence[dict[str, Any]]) -> Index:
+    by_host = _by(roots, lambda r: [r.get("host")])
+    by_node = _by(roots, lambda r: [fabric.node_of(r)])
+    return lambda c: [*by_host.get(c.get("host"), ()), *by_node.get(fabric.node_of(c), ())]
+
+
+def _cable_index(fabric: Fabric, roots: Sequence[dict[str, Any]]) -> Index:
+    def far(r: dict[str, Any]) -> list[Any]:
+        node = fabric.node_of(r)
+        if node is None or r.get("port") is None:
+            return []
+        try:
+            peer = fabric.peer(node, int(r["port"]))
+        except (TypeError, ValueError):
+            return []
+        return [peer[0]] if peer else []
+
+    by_far = _by(roots, far)
+    return lambda c: by_far.get(fabric.node_of(c), ())
+
+
+def _count_index(fabric: Fabric, roots: Sequence[dict[str, Any]]) -> Index:
+    # only a receiver's loss roots the relation, and only a sender's retransmissions are reached
+    counted = sorted(
+        ((e, r["_i"]) for r in roots if r.get("_dir") == "rx" and (e := _events(r)) is not None), key=lambda x: x[0]
+    )
+    keys = [e for e, _ in counted]
+    by_i = {r["_i"]: r for r in roots}
+
+    def near(c: dict[str, Any]) -> list[dict[str, Any]]:
+        if c.get("_dir") != "tx":
+            return []
+        out = [by_i[c["_sole_pair"]]] if c.get("_sole_pair") in by_i else []
+        b = _events(c)
+        if b is not None:
+            lo, hi = bisect.bisect_left(keys, b / 1.0101 - 1.0), bisect.bisect_right(keys, b * 1.0101 + 1.0)
+            out += [by_i[i] for _, i in counted[lo:hi]]
+        return out
+
+    return near
+
+
+def _fan_in_index(fabric: Fabric, roots: Sequence[dict[str, Any]]) -> Index:
+    by_i = {r["_i"]: r for r in roots}
+    return lambda c: [by_i[i] for i in (c.get("_fan_in") or {}) if i in by_i]
+
+
+def _leaf_index(fabric: Fabric, roots: Sequence[dict[str, Any]]) -> Index:
+    def leaf_of(r: dict[str, Any]) -> list[Any]:
+        leaf = fabric.leaf(r)
+        return [leaf[0]] if leaf else []
+
+    by_leaf = _by(roots, leaf_of)
+    return lambda c: by_leaf.get(leaf[0], ()) if (leaf := fabric.leaf(c)) else ()
+
+
+def _spine_index(fabric: Fabric, roots: Sequence[dict[str, Any]]) -> Index:
+    spines = [r for r in roots if (n := fabric.node_of(r)) and fabric.tier(n) == "spine"]
+    return lambda c: spines
+
+
+def _storm_index(fabric: Fabric, roots: Sequence[dict[str, Any]]) -> Index:
+    senders = [r for r in roots if r.get("_dir") == "tx" and fabric.leaf(r)]
+    return lambda c: senders if c.get("_dir") == "rx" else ()
+
+
+def _job_index(fabric: Fabric, roots: Sequence[dict[str, Any]]) -> Index:
+    by_host = _by(roots, lambda r: [r.get("host")])
+    jobs_of: dict[str, list[frozenset[str]]] = defaultdict(list)
+    for _, hosts in fabric.jobs:
+        for h in hosts:
+            jobs_of[h].append(hosts)
+
+    def mates(c: dict[str, Any]) -> list[dict[str, Any]]:
+        hosts = {h for job in jobs_of.get(c.get("host"), ()) for h in job}
+        return [r for h in hosts for r in by_host.get(h, ())]
+
+    return mates
+
+
 SAME_PORT = RelationKind(
     "same_port",
     "the same host, device and port (or the same node GUID and port seen from a topology dump)",
     "the findings",
     _same_port,
+    candidates=_host_index,
 )
-SAME_HOST = RelationKind("same_host", "the same host, another device", "the findings", _same_host)
+SAME_HOST = RelationKind(
+    "same_host", "the same host, another device", "the findings", _same_host, candidates=_host_index
+)
 CABLE = RelationKind(
-    "cable", "the two ends of one cable", "`links` (ibnetdiscover, iblinkinfo, ibdiagnet, LLDP)", _cable
+    "cable",
+    "the two ends of one cable",
+    "`links` (ibnetdiscover, iblinkinfo, ibdiagnet, LLDP)",
+    _cable,
+    candidates=_cable_index,
 )
 SAME_COUNT = RelationKind(
     "same_count",
@@ -532,6 +694,7 @@ SAME_COUNT = RelationKind(
     "the findings' `evidence.events`",
     _same_count,
     prepare=_sole_pair_prepare,
+    candidates=_count_index,
 )
 FAN_IN = RelationKind(
     "fan_in",
@@ -541,10 +704,21 @@ FAN_IN = RelationKind(
     "the findings' `evidence.events`",
     _fan_in,
     prepare=_fan_in_prepare,
+    candidates=_fan_in_index,
 )
-SAME_LEAF = RelationKind("same_leaf", "two hosts whose ports are cabled to the same leaf switch", "`links`", _same_leaf)
+SAME_LEAF = RelationKind(
+    "same_leaf",
+    "two hosts whose ports are cabled to the same leaf switch",
+    "`links`",
+    _same_leaf,
+    candidates=_leaf_index,
+)
 BELOW_SPINE = RelationKind(
-    "below_spine", "a leaf cabled to the spine, or a host behind such a leaf", "`links`", _below_spine
+    "below_spine",
+    "a leaf cabled to the spine, or a host behind such a leaf",
+    "`links`",
+    _below_spine,
+    candidates=_spine_index,
 )
 PAUSE_ACROSS_LEAVES = RelationKind(
     "pause_across_leaves",
@@ -554,12 +728,14 @@ PAUSE_ACROSS_LEAVES = RelationKind(
     "port is full",
     "`links` with leaf <-> spine (a switch's LLDP table, ibnetdiscover) and the findings' pause ratios",
     _pause_across_leaves,
+    candidates=_storm_index,
 )
 JOB = RelationKind(
     "job",
     "two hosts among the ranks of one collective",
     "`nccl_ranks` (nccl-tests rank lines; each rank list restarts at rank 0)",
     _job,
+    candidates=_job_index,
 )
 
 RELATION_KINDS: tuple[RelationKind, ...] = (
