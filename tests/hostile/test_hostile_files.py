@@ -72,8 +72,9 @@ def test_symlinks_planted_at_temporary_and_final_names_are_never_followed(tmp_pa
     plant("last.json")
     hist = tmp_path / "hist"
     hist.mkdir()
-    plant_hist = hist / f".runs.parquet.{pid}.tmp"
-    plant_hist.symlink_to(tmp_path / "victim-0")
+    (hist / f".runs.parquet.{pid}.tmp").symlink_to(victims[0])
+    # The history's lock file is truncated and written with the holder's pid.
+    (hist / ".cron.lock").symlink_to(victims[1])
 
     code, stdout, stderr = _cron(
         tmp_path, inp, "--textfile", str(out / "fabricscope.prom"), "--json", str(out / "last.json")
@@ -85,6 +86,7 @@ def test_symlinks_planted_at_temporary_and_final_names_are_never_followed(tmp_pa
     assert code == 0, stderr
 
     assert [v.read_text() for v in victims] == [PRECIOUS] * len(victims)
+    assert (hist / ".cron.lock").read_text() == f"{pid}\n" and not (hist / ".cron.lock").is_symlink()
     for name in ("fabricscope.prom", "last.json", "findings.json", "samples.parquet"):
         assert stat.S_ISREG((out / name).lstat().st_mode), name  # the planted link replaced, not followed
     assert "fabricscope_" in (out / "fabricscope.prom").read_text()
