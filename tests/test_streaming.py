@@ -1,8 +1,8 @@
 """The streaming engine (``analyze --memory``): the in-memory path's findings in a bounded memory.
 
-Every test goes through the ``fabricscope`` CLI: the findings documents are compared byte for byte,
-and peak memory is a child process's own maximum resident set size. The comparison on every
-sample trace runs most traces' CLI in this process (``cli_runner``) and three in processes.
+Every test goes through the ``fabricscope`` CLI: the findings documents are compared byte for byte.
+The comparison on every sample trace runs most traces' CLI in this process (``cli_runner``) and
+three in processes. Peak memory is measured by ``bench/bench_stream.py``, not here.
 """
 
 from __future__ import annotations
@@ -78,57 +78,26 @@ GENERATE = textwrap.dedent(
     """
 )
 
-# Runs the CLI in a child and prints that child's peak RSS (the only child of this process).
-MEASURE = textwrap.dedent(
-    """
-    import resource, subprocess, sys
-    out = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-    if out.returncode not in (0, 1, 2):
-        sys.exit(out.stderr)
-    print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
-    """
-)
 
-
-def _peak_mib(*args: str, env: dict[str, str] | None = None) -> int:
-    out = subprocess.run(
-        [sys.executable, "-c", MEASURE, CLI, "analyze", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-    )
-    assert out.returncode == 0, out.stderr
-    return int(out.stdout.strip())
-
-
-def test_streaming_peak_memory_stays_flat_when_the_input_grows_tenfold(tmp_path: Path) -> None:
-    small, large = tmp_path / "small", tmp_path / "large"
-    for root, hosts in ((small, 250), (large, 2500)):  # 160,000 and 1,600,000 samples
-        subprocess.run([sys.executable, "-c", GENERATE, str(root), str(hosts)], check=True, timeout=300)
-    budget = "32M"
-    stream_small = _peak_mib(str(small), "--json", str(tmp_path / "s.json"), "--memory", budget)
-    stream_large = _peak_mib(str(large), "--json", str(tmp_path / "stream.json"), "--memory", budget)
-    in_memory_small = _peak_mib(str(small), "--json", str(tmp_path / "m.json"))
-    in_memory_large = _peak_mib(str(large), "--json", str(tmp_path / "memory.json"))
-    # Without --memory, a budget (here from the environment) that the input exceeds streams too.
-    auto_large = _peak_mib(str(large), "--json", str(tmp_path / "auto.json"), env={"FABRICSCOPE_MEMORY": budget})
-    print(
-        f"\npeak RSS MiB, 10x input: stream {stream_small} -> {stream_large}, "
-        f"in memory {in_memory_small} -> {in_memory_large}, streamed past the budget {auto_large}"
-    )
-    # The in-memory path grows with the samples; the streaming one only with what every run keeps
-    # per host (its findings, the findings document), a small fraction of that: here it stays
-    # under a quarter of the in-memory growth, and the in-memory path, which holds the 1.6 M samples
-    # (~72 MiB of Arrow) whole, exceeds it by 75 MiB or more.
-    assert stream_large - stream_small < (in_memory_large - in_memory_small) / 4
-    assert in_memory_large > stream_large + 75
-    assert in_memory_large > auto_large + 75
-    streamed = json.loads((tmp_path / "stream.json").read_text())
-    in_memory = json.loads((tmp_path / "memory.json").read_text())
-    assert streamed["findings"] == in_memory["findings"]
-    assert json.loads((tmp_path / "auto.json").read_text())["findings"] == in_memory["findings"]
-    assert sum(i["records"] for i in streamed["inputs"]) == 1_600_000
+def test_streaming_findings_equal_the_in_memory_findings_on_many_hosts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # That the streaming engine's peak memory stays flat as the input grows is a measurement, with
+    # its noise: bench/bench_stream.py (BENCHMARKS.md, "Bounded memory"). Checked here: on 250
+    # hosts in three files, a budget of a few host buckets per partition gives the in-memory
+    # findings, with --memory and with a budget from the environment that the input exceeds.
+    data = tmp_path / "data"
+    subprocess.run([sys.executable, "-c", GENERATE, str(data), "250"], check=True, timeout=300)
+    in_memory = json.loads(_json(str(data), process=False))
+    streamed = json.loads(_json(str(data), "--memory", "4M", process=False))
+    monkeypatch.setenv("FABRICSCOPE_MEMORY", "4M")
+    code, auto, err = run_cli(["analyze", str(data), "--json", "-", "--progress"], process=False)
+    assert code in (0, 1, 2), err
+    assert "analysing" in err  # the streaming engine's progress: the budget handed the run to it
+    assert sum(i["records"] for i in in_memory["inputs"]) == 160_000
+    assert in_memory["findings"]
+    assert streamed == in_memory
+    assert json.loads(auto) == in_memory
 
 
 def test_a_bad_memory_size_is_a_usage_error_naming_it() -> None:

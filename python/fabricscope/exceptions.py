@@ -34,6 +34,7 @@ __all__ = [
     "InputError",
     "InternalError",
     "LimitExceededError",
+    "OutputError",
     "RemoteError",
     "UnknownFormatError",
 ]
@@ -85,3 +86,17 @@ class HistoryError(InputError):
         self.byte_offset = None
         self.expected = "a complete Parquet file written by fabricscope cron"
         self.found = message
+
+
+class OutputError(FabricscopeError):
+    """A file cannot be written, or not safely: names the file and why.
+
+    Attributes:
+        path: The file (or the directory refused).
+        reason: Why, in words.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason

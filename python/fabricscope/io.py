@@ -340,6 +340,7 @@ def scan(
     include_attributes: bool = False,
     limits: Mapping[str, int] | None = None,
     readers: ReaderPool | None = None,
+    regular_files_only: bool = False,
 ) -> Scan:
     """Stream inputs larger than memory as frames of at most ``batch_rows`` rows.
 
@@ -360,6 +361,9 @@ def scan(
         readers: A :class:`fabricscope.ReaderPool` that the scans of one run share: a reader
             that finished an input serves the next one with the label sets it resolved (the
             same frames as a new reader gives, less work). None: a pool of this scan's own.
+        regular_files_only: Read a named path only if it is a regular file: a FIFO, a socket or
+            a device is reported with a warning and never opened in a way that blocks. Files found
+            in a directory are always read so; a FIFO named here is otherwise read as a stream.
 
     Returns:
         A :class:`Scan` iterator.
@@ -381,5 +385,5 @@ def scan(
     if time is None:
         time = input_set_mtime(every)
     kwargs = _native_kwargs(format, host, time, strict, batch_rows, limits)
-    scanner = _native.Scanner(every, **kwargs, readers=readers)
+    scanner = _native.Scanner(every, **kwargs, readers=readers, regular_files_only=regular_files_only)
     return Scan(scanner, include_attributes, time if isinstance(time, SetMtime) else None)

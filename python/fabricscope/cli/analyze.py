@@ -17,13 +17,13 @@ from fabricscope._text_table import terminal_width, text_table
 from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis_options, cannot_analyse, status_notes
 from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.engines.streaming import parse_memory
-from fabricscope.exceptions import FabricscopeError
+from fabricscope.exceptions import FabricscopeError, OutputError
 from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
 from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
 from fabricscope.pipeline import Analysis, run_analysis
 from fabricscope.progress import ProgressBar
-from fabricscope.redaction import printable_lines
+from fabricscope.redaction import printable_lines, redact_text
 from fabricscope.summary import MAX_LISTED, fabric_summary
 
 _EPILOG_ANALYZE = """\
@@ -179,9 +179,11 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         if args.json == "-":
             print(text)
         else:
-            target = Path(args.json)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _atomic.write_text(target, text + "\n")
+            try:
+                _atomic.write_text(Path(args.json), text + "\n")
+            except OutputError as e:
+                print(f"UNKNOWN - fabricscope cannot write --json: {redact_text(str(e))}", file=sys.stderr)
+                return EXIT_INPUT
     if args.json != "-":
         print(_analysis_summary(analysis, analysis.status, args.verbose))
         notes = status_notes(analysis)

@@ -14,7 +14,7 @@ from fabricscope.cli._common import add_config_argument, add_profile_argument
 from fabricscope.cli.remote import add_credential_arguments, add_remote_arguments, credential_options, remote_options
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
 from fabricscope.cron.options import SERVER_LOOKBACK_S
-from fabricscope.exceptions import FabricscopeError
+from fabricscope.exceptions import FabricscopeError, OutputError
 from fabricscope.redaction import printable, redact_text
 from fabricscope.remote import Connection
 
@@ -174,6 +174,9 @@ def _cmd_cron(args: argparse.Namespace) -> int:
         res = run_cron(opts)
     except (LockedError, StateError) as e:
         print(f"FABRICSCOPE UNKNOWN - {_nagios_text(redact_text(str(e)))}")
+        return EXIT_UNKNOWN
+    except OutputError as e:
+        print(f"FABRICSCOPE UNKNOWN - cannot write: {_nagios_text(redact_text(str(e)))}")
         return EXIT_UNKNOWN
     except FabricscopeError as e:
         print(f"FABRICSCOPE UNKNOWN - cannot read input: {_nagios_text(redact_text(str(e)))}")

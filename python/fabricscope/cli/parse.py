@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -15,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope import __version__, _native
-from fabricscope._atomic import write_parquet
+from fabricscope._atomic import atomic_file, write_parquet
 from fabricscope._text_table import terminal_width, text_table
 from fabricscope.cli._common import (
     EXIT_INPUT,
@@ -27,7 +28,7 @@ from fabricscope.cli._common import (
 )
 from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.entities import resolve
-from fabricscope.exceptions import FabricscopeError, InternalError
+from fabricscope.exceptions import FabricscopeError, InternalError, OutputError
 from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
 from fabricscope.io import LIMITS, InputReport, _paths, _reports, _time_ns
 from fabricscope.progress import ProgressBar
@@ -268,16 +269,17 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
     progress = ProgressBar(show)
     bytes_total = scanner.bytes_total if scanner is not None else 0
     out: Path | None = Path(args.output) if args.output else None
-    if out is None:
-        target = scratch / "samples.parquet"
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        target = out.with_name(out.name + ".tmp")
+    # Without -o the samples go to the scratch directory; with it, each output is written to a
+    # temporary file beside it and renamed onto its name once everything was read (readers of OUT
+    # never see a half-written file, and a symlink planted at a name is never followed).
+    base = out if out is not None else scratch / "samples.parquet"
 
-    def side_path(base: Path, kind: str) -> Path:
+    def side_path(kind: str) -> Path:
         # OUT.parquet -> OUT.attributes.parquet, OUT.packet_events.parquet, ...
-        stem = base.name.removesuffix(".tmp").removesuffix(".parquet")
-        return base.with_name(f"{stem}.{kind}.parquet" + (".tmp" if base.name.endswith(".tmp") else ""))
+        return base.with_name(f"{base.name.removesuffix('.parquet')}.{kind}.parquet")
+
+    def destination(files: contextlib.ExitStack, path: Path) -> Any:
+        return path if out is None else files.enter_context(atomic_file(path))
 
     samples_schema = pa.schema(_native.samples_schema_arrow())
     side: dict[str, pq.ParquetWriter] = {}
@@ -285,7 +287,8 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
     url_reports: list[InputReport] = []
     started = _time.monotonic()
     try:
-        with pq.ParquetWriter(target, samples_schema, compression="zstd") as writer:
+        with contextlib.ExitStack() as files:
+            writer = files.enter_context(pq.ParquetWriter(destination(files, base), samples_schema, compression="zstd"))
 
             def emit(kind: str, rb: pa.RecordBatch) -> None:
                 nonlocal rows
@@ -294,51 +297,46 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
                     rows += rb.num_rows
                 else:
                     if kind not in side:
-                        side[kind] = pq.ParquetWriter(side_path(target, kind), rb.schema, compression="zstd")
+                        # Entered after its file: the writer's footer is written before the rename.
+                        side[kind] = files.enter_context(
+                            pq.ParquetWriter(destination(files, side_path(kind)), rb.schema, compression="zstd")
+                        )
                     side[kind].write_batch(rb)
 
-            try:
-                if scanner is not None:
-                    for kind, batch in scanner:
-                        emit(kind, pa.record_batch(batch))
-                        _parsed(progress, scanner.bytes_read, bytes_total, rows)
-                    _parsed(progress, scanner.bytes_read, bytes_total, rows, force=True)
-                    progress.close()
-                for url in urls:
-                    url_reports.append(_pull(url, args, emit, show))
-            finally:
-                for w in side.values():
-                    w.close()
+            if scanner is not None:
+                for kind, batch in scanner:
+                    emit(kind, pa.record_batch(batch))
+                    _parsed(progress, scanner.bytes_read, bytes_total, rows)
+                _parsed(progress, scanner.bytes_read, bytes_total, rows, force=True)
+                progress.close()
+            for url in urls:
+                url_reports.append(_pull(url, args, emit, show))
     except InternalError as e:
         progress.close()
         print(f"fabricscope: {redact_text(str(e))}", file=sys.stderr)
         return EXIT_INTERNAL
     except (FabricscopeError, ValueError) as e:
         progress.close()
-        print(f"fabricscope: cannot read input: {redact_text(str(e))}", file=sys.stderr)
-        target.unlink(missing_ok=True)
-        for kind in side:
-            side_path(target, kind).unlink(missing_ok=True)
+        what = "cannot write output" if isinstance(e, OutputError) else "cannot read input"
+        print(f"fabricscope: {what}: {redact_text(str(e))}", file=sys.stderr)
         return EXIT_INPUT
     progress.close()
     elapsed = _time.monotonic() - started
     reports = (_reports(scanner.reports()) if scanner is not None else []) + url_reports
-    side_outputs: dict[str, str] = {}
+    side_outputs: dict[str, str] = {kind: str(side_path(kind)) for kind in side} if out is not None else {}
     if out is not None:
-        # Publish atomically: readers of OUT never see a half-written file.
-        target.replace(out)
-        for kind in side:
-            final = side_path(out, kind)
-            side_path(target, kind).replace(final)
-            side_outputs[kind] = str(final)
         samples = pl.scan_parquet(out)
         entities = _entities(samples, side_outputs)
         if entities.height:
-            final = side_path(out, "entities")
-            write_parquet(final, entities)
+            final = side_path("entities")
+            try:
+                write_parquet(final, entities)
+            except OutputError as e:
+                print(f"fabricscope: cannot write output: {redact_text(str(e))}", file=sys.stderr)
+                return EXIT_INPUT
             side_outputs["entities"] = str(final)
     else:
-        samples = pl.scan_parquet(target)
+        samples = pl.scan_parquet(base)
     if args.json:
         doc = {
             "version": __version__,

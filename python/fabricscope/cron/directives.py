@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from fabricscope import _native
+from fabricscope._regular import open_regular
 
 # Prometheus metadata a tail's samples need; the host/device/time directives are the core's grammar.
 _TYPE_RE = re.compile(r"^# (TYPE|UNIT) (\S+) ")
@@ -71,7 +71,7 @@ def directive_region(path: str, start: int, end: int) -> bytes:
     its first 64 KiB and its last 4 MiB rather than whole.
     """
     head_n, tail_n = 64 * 1024, 4 * 1024 * 1024
-    with Path(path).open("rb") as f:
+    with open_regular(path) as f:
         if end - start <= head_n + tail_n:
             f.seek(start)
             return f.read(end - start)

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from fabricscope import _native
+from fabricscope._regular import not_regular, open_regular
 from fabricscope.cron.directives import context_lines, directive_region
-from fabricscope.exceptions import FabricscopeError
+from fabricscope.exceptions import FabricscopeError, InputError
 
 # Formats whose files are line-oriented and self-describing per line (plus a few directives), so
 # an appended tail can be read on its own: the core declares it per format.
@@ -65,12 +66,20 @@ def _tree_fingerprint(root: str) -> tuple[str, int, int]:
 
 def _fingerprint(path: str, offset: int) -> str:
     h = hashlib.blake2b(digest_size=16)
-    with Path(path).open("rb") as f:
+    with open_regular(path) as f:
         h.update(f.read(min(offset, _FINGERPRINT_BYTES)))
         if offset > _FINGERPRINT_BYTES:
             f.seek(max(offset - _FINGERPRINT_BYTES, _FINGERPRINT_BYTES))
             h.update(f.read(offset - f.tell()))
     return h.hexdigest()
+
+
+def _fingerprint_or_failure(path: str, offset: int) -> str | Exception:
+    """:func:`_fingerprint`, or what reading the prefix raised (one failed input)."""
+    try:
+        return _fingerprint(path, offset)
+    except _UNREADABLE as e:
+        return e
 
 
 @dataclass
@@ -81,9 +90,25 @@ class Plan:
     entry: dict[str, Any]  # the manifest entry after this run
     start: int  # byte offset the read starts at (0: the whole file)
     end: int  # byte offset after the last whole line read
-    reason: str  # new, appended, rotated, truncated, rewritten, changed
+    reason: str  # new, appended, rotated, truncated, rewritten, changed; skipped, failed (not read)
     read_path: str = ""  # what is handed to the reader (the file, or a temp copy of the tail)
     format: str | None = None
+    error: str | None = None  # why a skipped or failed unit was not read
+
+
+#: Plans whose unit is not read this run: not a regular file (``skipped``), or a file that could
+#: not be opened or read (``failed``, listed in the run's inputs with its error and read again next
+#: run, its manifest entry unchanged).
+NOT_READ = frozenset({"skipped", "failed"})
+
+# What opening or reading an input may raise: one failed input, never the run's end.
+_UNREADABLE = (OSError, InputError)
+
+
+def _failure(path: str, e: BaseException) -> str:
+    """The error of an input that could not be read, naming it once."""
+    text = str(e) if isinstance(e, InputError) else f"{path}: cannot read: {getattr(e, 'strerror', None) or e}"
+    return text if text.startswith(f"{path}:") else f"{path}: {text}"
 
 
 def plan(units: list[Unit], files: dict[str, dict[str, Any]]) -> tuple[list[Plan], dict[str, dict[str, Any]]]:
@@ -102,8 +127,19 @@ def plan(units: list[Unit], files: dict[str, dict[str, Any]]) -> tuple[list[Plan
             continue
         try:
             s = os.stat(u.path)  # noqa: PTH116 (hot loop)
-        except OSError:
+        except FileNotFoundError:
             continue  # vanished between walk and stat: next run sees what is there
+        except OSError as e:
+            plans.append(Plan(u, {}, 0, 0, "failed", error=_failure(u.path, e)))
+            if old is not None:
+                keep[u.path] = old
+            continue
+        what = not_regular(s.st_mode)
+        if what is not None:
+            # A FIFO, a socket or a device among the watched files: never opened (a FIFO's open
+            # would wait for a writer, for ever, holding the lock).
+            plans.append(Plan(u, {}, 0, 0, "skipped", error=f"{u.path}: not a regular file ({what}): not read"))
+            continue
         entry = {
             "dev": s.st_dev,
             "ino": s.st_ino,
@@ -123,7 +159,11 @@ def plan(units: list[Unit], files: dict[str, dict[str, Any]]) -> tuple[list[Plan
             reason = "rotated"
         elif s.st_size < offset:
             reason = "truncated"
-        elif _fingerprint(u.path, offset) != old.get("prefix_hash"):
+        elif isinstance(fingerprint := _fingerprint_or_failure(u.path, offset), Exception):
+            plans.append(Plan(u, {}, 0, 0, "failed", error=_failure(u.path, fingerprint)))
+            keep[u.path] = old
+            continue
+        elif fingerprint != old.get("prefix_hash"):
             reason = "rewritten"
         elif old.get("appendable"):
             entry["format"] = old.get("format")
@@ -142,54 +182,64 @@ def prepare_reads(plans: list[Plan], files: dict[str, dict[str, Any]], work: Pat
     """Point each plan at what the reader gets: the file itself, or a temp copy of its tail."""
     ready: list[Plan] = []
     for i, p in enumerate(plans):
-        if p.unit.is_tree or p.start == 0:
-            p.read_path = p.unit.path
-            if not p.unit.is_tree and _partial_last_line(p.unit.path, p.end):
-                # A log caught mid-write: read its whole lines only (a cut line would be stored
-                # with a wrong value); the rest is read next run.
-                cut = _last_newline(p.unit.path, p.end)
-                copy = work / str(i) / Path(p.unit.path).name
-                copy.parent.mkdir(parents=True)
-                with Path(p.unit.path).open("rb") as src:
-                    copy.write_bytes(src.read(cut))
-                st = Path(p.unit.path).stat()
-                os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
-                p.end = cut
-                p.read_path = str(copy)
+        if p.reason in NOT_READ:
             ready.append(p)
             continue
-        with Path(p.unit.path).open("rb") as f:
-            f.seek(p.start)
-            tail = f.read(p.end - p.start)
-        cut = tail.rfind(b"\n")
-        if cut < 0:
-            # Only a partial line was appended: wait for the writer to finish it.
-            old = files[p.unit.path]
-            p.entry.update(offset=p.start, prefix_hash=old.get("prefix_hash"), context=old.get("context", []))
-            p.entry["appendable"] = True
-            p.read_path = ""
-            ready.append(p)
-            continue
-        tail = tail[: cut + 1]
-        p.end = p.start + len(tail)
-        ctx = files[p.unit.path].get("context", [])
-        d = work / str(i)
-        d.mkdir(parents=True)
-        # Same file name: some inputs carry their timestamp in the name.
-        copy = d / Path(p.unit.path).name
-        copy.write_bytes(("\n".join(ctx) + "\n").encode() + tail if ctx else tail)
-        st = Path(p.unit.path).stat()
-        os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # the mtime fallback must match the original
-        p.read_path = str(copy)
-        ready.append(p)
+        try:
+            ready.append(_prepare_read(i, p, files, work))
+        except _UNREADABLE as e:
+            # One unreadable input is one failed input: the others are read, stored and judged.
+            ready.append(Plan(p.unit, {}, 0, 0, "failed", error=_failure(p.unit.path, e)))
     return ready
+
+
+def _prepare_read(i: int, p: Plan, files: dict[str, dict[str, Any]], work: Path) -> Plan:
+    """Point ``p`` at what the reader gets (raises what opening or reading the input raises)."""
+    if p.unit.is_tree or p.start == 0:
+        p.read_path = p.unit.path
+        if not p.unit.is_tree and _partial_last_line(p.unit.path, p.end):
+            # A log caught mid-write: read its whole lines only (a cut line would be stored
+            # with a wrong value); the rest is read next run.
+            cut = _last_newline(p.unit.path, p.end)
+            copy = work / str(i) / Path(p.unit.path).name
+            copy.parent.mkdir(parents=True)
+            with open_regular(p.unit.path) as src:
+                copy.write_bytes(src.read(cut))
+            st = Path(p.unit.path).stat()
+            os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+            p.end = cut
+            p.read_path = str(copy)
+        return p
+    with open_regular(p.unit.path) as f:
+        f.seek(p.start)
+        tail = f.read(p.end - p.start)
+    cut = tail.rfind(b"\n")
+    if cut < 0:
+        # Only a partial line was appended: wait for the writer to finish it.
+        old = files[p.unit.path]
+        p.entry.update(offset=p.start, prefix_hash=old.get("prefix_hash"), context=old.get("context", []))
+        p.entry["appendable"] = True
+        p.read_path = ""
+        return p
+    tail = tail[: cut + 1]
+    p.end = p.start + len(tail)
+    ctx = files[p.unit.path].get("context", [])
+    d = work / str(i)
+    d.mkdir(parents=True)
+    # Same file name: some inputs carry their timestamp in the name.
+    copy = d / Path(p.unit.path).name
+    copy.write_bytes(("\n".join(ctx) + "\n").encode() + tail if ctx else tail)
+    st = Path(p.unit.path).stat()
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # the mtime fallback must match the original
+    p.read_path = str(copy)
+    return p
 
 
 def _partial_last_line(path: str, size: int) -> bool:
     """True for an appendable text log whose last line is still being written."""
     if size == 0:
         return False
-    with Path(path).open("rb") as f:
+    with open_regular(path) as f:
         head = f.read(8192)
         f.seek(size - 1)
         last = f.read(1)
@@ -197,7 +247,7 @@ def _partial_last_line(path: str, size: int) -> bool:
         return False
     # The core detects a format from the first 64 KiB and the file name: reading that much of the
     # file (leniently, the last line of the window may be cut) names the format a full read would.
-    with Path(path).open("rb") as f:
+    with open_regular(path) as f:
         window = f.read(_DETECT_BYTES)
     try:
         reports = _native.read_buffer(window, path, strict=False)[3]
@@ -209,7 +259,7 @@ def _partial_last_line(path: str, size: int) -> bool:
 
 def _last_newline(path: str, size: int) -> int:
     """Offset just after the last newline before ``size`` (0 when there is none)."""
-    with Path(path).open("rb") as f:
+    with open_regular(path) as f:
         pos = size
         while pos > 0:
             start = max(0, pos - 65536)
@@ -230,7 +280,7 @@ def finish_entry(p: Plan, fmt: str | None, old_context: list[str]) -> dict[str, 
     if not p.read_path:
         return e  # partial line only; entry already carries the old offset
     e["format"] = fmt or e.get("format")
-    with Path(p.unit.path).open("rb") as f:
+    with open_regular(p.unit.path) as f:
         head = f.read(4)
     appendable = e["format"] in APPENDABLE and _native.compression(head) is None
     end = p.end

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from fabricscope._regular import input_error
 from fabricscope.cron.manifest import Plan
 from fabricscope.cron.state import empty_series, stored_attrs
 from fabricscope.engines import Filters, ReadOptions
@@ -49,10 +50,23 @@ def read_plans(
     # to: the same reports as `analyze` (a file found by walking whose format cannot be detected is
     # skipped, one that cannot be read is listed with its error).
     for p in plans:
+        if p.reason == "failed":
+            # Opening or reading it failed before the reader got it (no permission, EIO, replaced
+            # by a FIFO): one failed input, as the reader lists one it cannot read.
+            err = input_error(p.unit.path, p.error or "could not be read")
+            if strict:
+                raise err
+            failed_report = InputReport(p.unit.path, None, 0, 0, 0, 0, errors=[str(err)], failed=True, exception=err)
+            inputs += input_rows([failed_report])
+            continue
         if not p.read_path:
             continue
         kind = FILE if p.format or os.path.normpath(p.unit.path) in named else WALKED
-        read = ReadOptions(format=p.format or "auto", time=set_time, strict=strict, host_from_path=True)
+        # Regular files only, whatever names them: a file replaced by a FIFO since it was
+        # planned is skipped, never waited on with the lock held.
+        read = ReadOptions(
+            format=p.format or "auto", time=set_time, strict=strict, host_from_path=True, regular_files_only=True
+        )
         reports, unit_tables, unit_samples, unit_attrs = read_units([(p.read_path, kind)], read, Filters(), 1)
         failed = next((r for r in reports if r.failed), None)
         if strict and failed is not None:

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import shutil
+import stat
 import time as _time
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,11 @@ import polars as pl
 from fabricscope import _atomic
 from fabricscope.alertmanager import deliver
 from fabricscope.config import load_config
+from fabricscope.cron.errors import StateError
 from fabricscope.cron.fault_lifecycle import active_findings, update_lifecycle
 from fabricscope.cron.incident_lifecycle import active_incidents, read_incidents, update_incidents
 from fabricscope.cron.lock import history_lock, state_lock
-from fabricscope.cron.manifest import Plan, finish_entry, plan, prepare_reads, units
+from fabricscope.cron.manifest import NOT_READ, Plan, finish_entry, plan, prepare_reads, units
 from fabricscope.cron.options import CronOptions, CronResult
 from fabricscope.cron.outputs import status_line
 from fabricscope.cron.reading import drop_stored, pull_servers, read_plans
@@ -27,6 +29,7 @@ from fabricscope.cron.retention import compact, retain
 from fabricscope.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
 from fabricscope.detect.link_wearout import forecast, hourly_counts, merge_hourly, trend_counters
 from fabricscope.entities import Conflict, hosts_named
+from fabricscope.exceptions import FabricscopeError
 from fabricscope.findings import (
     STATUS_EXIT,
     analysed_anything,
@@ -84,6 +87,7 @@ def run_cron(opts: CronOptions) -> CronResult:
     t0 = _time.monotonic()
     hist = History(opts.history)
     state, history = Path(opts.state), Path(opts.history)
+    _check_directories(opts, state, history)
     # State first, then history, in every run: two runs never wait for each other in a cycle.
     with state_lock(state, opts.wait_s), history_lock(history, opts.wait_s):
         if opts.reset_state:
@@ -98,6 +102,32 @@ def run_cron(opts: CronOptions) -> CronResult:
             return _run_locked(opts, st, plans, keep, work, state, history, hist, started_wall, t0)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _check_directories(opts: CronOptions, state: Path, history: Path) -> None:
+    """Refuse, before anything is read, the directories this run could not write safely.
+
+    The state directory is cron's alone: another user who can write it could forge the manifest
+    or the journal (a planted ``pending.json`` names files the recovery deletes). The history and
+    the outputs' directories are refused when every user may write them without the sticky bit
+    (:func:`fabricscope._atomic.check_directory`), which every write would refuse anyway, after
+    the inputs were read.
+    """
+    try:
+        mode = state.stat().st_mode
+    except FileNotFoundError:
+        mode = None  # created below, mode 0700
+    except OSError as e:
+        raise StateError(f"cannot use the state directory {state}: {e.strerror or e}") from None
+    if mode is not None and mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise StateError(
+            f"the state directory {state} is writable by other users (mode {stat.S_IMODE(mode):04o}): "
+            f"they could forge its manifest and journal; refused (chmod 700 {state})"
+        )
+    outputs = [history] + [Path(p).parent for p in (opts.textfile, opts.json_path) if p and p != "-"]
+    for d in outputs:
+        if d.exists():
+            _atomic.check_directory(d)
 
 
 def _run_locked(
@@ -287,7 +317,20 @@ def _run_locked(
     # Server watermarks advance here, with the rest of the state: after the history is durable.
     files.update(marks)
     for p in plans:
-        files[p.unit.path] = finish_entry(p, formats.get(p.unit.path), st.files.get(p.unit.path, {}).get("context", []))
+        old_entry = st.files.get(p.unit.path)
+        if p.reason in NOT_READ:
+            # Not read this run: a failed input is tried again next run from where it was.
+            if p.reason == "failed" and old_entry is not None:
+                files[p.unit.path] = old_entry
+            continue
+        try:
+            files[p.unit.path] = finish_entry(p, formats.get(p.unit.path), (old_entry or {}).get("context", []))
+        except (OSError, FabricscopeError):
+            # It became unreadable after it was read (or the reader could not read it, EIO):
+            # its entry stays as it was, so the next run reads it again (what it stored now is
+            # dropped then as already stored).
+            if old_entry is not None:
+                files[p.unit.path] = old_entry
     series = last_per_series(pl.concat([st.series, new])) if not new.is_empty() else st.series
     commit_state(state, State(files, run_id, series, attrs, links), run_id)
     (state / "pending.json").unlink(missing_ok=True)
@@ -305,6 +348,8 @@ def _run_locked(
     doc["status"] = overall_status(active, failed, analysed=analysed)  # the run's verdict, as its exit status
     doc["run"] = run_row.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")).to_dicts()[0]
     doc["run"]["duplicates_dropped"] = dropped
+    # FIFOs, sockets and devices among the watched files: never opened, listed every run
+    doc["run"]["skipped"] = [{"path": p.unit.path, "reason": p.error} for p in plans if p.reason == "skipped"]
     doc["fault_ids"] = raised["fault_id"].to_list()
     doc["faults"] = (
         active.select("fault_id", "kind", "severity", "host", "device", "port", "priority", "start", "end")

@@ -132,6 +132,10 @@ class ReadOptions:
     host_from_path: bool = False
     # --host-alias: (alias, canonical) pairs for the fabric model, built once the inputs are read.
     host_aliases: tuple[tuple[str, str], ...] = ()
+    # Read a named input only if it is a regular file (a FIFO or a device is skipped with a
+    # warning, never opened blocking), as files found by walking a directory always are: cron,
+    # which runs unattended, reads its watched files this way.
+    regular_files_only: bool = False
 
 
 @functools.cache

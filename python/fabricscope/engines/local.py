@@ -35,6 +35,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope import _native
+from fabricscope._regular import open_regular
 from fabricscope.engines.base import (
     Engine,
     Filters,
@@ -59,6 +60,7 @@ from fabricscope.engines.units import (
     read_units,
     work_units,
 )
+from fabricscope.exceptions import InputError
 from fabricscope.io import InputReport, ReaderPool, empty_attributes
 from fabricscope.profiles import Profile
 
@@ -133,9 +135,9 @@ def estimated_peak(units: Sequence[Unit], above: int | None = None) -> int:
         compressed = kind in (HISTORY, HISTORY_ATTRIBUTES)
         if not compressed:
             try:
-                with Path(path).open("rb") as f:
+                with open_regular(path) as f:  # replaced by a FIFO since the stat: never waits
                     compressed = _native.compression(f.read(8)) is not None
-            except OSError:
+            except (OSError, InputError):
                 continue
         total += st.st_size * (COMPRESSED_EXPANSION if compressed else 1) * PEAK_PER_INPUT_BYTE
         if above is not None and total > above:

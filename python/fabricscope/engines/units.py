@@ -159,7 +159,9 @@ def read_units(
         try:
             # A walked file is tried strictly first: in lenient mode an undetectable file would
             # come back as a failed input, where the Rust walker skips it.
-            got = _scan_unit(path, read, filters, partitions, batch_rows, readers, strict=read.strict or walked)
+            got = _scan_unit(
+                path, read, filters, partitions, batch_rows, readers, strict=read.strict or walked, walked=walked
+            )
         except UnknownFormatError as e:
             if walked:
                 # What the Rust reader does with an undetectable file it found by walking.
@@ -179,7 +181,7 @@ def read_units(
                 continue
             try:
                 # Again leniently, to count bad records.
-                got = _scan_unit(path, read, filters, partitions, batch_rows, readers, strict=False)
+                got = _scan_unit(path, read, filters, partitions, batch_rows, readers, strict=False, walked=walked)
             except FabricscopeError as e2:
                 reports.append(_failed(path, e2))
                 continue
@@ -262,6 +264,7 @@ def _scan_unit(
     readers: ReaderPool,
     *,
     strict: bool,
+    walked: bool,
 ) -> tuple[list[InputReport], dict[str, list[pl.DataFrame]], list[list[pl.DataFrame]], list[list[pl.DataFrame]]]:
     samples: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
     attrs: list[list[pl.DataFrame]] = [[] for _ in range(partitions)]
@@ -276,6 +279,9 @@ def _scan_unit(
         include_attributes=True,
         limits=dict(read.limits),
         readers=readers,
+        # A file found in a directory is read only if it is a regular file (as the Rust walker
+        # reads it): a FIFO put there is skipped, never waited on.
+        regular_files_only=walked or read.regular_files_only,
     )
     for kind, frame in it:
         if kind == "samples":

@@ -134,6 +134,11 @@ pub struct ReadOptions {
     pub link_speed_bps: Option<u64>,
     /// Packet captures: width of the time bins aggregated into the samples table, ns.
     pub bin_ns: i64,
+    /// Read only regular files: a named input that is a FIFO, a socket or a device is skipped
+    /// with a warning and never opened in a way that can block (a FIFO without a writer would
+    /// block an open for ever). Files found by walking a directory are always read this way; a
+    /// FIFO the caller names is otherwise read as a stream.
+    pub regular_files_only: bool,
 }
 
 impl Default for ReadOptions {
@@ -149,6 +154,7 @@ impl Default for ReadOptions {
             progress: None,
             link_speed_bps: None,
             bin_ns: 1_000_000_000,
+            regular_files_only: false,
         }
     }
 }
@@ -817,8 +823,8 @@ fn read_unit(
             formats::sysfs::read_tree(root, &mut ctx)?;
             ctx.finish()
         }
-        Unit::File(path) => read_file(path, opts, sink, cancel, pool),
-        Unit::WalkedFile(path) => match read_file(path, opts, sink, cancel, pool) {
+        Unit::File(path) => read_file(path, opts.regular_files_only, opts, sink, cancel, pool),
+        Unit::WalkedFile(path) => match read_file(path, true, opts, sink, cancel, pool) {
             Err(Error::UnknownFormat { reason, .. }) => {
                 let mut r = InputReport::new(path);
                 r.warnings.push(format!("skipped: not a recognised format ({reason})"));
@@ -954,9 +960,53 @@ impl Codec {
     }
 }
 
-fn open_decompressed(path: &Path, opts: &ReadOptions) -> Result<(Box<dyn Read + Send>, Codec)> {
-    let file = File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    decoder(file, path, opts)
+/// What a path that is not a regular file is, in words (`None` for a regular file).
+fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_file() {
+        None
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// An input opened for reading, or what it is instead of a regular file.
+enum Opened {
+    File(File),
+    NotRegular(&'static str),
+}
+
+/// Open `path` for reading; with `regular_only`, [`Opened::NotRegular`] (and nothing opened
+/// that can block) when it is not a regular file.
+///
+/// The type is checked before the open, so a device is never opened (opening one can have
+/// effects), and again on the open file, so a FIFO put in the file's place in between is found
+/// too: that open does not wait for a writer (`O_NONBLOCK`), and on a regular file the flag
+/// changes nothing.
+fn open_input(path: &Path, regular_only: bool) -> Result<Opened> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    if !regular_only {
+        return Ok(Opened::File(File::open(path).map_err(io)?));
+    }
+    if let Some(what) = not_regular(std::fs::metadata(path).map_err(io)?.file_type()) {
+        return Ok(Opened::NotRegular(what));
+    }
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
+    Ok(match not_regular(file.metadata().map_err(io)?.file_type()) {
+        Some(what) => Opened::NotRegular(what),
+        None => Opened::File(file),
+    })
 }
 
 /// Wrap a byte source in the decompressor its magic number asks for, bounded by the limits.
@@ -1019,12 +1069,22 @@ fn fill(
 
 fn read_file(
     path: &Path,
+    regular_only: bool,
     opts: &ReadOptions,
     sink: &(dyn Fn(Event) -> bool + Sync),
     cancel: &AtomicBool,
     pool: Option<&ReaderPool>,
 ) -> Result<InputReport> {
-    let (reader, codec) = open_decompressed(path, opts)?;
+    let file = match open_input(path, regular_only)? {
+        Opened::File(file) => file,
+        Opened::NotRegular(what) => {
+            // Not an error: a FIFO or a socket among a directory's files holds no counters.
+            let mut r = InputReport::new(path);
+            r.warnings.push(format!("not a regular file ({what}): not read"));
+            return Ok(r);
+        }
+    };
+    let (reader, codec) = decoder(file, path, opts)?;
     read_stream(path, reader, codec, opts, sink, cancel, pool)
 }
 

@@ -247,3 +247,42 @@ fn an_epoch_line_past_2262_is_not_a_timestamp_and_does_not_overflow() {
     assert_eq!((rows.len(), report.bad_records), (1, 1));
     assert_eq!(rows[0].time_ns, 1_764_686_822_000_000_000);
 }
+
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+#[test]
+fn a_fifo_found_by_walking_is_a_warning_never_opened() {
+    // Opening a FIFO without a writer waits for ever: this test would hang, not fail, if it did.
+    let good = temp_file("ok.prom", b"x_total{instance=\"h\"} 1\n");
+    let dir = good.parent().unwrap().to_path_buf();
+    mkfifo(&dir.join("pipe.prom"));
+    let out = read_with(std::slice::from_ref(&dir), &opts(Limits::default())).unwrap();
+    assert_eq!(out.rows.len(), 1);
+    assert_eq!(out.reports.len(), 2);
+    let fifo = &out.reports[1];
+    assert_eq!(fifo.path, dir.join("pipe.prom"));
+    assert_eq!(fifo.warnings, ["not a regular file (a FIFO): not read"]);
+    assert!(!fifo.failed && fifo.format.is_none());
+    // Named: with regular_files_only the same; without it a named FIFO is read as a stream
+    // (not exercised here: it waits for a writer by design).
+    let only = ReadOptions { regular_files_only: true, ..opts(Limits::default()) };
+    let out = read_with(&[dir.join("pipe.prom")], &only).unwrap();
+    assert_eq!(out.reports[0].warnings, ["not a regular file (a FIFO): not read"]);
+}
+
+#[test]
+fn a_fifo_in_a_copied_sysfs_tree_is_a_warning_of_that_file() {
+    let marker = temp_file(".marker", b"");
+    let port = marker.parent().unwrap().join("sys/class/infiniband/mlx5_0/ports/1");
+    std::fs::create_dir_all(port.join("counters")).unwrap();
+    std::fs::write(port.join("counters/port_rcv_data"), b"7\n").unwrap();
+    mkfifo(&port.join("counters/port_xmit_data"));
+    let root = marker.parent().unwrap().join("sys");
+    let out = read_with(&[root], &opts(Limits::default())).unwrap();
+    assert_eq!(out.rows.len(), 1, "{:?}", out.reports);
+    let warned = out.reports[0].warnings.iter().any(|w| w.ends_with("port_xmit_data: not read: not a regular file"));
+    assert!(warned, "{:?}", out.reports[0].warnings);
+}

@@ -31,6 +31,7 @@ fn options(
     limits: Option<&Bound<'_, PyDict>>,
     link_speed_gbps: Option<f64>,
     bin_seconds: f64,
+    regular_files_only: bool,
 ) -> PyResult<ReadOptions> {
     let format = match format {
         None => None,
@@ -62,6 +63,7 @@ fn options(
         limits: limits_arg(limits)?,
         link_speed_bps,
         bin_ns: (bin_seconds * 1e9).round() as i64,
+        regular_files_only,
         ..ReadOptions::default()
     })
 }
@@ -121,7 +123,7 @@ pub fn read<'py>(
     bin_seconds: f64,
     readers: Option<&Bound<'py, PyReaderPool>>,
 ) -> PyResult<ReadOutput<'py>> {
-    let opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds)?;
+    let opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds, false)?;
     let pool = readers.map(|r| Arc::clone(&r.get().0));
     collect(py, move |sink| read_paths_with(&paths, &opts, sink, pool.as_deref()))
 }
@@ -177,7 +179,7 @@ pub fn read_buffer<'py>(
     batch_rows: usize,
     limits: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<ReadOutput<'py>> {
-    let opts = options(format, host, time_ns, strict, batch_rows, limits, None, 1.0)?;
+    let opts = options(format, host, time_ns, strict, batch_rows, limits, None, 1.0, false)?;
     collect(py, move |sink| read_bytes(&data, name.as_ref(), &opts, sink).map(|r| vec![r]))
 }
 
@@ -231,7 +233,8 @@ pub struct Scanner {
 impl Scanner {
     #[new]
     #[pyo3(signature = (paths, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
-                        limits=None, link_speed_gbps=None, bin_seconds=1.0, readers=None))]
+                        limits=None, link_speed_gbps=None, bin_seconds=1.0, readers=None,
+                        regular_files_only=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -245,9 +248,20 @@ impl Scanner {
         link_speed_gbps: Option<f64>,
         bin_seconds: f64,
         readers: Option<&Bound<'_, PyReaderPool>>,
+        regular_files_only: bool,
     ) -> PyResult<Self> {
         let pool = readers.map(|r| Arc::clone(&r.get().0));
-        let mut opts = options(format, host, time_ns, strict, batch_rows, limits, link_speed_gbps, bin_seconds)?;
+        let mut opts = options(
+            format,
+            host,
+            time_ns,
+            strict,
+            batch_rows,
+            limits,
+            link_speed_gbps,
+            bin_seconds,
+            regular_files_only,
+        )?;
         let progress = Arc::new(AtomicU64::new(0));
         opts.progress = Some(progress.clone());
         let total = py.detach(|| total_input_bytes(&paths));

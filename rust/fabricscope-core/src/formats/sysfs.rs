@@ -21,7 +21,6 @@
 //! | net `device/infiniband/<rdma dev>` (listed, not walked), `dev_port` | attribute `netdev` of the RDMA device's port `dev_port` + 1: a RoCE NIC's two names |
 //! | net `ecn/roce_{np,rp}/**` | attributes keyed `ecn.roce_np.enable.3`: DCQCN configuration |
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -435,9 +434,22 @@ fn list_dir(ctx: &mut ReadContext<'_>, dir: &Path) -> Vec<(String, PathBuf)> {
 }
 
 /// At most [`MAX_FILE_BYTES`] + 1 bytes of a file (the extra byte tells an oversized file).
+///
+/// Only a regular file is read (sysfs attributes are regular files): a FIFO, a socket or a device
+/// in a copied tree is an error of that file, found before it is opened and again on the open
+/// file, whose open never waits for a FIFO's writer (`O_NONBLOCK`).
 fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let refuse = || std::io::Error::other("not a regular file");
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(refuse());
+    }
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(refuse());
+    }
     let mut buf = Vec::with_capacity(64);
-    File::open(path)?.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf)?;
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf)?;
     Ok(buf)
 }
 
