@@ -447,12 +447,13 @@ def latest_gauges(samples: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
         >>> g.filter((g["counter"] == "link_rate_bytes_per_s") & (g["device"] == "mlx5_0"))["value"].item()
         50000000000.0
     """
-    lf = samples.lazy() if isinstance(samples, pl.DataFrame) else samples
+    df = samples.collect() if isinstance(samples, pl.LazyFrame) else samples
+    # of several readings at one time, the largest (the same whatever order the inputs were read in)
+    gauges = one_reading_per_time(df.filter(~pl.col("is_counter")))
     return (
-        lf.filter(~pl.col("is_counter"))
+        gauges.lazy()
         .with_columns(value_as_float().alias("value"))
-        # at one time, the largest reading last (the same whatever order the inputs were read in)
-        .sort("time", "value", nulls_last=False, maintain_order=True)
+        .sort("time", maintain_order=True)
         .group_by(SERIES_KEYS, maintain_order=True)
         .agg(pl.col("time").last(), pl.col("value").last())
         .collect()
