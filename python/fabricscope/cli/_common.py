@@ -69,7 +69,7 @@ def time_arg(text: str) -> str:
     Returns the text as given (the readers parse it); a value no sample time can hold (``1e400``,
     ``nan``, the year 3000) is a usage error naming what is expected.
     """
-    expected = "expected epoch seconds or an ISO 8601 time between 1677-09-22 and 2262-04-11"
+    expected = "expected epoch seconds or ISO 8601, a time between 1677-09-22 and 2262-04-11"
     try:
         ns = _time_ns(text)
     except (TypeError, ValueError, OverflowError):
