@@ -225,8 +225,10 @@ def test_cli_engine_and_filters(tmp_path: Path, capsys: pytest.CaptureFixture[st
     rc = main(["analyze", str(SYMERR), "--until", "2026-12-04T16:00:40Z", "--hosts", "symerr-gpu02"])
     assert rc == 0
     assert "OK" in capsys.readouterr().out
-    assert main(["analyze", str(SYMERR), "--since", "yesterday"]) == 3  # UNKNOWN: cannot analyse
-    assert "expected epoch seconds or ISO 8601" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:  # a usage error: UNKNOWN, naming the option
+        main(["analyze", str(SYMERR), "--since", "yesterday"])
+    assert usage.value.code == 3
+    assert "argument --since: expected epoch seconds or ISO 8601" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

@@ -98,4 +98,4 @@ def test_parse_rejects_a_bad_range(server: str) -> None:
     assert "empty time range: since 2026-12-04T16:05:00Z is not before until 2026-12-04T16:00:00Z" in backwards.stderr
     garbled = parse(server, "--since", "yesterday")
     assert garbled.returncode == 3  # usage error: UNKNOWN
-    assert "--since/--until:" in garbled.stderr
+    assert "argument --since: expected epoch seconds or ISO 8601" in garbled.stderr

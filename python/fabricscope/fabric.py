@@ -366,7 +366,9 @@ def _topology(fabric: Fabric, ranks: pl.DataFrame | None) -> None:
             if rank == 0 or not members:
                 members.append(set())
             members[-1].add(fabric.host(host) or host)
-        for n, job_hosts in enumerate(members):
+        # Numbered by their hosts, not by the order the logs were read in: the same logs give the
+        # same job numbers whatever order they are named in.
+        for n, job_hosts in enumerate(sorted(members, key=sorted)):
             if len(job_hosts) > 1:
                 first = sorted(job_hosts)[0]
                 fabric.jobs.append(

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -37,6 +38,8 @@ __all__ = [
     "empty_findings",
     "exit_status",
     "finding_key",
+    "json_safe",
+    "json_text",
     "links_to_replace",
     "make_findings",
     "merge_same_fault",
@@ -99,7 +102,7 @@ def make_findings(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
         row = {k: r.get(k) for k in FINDINGS_SCHEMA.names()}
         ev = r.get("evidence", {})
         if not isinstance(ev, str):
-            ev = json.dumps(_significant(ev), sort_keys=True, default=_json_default)
+            ev = json_text(_significant(ev), sort_keys=True)
         row["evidence"] = ev
         out.append(row)
     if not out:
@@ -251,6 +254,45 @@ def _json_default(o: object) -> object:
     if isinstance(o, float) and o != o:  # NaN is not JSON
         return None
     return str(o)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (``inf``, ``-inf``, ``nan``) replaced by None, at any depth.
+
+    JSON has no such numbers: Python writes them as ``Infinity`` and ``NaN``, which no strict
+    parser (``jq``, JavaScript's ``JSON.parse``, Go) reads. A number that is not finite is
+    unknown, and JSON says unknown as ``null`` (docs/schema.md).
+
+    Example:
+        >>> from fabricscope.findings import json_safe
+        >>> json_safe({"count": float("inf"), "rates": [1.5, float("nan")]})
+        {'count': None, 'rates': [1.5, None]}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def json_text(
+    value: Any, *, indent: int | None = None, sort_keys: bool = False, default: Callable[[Any], Any] | None = None
+) -> str:
+    """Strict JSON text of ``value``: non-finite numbers as null (:func:`json_safe`), datetimes as RFC 3339.
+
+    Every ``--json`` output of every command is written by this function, so each is JSON any
+    parser reads; objects JSON has no type for are written as their text (``default`` overrides how).
+
+    Example:
+        >>> from fabricscope.findings import json_text
+        >>> json_text({"count": float("inf")})
+        '{"count": null}'
+    """
+    return json.dumps(
+        json_safe(value), indent=indent, sort_keys=sort_keys, default=default or _json_default, allow_nan=False
+    )
 
 
 def rfc3339(t: dt.datetime | None) -> str | None:

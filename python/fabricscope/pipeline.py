@@ -17,6 +17,7 @@ import polars as pl
 from fabricscope.config import load_config
 from fabricscope.detect import empty_views
 from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine, merge_tables
+from fabricscope.engines.base import FUTURE_MARGIN_S
 from fabricscope.engines.units import raise_if_nothing_read
 from fabricscope.entities import Conflict, rename_hosts
 from fabricscope.entities import apply as apply_entities
@@ -188,6 +189,7 @@ def run_analysis(
     host_aliases: Mapping[str, str] | None = None,
     memory: int | None = None,
     progress: bool | None = None,
+    future_margin_s: float = FUTURE_MARGIN_S,
 ) -> Analysis:
     """Read (unless given a frame), rate, and run every detector: the one analysis pipeline.
 
@@ -233,6 +235,8 @@ def run_analysis(
             None: the local engine streams by itself when its estimated peak is above its budget
             (``FABRICSCOPE_MEMORY``, else half of the machine: :func:`fabricscope.engines.local.auto_budget`).
         progress: The streaming engine's progress bar on stderr (None: only on a terminal).
+        future_margin_s: A sample read from a path or URL dated more than this many seconds after
+            the wall clock is a bad record of its input (``math.inf``: no bound; docs/security.md).
 
     Returns:
         An :class:`Analysis`.
@@ -258,6 +262,7 @@ def run_analysis(
             remote,
             host_from_path=host is None,
             host_aliases=tuple(sorted((host_aliases or {}).items())),
+            future_margin_s=future_margin_s,
         )
 
     if isinstance(data, ReadResult):

@@ -7,8 +7,9 @@ with vectorised Polars expressions and is what the kernel is tested against.
 
 Rules (each row of the result is one interval between two consecutive readings of a series):
 
-* **Duplicates**: several readings of a series at the same timestamp are merged; the last one read
-  wins.
+* **Duplicates**: several readings of a series at the same timestamp are merged; the largest one
+  wins (a counter only grows, so it is the latest reading), whatever order the inputs were read
+  in (:func:`one_reading_per_time`).
 * **Wrap**: a decrease of a wrapping counter whose earlier raw reading was in the upper half of
   its range (`Overflow` `wrap@N` in the vocabulary, e.g. mlx5 Q counters at 2^32) is a wrap; the
   delta adds the range. 64-bit counters never wrap in practice: a decrease there is a reset.
@@ -164,6 +165,19 @@ def _rates_native(df: pl.DataFrame, *, gap_factor: float, min_gap_s: float) -> p
         table, counters, gap_factor=gap_factor, min_gap_s=min_gap_s, min_rows_per_task=_MIN_ROWS_PER_TASK
     )
     kernel = pl.DataFrame(intervals)
+    # Every counter reading but each series' first ends one interval, unless the kernel merged
+    # readings of one time (it keeps the last one read). Only then, the readings are merged here,
+    # largest first, and the kernel runs again: the result does not depend on the input's order.
+    counter_rows = int(table["is_counter"].sum())
+    if counter_rows - len(series_rows) > kernel.height:
+        df = one_reading_per_time(df)
+        prepared = _kernel_input(df)
+        assert prepared is not None  # the same columns, fewer rows
+        table, counters = prepared
+        intervals, series_rows = _native.rates(
+            table, counters, gap_factor=gap_factor, min_gap_s=min_gap_s, min_rows_per_task=_MIN_ROWS_PER_TASK
+        )
+        kernel = pl.DataFrame(intervals)
     time_dtype = df.schema["time"]
     assert isinstance(time_dtype, pl.Datetime)  # checked by _kernel_input
     # The kernel numbers series and returns the input row of each one's first reading: the keys
@@ -226,6 +240,49 @@ def _counter_codes(counter_dtype: pl.DataType) -> list[tuple[int, str]]:
     return [(code, name) for name, code in zip(names.to_list(), codes.to_list(), strict=True) if code is not None]
 
 
+def one_reading_per_time(samples: pl.DataFrame, *, check: bool = True) -> pl.DataFrame:
+    """One reading per series and time: of several, the largest, so the input's order cannot matter.
+
+    Two inputs (a file and its copy of another day, two exporters) may hold one series at one time
+    with different values. Keeping the last one read made the result depend on the order of the
+    files; the largest is the same in every order, and for a counter (which only grows) it is the
+    latest reading. Ties are broken by the exact value, then the scale, so the row kept is always
+    the same one. The other rows keep their order.
+
+    Args:
+        samples: A samples frame.
+        check: Look for duplicates first and return ``samples`` itself when there are none.
+
+    Example:
+        >>> import fabricscope
+        >>> from fabricscope.rates import one_reading_per_time
+        >>> s = fabricscope.read("sample_traces/ethtool")
+        >>> first = s.head(1)
+        >>> twice = first.vstack(first.with_columns(value_u64=first["value_u64"] + 5))
+        >>> one_reading_per_time(twice)["value_u64"].to_list() == [first["value_u64"][0] + 5]
+        True
+    """
+    key = [*SERIES_KEYS, "time"]
+    if samples.height < 2 or not set(key) <= set(samples.columns):
+        return samples
+    physical = [
+        pl.col(k).to_physical() if isinstance(samples.schema[k], (pl.Categorical, pl.Enum)) else pl.col(k) for k in key
+    ]
+    repeated = samples.select(pl.struct(physical).is_duplicated()).to_series()
+    if check and not repeated.any():
+        return samples
+    ranked = samples.with_row_index("_row")
+    values = [c for c in ("value_u64", "value_f64", "scale", "is_counter") if c in samples.columns]
+    by = [value_as_float(), *values] if {"value_u64", "value_f64"} <= set(values) else values
+    best = (
+        ranked.filter(repeated)
+        .sort(by, descending=True, nulls_last=True, maintain_order=True)
+        .unique(subset=key, keep="first", maintain_order=True)
+    )
+    dropped = ranked.filter(repeated).join(best.select("_row"), on="_row", how="anti")["_row"]
+    return ranked.filter(~pl.col("_row").is_in(dropped.implode())).drop("_row")
+
+
 def rates_reference(
     samples: pl.DataFrame | pl.LazyFrame,
     *,
@@ -250,7 +307,7 @@ def rates_reference(
 
     """
     df = samples.collect() if isinstance(samples, pl.LazyFrame) else samples
-    df = df.filter(pl.col("is_counter"))
+    df = one_reading_per_time(df.filter(pl.col("is_counter")))
     # Overflow rules per counter through its dictionary code: a small mapping instead of a hash
     # join of every row on the counter name.
     code, modes, bits, maxes = _overflow_by_code(df["counter"])
@@ -390,9 +447,11 @@ def latest_gauges(samples: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
         >>> g.filter((g["counter"] == "link_rate_bytes_per_s") & (g["device"] == "mlx5_0"))["value"].item()
         50000000000.0
     """
-    lf = samples.lazy() if isinstance(samples, pl.DataFrame) else samples
+    df = samples.collect() if isinstance(samples, pl.LazyFrame) else samples
+    # of several readings at one time, the largest (the same whatever order the inputs were read in)
+    gauges = one_reading_per_time(df.filter(~pl.col("is_counter")))
     return (
-        lf.filter(~pl.col("is_counter"))
+        gauges.lazy()
         .with_columns(value_as_float().alias("value"))
         .sort("time", maintain_order=True)
         .group_by(SERIES_KEYS, maintain_order=True)

@@ -16,8 +16,10 @@ import polars as pl
 
 from fabricscope import _native
 from fabricscope._text_table import cell_text, terminal_width, text_table
+from fabricscope.engines.base import FUTURE_MARGIN_S
 from fabricscope.exceptions import FabricscopeError
-from fabricscope.io import LIMITS
+from fabricscope.findings import json_text
+from fabricscope.io import LIMITS, _time_ns
 from fabricscope.pipeline import Analysis
 from fabricscope.redaction import redact_text
 
@@ -56,6 +58,73 @@ def limit_arg(text: str) -> tuple[str, int]:
     return name, number
 
 
+# The times a sample can carry: nanoseconds since the epoch in a signed 64-bit integer (Arrow's and
+# Polars' datetime), 1677-09-21 to 2262-04-11.
+_NS_MIN, _NS_MAX = -(2**63), 2**63 - 1
+
+
+def time_arg(text: str) -> str:
+    """Check a time option (``--since``, ``--until``, ``--time``): epoch seconds or ISO 8601 in the samples' range.
+
+    Returns the text as given (the readers parse it); a value no sample time can hold (``1e400``,
+    ``nan``, the year 3000) is a usage error naming what is expected.
+    """
+    expected = "expected epoch seconds or ISO 8601, a time between 1677-09-22 and 2262-04-11"
+    try:
+        ns = _time_ns(text)
+    except (TypeError, ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}") from None
+    if ns is None or not _NS_MIN <= ns <= _NS_MAX:
+        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
+    return text
+
+
+def seconds_arg(text: str, *, infinite: bool = False, most: float = 1e10, unit: str = "seconds") -> float:
+    """Parse a duration option: a number from 0 to ``most`` (``inf`` too where ``infinite``).
+
+    The bound keeps a clock minus the duration a date (``datetime`` ends at year 1): 10^10 s is
+    three centuries.
+    """
+    expected = f"expected a number of {unit} from 0 to {most:g}" + (" or inf" if infinite else "")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}") from None
+    if not (0 <= value <= most or (infinite and value == float("inf"))):  # NaN fails both
+        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
+    return value
+
+
+def positive_seconds_arg(text: str) -> float:
+    """:func:`seconds_arg` above 0 (a simulated duration, a sampling interval)."""
+    value = seconds_arg(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 and at most 1e+10, got {text!r}")
+    return value
+
+
+def days_arg(text: str) -> float:
+    """:func:`seconds_arg` in days (``--retain-days``): from 0 to 10^5 days."""
+    return seconds_arg(text, most=1e5, unit="days")
+
+
+def infinite_seconds_arg(text: str) -> float:
+    """:func:`seconds_arg` that also takes ``inf`` (no bound)."""
+    return seconds_arg(text, infinite=True)
+
+
+def add_future_margin_argument(p: argparse.ArgumentParser) -> None:
+    """``--future-margin SECONDS``: how far past the clock a sample may be dated (docs/security.md)."""
+    p.add_argument(
+        "--future-margin",
+        type=infinite_seconds_arg,
+        default=FUTURE_MARGIN_S,
+        metavar="SECONDS",
+        help="a sample dated more than this after the clock is a bad record "
+        f"(default {FUTURE_MARGIN_S:g}, a day; inf: no bound)",
+    )
+
+
 def add_lenient_argument(p: argparse.ArgumentParser, help: str = "skip and count bad records") -> None:
     """``--lenient``: skip and count malformed records instead of failing on the first."""
     p.add_argument("--lenient", action="store_true", help=help)
@@ -85,15 +154,15 @@ def add_reading_arguments(p: argparse.ArgumentParser, *, input_format: bool = Tr
     if input_format:
         add_input_format_argument(p)
     p.add_argument("--host", help="host for inputs that name none")
-    p.add_argument("--time", help="timestamp for inputs without one (epoch seconds or ISO 8601)")
+    p.add_argument("--time", type=time_arg, help="timestamp for inputs without one (epoch seconds or ISO 8601)")
     add_lenient_argument(p)
     add_limit_argument(p)
 
 
 def add_window_arguments(p: argparse.ArgumentParser, *, hosts: bool = True) -> None:
     """Which samples are analysed: ``--since``, ``--until`` (a server URL is pulled over them) and ``--hosts``."""
-    p.add_argument("--since", help="only samples at or after this time (epoch seconds or ISO 8601)")
-    p.add_argument("--until", help="only samples before this time (epoch seconds or ISO 8601)")
+    p.add_argument("--since", type=time_arg, help="only samples at or after this time (epoch seconds or ISO 8601)")
+    p.add_argument("--until", type=time_arg, help="only samples before this time (epoch seconds or ISO 8601)")
     if hosts:
         p.add_argument("--hosts", metavar="H1,H2,...", help="analyse only these hosts")
 
@@ -116,6 +185,7 @@ def add_analysis_arguments(p: argparse.ArgumentParser, *, input_format: bool = T
     add_config_argument(p)
     add_reading_arguments(p, input_format=input_format)
     add_window_arguments(p)
+    add_future_margin_argument(p)
     add_engine_arguments(p)
     add_host_alias_argument(p)
 
@@ -140,6 +210,7 @@ def analysis_options(args: argparse.Namespace) -> dict[str, Any]:
         "hosts": hosts.split(",") if hosts else None,
         "limits": dict(getattr(args, "limit", None) or []),
         "host_aliases": host_aliases(getattr(args, "host_alias", None) or []),
+        "future_margin_s": getattr(args, "future_margin", FUTURE_MARGIN_S),
     }
     if getattr(args, "input_format_declared", False):
         options["format"] = args.format
@@ -241,10 +312,47 @@ def _markdown(df: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
+# Rows turned into Python objects at a time by --json: a million links as dicts at once took gigabytes.
+_JSON_SLICE_ROWS = 10_000
+
+
+def _print_json_rows(df: pl.DataFrame) -> None:
+    """Print ``df`` as a JSON array of row objects, a slice at a time, in ``json.dumps(rows, indent=2)``'s text.
+
+    The text is what one ``json.dumps`` of every row would give, strict JSON (non-finite
+    numbers as null, :func:`fabricscope.findings.json_text`), but only one slice of rows is
+    ever held as Python objects.
+    """
+    if df.height == 0:
+        print("[]")
+        return
+    out = sys.stdout
+    out.write("[")
+    sep = "\n"
+    for piece in df.iter_slices(_JSON_SLICE_ROWS):
+        rows = piece.to_dicts()
+        # A slice whose floats are all finite needs no walk over its values (the common case).
+        text = json.dumps(rows, indent=2, default=str) if _all_finite(piece) else json_text(rows, indent=2, default=str)
+        # "[\n  {...},\n  {...}\n]": the rows, indented as the whole array's
+        out.write(sep + text[2:-2])
+        sep = ",\n"
+    out.write("\n]\n")
+
+
+def _all_finite(df: pl.DataFrame) -> bool:
+    """Whether every float of ``df`` is finite or null (False for nested columns: not looked into)."""
+    if any(t.is_nested() for t in df.dtypes):
+        return False
+    floats = [pl.col(c) for c, t in df.schema.items() if t.is_float()]
+    if not floats:
+        return True
+    return bool(df.select(pl.all_horizontal([c.is_finite().fill_null(True) for c in floats]).all()).item())
+
+
 def print_table(df: pl.DataFrame, fmt: str, *, note: str = "") -> None:
     """Print a frame as an aligned text table (``note`` below it), or as JSON, CSV or Markdown."""
     if fmt == "json":
-        print(json.dumps(df.to_dicts(), indent=2, default=str))
+        _print_json_rows(df)
         return
     # Lists read as "a; b" in a cell (CSV has no list type).
     flat = df.with_columns(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from fabricscope._atomic import write_text
 from fabricscope.advise import advise, load_inputs
 from fabricscope.cli._common import add_config_argument, add_lenient_argument
 from fabricscope.exceptions import FabricscopeError
+from fabricscope.findings import json_text
 from fabricscope.pipeline import run_analysis
 from fabricscope.redaction import redact_text
 
@@ -55,7 +55,7 @@ def _cmd_advise(args: argparse.Namespace) -> int:
             return 3
     a = advise(inputs, analysis=analysis)
     if args.json:
-        text = json.dumps(a.to_dict(), indent=2)
+        text = json_text(a.to_dict(), indent=2)
         if args.json == "-":
             print(text)
             return 0

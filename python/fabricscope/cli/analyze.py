@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -18,7 +17,7 @@ from fabricscope.cli._common import EXIT_INPUT, add_analysis_arguments, analysis
 from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.engines.streaming import parse_memory
 from fabricscope.exceptions import FabricscopeError, OutputError
-from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document
+from fabricscope.findings import SCHEMA_ID_V2, SCHEMAS, document, json_text
 from fabricscope.incidents import Incident, incident_documents, standalone_mask
 from fabricscope.input_summary import by_format, problems, skipped, summary_text, time_range
 from fabricscope.pipeline import Analysis, run_analysis
@@ -175,7 +174,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         conflicts=[c.as_dict() for c in analysis.conflicts],
     )
     if args.json:
-        text = json.dumps(doc, indent=2)
+        text = json_text(doc, indent=2)
         if args.json == "-":
             print(text)
         else:

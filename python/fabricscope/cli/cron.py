@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 from fabricscope.alertmanager import MAX_TIMEOUT_S, AlertmanagerOptions
-from fabricscope.cli._common import add_config_argument, add_profile_argument
+from fabricscope.cli._common import (
+    add_config_argument,
+    add_future_margin_argument,
+    add_profile_argument,
+    days_arg,
+    infinite_seconds_arg,
+    seconds_arg,
+)
 from fabricscope.cli.remote import add_credential_arguments, add_remote_arguments, credential_options, remote_options
 from fabricscope.cron import EXIT_UNKNOWN, CronOptions, LockedError, StateError, run_cron
 from fabricscope.cron.options import SERVER_LOOKBACK_S
 from fabricscope.exceptions import FabricscopeError, OutputError
+from fabricscope.findings import json_text
 from fabricscope.redaction import printable, redact_text
 from fabricscope.remote import Connection
 
@@ -56,20 +63,20 @@ def add_parser(sub: Any) -> None:
     add_profile_argument(p)
     p.add_argument(
         "--lookback",
-        type=float,
+        type=seconds_arg,
         default=900.0,
         metavar="SECONDS",
         help="history prepended for the detectors (default 900)",
     )
     p.add_argument(
         "--server-lookback",
-        type=float,
+        type=seconds_arg,
         default=SERVER_LOOKBACK_S,
         metavar="SECONDS",
         help="each --prometheus pull starts this long before the last one ended, for samples that reached the "
         f"server late; stored ones are dropped (default {SERVER_LOOKBACK_S:g})",
     )
-    p.add_argument("--retain-days", type=float, metavar="DAYS", help="delete history older than this")
+    p.add_argument("--retain-days", type=days_arg, metavar="DAYS", help="delete history older than this")
     p.add_argument(
         "--compact-parts",
         type=int,
@@ -78,10 +85,11 @@ def add_parser(sub: Any) -> None:
         help="merge a partition's files when it has N (default 8; 0 off)",
     )
     p.add_argument("--strict", action="store_true", help="fail on a malformed record (default: skip and count)")
+    add_future_margin_argument(p)
     p.add_argument(
         "--wait",
         nargs="?",
-        type=float,
+        type=infinite_seconds_arg,
         const=float("inf"),
         default=0.0,
         metavar="SECONDS",
@@ -109,7 +117,7 @@ def _add_alertmanager_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fabric", default="default", metavar="NAME", help="the alerts' fabric label (default: default)")
     g.add_argument(
         "--alert-interval",
-        type=float,
+        type=seconds_arg,
         default=60.0,
         metavar="SECONDS",
         help="seconds between cron runs: a firing alert stays valid for 4 of them (default 60)",
@@ -169,6 +177,7 @@ def _cmd_cron(args: argparse.Namespace) -> int:
         remote=remote_options(args),
         alertmanager=_alertmanager_options(args),
         server_lookback_s=max(0.0, args.server_lookback),
+        future_margin_s=args.future_margin,
     )
     try:
         res = run_cron(opts)
@@ -194,7 +203,7 @@ def _cmd_cron(args: argparse.Namespace) -> int:
             failure = f"alertmanager {d.url}: not delivered ({d.error}); the next run sends again"
             print(f"fabricscope cron: {redact_text(failure)}", file=sys.stderr)
     if args.json == "-":
-        print(json.dumps(res.document, indent=2))
+        print(json_text(res.document, indent=2))
     if args.json != "-":
         perf = f" | samples={res.samples} files={res.files_read} duplicates_dropped={res.duplicates_dropped}"
         print(_nagios_text(res.status_line) + perf)

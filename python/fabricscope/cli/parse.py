@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import tempfile
 import time as _time
@@ -29,6 +28,7 @@ from fabricscope.cli._common import (
 from fabricscope.cli.remote import add_remote_arguments, remote_options
 from fabricscope.entities import resolve
 from fabricscope.exceptions import FabricscopeError, InternalError, OutputError
+from fabricscope.findings import json_text
 from fabricscope.input_summary import by_format, format_times, problems, skipped, summary_text
 from fabricscope.io import LIMITS, InputReport, _paths, _reports, _time_ns
 from fabricscope.progress import ProgressBar
@@ -346,7 +346,7 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
             "seconds": round(elapsed, 3),
             "inputs": [r.__dict__ for r in reports],
         }
-        print(json.dumps(doc, indent=2))
+        print(json_text(doc, indent=2))
     else:
         print(_summary(samples, reports, elapsed, out, list(side_outputs.values()), verbose=args.verbose))
     return EXIT_INPUT if any(r.failed for r in reports) else EXIT_OK

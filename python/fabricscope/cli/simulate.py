@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fabricscope.cli._common import EXIT_USAGE
+from fabricscope.cli._common import EXIT_USAGE, positive_seconds_arg
 from fabricscope.simulate import FORMATS, SCENARIOS, simulate
 from fabricscope.simulate.scale import parse_scale, write_scale
 
@@ -97,8 +97,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the scenarios")
     p.add_argument("--hosts", type=int, help="number of hosts")
     p.add_argument("--nics", type=int, help="NICs per host (default: the scenario's)")
-    p.add_argument("--duration", type=float, help="seconds to simulate")
-    p.add_argument("--interval", type=float, help="seconds between readings")
+    p.add_argument("--duration", type=positive_seconds_arg, help="seconds to simulate")
+    p.add_argument("--interval", type=positive_seconds_arg, help="seconds between readings")
     p.add_argument("--seed", type=int, default=1, help="random seed (output is deterministic per seed)")
     p.add_argument("--format", help=f"comma-separated formats: {','.join(FORMATS)}")
     p.add_argument("--sysfs-snapshots", choices=["last", "all"], default="last", help="sysfs trees to write")

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from fabricscope.alertmanager import AlertmanagerOptions, Delivery
+from fabricscope.engines.base import FUTURE_MARGIN_S, ReadOptions
 from fabricscope.remote import RemoteOptions
 
 #: How far before its watermark each server pull starts (seconds): Prometheus's own default
@@ -49,6 +50,8 @@ class CronOptions:
             samples stamped before it that reached the server later (a scrape in progress,
             remote-write or federation lag) are pulled; what the history holds is dropped
             (series and timestamp). Default :data:`SERVER_LOOKBACK_S`.
+        future_margin_s: A sample dated more than this many seconds after ``now`` is a bad
+            record, never stored nor its series' watermark (``math.inf``: no bound).
     """
 
     inputs: list[str]
@@ -69,6 +72,12 @@ class CronOptions:
     remote: RemoteOptions | None = None
     alertmanager: AlertmanagerOptions | None = None
     server_lookback_s: float = SERVER_LOOKBACK_S
+    future_margin_s: float = FUTURE_MARGIN_S
+
+    def read_options(self, now: dt.datetime) -> ReadOptions:
+        """The reader options of this run's inputs: the run's clock, ``now``, bounds their samples' times."""
+        now_ns = round(now.timestamp() * 1e9)
+        return ReadOptions(strict=self.strict, future_margin_s=self.future_margin_s, now_ns=now_ns)
 
 
 @dataclass

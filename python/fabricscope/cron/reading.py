@@ -14,7 +14,7 @@ from fabricscope._regular import input_error
 from fabricscope.cron.manifest import Plan
 from fabricscope.cron.state import empty_series, stored_attrs
 from fabricscope.engines import Filters, ReadOptions
-from fabricscope.engines.units import FILE, WALKED, read_units
+from fabricscope.engines.units import FILE, WALKED, SampleScreen, read_units
 from fabricscope.entities import rename_hosts
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.fabric import path_host_names
@@ -29,9 +29,16 @@ if TYPE_CHECKING:
 
 
 def read_plans(
-    plans: list[Plan], strict: bool, watched: list[str] | None = None, known_hosts: Iterable[str] = ()
+    plans: list[Plan],
+    strict: bool,
+    watched: list[str] | None = None,
+    known_hosts: Iterable[str] = (),
+    read: ReadOptions | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, Any]], dict[str, str], dict[str, pl.DataFrame]]:
     """Read every planned input; returns samples, attributes, the contract's inputs, formats, tables.
+
+    ``read`` gives the run's clock and margin (:meth:`CronOptions.read_options`): a sample dated
+    past them is a bad record of its input, never stored, so never its series' watermark.
 
     Timeless files take one time for the whole run, the newest mtime of the ``watched`` paths
     (as ``fabricscope analyze`` of those paths does), although they are read in format groups. A
@@ -64,10 +71,15 @@ def read_plans(
         kind = FILE if p.format or os.path.normpath(p.unit.path) in named else WALKED
         # Regular files only, whatever names them: a file replaced by a FIFO since it was
         # planned is skipped, never waited on with the lock held.
-        read = ReadOptions(
-            format=p.format or "auto", time=set_time, strict=strict, host_from_path=True, regular_files_only=True
+        unit_read = replace(
+            read or ReadOptions(),
+            format=p.format or "auto",
+            time=set_time,
+            strict=strict,
+            host_from_path=True,
+            regular_files_only=True,
         )
-        reports, unit_tables, unit_samples, unit_attrs = read_units([(p.read_path, kind)], read, Filters(), 1)
+        reports, unit_tables, unit_samples, unit_attrs = read_units([(p.read_path, kind)], unit_read, Filters(), 1)
         failed = next((r for r in reports if r.failed), None)
         if strict and failed is not None:
             # --strict: the run fails before anything is stored (the file is read again next run).
@@ -125,10 +137,13 @@ def pull_servers(
             since = until - DEFAULT_RANGE_S * 1_000_000_000
         remote = replace(opts.remote or RemoteOptions(), since=since, until=until)
         s, a, report = load_url(url, remote, strict=opts.strict)
+        # A live server's samples are screened as a file's are (a +Inf counter is a bad record).
+        screen = SampleScreen(key, opts.read_options(now), strict=opts.strict)
+        s = screen.keep(s)
         samples.append(to_stored(s))
         if not a.is_empty():
             attrs.append(stored_attrs(a))
-        inputs += [{**row, "path": key} for row in input_rows([InputReport(**report)])]
+        inputs += [{**row, "path": key} for row in input_rows(screen.report([InputReport(**report)]))]
         marks[key] = {"kind": "prometheus", "watermark_ns": until}
     out_s = pl.concat(samples) if len(samples) > 1 else new
     out_a = pl.concat(attrs) if attrs else new_attrs

@@ -36,6 +36,7 @@ from fabricscope.findings import (
     document,
     document_order,
     empty_findings,
+    json_text,
     overall_status,
 )
 from fabricscope.history import (
@@ -144,8 +145,14 @@ def _run_locked(
 ) -> CronResult:
     run_id = _run_id(st.last_run_id, plans)
     plans = prepare_reads(plans, st.files, work)
+    read = opts.read_options(started_wall)
+    horizon = read.horizon_ns()
+    if horizon is not None:
+        # A reading a run stored before the horizon was checked is no watermark: the series' next
+        # real readings would all look stored already.
+        st.series = st.series.filter(pl.col("time").dt.epoch("ns") <= horizon)
     new, new_attrs, inputs, formats, tables = read_plans(
-        plans, opts.strict, [str(p) for p in opts.inputs], known_hosts=hosts_named(st.series)
+        plans, opts.strict, [str(p) for p in opts.inputs], known_hosts=hosts_named(st.series), read=read
     )
     new, new_attrs, marks = pull_servers(opts, st.files, started_wall, new, new_attrs, inputs)
     # Topology changes rarely and is read once: the latest links table stays in the state; the
@@ -368,7 +375,7 @@ def _run_locked(
         doc["alertmanager"] = [d.as_dict() for d in deliveries]
     result = CronResult(run_id, code, line, files_read, new.height, dropped, active, doc, deliveries)
     if opts.json_path and opts.json_path != "-":
-        _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")
+        _atomic.write_text(opts.json_path, json_text(doc, indent=2) + "\n")
     if opts.textfile:
         write_textfile(opts.textfile, active, series, finished, duration, pages=pages)
     return result

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 import sys
 import time
@@ -26,11 +27,12 @@ from fabricscope.findings import empty_findings
 from fabricscope.input_summary import format_times, merge_times
 from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
 from fabricscope.profiles import Profile
-from fabricscope.rates import latest_gauges, rates, value_as_float
+from fabricscope.rates import latest_gauges, one_reading_per_time, rates, value_as_float
 from fabricscope.remote import RemoteOptions
 
 __all__ = [
     "FABRIC_WIDE",
+    "FUTURE_MARGIN_S",
     "PER_PARTITION",
     "Engine",
     "Filters",
@@ -115,6 +117,11 @@ class Filters:
         return df.filter(cond) if cond else df
 
 
+FUTURE_MARGIN_S = 86_400.0
+"""How far past the clock a sample may be dated before it is a bad record (``--future-margin``):
+a day covers clock skew between hosts and a local time written as UTC in any time zone."""
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     """Reader options shipped to workers with the file paths (see :func:`fabricscope.load`)."""
@@ -136,6 +143,24 @@ class ReadOptions:
     # warning, never opened blocking), as files found by walking a directory always are: cron,
     # which runs unattended, reads its watched files this way.
     regular_files_only: bool = False
+    # --future-margin: a sample dated more than this many seconds after `now_ns` (None: the wall
+    # clock when the input is read) is a bad record (FUTURE_MARGIN_S; inf: no bound).
+    future_margin_s: float = FUTURE_MARGIN_S
+    now_ns: int | None = None
+
+    def horizon_ns(self) -> int | None:
+        """The latest plausible sample time, in ns since the epoch (None: no bound).
+
+        Time is the data's own: a replayed file of last year is as good as one of today. Only the
+        future is bounded, by the clock (``now_ns``, else the wall clock) plus ``future_margin_s``
+        (clock skew between hosts, a local time written as UTC): a sample beyond it (a clock set
+        to 2100, a corrupt timestamp) would otherwise end every rate and, in cron, become its
+        series' watermark, so that every later real sample looked already stored.
+        """
+        if not math.isfinite(self.future_margin_s):
+            return None
+        now = self.now_ns if self.now_ns is not None else time.time_ns()
+        return now + round(self.future_margin_s * 1e9)
 
 
 @functools.cache
@@ -276,7 +301,9 @@ def _reads_everything() -> bool:
 
 
 def _gauges(samples: pl.DataFrame) -> pl.DataFrame:
-    return samples.filter(~pl.col("is_counter")).with_columns(value_as_float().alias("value"))
+    # one reading per gauge and time (the largest): detectors take a gauge's last reading by time
+    gauges = one_reading_per_time(samples.filter(~pl.col("is_counter")))
+    return gauges.with_columns(value_as_float().alias("value"))
 
 
 def _run(spec: DetectorSpec, inp: AnalysisInput) -> pl.DataFrame:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -12,7 +13,7 @@ import polars as pl
 from fabricscope import _native
 from fabricscope.engines.base import Filters, ReadOptions, split_by_partition
 from fabricscope.entities import path_placeholder, rename_hosts
-from fabricscope.exceptions import FabricscopeError, UnknownFormatError
+from fabricscope.exceptions import FabricscopeError, FormatError, UnknownFormatError
 from fabricscope.history import History, is_history, partition_dir
 from fabricscope.io import InputReport, ReaderPool, scan
 from fabricscope.remote import RemoteOptions, is_url, load_url
@@ -248,7 +249,9 @@ def _read_url(
     got, got_attrs, report = load_url(
         url, opts, format=read.format, host=read.host, strict=read.strict, limits=dict(read.limits)
     )
-    reports.append(InputReport(**report))  # type: ignore[arg-type]
+    screen = SampleScreen(url, read, strict=read.strict)
+    got = screen.keep(got)
+    reports.extend(screen.report([InputReport(**report)]))  # type: ignore[arg-type]
     for i, df in split_by_partition(filters.apply(got), partitions).items():
         samples[i].append(df)
     for i, df in split_by_partition(filters.apply(got_attrs, timed=False), partitions).items():
@@ -283,16 +286,17 @@ def _scan_unit(
         # reads it): a FIFO put there is skipped, never waited on.
         regular_files_only=walked or read.regular_files_only,
     )
+    screen = SampleScreen(path, read, strict=strict)
     for kind, frame in it:
         if kind == "samples":
-            for i, df in split_by_partition(filters.apply(frame), partitions).items():
+            for i, df in split_by_partition(filters.apply(screen.keep(frame)), partitions).items():
                 samples[i].append(df)
         elif kind == "attributes":
             for i, df in split_by_partition(filters.apply(frame, timed=False), partitions).items():
                 attrs[i].append(df)
         else:
             tables.setdefault(kind, []).append(frame)
-    reports = it.reports or []
+    reports = screen.report(it.reports or [])
     if read.host is None and read.host_from_path and any(_names_no_host(r) for r in reports):
         # Its rows are this input's own host until the pipeline names it from the path
         # (fabricscope.entities.host_in_path): two host-less files are never one host.
@@ -318,3 +322,122 @@ management node's view), captures or benchmark logs: a host-less one of those st
 
 def _names_no_host(report: InputReport) -> bool:
     return report.format in PER_HOST_FORMATS and report.names_no_host
+
+
+class SampleScreen:
+    """Samples no reader can tell are wrong, made bad records: dated past the horizon, non-finite counters.
+
+    A sample dated beyond :meth:`ReadOptions.horizon_ns` (the clock plus ``--future-margin``) is
+    not data of this fabric's past: one such reading would end every interval of its series and,
+    in cron, become its watermark. A counter reading of ``+Inf``, ``-Inf`` or ``NaN`` (Prometheus
+    text allows them, for gauges) counts nothing: as a rate it is an infinite error count, a
+    fault no port had. Both are bad records of their input, as a malformed line is: strict
+    reading fails the input naming the first one, lenient reading skips and counts them in the
+    input's report.
+
+    Example:
+        >>> import polars as pl
+        >>> from fabricscope.engines import ReadOptions
+        >>> from fabricscope.engines.units import SampleScreen
+        >>> from fabricscope.io import empty_samples
+        >>> s = SampleScreen("x.prom", ReadOptions(now_ns=0), strict=False)
+        >>> s.keep(empty_samples()).height, s.skipped
+        (0, 0)
+    """
+
+    def __init__(self, path: str, read: ReadOptions, *, strict: bool) -> None:
+        self.path = path
+        self.horizon = read.horizon_ns()
+        self.margin_s = read.future_margin_s
+        self.strict = strict
+        self.future = 0
+        self.non_finite = 0
+        self.first: list[str] = []
+
+    @property
+    def skipped(self) -> int:
+        """Samples skipped so far."""
+        return self.future + self.non_finite
+
+    def keep(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The samples of ``frame`` that pass; raises :class:`FormatError` on the first that does not (strict)."""
+        if frame.is_empty() or "time" not in frame.columns:
+            return frame
+        late = pl.lit(False)
+        if self.horizon is not None:
+            late = pl.col("time").dt.epoch("ns") > self.horizon
+        odd = pl.lit(False)
+        if {"is_counter", "value_f64"} <= set(frame.columns):
+            odd = pl.col("is_counter").fill_null(False) & ~pl.col("value_f64").is_finite().fill_null(True)
+        flags = frame.select(late.fill_null(False).alias("late"), (odd & ~late.fill_null(False)).alias("odd"))
+        late_s, odd_s = flags["late"], flags["odd"]
+        n_late, n_odd = int(late_s.sum()), int(odd_s.sum())
+        if not n_late and not n_odd:
+            return frame
+        # Each sample counted once: one dated past the horizon is that, whatever its value.
+        if n_late:
+            self._note(frame.filter(late_s).row(0, named=True), "late")
+        if n_odd:
+            self._note(frame.filter(odd_s).row(0, named=True), "odd")
+        self.future += n_late
+        self.non_finite += n_odd
+        return frame.filter(~(late_s | odd_s))
+
+    def _note(self, row: dict[str, object], why: str) -> None:
+        where = " ".join(str(row[k]) for k in ("host", "device") if row.get(k) is not None)
+        if row.get("port") is not None:
+            where += f" port {row['port']}"
+        what = f"{row.get('counter')} of {where or 'an unnamed port'}"
+        if why == "late":
+            assert self.horizon is not None
+            text = (
+                f"{what} dated {_iso(row['time'])}: expected a time at most {self.margin_s:g} s after the clock "
+                f"(no later than {_iso_ns(self.horizon)}; --future-margin sets the margin)"
+            )
+        else:
+            text = f"{what}: counter reading {_prometheus_spelling(row.get('value_f64'))}: expected a finite number"
+        if self.strict:
+            err = FormatError(f"{self.path}: {text}")
+            err.path, err.line, err.byte_offset = self.path, None, None
+            err.expected = "a finite counter reading" if why == "odd" else "a time no later than the clock's horizon"
+            err.found = text
+            raise err
+        if len(self.first) < 2:
+            self.first.append(text)
+
+    def report(self, reports: list[InputReport]) -> list[InputReport]:
+        """``reports`` with the skipped samples counted as bad records of the input that held them."""
+        if not self.skipped or not reports:
+            return reports
+        parts = []
+        if self.future:
+            parts.append(f"{self.future:,} sample(s) dated past the clock's horizon")
+        if self.non_finite:
+            parts.append(f"{self.non_finite:,} non-finite counter reading(s)")
+        note = f"skipped {' and '.join(parts)} as bad records; first: {'; '.join(self.first)}"
+        # The unit's samples came from its first report with rows (one file, or one sysfs tree).
+        at = next((i for i, r in enumerate(reports) if r.rows), 0)
+        r = reports[at]
+        fixed = replace(
+            r, rows=max(0, r.rows - self.skipped), bad_records=r.bad_records + self.skipped, errors=[*r.errors, note]
+        )
+        return [*reports[:at], fixed, *reports[at + 1 :]]
+
+
+def _iso(t: object) -> str:
+    if isinstance(t, dt.datetime):
+        return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return str(t)
+
+
+def _iso_ns(ns: int) -> str:
+    return _iso(dt.datetime.fromtimestamp(ns / 1e9, tz=dt.timezone.utc))
+
+
+def _prometheus_spelling(value: object) -> str:
+    """A non-finite reading as Prometheus text writes it (``+Inf``, ``-Inf``, ``NaN``)."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    return str(value)
