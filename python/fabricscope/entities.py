@@ -421,6 +421,7 @@ def resolve(
     for g, h, d in described:
         sources_of.setdefault(g, []).append((ent.host(h) or h, d, "node description (rdma-ndd %h %d)"))
     _netdev_rows(ent, attributes, rows)
+    renamed: dict[str, str] = {}  # a netdev row's HCA id -> the GUID entity it joins
     for g, seen_as in sorted(sources_of.items()):
         claim = _guid_owner(g, seen_as, ent.conflicts)
         if claim is None:
@@ -432,8 +433,10 @@ def resolve(
             if (_h, od) == claim:
                 rows.append((f"hca:{g}", "hca", name, g, "node_guid", osrc))
                 rows.append((f"hca:{g}", "hca", name, od, "rdma_device", osrc))
-        # the netdev rows of this HCA join its GUID entity
-        rows[:] = [(f"hca:{g}", *r[1:]) if r[0] == f"hca:{h}/{d}" else r for r in rows]
+        # the netdev rows of this HCA join its GUID entity (renamed in one pass below)
+        renamed[f"hca:{h}/{d}"] = f"hca:{g}"
+    if renamed:
+        rows[:] = [(renamed[r[0]], *r[1:]) if r[0] in renamed else r for r in rows]
     # switches, LIDs and cables from the links table
     if links is not None and not links.is_empty():
         lids: dict[int, set[str]] = {}
