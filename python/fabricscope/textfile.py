@@ -14,6 +14,8 @@ Metrics:
   ``link_wearout`` fault, seconds from the run's end until its error rate is forecast to cross the
   ``link_errors`` warning rate (``evidence.threshold_eta_s`` from its last sample; 0 once past).
 * ``fabricscope_last_run_timestamp_seconds``, ``fabricscope_last_run_duration_seconds``.
+* ``fabricscope_last_run_failed_inputs``: inputs the last run could not read (an unreadable file,
+  a Prometheus server that failed): the faults above are then judged without them.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ def _label(v: object) -> str:
     return printable(str(v)).replace("\\", "\\\\").replace('"', '\\"')
 
 
-def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.datetime, duration_s: float) -> str:
+def render_textfile(
+    active: pl.DataFrame, ports: pl.DataFrame, finished: dt.datetime, duration_s: float, failed_inputs: int = 0
+) -> str:
     """The textfile's content.
 
     Args:
@@ -50,6 +54,7 @@ def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.date
         ports: Frame with ``host``, ``device``, ``port`` columns: every port known to the state.
         finished: When the run finished.
         duration_s: How long it took.
+        failed_inputs: Inputs the run could not read.
 
     Returns:
         Prometheus text exposition format.
@@ -115,6 +120,9 @@ def render_textfile(active: pl.DataFrame, ports: pl.DataFrame, finished: dt.date
         "# HELP fabricscope_last_run_duration_seconds How long the last fabricscope cron run took.",
         "# TYPE fabricscope_last_run_duration_seconds gauge",
         f"fabricscope_last_run_duration_seconds {duration_s:.3f}",
+        "# HELP fabricscope_last_run_failed_inputs Inputs the last fabricscope cron run could not read.",
+        "# TYPE fabricscope_last_run_failed_inputs gauge",
+        f"fabricscope_last_run_failed_inputs {failed_inputs}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -145,7 +153,12 @@ def _wearout_lines(active: pl.DataFrame, finished: dt.datetime) -> list[str]:
 
 
 def write_textfile(
-    path: str | os.PathLike[str], active: pl.DataFrame, ports: pl.DataFrame, finished: dt.datetime, duration_s: float
+    path: str | os.PathLike[str],
+    active: pl.DataFrame,
+    ports: pl.DataFrame,
+    finished: dt.datetime,
+    duration_s: float,
+    failed_inputs: int = 0,
 ) -> None:
     """Render and atomically write the textfile (see :func:`render_textfile`).
 
@@ -158,4 +171,4 @@ def write_textfile(
         >>> "fabricscope_last_run_duration_seconds 0.100" in p.read_text()
         True
     """
-    _atomic.write_text(path, render_textfile(active, ports, finished, duration_s))
+    _atomic.write_text(path, render_textfile(active, ports, finished, duration_s, failed_inputs))

@@ -323,5 +323,5 @@ def _run_locked(
     if opts.json_path and opts.json_path != "-":
         _atomic.write_text(opts.json_path, json.dumps(doc, indent=2) + "\n")
     if opts.textfile:
-        write_textfile(opts.textfile, active, series, finished, duration)
+        write_textfile(opts.textfile, active, series, finished, duration, failed_inputs=failed)
     return result
