@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import APP, SAMPLES
+from tests.dashboard.conftest import APP, SAMPLES, rendered
 
 # Simulated: symbol errors on symerr-gpu02, loss on symerr-gpu01 (sample_traces/README.md).
 SCENARIO = SAMPLES / "scenarios" / "ib-symbol-errors" / "prometheus" / "federate.prom"
@@ -48,11 +47,6 @@ def _texts(at: AppTest) -> list[str]:
     return [e.value for e in (*at.markdown, *at.caption, *at.success, *at.error, *at.info)]
 
 
-def _rendered(markdown: str) -> str:
-    """What a Markdown source shows as text: its backslash escapes and character references resolved."""
-    return html.unescape(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown))
-
-
 @pytest.mark.parametrize("page", ["overview", "port"])
 def test_hostile_names_are_shown_escaped(hostile_data: Path, page: str) -> None:
     at = AppTest.from_file(str(APP), default_timeout=180)
@@ -63,7 +57,7 @@ def test_hostile_names_are_shown_escaped(hostile_data: Path, page: str) -> None:
     assert [t for t in texts if _RAW.search(t)] == []
     assert not any(line.startswith("# FORGED") for t in texts for line in t.splitlines())
     # The names are there, escaped (the incident on gpu02 on the overview; the worst port on the port page).
-    assert any(SHOWN.format(host="gpu02") in _rendered(t) for t in texts), texts
+    assert any(SHOWN.format(host="gpu02") in rendered(t) for t in texts), texts
 
 
 @pytest.mark.parametrize("page", ["overview", "port"])
@@ -78,4 +72,4 @@ def test_markup_in_a_label_is_shown_as_text(markup_data: Path, page: str) -> Non
         # (an unescaped "![" or "](": an image or a link; a raw tag; an autolink)
         assert not re.search(r"(?<!\\)(!\[|\]\()", t) and "<img" not in t and "http://" not in t, t
     # ... and the name reads as it is, every character of it.
-    assert any(MARKUP_SHOWN.format(host="gpu02") in _rendered(t) for t in texts), texts
+    assert any(MARKUP_SHOWN.format(host="gpu02") in rendered(t) for t in texts), texts
