@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import rendered_markdown
 from tests.hostile_http import (
     EXPORTER_TEXT,
     HttpsEndpoint,
@@ -259,7 +260,8 @@ def test_a_report_never_holds_the_credentials_of_its_inputs(tmp_path: Path) -> N
             r = run("report", url, "-o", str(out), "-q")
         assert r.returncode == 0, r.stderr
         text = out.read_text()
-        assert f"{ep.url}/metrics" in text
+        # The Markdown report shows the URL as text (markdown_text: no autolink of it).
+        assert f"{ep.url}/metrics" in (rendered_markdown(text) if fmt == "md" else text)
         assert_no_secret(r.stdout, r.stderr, text)
 
 

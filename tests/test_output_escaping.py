@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests import alertmanager_server as am
 
 from . import cli_runner
+from .conftest import rendered_markdown as rendered
 
 REPO = Path(__file__).resolve().parent.parent
 # Simulated: symbol errors on symerr-gpu02 (critical), loss on symerr-gpu01 (sample_traces/README.md).
@@ -67,11 +68,6 @@ def hostile(tmp_path: Path) -> Path:
     path = d / "federate.prom"
     path.write_text(out)
     return path
-
-
-def rendered(markdown: str) -> str:
-    """What Markdown shows as text: its backslash escapes and character references resolved."""
-    return html.unescape(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown))
 
 
 def fabricscope(*args: str) -> subprocess.CompletedProcess[str]:

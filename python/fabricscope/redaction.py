@@ -89,9 +89,10 @@ def printable(text: str) -> str:
 # an autolink (``http://``, ``www.``, ``user@host``). CommonMark lets any ASCII punctuation be
 # backslash-escaped, so each becomes a literal character.
 _MARKDOWN = re.compile(r"[\\`*\[\]|~$@]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|:(?=//)|(?<=\b[wW]{3})\.")
-# What Markdown reads as syntax at the start of a line: a heading, a list item, a setext
-# underline, an ordered list item (``1.``, ``1)``), an indented code block.
-_LINE_START = re.compile(r"^(?:[#+=-]|\d+[.)]| {4})")
+# What Markdown reads as syntax at the start of a line: a heading (``#`` .. ``######`` and a space),
+# a list item (``-``, ``+``, ``1.``, ``1)`` and a space), a thematic break or setext underline
+# (``---``, ``===``), an indented code block (four spaces). ``8.711`` or ``-3`` is no such thing.
+_LINE_START = re.compile(r"^(?:#{1,6}(?=[ \t]|$)|[-+](?=[ \t]|$)|[-=]+[ \t]*$|\d{1,9}[.)](?=[ \t]|$)| {4})")
 
 
 def markdown_text(text: str) -> str:
@@ -123,7 +124,8 @@ def _escape_line_start(m: re.Match[str]) -> str:
     found = m.group()
     if found.isspace():
         return "&#32;" + found[1:]  # four spaces would start a code block: the first one as a reference
-    return found[:-1] + "\\" + found[-1]  # "\#", "\-", "1\."
+    # The marker's last character escaped: "\# h", "\- a", "1\. foo", "--\-" read as text.
+    return found[:-1] + "\\" + found[-1]
 
 
 def printable_lines(lines: Iterable[str]) -> str:

@@ -111,15 +111,3 @@ def running_dashboard(
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
-
-
-def rendered(markdown: str) -> str:
-    """What Streamlit shows of a Markdown source: its backslash escapes and character references resolved.
-
-    Text from the data reaches the page through ``fabricscope.redaction.markdown_text``; the
-    tests compare what a person reads.
-    """
-    import html
-    import re
-
-    return html.unescape(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown))

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import APP, SAMPLES, rendered
+from tests.conftest import rendered_markdown as rendered
+from tests.dashboard.conftest import APP, SAMPLES
 
 # Simulated: symbol errors on symerr-gpu02, loss on symerr-gpu01 (sample_traces/README.md).
 SCENARIO = SAMPLES / "scenarios" / "ib-symbol-errors" / "prometheus" / "federate.prom"

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import APP, SAMPLES, rendered
+from tests.conftest import rendered_markdown as rendered
+from tests.dashboard.conftest import APP, SAMPLES
 
 PAGES = ["overview", "port", "topology", "layers", "expected", "whatif"]
 

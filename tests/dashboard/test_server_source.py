@@ -19,7 +19,8 @@ from fabricscope.dashboard import ENV_REMOTE_FILE, remote_environment
 from fabricscope.remote import Connection, RemoteOptions
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import APP, SAMPLES, free_port, rendered
+from tests.conftest import rendered_markdown as rendered
+from tests.dashboard.conftest import APP, SAMPLES, free_port
 from tests.dashboard.test_pages import frame, metrics
 from tests.prometheus_server import Endpoint
 
