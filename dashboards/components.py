@@ -26,6 +26,7 @@ from allowed_sources import (
     save_uploads,
 )
 from data import Dataset, fingerprint, load_remote, load_source, load_upload, source_kind
+from fabricscope.redaction import markdown_text
 
 _log = logging.getLogger("fabricscope.dashboard")
 
@@ -177,7 +178,7 @@ def _server_dataset(shown: str) -> Dataset | None:
     try:
         kind = source_kind(shown)
     except fabricscope.exceptions.FabricscopeError as e:
-        st.error(f"Cannot read {shown}: {e}")
+        st.error(markdown_text(f"Cannot read {shown}: {e}"))
         return None
     _, base = remote_sources()
     matchers = st.sidebar.text_input(
@@ -191,7 +192,7 @@ def _server_dataset(shown: str) -> Dataset | None:
     try:
         match = parse_matchers(matchers)
     except ValueError as e:
-        st.error(f"Label matchers: {e}")
+        st.error(markdown_text(f"Label matchers: {e}"))
         return None
     if kind == "prometheus":
         window = _time_range()
@@ -212,14 +213,14 @@ def _server_dataset(shown: str) -> Dataset | None:
     try:
         ds = load_remote(shown, since, until, match, scrapes, interval, refresh, f"{shown} · {what}")
     except (fabricscope.exceptions.FabricscopeError, ValueError) as e:
-        # Ours: they name the URL without credentials and the HTTP status.
-        st.error(f"Cannot read {shown}: {e}")
+        # Ours: they name the URL without credentials and the HTTP status (and may quote the data).
+        st.error(markdown_text(f"Cannot read {shown}: {e}"))
         return None
     except Exception as e:  # a page shows an error, never a traceback
         _log.error("reading %s failed: %s", shown, type(e).__name__)
         st.error(f"Cannot read {shown}: {type(e).__name__} (an unexpected failure; see the dashboard's log)")
         return None
-    st.sidebar.caption(f"{kind}: {what}")
+    st.sidebar.caption(markdown_text(f"{kind}: {what}"))
     return ds
 
 
@@ -236,12 +237,12 @@ def current() -> Dataset | None:
     st.sidebar.caption(f"fabricscope {fabricscope.__version__} · {' · '.join(where)}")
     _upload_widget()
     for msg in st.session_state.get("upload_refused", []):
-        st.sidebar.error(msg)
+        st.sidebar.error(markdown_text(msg))
     choice = _select_source(root, servers)
     if choice in servers:
         return _server_dataset(choice)
     if not files_configured() and choice != UPLOAD:
-        st.error(f"Refused: {choice!r} is not one of the configured servers")
+        st.error(markdown_text(f"Refused: {choice!r} is not one of the configured servers"))
         st.session_state["source"] = next(iter(servers))
         return None
     if choice == UPLOAD and st.session_state.get("upload"):
@@ -250,11 +251,11 @@ def current() -> Dataset | None:
     try:
         path = resolve_source(choice, root)
     except OutsideDataDirError as e:
-        st.error(f"Refused: {e}")
+        st.error(markdown_text(f"Refused: {e}"))
         st.session_state["source"] = "."
         return None
     try:
         return load_source(str(path), fingerprint(path), source_title(choice, root))
     except fabricscope.exceptions.FabricscopeError as e:
-        st.error(f"Cannot read {choice}: {e}")
+        st.error(markdown_text(f"Cannot read {choice}: {e}"))
         return None

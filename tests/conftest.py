@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import html
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -8,6 +10,15 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces"
 FIXTURES = REPO / "tests" / "fixtures"
+
+
+def rendered_markdown(markdown: str) -> str:
+    """What a Markdown source shows as text: its backslash escapes and character references resolved.
+
+    Text from the data reaches Markdown (the report, the dashboard) through
+    ``fabricscope.redaction.markdown_text``; tests compare what a person reads.
+    """
+    return html.unescape(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown))
 
 
 @pytest.fixture

@@ -302,3 +302,87 @@ class QueryApi:
             self._json(h, {"status": "success", "data": {"resultType": "matrix", "result": result}})
         else:
             not_found(h)
+
+
+def failing_query_api(metric: str, status: int, doc: object) -> Handler:
+    """A Prometheus server whose probe and label values succeed and whose every query fails.
+
+    ``/api/v1/status/buildinfo`` and the ``__name__`` label values answer as a server does,
+    remote read is refused (404: the pull goes through ``/api/v1/query``), and each query
+    answers ``status`` with ``doc`` as JSON: a 422 or 503 with Prometheus's error document, or a
+    ``200`` carrying ``{"status":"error"}`` as a broken proxy sends it.
+    """
+    import json
+
+    def send(h: http.server.BaseHTTPRequestHandler, code: int, payload: object) -> None:
+        data = json.dumps(payload).encode()
+        h.send_response(code)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        if length:
+            h.rfile.read(length)
+        path = h.path.split("?", 1)[0]
+        if path == "/api/v1/status/buildinfo":
+            send(h, 200, {"status": "success", "data": {"version": "2.45.0"}})
+        elif path == "/api/v1/label/__name__/values":
+            send(h, 200, {"status": "success", "data": [metric]})
+        elif path == "/api/v1/query":
+            send(h, status, doc)
+        else:
+            not_found(h)
+
+    return handle
+
+
+def oversized_query_api(metric: str, body_bytes: int, *, declared: bool) -> Handler:
+    """A Prometheus server whose every query answers ``body_bytes`` of JSON, whatever its range.
+
+    The probe and the label values succeed and remote read is refused (404). The answer is a
+    valid document padded with whitespace; ``declared`` sends its Content-Length, else it is sent
+    chunked (as Prometheus sends a large answer), so the client finds its size only by reading.
+    """
+    import json
+
+    def send(h: http.server.BaseHTTPRequestHandler, payload: bytes) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload)
+
+    head = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
+    answer = head + b" " * max(0, body_bytes - len(head))
+
+    def handle(h: http.server.BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        if length:
+            h.rfile.read(length)
+        path = h.path.split("?", 1)[0]
+        if path == "/api/v1/status/buildinfo":
+            send(h, json.dumps({"status": "success", "data": {"version": "2.45.0"}}).encode())
+        elif path == "/api/v1/label/__name__/values":
+            send(h, json.dumps({"status": "success", "data": [metric]}).encode())
+        elif path != "/api/v1/query":
+            not_found(h)
+        elif declared:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                send(h, answer)
+        else:
+            h.protocol_version = "HTTP/1.1"  # chunked transfer coding is HTTP/1.1's
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Transfer-Encoding", "chunked")
+            h.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                for i in range(0, len(answer), 1 << 16):
+                    piece = answer[i : i + (1 << 16)]
+                    h.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                h.wfile.write(b"0\r\n\r\n")
+            h.close_connection = True
+
+    return handle

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import rendered_markdown
 from tests.hostile_http import (
     EXPORTER_TEXT,
     HttpsEndpoint,
@@ -36,6 +37,7 @@ PASSWORD = "pw-9a7e-hostile-never-print"
 HEADER = "hdr-51f0-hostile-never-print"
 QUERY_TOKEN = "qtok-e2b4-hostile-never-print"
 SECRETS = (TOKEN, PASSWORD, HEADER, QUERY_TOKEN)
+METRIC_RX = "node_infiniband_port_data_received_bytes_total"
 # Every command runs with this guard: a regression that hangs fails the test instead of the suite.
 GUARD_S = 120
 
@@ -258,7 +260,8 @@ def test_a_report_never_holds_the_credentials_of_its_inputs(tmp_path: Path) -> N
             r = run("report", url, "-o", str(out), "-q")
         assert r.returncode == 0, r.stderr
         text = out.read_text()
-        assert f"{ep.url}/metrics" in text
+        # The Markdown report shows the URL as text (markdown_text: no autolink of it).
+        assert f"{ep.url}/metrics" in (rendered_markdown(text) if fmt == "md" else text)
         assert_no_secret(r.stdout, r.stderr, text)
 
 
@@ -287,3 +290,30 @@ def test_a_chunk_whose_response_outgrows_the_budget_is_split() -> None:
     assert server["records"] == 600 and server["rejected"] == 0
     queries = [p for p, _ in ep.requests if p.startswith("/api/v1/query")]
     assert len(queries) > 4
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_an_oversized_answer_is_refused_after_one_narrower_request(declared: bool) -> None:
+    from tests.hostile_http import oversized_query_api
+
+    # Every query answers 1.2 MB, whatever its range, against a 1 MB budget: the pull asks once
+    # for a narrower range (the same answer), then refuses, naming the budget and its option.
+    with Endpoint(oversized_query_api(METRIC_RX, 1_200_000, declared=declared)) as ep:
+        r = run(
+            "analyze",
+            ep.url,
+            "--since",
+            "2026-12-04T16:00:00Z",
+            "--until",
+            "2026-12-04T17:00:00Z",
+            "--limit",
+            "max_document_bytes=1000000",
+        )
+    assert r.returncode == 3, r.stderr
+    what = "the response declares 1200000 bytes: " if declared else "the response is "
+    assert (
+        f"{ep.url}/api/v1/query: HTTP 200: {what}more than 1000000 bytes (max_document_bytes; raise it with "
+        "--limit max_document_bytes=N): the range 2026-12-04T16:"
+    ) in r.stderr, r.stderr
+    assert ", already narrowed once" in r.stderr
+    assert [p for p, _ in ep.requests].count("/api/v1/query") == 2

@@ -14,6 +14,7 @@ from fabricscope.incidents import RULES, correlate, incident_documents, standalo
 from fabricscope.simulate import SCENARIOS, check_incidents
 
 from . import cli_runner
+from .conftest import rendered_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "sample_traces" / "scenarios"
@@ -819,7 +820,7 @@ def test_analyze_report_cron_and_alerts_show_the_same_incidents(tmp_path: Path, 
     assert (
         sorted(
             t
-            for line in report.splitlines()
+            for line in rendered_markdown(report).splitlines()
             if line.startswith("### ") and ": " in line
             for t in [line.split(": ", 1)[1]]
             if t in titles

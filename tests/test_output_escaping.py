@@ -5,10 +5,14 @@ terminal's title, an escaped newline followed by a forged Nagios line, a right-t
 Every door (analyze's and cron's terminal output, cron's Nagios line, the textfile, the HTML and
 Markdown reports, Alertmanager's labels) shows it through ``fabricscope.redaction.printable``:
 escaped, one line, never a control character. ``--json`` keeps the value itself (JSON escapes it).
+Markup in a label (a Markdown image a viewer fetches, an HTML tag with a script handler) is text
+in the reports: HTML-escaped in the HTML one, ``fabricscope.redaction.markdown_text`` in the
+Markdown one.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -21,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests import alertmanager_server as am
 
 from . import cli_runner
+from .conftest import rendered_markdown as rendered
 
 REPO = Path(__file__).resolve().parent.parent
 # Simulated: symbol errors on symerr-gpu02 (critical), loss on symerr-gpu01 (sample_traces/README.md).
@@ -140,7 +145,33 @@ def test_report_shows_hostile_names_escaped(hostile: Path, tmp_path: Path, suffi
     if suffix == "html":
         assert f"link_errors on {shown('gpu02')} mlx5_0 port 1" in body
     else:
-        assert f"Root: link_errors on {shown('gpu02')} mlx5_0 port 1" in body
+        assert f"Root: link_errors on {shown('gpu02')} mlx5_0 port 1" in rendered(body)
+
+
+# An image a Markdown viewer fetches, and an HTML tag whose handler a browser runs.
+_MARKUP = "![b](http://host/beacon.png)<img src=x onerror=alert(1)>"
+
+
+@pytest.mark.parametrize("suffix", ["html", "md"])
+def test_report_shows_markup_in_a_label_as_text(tmp_path: Path, suffix: str) -> None:
+    d = tmp_path / "in"
+    d.mkdir()
+    text = re.sub(
+        r'instance="symerr-(gpu0\d):9100"', lambda m: f'instance="{_MARKUP}{m.group(1)}:9100"', SCENARIO.read_text()
+    )
+    (d / "federate.prom").write_text(text)
+    out = tmp_path / f"report.{suffix}"
+    r = fabricscope("report", str(d), "-o", str(out), "-q")
+    assert r.returncode == 2, r.stdout + r.stderr
+    body = out.read_text()
+    if suffix == "html":
+        # The report's own plots are <img> elements: the data's tag is what must not be there (its
+        # Markdown is plain text in HTML).
+        assert "<img src=x" not in body
+        assert f"link_errors on {html.escape(_MARKUP)}gpu02" in body
+    else:
+        assert "<img" not in body and "![b](" not in body and "](http://host" not in body
+        assert f"Root: link_errors on {_MARKUP}gpu02" in rendered(body)
 
 
 def test_alertmanager_receives_escaped_labels(hostile: Path, tmp_path: Path) -> None:

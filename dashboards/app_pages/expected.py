@@ -8,6 +8,7 @@ import polars as pl
 import streamlit as st
 from fabricscope.detect.underperformance import expected_busbw
 from fabricscope.profiles import get_profile
+from fabricscope.redaction import markdown_text
 
 st.title("Expected vs achieved")
 ds = components.current()
@@ -79,7 +80,7 @@ if perf is not None and perf.height:
     )
     st.altair_chart(alt.layer(chart, rules).properties(height=260), width="stretch")
     st.dataframe(table, hide_index=True, width="stretch")
-    st.caption(f"{prof['name']}: {prof['source']}")
+    st.caption(markdown_text(f"{prof['name']}: {prof['source']}"))
 else:
     st.caption("No perftest (ib_write_bw ...) results in this source.")
 

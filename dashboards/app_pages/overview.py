@@ -7,7 +7,7 @@ import altair as alt
 import components
 import polars as pl
 import streamlit as st
-from fabricscope.redaction import printable
+from fabricscope.redaction import markdown_text
 
 st.title("Fabric health")
 ds = components.current()
@@ -20,7 +20,8 @@ last = ds.last_data
 # The label names a history or an upload itself; only a directory analysed now needs saying so.
 st.markdown(
     f"**Status: :{'red' if status == 'critical' else 'orange' if status == 'warning' else 'green'}"
-    f"[{status.upper()}]** — {ds.label}" + {"analysis": " (analysed now)", "server": " (pulled now)"}.get(ds.mode, "")
+    f"[{status.upper()}]** — {markdown_text(ds.label)}"
+    + {"analysis": " (analysed now)", "server": " (pulled now)"}.get(ds.mode, "")
 )
 c1, c2, c3 = st.columns(3)
 c1.metric("Critical", counts["critical"])
@@ -36,11 +37,11 @@ if incidents:
     for inc in incidents:
         colour = "red" if inc.severity == "critical" else "orange"
         with st.container(border=True):
-            # Titles and actions name hosts from the data: escaped, so none can start a line of Markdown.
-            st.markdown(f"**:{colour}[{inc.severity.upper()}]** {printable(inc.title)}")
-            st.markdown(f"**Action:** {printable(inc.action)}")
+            # Titles and actions name hosts from the data: escaped, so none is read as Markdown or HTML.
+            st.markdown(f"**:{colour}[{inc.severity.upper()}]** {markdown_text(inc.title)}")
+            st.markdown(f"**Action:** {markdown_text(inc.action)}")
             st.caption(
-                printable(
+                markdown_text(
                     f"root: {inc.root['kind']} on {inc.entity}; {str(inc.start)[:19]} .. {str(inc.end)[11:19]} UTC; "
                     f"rule {inc.rule}; {inc.topology}"
                 )
@@ -129,8 +130,8 @@ if ds.findings.height:
         if shown.height:
             i = st.number_input("Row", 0, shown.height - 1, 0, key="overview_evidence_row")
             row = shown.row(int(i), named=True)
-            where = printable(f"{row['host']} {row['device'] or ''} {row['port'] or ''}: {row['message']}")
-            st.write(f"**{row['kind']}** on {where}")
+            where = markdown_text(f"{row['host']} {row['device'] or ''} {row['port'] or ''}: {row['message']}")
+            st.write(f"**{markdown_text(row['kind'])}** on {where}")
             st.json(json.loads(row["evidence"] or "{}"))
     st.download_button(
         "Findings JSON (fabricscope.findings/2)",

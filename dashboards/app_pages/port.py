@@ -5,7 +5,7 @@ import altair as alt
 import components
 import polars as pl
 import streamlit as st
-from fabricscope.redaction import printable
+from fabricscope.redaction import markdown_text
 
 st.title("Port")
 ds = components.current()
@@ -34,15 +34,15 @@ windows = findings.filter(pl.col("start").is_not_null() & (pl.col("severity") !=
     "start", "end", "kind", "severity"
 )
 if findings.height:
-    # Port names and messages come from the data: escaped, so none can start a line of Markdown.
-    st.markdown(f"**{findings.height} finding(s)** on {printable(choice)}:")
+    # Port names and messages come from the data: escaped, so none is read as Markdown or HTML.
+    st.markdown(f"**{findings.height} finding(s)** on {markdown_text(choice)}:")
     for f in findings.iter_rows(named=True):
         st.markdown(
             f"- :{'red' if f['severity'] == 'critical' else 'orange' if f['severity'] == 'warning' else 'gray'}"
-            f"[{f['severity']}] **{f['kind']}** — {printable(f['message'])}"
+            f"[{f['severity']}] **{markdown_text(f['kind'])}** — {markdown_text(f['message'])}"
         )
 else:
-    st.success(f"No findings on {printable(choice)}.")
+    st.success(f"No findings on {markdown_text(choice)}.")
 
 
 def shaded(chart: alt.Chart, y_title: str) -> alt.LayerChart | alt.Chart:

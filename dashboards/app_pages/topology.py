@@ -6,6 +6,7 @@ import components
 import polars as pl
 import streamlit as st
 from fabricscope.entities import conflicts_frame
+from fabricscope.redaction import markdown_text
 
 st.title("Topology")
 ds = components.current()
@@ -44,7 +45,7 @@ links = aggregates.link_health(ds)
 if links.height:
     tiers = links.group_by("tier", "peer_tier").len().sort("tier")
     st.caption(
-        f"{links.height} cable(s) from {', '.join(sorted(set(links['source'].to_list())))}: "
+        f"{links.height} cable(s) from {markdown_text(', '.join(sorted(set(links['source'].to_list()))))}: "
         + ", ".join(f"{r['len']} {r['tier']}→{r['peer_tier']}" for r in tiers.iter_rows(named=True))
     )
     fastest = links["data_rate_gbps"].max()

@@ -7,6 +7,7 @@ import altair as alt
 import components
 import polars as pl
 import streamlit as st
+from fabricscope.redaction import markdown_text
 
 st.title("What-if")
 ds = components.current()
@@ -51,7 +52,7 @@ try:
     inputs = advise.load_inputs(**changed)
     result = advise.advise(inputs, analysis=ds.analysis if (use_measured and ds is not None) else None)
 except (ValueError, TypeError) as e:
-    st.error(f"Cannot advise with these inputs: {e}")
+    st.error(f"Cannot advise with these inputs: {markdown_text(str(e))}")
     st.stop()
 
 measured = {k: v for k, v in result.inputs.overridden.items() if k not in changed}

@@ -19,7 +19,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
-__all__ = ["REDACTED", "printable", "printable_lines", "redact_text", "redact_url"]
+__all__ = ["REDACTED", "markdown_text", "printable", "printable_lines", "redact_text", "redact_url"]
 
 #: What a secret value is replaced with.
 REDACTED = "<redacted>"
@@ -81,6 +81,51 @@ def printable(text: str) -> str:
         'gpu01\\u202e10upg'
     """
     return _CONTROL.sub(_escape, text)
+
+
+# What Markdown reads as syntax anywhere in a line: CommonMark's escapes, code, emphasis and
+# link/image brackets, GitHub's tables and strikethrough, Streamlit's ``$`` (LaTeX), an ``_`` that
+# can open or close emphasis (not one inside a word: ``pfc_storm`` stays as it is), and what starts
+# an autolink (``http://``, ``www.``, ``user@host``). CommonMark lets any ASCII punctuation be
+# backslash-escaped, so each becomes a literal character.
+_MARKDOWN = re.compile(r"[\\`*\[\]|~$@]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|:(?=//)|(?<=\b[wW]{3})\.")
+# What Markdown reads as syntax at the start of a line: a heading (``#`` .. ``######`` and a space),
+# a list item (``-``, ``+``, ``1.``, ``1)`` and a space), a thematic break or setext underline
+# (``---``, ``===``), an indented code block (four spaces). ``8.711`` or ``-3`` is no such thing.
+_LINE_START = re.compile(r"^(?:#{1,6}(?=[ \t]|$)|[-+](?=[ \t]|$)|[-=]+[ \t]*$|\d{1,9}[.)](?=[ \t]|$)| {4})")
+
+
+def markdown_text(text: str) -> str:
+    r"""``text`` as Markdown that renders exactly as ``text``: never a link, an image, HTML or a heading.
+
+    :func:`printable` first (control characters escaped, one line), then HTML's ``&``, ``<`` and
+    ``>`` as character references, then every character Markdown would read as syntax behind a
+    backslash (a name such as ``pfc_storm`` or a time such as ``16:00:40`` stays as it is). The
+    one rule for text from data (a label value, a host name, an error quoting an input) on its
+    way into Markdown: the dashboard's ``st.markdown``, ``st.write``, captions and messages, and
+    the Markdown report. A viewer then shows a label such as ``![b](http://host/beacon.png)`` as
+    those characters and fetches nothing.
+
+    Example:
+        >>> from fabricscope.redaction import markdown_text
+        >>> markdown_text("![b](http://host/beacon.png)")
+        '!\\[b\\](http\\://host/beacon.png)'
+        >>> markdown_text('<img src=x onerror="alert(1)">')
+        '&lt;img src=x onerror="alert(1)"&gt;'
+        >>> markdown_text("# gpu01/mlx5_0:1 | *_x_* www.example.com")
+        '\\# gpu01/mlx5_0:1 \\| \\*\\_x\\_\\* www\\.example.com'
+    """
+    text = printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MARKDOWN.sub(lambda m: "\\" + m.group(), text)
+    return _LINE_START.sub(_escape_line_start, text)
+
+
+def _escape_line_start(m: re.Match[str]) -> str:
+    found = m.group()
+    if found.isspace():
+        return "&#32;" + found[1:]  # four spaces would start a code block: the first one as a reference
+    # The marker's last character escaped: "\# h", "\- a", "1\. foo", "--\-" read as text.
+    return found[:-1] + "\\" + found[-1]
 
 
 def printable_lines(lines: Iterable[str]) -> str:

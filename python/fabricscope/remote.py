@@ -285,9 +285,32 @@ def _iso(ns: int) -> str:
 class _AttemptFailedError(Exception):
     """One attempt failed: the status (None without a response), a safe message, retry or not."""
 
-    def __init__(self, status: int | None, message: str, retry: bool, *, over_budget: bool = False) -> None:
+    def __init__(
+        self,
+        status: int | None,
+        message: str,
+        retry: bool,
+        *,
+        over_budget: bool = False,
+        body_bytes: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.retry, self.over_budget = status, message, retry, over_budget
+        # The size an answer beyond the budget declared (its Content-Length), when it declared one.
+        self.body_bytes = body_bytes
+
+
+class _BodyTooLargeError(RemoteError):
+    """An answer beyond the byte budget (``max_document_bytes``), refused without being held.
+
+    Attributes:
+        body_bytes: The size the answer declared (its Content-Length), or None when it declared
+            none (a chunked or gzip body found to outgrow the budget while read).
+    """
+
+    def __init__(self, url: str, status: int | None, message: str, body_bytes: int | None) -> None:
+        super().__init__(url, status, message)
+        self.message, self.body_bytes = message, body_bytes
 
 
 # URLs already warned about (insecure TLS, credentials over http) in this process.
@@ -307,26 +330,36 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 class _Gunzip:
-    """Incremental gzip decoding that never produces more than ``limit`` bytes in all."""
+    """Incremental gzip decoding into one buffer that never receives more than ``limit`` bytes in all."""
+
+    # Bytes asked of the decoder per call: a bomb's 64 KiB of input never becomes one huge piece.
+    _PIECE = 1 << 20
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.produced = 0
         self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
 
-    def feed(self, data: bytes) -> bytes:
-        """The bytes ``data`` decodes to; raises :class:`_AttemptFailedError` beyond the limit or on corruption."""
-        parts = []
+    def feed(self, data: bytes, sink: io.BytesIO) -> None:
+        """Write what ``data`` decodes to into ``sink``.
+
+        Raises:
+            _AttemptFailedError: beyond the limit, or corrupt data.
+        """
         try:
             while data:
                 # At most one byte beyond the budget is ever produced: a bomb is stopped there.
-                out = self.decoder.decompress(data, self.limit - self.produced + 1)
+                out = self.decoder.decompress(data, min(self._PIECE, self.limit - self.produced + 1))
                 self.produced += len(out)
                 if self.produced > self.limit:
                     raise _AttemptFailedError(
-                        200, f"the gzip body decompresses to more than {self.limit} bytes", False, over_budget=True
+                        200,
+                        f"the gzip body decompresses to more than {self.limit} bytes "
+                        "(max_document_bytes; raise it with --limit max_document_bytes=N)",
+                        False,
+                        over_budget=True,
                     )
-                parts.append(out)
+                sink.write(out)
                 if self.decoder.eof and self.decoder.unused_data:
                     # A gzip file may hold several members, one after the other.
                     data = self.decoder.unused_data
@@ -337,7 +370,6 @@ class _Gunzip:
             raise _AttemptFailedError(
                 200, f"expected a gzip body (Content-Encoding: gzip), found corrupt data ({e})", False
             ) from None
-        return b"".join(parts)
 
     def finish(self) -> None:
         """Raise :class:`_AttemptFailedError` when the body ended inside a gzip member."""
@@ -601,12 +633,12 @@ class HttpClient:
                 return self._follow(url, shown, data, sent)
             except _AttemptFailedError as e:
                 failure = e
+            if failure.over_budget:
+                # Never retried as it is: the pull may ask for a narrower range once.
+                raise _BodyTooLargeError(shown, failure.status, failure.message, failure.body_bytes)
             if not failure.retry or attempt >= self.conn.retries:
                 tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                error = RemoteError(shown, failure.status, failure.message + tries)
-                # The pull splits a chunk whose response outgrew the budget.
-                error.over_budget = failure.over_budget  # type: ignore[attr-defined]
-                raise error
+                raise RemoteError(shown, failure.status, failure.message + tries)
             status = failure.status
             _log.info("%s: %s; retrying", shown, f"HTTP {status}" if status else failure.message)
             pause = self.conn.backoff_s * 2**attempt
@@ -694,19 +726,38 @@ class HttpClient:
         return urllib.parse.urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path, p.query, ""))
 
     def _read(self, resp: http.client.HTTPResponse, shown: str) -> bytes:
-        """The whole body, within the byte budget (wire and decompressed); a body cut short is an error."""
+        """The whole body, within the byte budget (wire and decompressed); a body cut short is an error.
+
+        The body is streamed into one buffer whose bytes become the returned object without a
+        copy (``BytesIO.getvalue`` hands over its buffer): the body is held once, never as a list
+        of pieces plus their join. Reading stops as soon as the budget is passed.
+        """
         limit = self.max_body_bytes
-        too_big = f"more than {limit} bytes (max_document_bytes; raise it with --limit max_document_bytes=N)"
         length = resp.headers.get("Content-Length", "").strip()
         if length.isdigit() and int(length) > limit:
             raise _AttemptFailedError(
-                resp.status, f"the response declares {length} bytes: {too_big}", False, over_budget=True
+                resp.status,
+                f"the response declares {length} bytes: {self.too_big()}",
+                False,
+                over_budget=True,
+                body_bytes=int(length),
             )
         # A chunked body's length is its chunks' (http.client ignores a Content-Length beside it).
         declared = int(length) if length.isdigit() and not resp.chunked else None
         encoding = resp.headers.get("Content-Encoding", "").strip().lower()
-        gunzip = _Gunzip(limit) if encoding in ("gzip", "x-gzip") else None
-        parts: list[bytes] = []
+        sink = io.BytesIO()
+        # Closed on the way out: a failed attempt's traceback holds the frames that read the body,
+        # and its bytes must not outlive them (the next attempt would hold a second budget's worth).
+        try:
+            self._stream(resp, sink, declared, _Gunzip(limit) if encoding in ("gzip", "x-gzip") else None)
+            return sink.getvalue()
+        finally:
+            sink.close()
+
+    def _stream(
+        self, resp: http.client.HTTPResponse, sink: io.BytesIO, declared: int | None, gunzip: _Gunzip | None
+    ) -> None:
+        """Copy the body into ``sink`` in 64 KiB reads, stopping as soon as it passes the budget."""
         wire = 0
         while True:
             try:
@@ -728,12 +779,18 @@ class HttpClient:
                     )
                 break
             wire += len(chunk)
-            if wire > limit:
-                raise _AttemptFailedError(resp.status, f"the response is {too_big}", False, over_budget=True)
-            parts.append(gunzip.feed(chunk) if gunzip is not None else chunk)
+            if wire > self.max_body_bytes:
+                raise _AttemptFailedError(resp.status, f"the response is {self.too_big()}", False, over_budget=True)
+            if gunzip is not None:
+                gunzip.feed(chunk, sink)
+            else:
+                sink.write(chunk)
         if gunzip is not None:
             gunzip.finish()
-        return b"".join(parts)
+
+    def too_big(self) -> str:
+        """What an answer beyond the byte budget is, naming the budget and the option that raises it."""
+        return f"more than {self.max_body_bytes} bytes (max_document_bytes; raise it with --limit max_document_bytes=N)"
 
 
 # The name the pull and scrape code uses.
@@ -803,6 +860,7 @@ def _known_names(http: _Http, opts: RemoteOptions, since: int, until: int) -> li
         form["match[]"] = [f'{{__name__=~".+",{extra}}}']
     # GET with the form in the query: label values is a GET endpoint on every server version.
     _, body = http.request("/api/v1/label/__name__/values?" + urllib.parse.urlencode(form, doseq=True))
+    _raise_api_error(http, body, "/api/v1/label/__name__/values")
     try:
         doc = json.loads(body)
         names = [str(n) for n in doc["data"]]
@@ -819,6 +877,46 @@ def _printable_report(report: dict[str, object]) -> dict[str, object]:
         if isinstance(items, list):
             out[key] = [redact_text(x) if isinstance(x, str) else x for x in items]
     return out
+
+
+#: How much narrower the one retry of a range is when its answer outgrew the byte budget without
+#: declaring its size (a chunked body; Prometheus declares none for a large answer): answers up to
+#: 8x the budget then fit in half of it. The next chunk is sized from the density measured.
+_NARROW_UNDECLARED = 16
+
+
+def _narrower(span_ms: int, body_bytes: int | None, budget: int) -> int:
+    """The one narrower range asked for after an answer over ``span_ms`` outgrew ``budget``.
+
+    With a declared size the range is scaled to half the budget; without one, to a sixteenth.
+    """
+    fraction = budget / body_bytes / 2 if body_bytes else 1 / _NARROW_UNDECLARED
+    return max(MIN_CHUNK_S * 1000, int(span_ms * fraction))
+
+
+# A Prometheus API answer whose first member says it succeeded (every server writes it first).
+_SUCCESS_HEAD = re.compile(rb'\s*\{\s*"status"\s*:\s*"success"')
+# Error answers are a few hundred bytes: a larger body is never parsed here a second time.
+_API_ERROR_BYTES = 1 << 20
+
+
+def _raise_api_error(http: HttpClient, body: bytes, path: str) -> None:
+    """Raise :class:`RemoteError` when a 200 answer of the HTTP API reports a failure.
+
+    A proxy or a server may answer ``200 {"status":"error","errorType":...,"error":...}``: that
+    is a failed request (the source failed), never a document with one rejected record.
+    """
+    if len(body) > _API_ERROR_BYTES or _SUCCESS_HEAD.match(body) or body.lstrip()[:1] != b"{":
+        return
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return  # not JSON: the reader says what it expected
+    if not isinstance(doc, dict) or "status" not in doc or doc["status"] == "success":
+        return
+    why = f"{doc.get('errorType', 'error')}: {doc.get('error', '')}".rstrip(": ")
+    message = f"the answer reports a failure (status {json.dumps(doc['status'])}): {why}"
+    raise RemoteError(http.shown + path, 200, http.scrub(message))
 
 
 def _body_budget(read_kwargs: Mapping[str, object]) -> int:
@@ -934,6 +1032,7 @@ def _pull(
             # on 3.x); the rows are cut to [a, b) after decoding.
             form = {"query": f"{selector}[{b_ms - a_ms}ms]", "time": _seconds((b_ms - 1) * 1_000_000)}
             _, body = http.request("/api/v1/query", form)
+            _raise_api_error(http, body, "/api/v1/query")
         else:
             form = {
                 "query": selector,
@@ -942,9 +1041,10 @@ def _pull(
                 "step": f"{step_ms / 1000:g}",
             }
             _, body = http.request("/api/v1/query_range", form)
+            _raise_api_error(http, body, "/api/v1/query_range")
         return body
 
-    def decode(body: bytes, a_ms: int, b_ms: int) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, object] | None]:
+    def decode(body: bytes, a_ms: int, b_ms: int) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, object] | None, int]:
         fmt = "prometheus-remote-read" if api == "read" else "prometheus-api"
         samples, attributes, _tables, reports = _native.read_buffer(body, http.shown, format=fmt, **read_kwargs)
         reports = [_printable_report(r) for r in reports]
@@ -956,8 +1056,11 @@ def _pull(
             assert isinstance(lo, int) and isinstance(hi, int)
             if lo < a_ms or hi >= b_ms:
                 frame = frame.filter(t.is_between(a_ms, b_ms, closed="left"))
-        return frame, pl.DataFrame(attributes), reports[0] if reports else None
+        return frame, pl.DataFrame(attributes), reports[0] if reports else None, len(body)
 
+    # Whether the chunk in hand was narrowed already because an answer outgrew the byte budget:
+    # it is narrowed once, never halved again and again (each attempt costs a budget's transfer).
+    narrowed = False
     with _futures.ThreadPoolExecutor(max_workers=max(1, opts.connection.concurrency)) as pool:
         a = start_ms
         while a < end_ms:
@@ -970,30 +1073,39 @@ def _pull(
                 # releases the GIL), so decoding overlaps the server's work on the other groups.
                 results = list(pool.map(lambda g, a=a, b=b: decode(query(g, a, b), a, b), groups))
             except LimitExceededError:
-                # A response within the byte budget that decodes beyond a reader limit (a
-                # remote read body's snappy expansion): the same range in halves.
-                if b - a > MIN_CHUNK_S * 1000:
-                    chunk_ms = max(MIN_CHUNK_S * 1000, (b - a) // 2)
+                # A response within the byte budget that decodes beyond a reader limit (a remote
+                # read body's snappy expansion): the same range once more, narrower.
+                if not narrowed and b - a > MIN_CHUNK_S * 1000:
+                    chunk_ms, narrowed = _narrower(b - a, None, http.max_body_bytes), True
                     continue
                 raise
+            except _BodyTooLargeError as e:
+                if not narrowed and b - a > MIN_CHUNK_S * 1000:
+                    chunk_ms, narrowed = _narrower(b - a, e.body_bytes, http.max_body_bytes), True
+                    _log.info(
+                        "%s: %s; asking for %g s instead of %g s", e.url, e.message, chunk_ms / 1000, (b - a) / 1000
+                    )
+                    continue
+                tried = f"the range {_iso(a * 1_000_000)}..{_iso(b * 1_000_000)} ({(b - a) / 1000:g} s)"
+                how = ", already narrowed once" if narrowed else ""
+                raise _BodyTooLargeError(e.url, e.status, f"{e.message}: {tried}{how}", e.body_bytes) from None
             except RemoteError as e:
                 if api == "read" and opts.api is None and a == start_ms and e.status in _NO_REMOTE_READ:
                     _log.info("%s: no remote read (HTTP %s); pulling through /api/v1/query", http.shown, e.status)
                     api = "query"
                     continue
-                # Too many samples for the server in one query, or a response beyond the byte
-                # budget: the same range in halves.
-                too_many = (
-                    (e.status == 422 and "too many samples" in str(e))
-                    or (e.status == 400 and "sample limit" in str(e))
-                    or getattr(e, "over_budget", False)
+                # Too many samples for the server in one query: the same range in halves (the
+                # server's refusal is a few bytes, not a body).
+                too_many = (e.status == 422 and "too many samples" in str(e)) or (
+                    e.status == 400 and "sample limit" in str(e)
                 )
                 if too_many and b - a > MIN_CHUNK_S * 1000:
                     chunk_ms = max(MIN_CHUNK_S * 1000, (b - a) // 2)
                     continue
                 raise
+            narrowed = False
             chunk_samples = 0
-            for frame, attrs, report in results:
+            for frame, attrs, report, _ in results:
                 chunk_samples += frame.height
                 yield "samples", frame, report
                 if attrs.height:
@@ -1005,6 +1117,11 @@ def _pull(
                 # Aim the next chunk at the target response size from this chunk's density.
                 per_ms = chunk_samples / max(1, b - a) / max(1, len(groups))
                 want = TARGET_SAMPLES_PER_RESPONSE / per_ms if per_ms > 0 else MAX_CHUNK_S * 1000
+                # ... and at half the byte budget from this chunk's bytes per ms, so that a small
+                # --limit max_document_bytes is met by the chunk size, not by refused answers.
+                bytes_per_ms = max(size for *_, size in results) / max(1, b - a)
+                if bytes_per_ms > 0:
+                    want = min(want, http.max_body_bytes / 2 / bytes_per_ms)
                 chunk_ms = int(min(MAX_CHUNK_S * 1000, max(MIN_CHUNK_S * 1000, want)))
             a = b
 
@@ -1027,6 +1144,7 @@ def _scrape(
         started = _time.monotonic()
         now = _time.time_ns()
         _, body = http.request(path)
+        _raise_api_error(http, body, path)
         samples, attributes, _tables, reports = _native.read_buffer(
             body, http.shown, format=None if fmt in (None, "auto", "prometheus-api") else fmt, time_ns=now, **kwargs
         )

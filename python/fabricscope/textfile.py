@@ -14,6 +14,8 @@ Metrics:
   ``link_wearout`` fault, seconds from the run's end until its error rate is forecast to cross the
   ``link_errors`` warning rate (``evidence.threshold_eta_s`` from its last sample; 0 once past).
 * ``fabricscope_last_run_timestamp_seconds``, ``fabricscope_last_run_duration_seconds``.
+* ``fabricscope_last_run_failed_inputs``: inputs the last run could not read (an unreadable file,
+  a Prometheus server that failed): the faults above are then judged without them.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def render_textfile(
     duration_s: float,
     *,
     pages: Sequence[Mapping[str, Any]] | None = None,
+    failed_inputs: int = 0,
 ) -> str:
     """The textfile's content.
 
@@ -62,6 +65,7 @@ def render_textfile(
         pages: The active pages (:func:`fabricscope.incidents.active_pages`): one per fault of the
             fabric, counted by severity in ``fabricscope_incidents`` (the number to alert on; the
             findings gauge counts symptoms). Default: each active warning or critical finding.
+        failed_inputs: Inputs the run could not read.
 
     Returns:
         Prometheus text exposition format.
@@ -136,6 +140,9 @@ def render_textfile(
         "# HELP fabricscope_last_run_duration_seconds How long the last fabricscope cron run took.",
         "# TYPE fabricscope_last_run_duration_seconds gauge",
         f"fabricscope_last_run_duration_seconds {duration_s:.3f}",
+        "# HELP fabricscope_last_run_failed_inputs Inputs the last fabricscope cron run could not read.",
+        "# TYPE fabricscope_last_run_failed_inputs gauge",
+        f"fabricscope_last_run_failed_inputs {failed_inputs}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -173,6 +180,7 @@ def write_textfile(
     duration_s: float,
     *,
     pages: Sequence[Mapping[str, Any]] | None = None,
+    failed_inputs: int = 0,
 ) -> None:
     """Render and atomically write the textfile (see :func:`render_textfile`).
 
@@ -185,4 +193,6 @@ def write_textfile(
         >>> "fabricscope_last_run_duration_seconds 0.100" in p.read_text()
         True
     """
-    _atomic.write_text(path, render_textfile(active, ports, finished, duration_s, pages=pages))
+    _atomic.write_text(
+        path, render_textfile(active, ports, finished, duration_s, failed_inputs=failed_inputs, pages=pages)
+    )

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import rendered_markdown as rendered
 from tests.dashboard.conftest import APP, SAMPLES
 
 PAGES = ["overview", "port", "topology", "layers", "expected", "whatif"]
@@ -83,7 +84,7 @@ def test_overview_pfc_storm_shows_critical_count_and_worst_port() -> None:
 def test_overview_leads_with_the_incident_and_its_action() -> None:
     at = run("overview", "scenarios/chain-bad-cable")
     assert at.subheader[0].value == "Incidents (1)"
-    texts = [m.value for m in at.markdown]
+    texts = [rendered(m.value) for m in at.markdown]
     title = next(t for t in texts if "bad link" in t)
     assert title.startswith("**:red[CRITICAL]** bad link cable-gpu02 mlx5_0 port 1 <-> MF0;cable-leaf01")
     assert any(t.startswith("**Action:** replace or reseat the cable") for t in texts)

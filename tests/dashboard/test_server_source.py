@@ -19,6 +19,7 @@ from fabricscope.dashboard import ENV_REMOTE_FILE, remote_environment
 from fabricscope.remote import Connection, RemoteOptions
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import rendered_markdown as rendered
 from tests.dashboard.conftest import APP, SAMPLES, free_port
 from tests.dashboard.test_pages import frame, metrics
 from tests.prometheus_server import Endpoint
@@ -69,7 +70,7 @@ def every_text(at: AppTest) -> str:
     parts: list[str] = []
     for kind in ("markdown", "caption", "error", "success", "info", "warning", "title", "subheader", "metric"):
         for e in at.get(kind):
-            parts.append(str(getattr(e, "value", "")) + str(getattr(e, "label", "")))
+            parts.append(rendered(str(getattr(e, "value", ""))) + str(getattr(e, "label", "")))
     for w in (*at.sidebar.selectbox, *at.sidebar.text_input):
         parts.append(f"{w.label} {w.value} {getattr(w, 'options', '')}")
     for d in at.dataframe:
@@ -93,7 +94,7 @@ def test_server_source_shows_the_findings_of_the_scenario_files(
     configure(monkeypatch, prometheus)
     from_files = run("overview", source=FILES)
     at = run("overview", source=prometheus, since=SINCE, until=UNTIL, match=PFC_STORM)
-    assert not at.error, [e.value for e in at.error]
+    assert not at.error, [rendered(e.value) for e in at.error]
     # The server is offered first, under its URL; the range and the matchers came from the link.
     assert at.sidebar.selectbox[0].value == prometheus
     assert at.sidebar.selectbox[0].options[0] == prometheus
@@ -176,7 +177,9 @@ def test_server_only_dashboard_offers_no_files(prometheus: str, monkeypatch: pyt
     assert at.sidebar.selectbox[0].options == [prometheus]
     assert {"pfcstorm-gpu03", "flap-gpu03"} <= set(frame(at, "message")["host"])
     refused = run("overview", source="scenarios/pfc-storm")
-    assert [e.value for e in refused.error] == ["Refused: 'scenarios/pfc-storm' is not one of the configured servers"]
+    assert [rendered(e.value) for e in refused.error] == [
+        "Refused: 'scenarios/pfc-storm' is not one of the configured servers"
+    ]
 
 
 def test_a_url_the_operator_did_not_configure_is_never_read(prometheus: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,15 +193,17 @@ def test_a_url_the_operator_did_not_configure_is_never_read(prometheus: str, mon
 def test_bad_matchers_and_ranges_are_errors_not_queries(prometheus: str, monkeypatch: pytest.MonkeyPatch) -> None:
     configure(monkeypatch, prometheus)
     injected = run("overview", source=prometheus, since=SINCE, until=UNTIL, match='job="x"} or {__name__=~".+"')
-    assert [e.value for e in injected.error] == [
+    assert [rendered(e.value) for e in injected.error] == [
         "Label matchers: expected a comma between matchers at '} or {__name__=~\".+\"'"
     ]
     backwards = run("overview", source=prometheus, since=UNTIL, until=SINCE)
-    assert backwards.error[0].value == ("Time range: since 2026-12-04 16:05:00 is not before until 2026-12-04 16:00:00")
+    assert rendered(backwards.error[0].value) == (
+        "Time range: since 2026-12-04 16:05:00 is not before until 2026-12-04 16:00:00"
+    )
     garbled = run("overview", source=prometheus, since="yesterday", until=UNTIL)
-    assert garbled.error[0].value.startswith("Time range: 'yesterday' is not an ISO 8601 time")
+    assert rendered(garbled.error[0].value).startswith("Time range: 'yesterday' is not an ISO 8601 time")
     huge = run("overview", source=prometheus, since="2026-01-01T00:00:00Z", until=UNTIL)
-    assert huge.error[0].value.startswith("Time range: at most 7 days at once")
+    assert rendered(huge.error[0].value).startswith("Time range: at most 7 days at once")
     assert not metrics(huge)
 
 
@@ -209,17 +214,17 @@ def test_a_broken_configuration_is_an_error_not_a_traceback(monkeypatch: pytest.
     # Set by hand (the command checks its URLs): a port out of range, credentials in the URL.
     describe(monkeypatch, '{"urls": ["http://ops:pw-0c1e@prom:99999"]}')
     at = run("overview")
-    assert [e.value for e in at.error] == [
+    assert [rendered(e.value) for e in at.error] == [
         "Cannot use the configured servers: FABRICSCOPE_REMOTE_FILE: URL 1: not a valid URL: Port out of range 0-65535"
     ]
     describe(monkeypatch, "{not json")
-    assert run("overview").error[0].value == (
+    assert rendered(run("overview").error[0].value) == (
         "Cannot use the configured servers: FABRICSCOPE_REMOTE_FILE holds no fabricscope remote-source description "
         "(JSONDecodeError)"
     )
     # The command removes the file when the server stops: a page still open then says so.
     _REMOTE_FILE.unlink()
-    assert run("overview").error[0].value == (
+    assert rendered(run("overview").error[0].value) == (
         f"Cannot use the configured servers: FABRICSCOPE_REMOTE_FILE: cannot read {_REMOTE_FILE}: "
         "No such file or directory"
     )
@@ -230,9 +235,10 @@ def test_closed_port_is_an_error_naming_the_url(monkeypatch: pytest.MonkeyPatch)
     configure(monkeypatch, url, options=RemoteOptions(connection=Connection(retries=0)))
     at = run("overview", source=url)
     assert not at.exception
-    (err,) = at.error
-    assert err.value.startswith(f"Cannot read {url}: {url}/api/v1/status/buildinfo: no response: ")
-    assert "Connection refused" in err.value or "ConnectionRefused" in err.value
+    (error,) = at.error
+    err_value = rendered(error.value)
+    assert err_value.startswith(f"Cannot read {url}: {url}/api/v1/status/buildinfo: no response: ")
+    assert "Connection refused" in err_value or "ConnectionRefused" in err_value
     assert not metrics(at)
 
 
@@ -258,9 +264,10 @@ def test_unauthorised_is_an_error_with_the_status_and_no_credential(
     assert not at.exception
     # The browser names the source by its URL without credentials.
     assert at.sidebar.selectbox[0].value == ep.url
-    (err,) = at.error
-    assert err.value.startswith(f"Cannot read {ep.url}: {ep.url}/")
-    assert "HTTP 401: unauthorized: no access" in err.value
+    (error,) = at.error
+    err_value = rendered(error.value)
+    assert err_value.startswith(f"Cannot read {ep.url}: {ep.url}/")
+    assert "HTTP 401: unauthorized: no access" in err_value
     text = every_text(at) + shown_state(at)
     for secret in (SECRET_PASSWORD, SECRET_TOKEN, SECRET_HEADER):
         assert secret not in text
@@ -301,7 +308,7 @@ def test_exporter_source_is_scraped(monkeypatch: pytest.MonkeyPatch) -> None:
         configure(monkeypatch, ep.url + "/metrics", options=RemoteOptions(repeat=2, interval_s=1))
         at = run("overview", source=ep.url + "/metrics")
         paths = [p for p, _ in ep.requests]
-    assert not at.error, [e.value for e in at.error]
+    assert not at.error, [rendered(e.value) for e in at.error]
     # Recognised as no server (its buildinfo is a 404), then scraped twice; no time-range picker.
     assert paths.count("/metrics") == 2
     assert set(paths) == {"/metrics/api/v1/status/buildinfo", "/metrics"}
@@ -318,7 +325,7 @@ def test_exporter_source_is_scraped(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_page_renders_from_the_server(page: str, prometheus: str, monkeypatch: pytest.MonkeyPatch) -> None:
     configure(monkeypatch, prometheus)
     at = run(page, source=prometheus, since=SINCE, until=UNTIL, match=PFC_STORM)
-    assert not at.error, [e.value for e in at.error]
+    assert not at.error, [rendered(e.value) for e in at.error]
     assert at.title[0].value
     # The sidebar keeps the server, its range and matchers on every page.
     assert at.sidebar.selectbox[0].value == prometheus
@@ -343,8 +350,9 @@ def test_a_server_echoing_a_query_token_shows_no_secret(monkeypatch: pytest.Monk
         configure(monkeypatch, f"{ep.url}/?key={query_token}", options=RemoteOptions(connection=conn))
         at = run("overview", source=ep.url + "/")
     assert not at.exception
-    (err,) = at.error
-    assert "HTTP 403: bad key <redacted> for tenant <redacted>\\x1b[2J" in err.value
+    (error,) = at.error
+    err_value = rendered(error.value)
+    assert "HTTP 403: bad key <redacted> for tenant <redacted>\\x1b[2J" in err_value
     text = every_text(at) + shown_state(at)
     for secret in (query_token, SECRET_HEADER, "\x1b"):
         assert secret not in text

@@ -198,6 +198,13 @@ def _cmd_cron(args: argparse.Namespace) -> int:
         print(redact_text(traceback.format_exc(), escape=False), file=sys.stderr, end="")
         print(f"FABRICSCOPE UNKNOWN - internal error: {type(e).__name__}: {_nagios_text(redact_text(str(e)))}")
         return EXIT_UNKNOWN
+    for source in res.document.get("inputs", []):
+        if source.get("error"):
+            # The Nagios line counts the inputs it could not read; stderr says which and why.
+            failure = str(source["error"])
+            if not failure.startswith(str(source["path"])):
+                failure = f"{source['path']}: {failure}"
+            print(f"fabricscope cron: {redact_text(failure)}", file=sys.stderr)
     for d in res.deliveries:
         if d.error:
             failure = f"alertmanager {d.url}: not delivered ({d.error}); the next run sends again"

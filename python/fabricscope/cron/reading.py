@@ -22,6 +22,7 @@ from fabricscope.history import to_stored
 from fabricscope.io import InputReport, input_set_mtime
 from fabricscope.pipeline import input_rows
 from fabricscope.rates import SERIES_KEYS
+from fabricscope.redaction import redact_text
 from fabricscope.remote import DEFAULT_RANGE_S, RemoteOptions, load_url, redact
 
 if TYPE_CHECKING:
@@ -120,6 +121,12 @@ def pull_servers(
     afterwards by :func:`drop_stored` (per series, at or before its last stored time; a server
     ingests each series in time order, so a late sample is always after its series' last one).
 
+    A server that fails (an HTTP error status, no answer, the ``--deadline`` passed, an answer
+    beyond the byte budget, an error inside a 200) is one failed input, as an unreadable file
+    is: listed in ``inputs`` with its error, nothing of it kept, its watermark left where it was
+    (the next run pulls the same range again); the other sources are stored and judged. With
+    ``--strict`` the run fails instead, as for a file.
+
     Returns the samples and attributes with the pulled ones added, and each server's next
     watermark (its state entry, committed with the rest of the state).
     """
@@ -136,7 +143,16 @@ def pull_servers(
         else:
             since = until - DEFAULT_RANGE_S * 1_000_000_000
         remote = replace(opts.remote or RemoteOptions(), since=since, until=until)
-        s, a, report = load_url(url, remote, strict=opts.strict)
+        try:
+            s, a, report = load_url(url, remote, strict=opts.strict)
+        except FabricscopeError as e:
+            if opts.strict:
+                raise
+            failed = InputReport(key, None, 0, 0, 0, 0, errors=[redact_text(str(e))], failed=True, exception=e)
+            inputs += [{**row, "path": key} for row in input_rows([failed])]
+            if key in files:
+                marks[key] = files[key]
+            continue
         # A live server's samples are screened as a file's are (a +Inf counter is a bad record).
         screen = SampleScreen(key, opts.read_options(now), strict=opts.strict)
         s = screen.keep(s)

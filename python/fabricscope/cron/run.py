@@ -377,5 +377,5 @@ def _run_locked(
     if opts.json_path and opts.json_path != "-":
         _atomic.write_text(opts.json_path, json_text(doc, indent=2) + "\n")
     if opts.textfile:
-        write_textfile(opts.textfile, active, series, finished, duration, pages=pages)
+        write_textfile(opts.textfile, active, series, finished, duration, failed_inputs=failed, pages=pages)
     return result

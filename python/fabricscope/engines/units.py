@@ -16,7 +16,7 @@ from fabricscope.entities import path_placeholder, rename_hosts
 from fabricscope.exceptions import FabricscopeError, FormatError, UnknownFormatError
 from fabricscope.history import History, is_history, partition_dir
 from fabricscope.io import InputReport, ReaderPool, scan
-from fabricscope.remote import RemoteOptions, is_url, load_url
+from fabricscope.remote import RemoteOptions, is_url, load_url, redact
 
 __all__ = ["Unit", "available_cores", "group_units", "raise_if_nothing_read", "read_units", "work_units"]
 
@@ -154,7 +154,12 @@ def read_units(
             _read_history(path, kind, filters, partitions, reports, samples, attrs)
             continue
         if kind == URL:
-            _read_url(path, read, filters, partitions, reports, samples, attrs)
+            try:
+                _read_url(path, read, filters, partitions, reports, samples, attrs)
+            except FabricscopeError as e:
+                # A server that fails (an error status, no answer, the deadline, an error inside a
+                # 200) is one unreadable input, as a file is: the others are read and judged.
+                reports.append(_failed(redact(path), e))
             continue
         walked = kind == WALKED
         try:

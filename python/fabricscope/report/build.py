@@ -26,7 +26,7 @@ from fabricscope.history import History, is_history
 from fabricscope.incidents import Incident
 from fabricscope.input_summary import by_format, problems, time_range
 from fabricscope.pipeline import run_analysis
-from fabricscope.redaction import printable, printable_lines, redact_text
+from fabricscope.redaction import markdown_text, printable, printable_lines, redact_text
 from fabricscope.remote import RemoteOptions
 from fabricscope.summary import MAX_LISTED, fabric_summary
 from fabricscope.vocabulary import counters_by_direction, counters_with_role
@@ -629,20 +629,21 @@ def _replace_md(findings: pl.DataFrame) -> list[str]:
 
 
 def _incidents_md(incidents: Sequence[Incident]) -> list[str]:
+    m = markdown_text
     if not incidents:
         return ["## Incidents", "", "No incident: no finding explains another (findings below).", ""]
     out = [f"## Incidents ({len(incidents)})", ""]
     for i in incidents:
         out += [
-            f"### {i.severity.upper()}: {i.title}",
+            f"### {m(i.severity.upper())}: {m(i.title)}",
             "",
-            f"**Action:** {i.action}",
+            f"**Action:** {m(i.action)}",
             "",
-            f"Root: {i.root['kind']} on {_where(i.root)}; window {_fmt(i.start)} .. {_fmt(i.end)}; rule {i.rule}",
+            m(f"Root: {i.root['kind']} on {_where(i.root)}; window {_fmt(i.start)} .. {_fmt(i.end)}; rule {i.rule}"),
             "",
         ]
         out += [
-            f"- {c['finding']['kind']} on {_where(c['finding'])} ({c['relation']}: {' -> '.join(c['path'])})"
+            "- " + m(f"{c['finding']['kind']} on {_where(c['finding'])} ({c['relation']}: {' -> '.join(c['path'])})")
             for c in i.consequences
         ]
         out.append("")
@@ -671,7 +672,7 @@ def _conflicts_md(conflicts: Sequence[Conflict]) -> list[str]:
     return [
         f"## Names the inputs disagree on ({len(conflicts)})",
         "",
-        _CONFLICTS_NOTE,
+        markdown_text(_CONFLICTS_NOTE),
         "",
         *_md_table(conflicts_frame(conflicts)),
         "",
@@ -878,10 +879,14 @@ def render_html(data: ReportData) -> str:
 
 
 def _md_table(df: pl.DataFrame, limit: int = 200) -> list[str]:
-    """``df`` as Markdown table lines: a list, since the report escapes any newline inside a line."""
+    """``df`` as Markdown table lines: a list, since the report escapes any newline inside a line.
+
+    Every cell is text (:func:`fabricscope.redaction.markdown_text`): a ``|`` of the data ends no
+    cell, and no link, image or HTML of the data is rendered.
+    """
 
     def cell(v: Any) -> str:
-        return printable(_fmt(v)).replace("|", "\\|")
+        return markdown_text(_fmt(v))
 
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
     lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.head(limit).iter_rows()]
@@ -896,16 +901,19 @@ def render_markdown(data: ReportData) -> str:
         >>> render_markdown(d).startswith("# fabricscope report")
         True
     """
+    # Every string from the data (names, messages, sources, problems) goes through markdown_text:
+    # text in the report, never a link, an image or HTML a viewer would render or fetch.
+    m = markdown_text
     status, sentence = _verdict(data)
     c = _counts(data.findings)
     out = [
-        f"# {data.title}",
+        f"# {m(data.title)}",
         "",
         f"## Status: {status.upper()}",
         "",
-        f"{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s). {sentence}",
+        f"{c['critical']} critical, {c['warning']} warning, {c['info']} info finding(s). {m(sentence)}",
         "",
-        f"fabricscope {__version__}; sources: {', '.join(data.sources)}",
+        m(f"fabricscope {__version__}; sources: {', '.join(data.sources)}"),
         "",
         *_incidents_md(data.incidents),
         *_replace_md(data.findings),
@@ -931,15 +939,15 @@ def render_markdown(data: ReportData) -> str:
             ],
             infer_schema_length=None,
         )
-        out += [f"### {port}", "", *_md_table(table)]
+        out += [f"### {m(port)}", "", *_md_table(table)]
     if rest.height:
         head, lines = _not_listed(rest)
-        out += ["", head, "", *(f"- {x}" for x in lines)]
+        out += ["", m(head), "", *(f"- {m(x)}" for x in lines)]
     out += ["", "## Per-port time series", ""]
     for title, image in data.plots:
-        out += [f"### {title}", "", f"![{title}]({_data_uri(image)})", ""]
+        out += [f"### {m(title)}", "", f"![{m(title)}]({_data_uri(image)})", ""]
     if data.plot_note:
-        out += [data.plot_note, ""]
+        out += [m(data.plot_note), ""]
     out += ["## Bottlenecks", ""]
     bn = _busiest(data.findings)
     out += _md_table(bn.drop("evidence").head(MAX_LISTED)) if bn.height else ["No bottleneck findings."]
@@ -949,16 +957,16 @@ def render_markdown(data: ReportData) -> str:
         out += ["", *_md_table(data.layers)]
     out += ["", "## Advisor", ""]
     if isinstance(data.advice, str) or not data.advice:
-        out.append(data.advice or "The advisor returned no tables.")
+        out.append(m(data.advice) if data.advice else "The advisor returned no tables.")
     else:
         for name, df in data.advice.items():
-            out += [f"### {name}", "", *_md_table(df)]
+            out += [f"### {m(name)}", "", *_md_table(df)]
     out += ["", *_conflicts_md(data.conflicts)]
     out += ["", "## Inputs", ""]
     formats = _formats_rows(data)
     out += _md_table(formats) if formats is not None else [f"{len(data.inputs)} input(s)."]
     if data.problems:
-        out += ["", "Problems:", ""] + [f"- {p}" for p in data.problems[:200]]
+        out += ["", "Problems:", ""] + [f"- {m(p)}" for p in data.problems[:200]]
     # Each entry is one line (tables split above, their cells escaped): a newline from the data
     # inside one stays visible instead of starting a heading or a row of its own.
     return printable_lines(out) + "\n"

@@ -15,6 +15,7 @@ use fabricscope_core::{
 };
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::PyDict;
 use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
 
@@ -164,13 +165,16 @@ fn collect(
 
 /// Read one in-memory input (a Prometheus API response, a scraped exposition) named `name` in
 /// reports and errors; returns what :func:`read` returns.
+///
+/// A `bytes` object is read where Python holds it (no copy: an HTTP body of hundreds of MB is
+/// held once while it is decoded); a `bytearray` is copied.
 #[pyfunction]
 #[pyo3(signature = (data, name, *, format=None, host=None, time_ns=None, strict=true, batch_rows=1<<20,
                     limits=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_buffer<'py>(
     py: Python<'py>,
-    data: Vec<u8>,
+    data: PyBackedBytes,
     name: String,
     format: Option<&str>,
     host: Option<String>,
