@@ -111,7 +111,8 @@ def test_cron_prints_one_nagios_line_and_an_escaped_textfile(hostile: Path, tmp_
     lines = r.stdout.splitlines()
     assert len(lines) == 1, r.stdout
     (line,) = lines
-    assert line.startswith("FABRICSCOPE CRITICAL - 1 critical, 3 warning: link_errors ")
+    # one page: the bad link's incident holds its own loss and its only sender's retransmissions
+    assert line.startswith("FABRICSCOPE CRITICAL - 1 critical: link_errors ")
     # Exactly one "|": the one before the performance data (a "|" in a name is escaped too).
     text, perf = line.split("|")
     assert perf == " samples=4636 files=1 duplicates_dropped=0"
@@ -190,7 +191,9 @@ def test_alertmanager_receives_escaped_labels(hostile: Path, tmp_path: Path) -> 
         assert r.returncode == 2, r.stdout + r.stderr
         assert len(r.stdout.splitlines()) == 1
         alerts = am.get(url, "/api/v2/alerts")
-    assert {a["labels"]["host"] for a in alerts} == {shown("gpu01"), shown("gpu02")}
+    # one alert, the bad link's; the sender whose retransmissions it explains is named in its hosts
+    assert {a["labels"]["host"] for a in alerts} == {shown("gpu02")}
+    assert all(shown("gpu01") in a["annotations"]["hosts"] for a in alerts)
     for a in alerts:
         assert raw_controls(json.dumps(a, ensure_ascii=False)) == []
 
@@ -204,5 +207,5 @@ def test_a_clean_name_is_shown_unchanged(tmp_path: Path) -> None:
     state, hist = str(tmp_path / "s"), str(tmp_path / "h")
     r = fabricscope("cron", "--inputs", str(d), "--state", state, "--history", hist, "--textfile", str(textfile))
     assert r.returncode == 2, r.stdout + r.stderr
-    assert r.stdout.startswith("FABRICSCOPE CRITICAL - 1 critical, 3 warning: link_errors symerr-gpu02/mlx5_0/1")
+    assert r.stdout.startswith("FABRICSCOPE CRITICAL - 1 critical: link_errors symerr-gpu02/mlx5_0/1 |")
     assert 'fabricscope_port_health{host="symerr-gpu02",device="mlx5_0",port="1"} 2' in textfile.read_text()
