@@ -211,4 +211,5 @@ def test_analysis_options_reach_the_app(
         "hosts": ["gpu01", "gpu02"],
         "limits": {"max_labels": 512},
         "host_aliases": {"gpu01.lab": "gpu01"},
+        "future_margin_s": 86400.0,
     }

@@ -108,7 +108,12 @@ def test_overview_lists_link_flap_in_the_whole_tree() -> None:
     at = run("overview")
     shown = frame(at, "message")
     flaps = shown.filter(pl.col("kind") == "link_flap")
-    assert set(flaps["host"]) == {"flap-gpu03", "coincident-gpu04"}  # link-flap, trap-coincident-leaves
+    assert set(flaps["host"]) == {
+        "flap-gpu03",
+        "coincident-gpu04",
+        "flapwin-gpu03",
+        "guidend-gpu02",
+    }  # link-flap, trap-coincident-leaves, link-flap-windows, guid-cable-end
     assert int(metrics(at)["Critical"]) >= 10
 
 
