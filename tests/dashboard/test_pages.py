@@ -234,9 +234,10 @@ def test_topology_known_fabric_matrix() -> None:
     at = run("topology", ".")
     # sample_traces/ib (4 hca→leaf, 4 leaf→spine), the six incident scenarios with an IB topology
     # chain-pause-storm's four RoCE NICs from lldpctl and trap-roce-coincident-leaves' four NICs and
-    # four uplinks from the leaves' SONiC LLDP tables
+    # four uplinks from the leaves' SONiC LLDP tables; the flap-windows and GUID-end scenarios' IB
+    # topologies and the two one-leaf storm scenarios' SONiC tables add 20 hca→leaf and 8 leaf→spine
     caption = (
-        "76 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table: 44 hca→leaf, 32 leaf→spine"
+        "104 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table: 64 hca→leaf, 40 leaf→spine"
     )
     assert any(caption in c.value for c in at.caption), [c.value for c in at.caption]
     bad = frame(at, "lower")
