@@ -34,7 +34,7 @@ PAGES = [
     (
         "topology",
         ".",
-        ["76 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table", "Cable matrix"],
+        ["104 cable(s) from ibnetdiscover, lldpctl-json, lldpctl-keyvalue, sonic-lldp-table", "Cable matrix"],
     ),
     ("layers", "scenarios/nvlink-saturated", ["Bottleneck verdicts", "nvlink saturates first"]),
     ("expected", "scenarios/link-degraded", ["Port throughput against line rate", "ndr200"]),
