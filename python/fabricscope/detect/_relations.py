@@ -359,6 +359,15 @@ class _Overlaps:
         return [self.items[i] for i in self._by_start[lo:hi]]
 
 
+def _loss_sides(
+    rows: Sequence[dict[str, Any]],
+) -> tuple[dict[tuple[Any, ...], list[dict[str, Any]]], dict[tuple[Any, ...], dict[str, Any]], dict[str, _Overlaps]]:
+    """The loss findings by port and direction, each port's one with the most events, and those by direction."""
+    ports = _loss_ports(rows)
+    rep = {k: max(v, key=lambda r: _events(r) or 0.0) for k, v in ports.items()}
+    return ports, rep, {d: _Overlaps([(k, r) for k, r in rep.items() if k[3] == d]) for d in ("rx", "tx")}
+
+
 def _loss_ports(rows: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """Loss findings (a loss rate and its event count) by port and direction, each port's findings together."""
     out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -390,13 +399,13 @@ def _fan_in_prepare(fabric: Fabric, rows: Sequence[dict[str, Any]]) -> None:
     least :data:`SAME_COUNT_MIN` events), each smaller than it, the one port common to every flow is
     where the packets were lost, and every partner's loss is a share of it. The partners are the
     findings overlapping the port's window; when their sum is too large (another fault's partners
-    overlap it), those whose windows start and end with the port's (within one interval) are tried.
-    A partner may be another port's only when it is exactly one port's share.
+    overlap it), those whose windows start and end with the port's (within one interval), then each
+    set of those sharing one window exactly: a fault's partners see its loss begin and end together,
+    an unrelated fault's begin at their own time. When no set adds up the port roots nothing here
+    (its partners stay faults of their own: a missed grouping, never a false one).
     """
-    ports = _loss_ports(rows)
-    rep = {k: max(v, key=lambda r: _events(r) or 0.0) for k, v in ports.items()}
+    ports, rep, by_dir = _loss_sides(rows)
     tol_t = fabric.interval_s
-    by_dir = {d: _Overlaps([(k, r) for k, r in rep.items() if k[3] == d]) for d in ("rx", "tx")}
     for k, root in rep.items():
         total = _events(root) or 0.0
         if total < SAME_COUNT_MIN:
@@ -459,9 +468,7 @@ def _sole_pair_prepare(fabric: Fabric, rows: Sequence[dict[str, Any]]) -> None:
     loss finding on either side overlapping theirs) and the counts agree within Poisson noise
     (3 sigma), the sender resent what that receiver lost.
     """
-    ports = _loss_ports(rows)
-    rep = {k: max(v, key=lambda r: _events(r) or 0.0) for k, v in ports.items()}
-    side = {d: _Overlaps([(k, r) for k, r in rep.items() if k[3] == d]) for d in ("rx", "tx")}
+    ports, _, side = _loss_sides(rows)
     for rk, r in side["rx"].items:
         if side["tx"].count_sum(r["start"], r["end"], exclude_host=rk[0])[0] != 1:
             continue
