@@ -476,10 +476,6 @@ def correlate(
         starts = [x for x in [root.get("start"), *(c["finding"]["start"] for c in cons)] if x is not None]
         ends = [x for x in [root.get("end"), *(c["finding"]["end"] for c in cons)] if x is not None]
         sev = max([root["severity"], *(c["finding"]["severity"] for c in cons)], key=lambda s: _RANK[s])
-        # the title names the hosts the fault reached beyond its own; a root is never its own victim
-        reached = [h for h in hosts if h != root.get("host")]
-        host_text = ", ".join(reached[:4]) + (f" and {len(reached) - 4} more" if len(reached) > 4 else "")
-        title = rule.title if reached else rule.title_local
         out.append(
             Incident(
                 id=_fid(root),
@@ -490,7 +486,7 @@ def correlate(
                 start=min(starts) if starts else None,
                 end=max(ends) if ends else None,
                 severity=sev,
-                title=title.format(entity=entity, hosts=host_text, n=len(cons), fault=rule.fault_of(root)),
+                title=_chain_title(rule, entity, root, hosts, len(cons)),
                 action=rule.action.format(entity=entity),
                 # its members' decisions, and the findings it was a candidate for but failed a check on
                 decided=[
@@ -662,12 +658,9 @@ def _merged(primary: Incident, others: Sequence[Incident], topo: Fabric) -> Inci
     ends = [m["end"] for m in members if m.get("end") is not None]
     sev = max((m["severity"] for m in members), key=lambda v: _RANK[v])
     hosts = _hosts(primary.root, [c["finding"] for c in cons])
-    reached = [h for h in hosts if h != primary.root.get("host")]
     rule = next((r for r in RULES if r.name == primary.rule), None)
     if rule is not None:
-        host_text = ", ".join(reached[:4]) + (f" and {len(reached) - 4} more" if len(reached) > 4 else "")
-        template = rule.title if reached else rule.title_local
-        title = template.format(entity=primary.entity, hosts=host_text, n=len(cons), fault=rule.fault_of(primary.root))
+        title = _chain_title(rule, primary.entity, primary.root, hosts, len(cons))
     else:
         kinds = sorted({m["kind"] for m in members} - {primary.root["kind"]})
         title = primary.title + (f" (also {', '.join(kinds)} on the same root)" if kinds else "")
@@ -683,6 +676,14 @@ def _merged(primary: Incident, others: Sequence[Incident], topo: Fabric) -> Inci
         title=title,
         decided=decided,
     )
+
+
+def _chain_title(rule: Rule, entity: str, root: Mapping[str, Any], hosts: Sequence[str], n: int) -> str:
+    """A chain's one-line title: the hosts the fault reached beyond its own (a root is never its own victim)."""
+    reached = [h for h in hosts if h != root.get("host")]
+    host_text = ", ".join(reached[:4]) + (f" and {len(reached) - 4} more" if len(reached) > 4 else "")
+    template = rule.title if reached else rule.title_local
+    return template.format(entity=entity, hosts=host_text, n=n, fault=rule.fault_of(dict(root)))
 
 
 def _action(f: dict[str, Any]) -> str:
