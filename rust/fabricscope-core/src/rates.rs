@@ -1,6 +1,6 @@
 //! Counters into rates over Arrow arrays: per-series deltas, rates and data-quality flags.
 //!
-//! The semantics are those of the Polars reference (`fabricscope.rates.rates_reference`), row for
+//! The semantics are those of the Polars reference (`fabricscope.detect.rates.rates_reference`), row for
 //! row and bit for bit; this module only computes them with less work:
 //!
 //! * **Series ids** come from the key columns' integer codes (dictionary codes of the

@@ -45,6 +45,14 @@ pub enum Unit {
     Rpm,
     /// Watts (a gauge: power draw).
     Watts,
+    /// A dimensionless ratio (a gauge: a bit error ratio).
+    Ratio,
+    /// Millivolts (a gauge: a transceiver's supply voltage, an eye opening).
+    Millivolts,
+    /// Milliamperes (a gauge: a laser's bias current).
+    Milliamps,
+    /// Decibel-milliwatts (a gauge: optical power).
+    Dbm,
 }
 
 impl Unit {
@@ -66,6 +74,10 @@ impl Unit {
             Unit::Seconds => "seconds",
             Unit::Rpm => "rpm",
             Unit::Watts => "watts",
+            Unit::Ratio => "ratio",
+            Unit::Millivolts => "millivolts",
+            Unit::Milliamps => "milliamps",
+            Unit::Dbm => "dbm",
         }
     }
 }
@@ -227,6 +239,8 @@ roles! {
     RxPauseTransitions => "rx_pause_transitions",
     /// The NIC's pause storm watchdog firing (it stops sending pause).
     TxPauseStorm => "tx_pause_storm",
+    /// Packets a switch's PFC watchdog dropped on a queue it declared stormed (either direction).
+    SwitchWatchdogDrops => "switch_watchdog_drops",
     /// Packets dropped on a priority.
     RxPriorityDrops => "rx_priority_drops",
     /// Loss on traffic the port receives: drops, out-of-sequence arrivals, duplicate requests.
@@ -341,6 +355,15 @@ pub enum Namespace {
     NvidiaSmi,
     /// `perf stat` CXL PMU event names (`clock_ticks`, `m2s_req_memrd`; kernel `cxl_pmu.c`).
     PerfStat,
+    /// `mlxlink` row labels (`Effective Physical BER`, `Rx Power Current [dBm]`; mstflint
+    /// `mlxlink_commander.cpp`), a threshold as `<label> [low]` / `<label> [high]`.
+    Mlxlink,
+    /// `dcgmi dmon` column short names (DCGM `dcgm_fields.cpp`: `PCITX` is field 1009).
+    Dcgmi,
+    // --- switch-side PFC ---
+    /// SONiC `show pfc counters`, `show pfcwd stats`, `show queue counters` column names, with the
+    /// table's direction or queue kind and a `{p}` placeholder (`Port Rx PFC{p}`, `UC{p} Drop/pkts`).
+    Sonic,
 }
 
 impl Namespace {
@@ -357,6 +380,9 @@ impl Namespace {
             Namespace::Capture => "capture",
             Namespace::NvidiaSmi => "nvidia-smi",
             Namespace::PerfStat => "perf-stat",
+            Namespace::Mlxlink => "mlxlink",
+            Namespace::Dcgmi => "dcgmi",
+            Namespace::Sonic => "sonic",
         }
     }
 }
@@ -408,8 +434,8 @@ use Layer::{Cxl as CXL, Device as DEV, Network as NET, Nvlink as NVL, Pcie as PC
 use Overflow::{None as NOOVF, Saturate as SAT, Wrap as WRAP};
 use Role as R;
 use Unit::{
-    Bits, Bytes, BytesPerSecond, Celsius, Events, Lanes, Microseconds, Packets, Percent, Rpm, Seconds, StateId, Ticks,
-    Watts,
+    Bits, Bytes, BytesPerSecond, Celsius, Dbm, Events, Lanes, Microseconds, Milliamps, Millivolts, Packets, Percent,
+    Ratio, Rpm, Seconds, StateId, Ticks, Watts,
 };
 
 const IB_DATA: Overflow = Overflow::SaturateOrWide { basic: 32, extended: 64 };
@@ -427,7 +453,7 @@ const IB_DATA: Overflow = Overflow::SaturateOrWide { basic: 32, extended: 64 };
 /// The `netdev_*` counters exclude RDMA, so they are not an RDMA port's traffic: they carry their
 /// own `*_stack_*` roles, which a view may show for a port without any of the above.
 ///
-/// Capture counters carry no traffic role: `fabricscope.captures` adds the NIC counters each
+/// Capture counters carry no traffic role: `fabricscope.reading.captures` adds the NIC counters each
 /// stands for, which carry the roles, and a role on both would count a capture twice.
 #[rustfmt::skip]
 pub static COUNTERS: &[CounterDef] = &[
@@ -569,10 +595,10 @@ pub static COUNTERS: &[CounterDef] = &[
     c("nvlink_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, NVL, false, "NVLink transmit rate incl. headers (DCGM_FI_PROF_NVLINK_TX_BYTES, field 1011: a rate)").with(&[r(R::TxBytes, 2)]),
     c("nvlink_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, NVL, false, "NVLink receive rate incl. headers (DCGM_FI_PROF_NVLINK_RX_BYTES, field 1012: a rate)").with(&[r(R::RxBytes, 2)]),
     c("nvlink_bandwidth_total", Events, CTR, WRAP(64), NVL, false, "DCGM NVLink bandwidth counter summed over lanes (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL)"),
-    c("nvlink_crc_flit_errors", Events, CTR, WRAP(64), NVL, false, "NVLink flow-control CRC errors"),
-    c("nvlink_crc_data_errors", Events, CTR, WRAP(64), NVL, false, "NVLink data CRC errors"),
-    c("nvlink_replay_errors", Events, CTR, WRAP(64), NVL, false, "NVLink replays"),
-    c("nvlink_recovery_errors", Events, CTR, WRAP(64), NVL, false, "NVLink recoveries"),
+    c("nvlink_crc_flit_errors", Events, CTR, WRAP(64), NVL, false, "NVLink flow-control CRC errors").with(&[r(R::LinkErrors, 1)]),
+    c("nvlink_crc_data_errors", Events, CTR, WRAP(64), NVL, false, "NVLink data CRC errors").with(&[r(R::LinkErrors, 2)]),
+    c("nvlink_replay_errors", Events, CTR, WRAP(64), NVL, false, "NVLink replays").with(&[r(R::LinkErrors, 4)]),
+    c("nvlink_recovery_errors", Events, CTR, WRAP(64), NVL, false, "NVLink recoveries").with(&[r(R::LinkErrors, 5)]),
     c("pcie_tx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe transmit rate incl. headers (DCGM_FI_PROF_PCIE_TX_BYTES: a rate)").with(&[r(R::TxBytes, 1)]),
     c("pcie_rx_bytes_per_s", BytesPerSecond, GAU, NOOVF, PCI, false, "GPU PCIe receive rate incl. headers (DCGM_FI_PROF_PCIE_RX_BYTES: a rate)").with(&[r(R::RxBytes, 1)]),
     c("pcie_replay_events", Events, CTR, WRAP(64), PCI, false, "GPU PCIe replays (DCGM_FI_DEV_PCIE_REPLAY_COUNTER)"),
@@ -591,7 +617,7 @@ pub static COUNTERS: &[CounterDef] = &[
     c("nvlink_counter0_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 0, receive (nvidia-smi nvlink -g 0 `Rx0`, KiB x 1024); counts what `-sc` configured"),
     c("nvlink_counter1_tx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 1, transmit (nvidia-smi nvlink -g 1 `Tx1`, KiB x 1024); counts what `-sc` configured"),
     c("nvlink_counter1_rx_bytes", Bytes, CTR, WRAP(64), NVL, false, "Deprecated NVLink counter set 1, receive (nvidia-smi nvlink -g 1 `Rx1`, KiB x 1024); counts what `-sc` configured"),
-    c("nvlink_crc_errors", Events, CTR, WRAP(64), NVL, false, "NVLink CRC errors as nvidia-smi nvlink -e prints them (`CRC Errors`; which NVML DL CRC counter it sums is not documented)"),
+    c("nvlink_crc_errors", Events, CTR, WRAP(64), NVL, false, "NVLink CRC errors as nvidia-smi nvlink -e prints them (`CRC Errors`; which NVML DL CRC counter it sums is not documented)").with(&[r(R::LinkErrors, 3)]),
     // --- CXL PMU: kernel drivers/perf/cxl_pmu.c event names, CXL 3.0 section 13.2 ---
     c("cxl_clock_ticks", Ticks, CTR, WRAP(64), CXL, false, "CXL PMU clock ticks (perf event cxl_pmu_mem<X>.<Y>/clock_ticks/)"),
     c("cxl_m2s_req_meminv", Events, CTR, WRAP(64), CXL, false, "CXL.mem M2S Req MemInv messages (CXL 3.0 Table 3-29; perf event m2s_req_meminv)"),
@@ -613,6 +639,9 @@ pub static COUNTERS: &[CounterDef] = &[
     c("cxl_ddr_casrd", Events, CTR, WRAP(64), CXL, false, "Device DDR read CAS commands (CXL 3.0 Table 13-5; perf event ddr_casrd)"),
     c("cxl_ddr_caswr", Events, CTR, WRAP(64), CXL, false, "Device DDR write CAS commands (CXL 3.0 Table 13-5; perf event ddr_caswr)"),
     c("gpu_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU temperature (DCGM_FI_DEV_GPU_TEMP)"),
+    // A code, not an amount: the gauge holds the driver's last XID until the exporter restarts
+    // (dcgm-exporter holds it until it restarts), so a change of value is the event.
+    c("gpu_last_xid", StateId, GAU, NOOVF, DEV, false, "The last XID error the GPU's driver reported, 0 for none (DCGM_FI_DEV_XID_ERRORS, field 230)"),
     c("gpu_memory_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU memory temperature (DCGM_FI_DEV_MEMORY_TEMP)"),
     // --- switch vitals (`ibswinfo`): per switch, or per fan/PSU sub-device `<switch>/fan<n>`, `<switch>/psu<n>` ---
     c("switch_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "Switch ASIC temperature now (ibswinfo `temperature (C)`, `cur.temp (C)`)"),
@@ -647,6 +676,52 @@ pub static COUNTERS: &[CounterDef] = &[
     c("tx_xoff_frames", Packets, CTR, WRAP(64), NET, true, "XOFF (pause) frames sent: PFC per priority, 802.3x with priority null (ice tx_priority_<p>_xoff.nic, link_xoff_tx.nic)").with(&[r(R::TxPauseFrames, 2), r(R::TxXoffFrames, 1)]),
     c("tx_xon_frames", Packets, CTR, WRAP(64), NET, true, "XON (resume) frames sent: PFC per priority, 802.3x with priority null (ice tx_priority_<p>_xon.nic, link_xon_tx.nic)").with(&[r(R::TxXonFrames, 1)]),
     c("tx_pause_transitions", Events, CTR, WRAP(64), NET, true, "Xoff to Xon transitions of sent pause (bnxt_en pfc_pri<p>_tx_transitions)").with(&[r(R::TxPauseTransitions, 1)]),
+    // --- physical layer: mlxlink (mstflint/MFT) BER, FEC and transceiver readings ---------------
+    // Per-lane rows sit on the sub-device `<device>/lane<n>` (lanes from 0, the order mlxlink
+    // prints them), as ibswinfo's fans sit on `<switch>/fan<n>`; everything else on the port.
+    c("phy_effective_ber_ratio", Ratio, GAU, NOOVF, NET, false, "Bit error ratio left after FEC, as the device computed it since the counters were cleared (mlxlink `Effective Physical BER`)"),
+    c("phy_raw_ber_ratio", Ratio, GAU, NOOVF, NET, false, "Bit error ratio before FEC (mlxlink `Raw Physical BER`): the earliest sign of a degrading cable"),
+    c("phy_symbol_ber_ratio", Ratio, GAU, NOOVF, NET, false, "InfiniBand symbol error ratio after FEC (mlxlink `Symbol BER`, HDR/NDR)"),
+    c("phy_effective_errors", Events, CTR, WRAP(64), NET, false, "Errors FEC could not correct (mlxlink `Effective Physical Errors`)"),
+    c("phy_lane_raw_errors", Events, CTR, WRAP(64), NET, false, "Bit errors before FEC on one lane, device `<dev>/lane<n>` (mlxlink `Raw Physical Errors Per Lane`)"),
+    c("phy_lane_raw_ber_ratio", Ratio, GAU, NOOVF, NET, false, "Bit error ratio before FEC on one lane, device `<dev>/lane<n>` (mlxlink `Raw Physical BER Per Lane`)"),
+    c("phy_counters_age_seconds", Seconds, GAU, NOOVF, NET, false, "Time since the physical counters were last cleared: the span the BER covers (mlxlink `Time Since Last Clear [Min]` x 60)"),
+    c("phy_lane_eye_height_millivolts", Millivolts, GAU, NOOVF, NET, false, "Receiver eye height of one lane, device `<dev>/lane<n>` (mlxlink -e `Height Eye Opening [mV]`)"),
+    c("module_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "Transceiver/cable module temperature (mlxlink -m `Temperature [C]`)"),
+    c("module_temperature_low_alarm_celsius", Celsius, GAU, NOOVF, DEV, false, "The module's own low temperature alarm threshold (mlxlink -m `Temperature [C]`, `[low..high]`)"),
+    c("module_temperature_high_alarm_celsius", Celsius, GAU, NOOVF, DEV, false, "The module's own high temperature alarm threshold (mlxlink -m `Temperature [C]`, `[low..high]`)"),
+    c("module_voltage_millivolts", Millivolts, GAU, NOOVF, DEV, false, "Module supply voltage (mlxlink -m `Voltage [mV]`)"),
+    c("module_voltage_low_alarm_millivolts", Millivolts, GAU, NOOVF, DEV, false, "The module's own low supply voltage alarm threshold (mlxlink -m `Voltage [mV]`, `[low..high]`)"),
+    c("module_voltage_high_alarm_millivolts", Millivolts, GAU, NOOVF, DEV, false, "The module's own high supply voltage alarm threshold (mlxlink -m `Voltage [mV]`, `[low..high]`)"),
+    c("module_tx_bias_milliamps", Milliamps, GAU, NOOVF, DEV, false, "Laser bias current of one lane, device `<dev>/lane<n>` (mlxlink -m `Bias Current [mA]`)"),
+    c("module_tx_bias_low_alarm_milliamps", Milliamps, GAU, NOOVF, DEV, false, "The module's own low bias current alarm threshold (mlxlink -m `Bias Current [mA]`)"),
+    c("module_tx_bias_high_alarm_milliamps", Milliamps, GAU, NOOVF, DEV, false, "The module's own high bias current alarm threshold (mlxlink -m `Bias Current [mA]`)"),
+    c("module_rx_power_dbm", Dbm, GAU, NOOVF, DEV, false, "Received optical power of one lane, device `<dev>/lane<n>` (mlxlink -m `Rx Power Current [dBm]`)"),
+    c("module_rx_power_low_alarm_dbm", Dbm, GAU, NOOVF, DEV, false, "The module's own low received power alarm threshold (mlxlink -m `Rx Power Current [dBm]`)"),
+    c("module_rx_power_high_alarm_dbm", Dbm, GAU, NOOVF, DEV, false, "The module's own high received power alarm threshold (mlxlink -m `Rx Power Current [dBm]`)"),
+    c("module_tx_power_dbm", Dbm, GAU, NOOVF, DEV, false, "Transmitted optical power of one lane, device `<dev>/lane<n>` (mlxlink -m `Tx Power Current [dBm]`)"),
+    c("module_tx_power_low_alarm_dbm", Dbm, GAU, NOOVF, DEV, false, "The module's own low transmitted power alarm threshold (mlxlink -m `Tx Power Current [dBm]`)"),
+    c("module_tx_power_high_alarm_dbm", Dbm, GAU, NOOVF, DEV, false, "The module's own high transmitted power alarm threshold (mlxlink -m `Tx Power Current [dBm]`)"),
+    // --- Spectrum switch ports (mlxsw ethtool -S): what only a switch counts ---
+    c("tx_ecn_marked_packets", Packets, CTR, WRAP(64), NET, false, "Packets the switch marked with ECN CE on egress (mlxsw `ecn_marked`, PPCNT extended group)"),
+    // --- switch-side PFC (SONiC sonic-utilities pfcwd, queuestat): per switch port and priority --
+    // The PFC watchdog (SONiC `pfcwd`) declares a queue stormed when it stays paused by its peer
+    // for the detection time, then drops or forwards its packets until the pause ends.
+    c("pfcwd_storms_detected_events", Events, CTR, WRAP(64), NET, true, "PFC storms the switch watchdog declared on a queue (SONiC pfcwd STORM DETECTED; PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED)"),
+    c("pfcwd_storms_restored_events", Events, CTR, WRAP(64), NET, true, "PFC storms the switch watchdog saw end on a queue (SONiC pfcwd STORM RESTORED)"),
+    c("pfcwd_tx_ok_packets", Packets, CTR, WRAP(64), NET, true, "Packets a stormed queue still transmitted (SONiC pfcwd TX OK)"),
+    c("pfcwd_tx_dropped_packets", Packets, CTR, WRAP(64), NET, true, "Packets the watchdog dropped on transmit while the queue was stormed (SONiC pfcwd TX DROP)").with(&[r(R::SwitchWatchdogDrops, 2)]),
+    c("pfcwd_rx_ok_packets", Packets, CTR, WRAP(64), NET, true, "Packets received for a stormed queue and forwarded (SONiC pfcwd RX OK)"),
+    c("pfcwd_rx_dropped_packets", Packets, CTR, WRAP(64), NET, true, "Packets received for a stormed queue and dropped by the watchdog (SONiC pfcwd RX DROP)").with(&[r(R::SwitchWatchdogDrops, 1)]),
+    c("pfcwd_last_storm_tx_ok_packets", Packets, GAU, NOOVF, NET, true, "TX OK of the last storm only (SONiC pfcwd TX LAST OK)"),
+    c("pfcwd_last_storm_tx_dropped_packets", Packets, GAU, NOOVF, NET, true, "TX DROP of the last storm only (SONiC pfcwd TX LAST DROP)"),
+    c("pfcwd_last_storm_rx_ok_packets", Packets, GAU, NOOVF, NET, true, "RX OK of the last storm only (SONiC pfcwd RX LAST OK)"),
+    c("pfcwd_last_storm_rx_dropped_packets", Packets, GAU, NOOVF, NET, true, "RX DROP of the last storm only (SONiC pfcwd RX LAST DROP)"),
+    c("pfcwd_stormed_state", StateId, GAU, NOOVF, NET, true, "The watchdog's queue status: 1 stormed, 0 operational (SONiC pfcwd STATUS)"),
+    c("switch_queue_tx_packets", Packets, CTR, WRAP(64), NET, true, "Packets a switch port's egress unicast queue transmitted (SONiC queuestat Counter/pkts; queue = priority)"),
+    c("switch_queue_tx_bytes", Bytes, CTR, WRAP(64), NET, true, "Bytes a switch port's egress unicast queue transmitted (SONiC queuestat Counter/bytes)"),
+    c("switch_queue_dropped_packets", Packets, CTR, WRAP(64), NET, true, "Packets a switch port's egress unicast queue dropped (SONiC queuestat Drop/pkts)"),
+    c("switch_queue_dropped_bytes", Bytes, CTR, WRAP(64), NET, true, "Bytes a switch port's egress unicast queue dropped (SONiC queuestat Drop/bytes)"),
 ];
 
 const fn s(namespace: Namespace, raw: &'static str, counter: &'static str) -> Spelling {
@@ -673,7 +748,9 @@ use Namespace::{Ethtool as ETH, Prometheus as PROM, Sysfs as SYS};
 // InfiniBand diagnostic sources.
 use Namespace::{Ibdiagnet as IBD, Perfquery as PQ, Telegraf as TG, Ufm as UFM};
 // Measured-performance, GPU and CXL sources.
-use Namespace::{NvidiaSmi as NSMI, PerfStat as PERF};
+use Namespace::{Dcgmi as DCGMI, Mlxlink as MLX, NvidiaSmi as NSMI, PerfStat as PERF};
+// Switch-side PFC.
+use Namespace::Sonic as SONIC;
 
 /// An `nvidia-smi nvlink` throughput row: printed in KiB, stored in bytes.
 const fn kib(raw: &'static str, counter: &'static str) -> Spelling {
@@ -966,6 +1043,7 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PROM, "DCGM_FI_PROF_PCIE_RX_BYTES", "pcie_rx_bytes_per_s"),
     s(PROM, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "pcie_replay_events"),
     s(PROM, "DCGM_FI_DEV_GPU_TEMP", "gpu_temperature_celsius"),
+    s(PROM, "DCGM_FI_DEV_XID_ERRORS", "gpu_last_xid"),
     s(PROM, "DCGM_FI_DEV_MEMORY_TEMP", "gpu_memory_temperature_celsius"),
     s(PROM, "DCGM_FI_DEV_PCIE_LINK_GEN", "pcie_link_generation"),
     s(PROM, "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_link_max_generation"),
@@ -1005,6 +1083,25 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PERF, "cachedata_h2d_data", "cxl_cachedata_h2d_data"),
     s(PERF, "ddr_casrd", "cxl_ddr_casrd"),
     s(PERF, "ddr_caswr", "cxl_ddr_caswr"),
+    // dcgmi dmon: the short column names DCGM's `dcgm_fields.cpp` gives the fields the exporter's
+    // `DCGM_FI_*` metrics above carry (field id in the comment), to the same counters.
+    s(DCGMI, "PCITX", "pcie_tx_bytes_per_s"), // 1009 DCGM_FI_PROF_PCIE_TX_BYTES
+    s(DCGMI, "PCIRX", "pcie_rx_bytes_per_s"), // 1010 DCGM_FI_PROF_PCIE_RX_BYTES
+    s(DCGMI, "NVLTX", "nvlink_tx_bytes_per_s"), // 1011 DCGM_FI_PROF_NVLINK_TX_BYTES
+    s(DCGMI, "NVLRX", "nvlink_rx_bytes_per_s"), // 1012 DCGM_FI_PROF_NVLINK_RX_BYTES
+    s(DCGMI, "NBWLT", "nvlink_bandwidth_total"), // 449 DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL
+    s(DCGMI, "NFELT", "nvlink_crc_flit_errors"), // 409 DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL
+    s(DCGMI, "NDELT", "nvlink_crc_data_errors"), // 419 DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL
+    s(DCGMI, "NRELT", "nvlink_replay_errors"), // 429 DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL
+    s(DCGMI, "NRCLT", "nvlink_recovery_errors"), // 439 DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL
+    s(DCGMI, "RPCTR", "pcie_replay_events"), // 202 DCGM_FI_DEV_PCIE_REPLAY_COUNTER
+    s(DCGMI, "TMPTR", "gpu_temperature_celsius"), // 150 DCGM_FI_DEV_GPU_TEMP
+    s(DCGMI, "XIDER", "gpu_last_xid"), // 230 DCGM_FI_DEV_XID_ERRORS
+    s(DCGMI, "MMTMP", "gpu_memory_temperature_celsius"), // 140 DCGM_FI_DEV_MEMORY_TEMP
+    s(DCGMI, "PCILG", "pcie_link_generation"), // 237 DCGM_FI_DEV_PCIE_LINK_GEN
+    s(DCGMI, "PCIMG", "pcie_link_max_generation"), // 235 DCGM_FI_DEV_PCIE_MAX_LINK_GEN
+    s(DCGMI, "PCILW", "pcie_link_width_lanes"), // 238 DCGM_FI_DEV_PCIE_LINK_WIDTH
+    s(DCGMI, "PCIMW", "pcie_link_max_width_lanes"), // 236 DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH
     // --- InfiniBand diagnostic sources ----------------------------------------------------
     // perfquery / ibqueryerrors: libibmad `fields.c` names. Data fields are 4-octet words read raw.
     words(PQ, "PortXmitData", "port_xmit_data_bytes", None),
@@ -1187,6 +1284,55 @@ pub static SPELLINGS: &[Spelling] = &[
     s(TG, "excessive_buffer_overrun_errors", "excessive_buffer_overrun_errors"),
     s(TG, "VL15_dropped", "vl15_dropped_packets"),
     s(TG, "port_xmit_wait", "port_xmit_wait_ticks"),
+    // --- mlxlink row labels (mstflint mlxlink/modules/mlxlink_commander.cpp setPrintVal) ---------
+    s(MLX, "Effective Physical BER", "phy_effective_ber_ratio"),
+    s(MLX, "Raw Physical BER", "phy_raw_ber_ratio"),
+    s(MLX, "Symbol BER", "phy_symbol_ber_ratio"),
+    s(MLX, "Effective Physical Errors", "phy_effective_errors"),
+    // PPCNT 64-bit copies, not the 16-bit PMA field
+    ovf(MLX, "Symbol Errors", "symbol_errors", WRAP(64)),
+    s(MLX, "Raw Physical Errors Per Lane", "phy_lane_raw_errors"),
+    s(MLX, "Raw Physical BER Per Lane", "phy_lane_raw_ber_ratio"),
+    Spelling { namespace: MLX, raw: "Time Since Last Clear [Min]", counter: "phy_counters_age_seconds", multiply: 60, scale: 1, overflow: None },
+    // PPCNT link_down_events / successful_recovery_events are 32-bit fields
+    ovf(MLX, "Link Down Counter", "link_downed_events", WRAP(32)),
+    ovf(MLX, "Link Error Recovery Counter", "link_error_recovery_events", WRAP(32)),
+    s(MLX, "Height Eye Opening [mV]", "phy_lane_eye_height_millivolts"),
+    s(MLX, "Temperature [C]", "module_temperature_celsius"),
+    s(MLX, "Temperature [C] [low]", "module_temperature_low_alarm_celsius"),
+    s(MLX, "Temperature [C] [high]", "module_temperature_high_alarm_celsius"),
+    s(MLX, "Voltage [mV]", "module_voltage_millivolts"),
+    s(MLX, "Voltage [mV] [low]", "module_voltage_low_alarm_millivolts"),
+    s(MLX, "Voltage [mV] [high]", "module_voltage_high_alarm_millivolts"),
+    s(MLX, "Bias Current [mA]", "module_tx_bias_milliamps"),
+    s(MLX, "Bias Current [mA] [low]", "module_tx_bias_low_alarm_milliamps"),
+    s(MLX, "Bias Current [mA] [high]", "module_tx_bias_high_alarm_milliamps"),
+    s(MLX, "Rx Power Current [dBm]", "module_rx_power_dbm"),
+    s(MLX, "Rx Power Current [dBm] [low]", "module_rx_power_low_alarm_dbm"),
+    s(MLX, "Rx Power Current [dBm] [high]", "module_rx_power_high_alarm_dbm"),
+    s(MLX, "Tx Power Current [dBm]", "module_tx_power_dbm"),
+    s(MLX, "Tx Power Current [dBm] [low]", "module_tx_power_low_alarm_dbm"),
+    s(MLX, "Tx Power Current [dBm] [high]", "module_tx_power_high_alarm_dbm"),
+    // --- SONiC switch-side PFC (sonic-utilities scripts/pfcstat, pfcwd/main.py, scripts/queuestat)
+    s(SONIC, "Port Rx PFC{p}", "rx_pause_frames"),
+    s(SONIC, "Port Tx PFC{p}", "tx_pause_frames"),
+    s(SONIC, "RX Pause Transitions", "rx_pause_transitions"),
+    s(SONIC, "Total RX Pause Time US", "rx_pause_duration_us"),
+    s(SONIC, "STATUS", "pfcwd_stormed_state"),
+    s(SONIC, "STORM DETECTED", "pfcwd_storms_detected_events"),
+    s(SONIC, "STORM RESTORED", "pfcwd_storms_restored_events"),
+    s(SONIC, "TX OK", "pfcwd_tx_ok_packets"),
+    s(SONIC, "TX DROP", "pfcwd_tx_dropped_packets"),
+    s(SONIC, "RX OK", "pfcwd_rx_ok_packets"),
+    s(SONIC, "RX DROP", "pfcwd_rx_dropped_packets"),
+    s(SONIC, "TX LAST OK", "pfcwd_last_storm_tx_ok_packets"),
+    s(SONIC, "TX LAST DROP", "pfcwd_last_storm_tx_dropped_packets"),
+    s(SONIC, "RX LAST OK", "pfcwd_last_storm_rx_ok_packets"),
+    s(SONIC, "RX LAST DROP", "pfcwd_last_storm_rx_dropped_packets"),
+    s(SONIC, "UC{p} Counter/pkts", "switch_queue_tx_packets"),
+    s(SONIC, "UC{p} Counter/bytes", "switch_queue_tx_bytes"),
+    s(SONIC, "UC{p} Drop/pkts", "switch_queue_dropped_packets"),
+    s(SONIC, "UC{p} Drop/bytes", "switch_queue_dropped_bytes"),
 ];
 
 /// A spelling one or more vendor drivers print, with the drivers that print it: what
@@ -1213,6 +1359,9 @@ pub const IRDMA: &[&str] = &["irdma"];
 pub const IONIC: &[&str] = &["ionic"];
 /// Marvell/QLogic FastLinQ: `drivers/net/ethernet/qlogic/qede/qede_ethtool.c`.
 pub const QEDE: &[&str] = &["qede"];
+/// NVIDIA Spectrum switch ports: `drivers/net/ethernet/mellanox/mlxsw/spectrum_ethtool.c`
+/// (per-priority names are `<stat>_prio_<p>`, PPCNT per-priority group as mlx5 reads it).
+pub const MLXSW: &[&str] = &["mlxsw_spectrum"];
 /// Names bnxt_en and qede both print, with the same meaning.
 pub const BNXT_EN_QEDE: &[&str] = &["bnxt_en", "qede"];
 
@@ -1224,6 +1373,25 @@ const fn v(drivers: &'static [&'static str], spelling: Spelling) -> VendorSpelli
 /// repeated here to record which drivers print it (`spellings_agree_with_vendor_tables` checks).
 #[rustfmt::skip]
 pub static VENDOR_SPELLINGS: &[VendorSpelling] = &[
+    // --- mlxsw (Spectrum switch ports) ethtool -S: PPCNT per-priority group, the same register
+    // mlx5 reads for rx_prio<p>_pause (pause durations in microseconds), discard and extended groups.
+    v(MLXSW, s(ETH, "rx_pause_prio_{p}", "rx_pause_frames")),
+    v(MLXSW, s(ETH, "tx_pause_prio_{p}", "tx_pause_frames")),
+    v(MLXSW, s(ETH, "rx_pause_duration_prio_{p}", "rx_pause_duration_us")),
+    v(MLXSW, s(ETH, "tx_pause_duration_prio_{p}", "tx_pause_duration_us")),
+    v(MLXSW, s(ETH, "rx_octets_prio_{p}", "prio_rx_bytes")),
+    v(MLXSW, s(ETH, "tx_octets_prio_{p}", "prio_tx_bytes")),
+    v(MLXSW, s(ETH, "rx_frames_prio_{p}", "prio_rx_packets")),
+    v(MLXSW, s(ETH, "tx_frames_prio_{p}", "prio_tx_packets")),
+    v(MLXSW, s(ETH, "a_frame_check_sequence_errors", "phy_rx_crc_errors")),
+    v(MLXSW, s(ETH, "a_symbol_error_during_carrier", "phy_rx_symbol_errors")),
+    v(MLXSW, s(ETH, "a_octets_received_ok", "phy_rx_bytes")),
+    v(MLXSW, s(ETH, "a_octets_transmitted_ok", "phy_tx_bytes")),
+    v(MLXSW, s(ETH, "a_frames_received_ok", "phy_rx_packets")),
+    v(MLXSW, s(ETH, "a_frames_transmitted_ok", "phy_tx_packets")),
+    v(MLXSW, s(ETH, "discard_ingress_general", "phy_rx_discards")),
+    v(MLXSW, s(ETH, "discard_egress_general", "phy_tx_discards")),
+    v(MLXSW, s(ETH, "ecn_marked", "tx_ecn_marked_packets")),
     // --- bnxt_en ethtool -S: port stats, port stats ext (PFC duration/transitions per priority,
     // kernel 5.1+), per-priority bytes/packets (pri2cos), FEC. 802.3x pause has priority null.
     v(BNXT_EN, s(ETH, "rx_pfc_ena_frames_pri{p}", "rx_pause_frames")),
@@ -1386,11 +1554,12 @@ pub fn counters_with_role(role: Role, layer: Layer) -> Vec<&'static CounterDef> 
 /// (`rx_prio{p}_pause`, 3) and the old `prio3_rx_pause` gives (`prio{p}_rx_pause`, 3). The other
 /// vendors' spellings split the same way: bnxt_en `rx_pfc_ena_frames_pri3` and
 /// `pfc_pri3_rx_duration_us`, ice `rx_priority_3_xoff.nic`, ionic `rx_pripause_3_1us_count` and
-/// `frames_rx_pri_3`. The priority marker (`prio`, `pri`, `priority_`, `pripause_`, `pri_`) starts
+/// `frames_rx_pri_3`, mlxsw `rx_pause_prio_3`. The priority marker (`prio`, `prio_`, `pri`,
+/// `priority_`, `pripause_`, `pri_`) starts
 /// the name or follows `_`; the single digit 0-7 ends the name or is followed by `_` or `.`.
 /// Returns `None` for names without such a priority.
 pub fn split_priority(name: &str) -> Option<(String, u8)> {
-    const MARKERS: [&str; 5] = ["priority_", "pripause_", "prio", "pri_", "pri"];
+    const MARKERS: [&str; 6] = ["priority_", "pripause_", "prio_", "prio", "pri_", "pri"];
     let bytes = name.as_bytes();
     let mut i = 0;
     while let Some(pos) = name[i..].find("pri") {

@@ -101,3 +101,57 @@ DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu=\"0\",UUID=\"GPU-abc\"} 92233720368547757
     assert_eq!(one("DCGM_FI_DEV_NVLINK_BANDWIDTH_L0").0, V::U(123));
     assert_eq!(one("nvlink_bandwidth_total").0, V::Null);
 }
+
+#[test]
+fn query_identity_and_fabric_block() {
+    let p = fixture("nvidia-smi-q/gpud-535.161.08-h100.txt");
+    assert_eq!(detect(&std::fs::read(&p).unwrap(), "x"), Some(Format::NvidiaSmiQ));
+    let out = read(&p).unwrap();
+    let get = |k: &str| out.attrs.iter().filter(|a| a.key == k).map(|a| a.value.clone()).collect::<Vec<_>>();
+    assert_eq!(get("gpu_name"), ["NVIDIA H100 80GB HBM3"]);
+    assert_eq!(get("gpu_uuid"), ["GPU-ee7954ec-da95-fd7a-ddfd-c6b32cc2f8aa"]);
+    assert_eq!(get("gpu_bus_id"), ["00000000:19:00.0"]);
+    assert_eq!(get("driver_version"), ["535.161.08"]);
+    // driver 535's Fabric block has State and Status only
+    assert_eq!(get("fabric_state"), ["Completed"]);
+    assert_eq!(get("fabric_status"), ["Success"]);
+    assert!(get("fabric_clique_id").is_empty());
+    // `Replays Since Reset` (PCIe) is not read
+    assert!(out.rows.is_empty());
+    assert!(out.attrs.iter().all(|a| a.device == "gpu0" && a.port.is_none()));
+}
+
+#[test]
+fn query_driver_560_fabric_block_all_unknown() {
+    // driver 560 adds CliqueId, ClusterUUID and Health; a GPU without an NVLink fabric says N/A
+    let p = fixture("nvidia-smi-q/gpud-560.35.03-titan-v.txt");
+    assert_eq!(detect(&std::fs::read(&p).unwrap(), "x"), Some(Format::NvidiaSmiQ));
+    let out = read(&p).unwrap();
+    let get = |k: &str| out.attrs.iter().filter(|a| a.key == k).map(|a| a.value.clone()).collect::<Vec<_>>();
+    assert_eq!(get("gpu_name"), ["NVIDIA TITAN V"]);
+    assert_eq!(get("driver_version"), ["560.35.03"]);
+    for unknown in
+        ["fabric_state", "fabric_status", "fabric_clique_id", "fabric_cluster_uuid", "fabric_health_bandwidth"]
+    {
+        assert!(get(unknown).is_empty(), "{unknown}");
+    }
+}
+
+#[test]
+fn query_bad_input_never_panics() {
+    for text in [
+        "GPU 00000000:18:00.0\n    Fabric\n        State : \n",
+        "    Fabric\n        State                             : Completed\n",
+        "==============NVSMI LOG==============\nTimestamp : yesterday\nGPU 0:0.0\n\tProduct Name:\u{7f}\n",
+    ] {
+        let p = temp_file("q.txt", text.as_bytes());
+        let opts = ReadOptions {
+            format: Some(Format::NvidiaSmiQ),
+            host: Some("h".into()),
+            time_ns: Some(1),
+            strict: false,
+            ..ReadOptions::default()
+        };
+        let _ = read_with(&[p], &opts);
+    }
+}

@@ -346,7 +346,8 @@ fn dcgm_gpus_sentinels_and_metadata() {
             // fp64 blank (2^47 printed with %f)
             ("nvlink_tx_bytes_per_s", "gpu0", V::Null, false),
             ("nvlink_tx_bytes_per_s", "gpu3", V::F(21_474_836_480.5), false),
-            (r#"DCGM_FI_DEV_XID_ERRORS{err_code="79",err_msg="GPU has fallen off the bus"}"#, "gpu3", V::U(79), false),
+            // the last XID, its code and message are metadata labels
+            ("gpu_last_xid", "gpu3", V::U(79), false),
         ]
     );
     assert!(out.rows.iter().all(|r| r.host == "gpu017" && r.port.is_none() && r.priority.is_none()));

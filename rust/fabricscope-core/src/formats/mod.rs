@@ -32,8 +32,19 @@ pub mod ufm;
 pub mod cxl_list;
 pub mod nccl_tests;
 pub mod nvidia_smi;
+pub mod nvidia_smi_q;
 pub mod perf_stat;
 pub mod perftest;
+// Physical layer: mlxlink BER/FEC and transceiver readings.
+pub mod mlxlink;
+// Port-state tools run on a host, and DCGM's command-line monitor.
+pub mod dcgmi_dmon;
+pub mod ibstat;
+pub mod ibstatus;
+pub mod ibv_devinfo;
+// Lossless configuration (host QoS) and switch-side PFC.
+pub mod mlnx_qos;
+pub mod sonic_pfc;
 
 pub use ib::normalize_guid;
 
@@ -564,6 +575,20 @@ formats! {
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Text(nvidia_smi::looks_like),
     },
+    /// `nvidia-smi -q` text: GPU identity, NVLink fabric state and health (attributes only).
+    NvidiaSmiQ => FormatInfo {
+        reader: Reader::Lines(|| Box::new(nvidia_smi_q::NvidiaSmiQReader::new())),
+        name: "nvidia-smi-q",
+        aliases: &["nvidia-smi-query"],
+        appendable: false,
+        emits_links: false,
+        about_its_host: true,
+        produced_by: "`nvidia-smi -q` (any `-d` selection, `-l` appended logs): GPU name, UUID, bus id, Platform Info, the Fabric block (state, status, clique, cluster UUID, health)",
+        detection: "the `==============NVSMI LOG==============` banner, or a `GPU <bus id>` line followed by an indented `Product Name`",
+        timestamps: "the log's `Timestamp` (local time read as UTC); else timestamp line, file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(nvidia_smi_q::looks_like),
+    },
     /// nccl-tests text logs (`all_reduce_perf` ...): the `nccl_results`/`nccl_ranks` tables.
     NcclTests => FormatInfo {
         reader: Reader::Lines(|| Box::new(nccl_tests::NcclTestsReader::new())),
@@ -605,6 +630,123 @@ formats! {
         timestamps: "`# started on` + interval stamps (local time read as UTC); else timestamp line, file name, argument, mtime",
         time_resolution: TimeResolution::PerInput,
         signature: Signature::Text(perf_stat::looks_like),
+    },
+    // --- physical layer ---
+    /// `mlxlink` (NVIDIA MFT / mstflint) text: operational, BER/FEC counters, module (DDM) info.
+    Mlxlink => FormatInfo {
+        reader: Reader::Lines(|| Box::new(mlxlink::MlxlinkReader::new())),
+        name: "mlxlink",
+        aliases: &["mstlink"],
+        appendable: false,
+        emits_links: false,
+        about_its_host: true,
+        produced_by: "`mlxlink -d <dev> [-p <port>] [-c|--show_counters] [-m] [-e]` (NVIDIA MFT, mstflint `mstlink`): BER, FEC, link counters, module temperature/voltage/optical power and their alarm thresholds",
+        detection: "two section titles mlxlink prints (`Operational Info`, `Physical Counters and BER Info`, `Module Info`, ...) each over a line of dashes",
+        timestamps: "timestamp line before each run; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(mlxlink::looks_like_text),
+    },
+    /// `mlxlink --json`: the same sections under `result.output`.
+    MlxlinkJson => FormatInfo {
+        reader: Reader::Binary(|| Box::new(mlxlink::MlxlinkJsonReader)),
+        name: "mlxlink-json",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        about_its_host: true,
+        produced_by: "`mlxlink -d <dev> ... --json` (NVIDIA MFT, mstflint)",
+        detection: "a JSON document with `\"result\"`, `\"output\"` and a mlxlink section title (`\"Operational Info\"`, `\"Physical Counters and BER Info\"`, `\"Module Info\"`)",
+        timestamps: "none in the document: file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(|t| json_head(t).is_some_and(mlxlink::looks_like_json)),
+    },
+    // --- Port-state tools run on a host, and DCGM's command-line monitor ---
+    /// `ibstat` output (infiniband-diags): each CA and its ports' state, rate, LIDs, GUIDs.
+    Ibstat => FormatInfo {
+        reader: Reader::Lines(|| Box::new(ibstat::IbstatReader::new())),
+        name: "ibstat",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        about_its_host: true,
+        produced_by: "`ibstat [<ca> [<port>]]` (rdma-core infiniband-diags)",
+        detection: "a `CA '<name>'` (or `CA: '<name>'`) header followed by `CA type:`, `Number of ports:` or `Port <n>:`",
+        timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(ibstat::looks_like),
+    },
+    /// `ibstatus` output (infiniband-diags script): each port's sysfs state, rate, link layer.
+    Ibstatus => FormatInfo {
+        reader: Reader::Lines(|| Box::new(ibstatus::IbstatusReader::new())),
+        name: "ibstatus",
+        aliases: &[],
+        appendable: false,
+        emits_links: false,
+        about_its_host: true,
+        produced_by: "`ibstatus [<dev>[:<port>]]` (rdma-core infiniband-diags script)",
+        detection: "an `Infiniband device '<dev>' port <n> status:` header followed by one of its keys",
+        timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(ibstatus::looks_like),
+    },
+    /// `ibv_devinfo [-v]` output (libibverbs): devices, port state, width, speed, link layer.
+    IbvDevinfo => FormatInfo {
+        reader: Reader::Lines(|| Box::new(ibv_devinfo::IbvDevinfoReader::new())),
+        name: "ibv-devinfo",
+        aliases: &["ibv_devinfo", "devinfo"],
+        appendable: false,
+        emits_links: false,
+        about_its_host: true,
+        produced_by: "`ibv_devinfo [-v] [-d <dev>]` (rdma-core libibverbs)",
+        detection: "an `hca_id: <dev>` line followed by `transport:`, `fw_ver:` or `node_guid:`",
+        timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(ibv_devinfo::looks_like),
+    },
+    /// `dcgmi dmon -e <fields>` output (NVIDIA DCGM): per-GPU field values per sample.
+    DcgmiDmon => FormatInfo {
+        reader: Reader::Lines(|| Box::new(dcgmi_dmon::DcgmiDmonReader::new())),
+        name: "dcgmi-dmon",
+        aliases: &["dcgmi"],
+        // Read whole when it changes: a tail lacks the `#Entity` header that places its columns and
+        // the start its samples are dated from (each sample is `-d` after the previous one).
+        appendable: false,
+        emits_links: false,
+        about_its_host: true,
+        produced_by: "`dcgmi dmon -e <field ids> [-d ms] [-c n]` (NVIDIA DCGM)",
+        detection: "a `#Entity` header line naming DCGM field short names, with its `ID` units line",
+        timestamps: "timestamp line before a sample; else file name, argument, mtime (samples spaced by `-d`)",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(dcgmi_dmon::looks_like),
+    },
+    // --- lossless configuration and switch-side PFC ---
+    /// `mlnx_qos -i <if>` (mlnx-tools): a RoCE NIC's trust mode, PFC priorities, DSCP map, buffers.
+    MlnxQos => FormatInfo {
+        reader: Reader::Lines(|| Box::new(mlnx_qos::MlnxQosReader::new())),
+        name: "mlnx-qos",
+        aliases: &["mlnx_qos"],
+        appendable: false,
+        emits_links: false,
+        about_its_host: true,
+        produced_by: "`mlnx_qos -i <if>` (Mellanox/NVIDIA mlnx-tools, MLNX_OFED/DOCA): trust state, PFC per priority, dscp2prio, receive buffers, traffic classes; interface attributes only",
+        detection: "a `PFC configuration:` line with `DCBX mode:`, `Priority trust state:`, `dscp2prio mapping:` or `Receive buffer size (bytes):`",
+        timestamps: "timestamp line; else file name, argument, mtime",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(mlnx_qos::looks_like),
+    },
+    /// SONiC `show pfc counters`, `show pfcwd stats`, `show queue counters` on a switch.
+    SonicPfc => FormatInfo {
+        reader: Reader::Lines(|| Box::new(sonic_pfc::SonicPfcReader::new())),
+        name: "sonic-pfc",
+        aliases: &["show-pfc-counters", "pfcstat", "pfcwd-stats", "show-queue-counters", "queuestat"],
+        appendable: false,
+        emits_links: false,
+        about_its_host: false,
+        produced_by: "SONiC `show pfc counters [--history]` (pfcstat), `show pfcwd stats`, `show queue counters` (queuestat) on a switch: PFC frames, watchdog storms and drops, egress queue drops per port and priority",
+        detection: "a `Port Rx|Tx PFC0 ... PFC7`, `QUEUE STATUS STORM DETECTED/RESTORED ...`, `Port TxQ Counter/pkts ...` or `Port Priority RX Pause Transitions ...` header",
+        timestamps: "timestamp line before each table; else file name, argument, mtime; switch from `# host:`, the echoed prompt, argument or file name",
+        time_resolution: TimeResolution::PerInput,
+        signature: Signature::Text(sonic_pfc::looks_like),
     },
 }
 

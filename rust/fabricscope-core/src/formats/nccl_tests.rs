@@ -733,8 +733,9 @@ impl NcclTestsReader {
             self.directives.apply_line(t);
             return Ok(());
         };
-        if !t.starts_with(|c: char| c.is_ascii_digit()) {
-            // nccl INFO/WARN lines, MPI chatter, warnings between rows.
+        if !t.starts_with(|c: char| c.is_ascii_digit()) || starts_with_ordinal(t) {
+            // nccl INFO/WARN lines, MPI chatter, warnings between rows (Open MPI's help text
+            // between runs lists `1st MCA variable: ...`, `2nd MCA variable: ...`).
             self.directives.apply_line(t);
             return Ok(());
         }
@@ -777,6 +778,14 @@ impl NcclTestsReader {
             }
         }
     }
+}
+
+/// Whether a line starts with an English ordinal (`1st`, `2nd`, `3rd`, `11th`): prose, never a
+/// results row (whose first cell is a byte count).
+fn starts_with_ordinal(t: &str) -> bool {
+    let first = t.split_whitespace().next().unwrap_or("");
+    let digits = first.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && matches!(first.get(digits..), Some("st" | "nd" | "rd" | "th"))
 }
 
 impl LineReader for NcclTestsReader {
@@ -910,6 +919,16 @@ impl BinaryReader for NcclJsonReader {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ordinals_are_prose() {
+        assert!(starts_with_ordinal("1st MCA variable: btl_tcp_if_include"));
+        assert!(starts_with_ordinal("2nd MCA variable: btl_tcp_if_exclude"));
+        assert!(starts_with_ordinal("23rd x"));
+        assert!(!starts_with_ordinal("1024           256     float     sum      -1    61.09"));
+        assert!(!starts_with_ordinal("1st"[..0].trim()));
+        assert!(!starts_with_ordinal("12ab 3"));
+    }
+
     use super::*;
 
     #[test]

@@ -224,6 +224,42 @@ fn parse_title(t: &str) -> Option<(String, &'static str)> {
     Some((test, kind))
 }
 
+/// The test an echoed command line runs (`ib_write_bw -d mlx5_0 10.0.0.1`, `$ ib_read_lat`,
+/// `numactl -N 0 /usr/bin/ib_send_bw -b`), with its `-d`/`--ib-dev` device: what names a run
+/// whose banner was not pasted. `None` unless a word is a perftest program.
+fn test_from_command(t: &str) -> Option<((String, &'static str), Option<String>)> {
+    let cmd = crate::formats::common::prompt_command(t).unwrap_or(t);
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let (at, name) = words.iter().enumerate().find_map(|(i, w)| {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        let rest = base.strip_prefix("ib_").or_else(|| base.strip_prefix("raw_").map(|_| base))?;
+        Some((i, rest))
+    })?;
+    let (verb, kind) = name.rsplit_once('_')?;
+    let kind: &'static str = match kind {
+        "bw" => "bw",
+        "lat" => "lat",
+        _ => return None,
+    };
+    let verb = match verb {
+        "write" | "read" | "send" | "atomic" => verb,
+        "raw_ethernet" => "raw_ethernet",
+        _ => return None,
+    };
+    let args = words.get(at + 1..).unwrap_or(&[]);
+    let mut test = format!("{verb}_{kind}");
+    if args.iter().any(|a| *a == "-b" || *a == "--bidirectional") {
+        test.push_str("_bidirectional");
+    }
+    let device = args.iter().enumerate().find_map(|(i, a)| {
+        if *a == "-d" || *a == "--ib-dev" {
+            return args.get(i + 1).map(|d| (*d).to_owned());
+        }
+        a.strip_prefix("--ib-dev=").map(str::to_owned)
+    });
+    Some(((test, kind), device))
+}
+
 /// Split a banner line into `key : value` pairs (` Dual-port : OFF\t\tDevice : mlx5_0`).
 fn banner_pairs(line: &str) -> Vec<(String, String)> {
     let parts: Vec<&str> = line.split(" : ").collect();
@@ -453,6 +489,16 @@ impl PerftestReader {
         if self.directives.apply_line(t) {
             return Ok(());
         }
+        if !t.starts_with(|c: char| c.is_ascii_digit())
+            && let Some((test, device)) = test_from_command(t)
+        {
+            // An echoed command starts a run: it names the test when no banner follows.
+            self.info = RunInfo { test: Some(test), device, ..RunInfo::default() };
+            self.header = None;
+            self.run = None;
+            self.block_rows = 0;
+            return Ok(());
+        }
         if t.starts_with(|c: char| c.is_ascii_digit()) {
             if self.awaiting_header {
                 // Inside a test's output, before its results header: the header is missing.
@@ -530,6 +576,19 @@ impl LineReader for PerftestReader {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn commands_name_the_test() {
+        let ((test, kind), dev) = test_from_command("ib_write_bw -d mlx5_0 -F 10.0.0.1").expect("echo");
+        assert_eq!((test.as_str(), kind, dev.as_deref()), ("write_bw", "bw", Some("mlx5_0")));
+        let ((test, _), dev) = test_from_command("$ /usr/bin/ib_read_lat --ib-dev=mlx5_1").expect("prompt");
+        assert_eq!((test.as_str(), dev.as_deref()), ("read_lat", Some("mlx5_1")));
+        let ((test, _), _) = test_from_command("root@h:~# ib_send_bw -b").expect("bidirectional");
+        assert_eq!(test, "send_bw_bidirectional");
+        assert!(test_from_command("ib_write_foo -d x").is_none());
+        assert!(test_from_command("ibstat").is_none());
+        assert!(test_from_command("Device : mlx5_0").is_none());
+    }
+
     use super::*;
 
     #[test]

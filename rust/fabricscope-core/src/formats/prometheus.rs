@@ -32,7 +32,8 @@
 //!   `ethtool -S` spelling first), else the raw metric name. Labels that are neither identity nor
 //!   metadata are appended in sorted canonical form (`name{duplex="full",mode="1000baseT"}`) so
 //!   distinct series never collapse into one;
-//! * metadata labels (`UUID`, `modelName`, `pci_bus_id`, `DCGM_FI_PROCESS_NAME`, `GPU_I_PROFILE`, `job`,
+//! * metadata labels (`UUID`, `modelName`, `pci_bus_id`, `DCGM_FI_PROCESS_NAME`, `GPU_I_PROFILE`, the XID
+//!   gauge's `err_code` and `err_msg`, `job`,
 //!   `pod`, ..., every `exported_*` label but `exported_instance`, and the Kubernetes discovery
 //!   labels `kubernetes_*`, `app_kubernetes_io_*`, `helm_sh_*`) become port attributes, once per
 //!   (host, device, port, key, value) and input; `*_info` series with value 1 become attributes
@@ -97,6 +98,9 @@ const METADATA_LABELS: &[&str] = &[
     "DCGM_FI_PROCESS_NAME",
     "DCGM_FI_CUDA_DRIVER_VERSION",
     "GPU_I_PROFILE",
+    // dcgm-exporter 3.3.6-3.4.2 on: the XID gauge's own value and the catalogue's text for it.
+    "err_code",
+    "err_msg",
     "job",
     "exported_job",
     "container",
@@ -173,11 +177,15 @@ struct Series {
     scale: u32,
     is_counter: bool,
     dcgm: bool,
+    /// A gauge that cannot be negative: a negative sample is the exporter's "unknown".
+    nonnegative: bool,
     cold: Option<Box<Cold>>,
 }
 
 /// What a metric name resolves to, once per name and input (its family type may change it: the
 /// names are resolved again after a `# TYPE` line that changes a type).
+// Four independent facts of a name, each read per sample: flags say what they mean.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug)]
 struct NameInfo {
     multiply: u32,
@@ -188,6 +196,9 @@ struct NameInfo {
     info: bool,
     is_counter: bool,
     dcgm: bool,
+    /// A rate, width or state gauge: negative values are sentinels (node_exporter's
+    /// `node_network_speed_bytes` is -125000 when the kernel's speed is -1, unknown).
+    nonnegative: bool,
     /// The counter name before any extra labels: the vocabulary's canonical name, else the name.
     base: Box<str>,
     /// Counter key of `base` (series without extra labels); -1 until a series needs it.
@@ -622,7 +633,11 @@ impl PrometheusReader {
                 if n.counter < 0 {
                     n.counter = ctx.samples.counter(&n.base);
                 }
-                let value = if n.dcgm && is_dcgm_blank(value, float_syntax) { Value::Null } else { value };
+                let value = if (n.dcgm && is_dcgm_blank(value, float_syntax)) || (n.nonnegative && is_negative(value)) {
+                    Value::Null
+                } else {
+                    value
+                };
                 // The first sample of a label set emits its attributes.
                 if l.keys != Keys::Claimed {
                     if l.keys == Keys::Carried {
@@ -1015,7 +1030,7 @@ impl PrometheusReader {
         labels_hash: Option<u64>,
         ctx: &mut ReadContext<'_>,
     ) -> Result<Resolved, Fail> {
-        let Some(&NameInfo { info, dcgm, .. }) = self.names.get(name_slot) else {
+        let Some(&NameInfo { info, dcgm, nonnegative, .. }) = self.names.get(name_slot) else {
             return Err(Fail::Bad("a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"));
         };
 
@@ -1036,6 +1051,7 @@ impl PrometheusReader {
                 scale: name.scale,
                 is_counter: name.is_counter,
                 dcgm,
+                nonnegative,
                 cold: Some(Box::new(Cold {
                     attrs: labels.attrs().to_vec(),
                     info: true,
@@ -1086,6 +1102,7 @@ impl PrometheusReader {
             scale: name.scale,
             is_counter: name.is_counter,
             dcgm,
+            nonnegative,
             cold,
         }))
     }
@@ -1105,6 +1122,13 @@ impl PrometheusReader {
             info,
             is_counter,
             dcgm: name.starts_with("DCGM_FI_"),
+            nonnegative: mapping.is_some_and(|m| {
+                m.def.kind == Kind::Gauge
+                    && matches!(
+                        m.def.unit,
+                        vocabulary::Unit::BytesPerSecond | vocabulary::Unit::Lanes | vocabulary::Unit::StateId
+                    )
+            }),
             base: mapping.map_or(name, |m| m.def.name).into(),
             counter: -1,
         }
@@ -1720,7 +1744,11 @@ fn emit(
     attrs: &mut AttrState,
     ctx: &mut ReadContext<'_>,
 ) -> Result<()> {
-    let value = if s.dcgm && is_dcgm_blank(value, float_syntax) { Value::Null } else { value };
+    let value = if (s.dcgm && is_dcgm_blank(value, float_syntax)) || (s.nonnegative && is_negative(value)) {
+        Value::Null
+    } else {
+        value
+    };
     if let Some(cold) = s.cold.as_deref_mut() {
         let is_one = value == Value::U64(1);
         if !cold.emitted && (!cold.info || is_one) {
@@ -2127,6 +2155,11 @@ fn parse_value(tok: &[u8]) -> Option<(Value, bool)> {
     Some((number::float_value(tok)?, true))
 }
 
+/// A negative value (only a float can be one).
+fn is_negative(v: Value) -> bool {
+    matches!(v, Value::F64(f) if f < 0.0)
+}
+
 fn is_dcgm_blank(v: Value, float_syntax: bool) -> bool {
     match v {
         Value::U64(x) => {
@@ -2322,6 +2355,13 @@ mod tests {
         assert_eq!(parse_seconds(b"."), None);
         assert_eq!(number::parse_i64_token(b"-1700000000000"), Some(-1_700_000_000_000));
         assert_eq!(number::parse_i64_token(b"99999999999999999999"), None);
+    }
+
+    #[test]
+    fn negative_values() {
+        assert!(is_negative(Value::F64(-125_000.0)));
+        assert!(!is_negative(Value::F64(0.0)));
+        assert!(!is_negative(Value::U64(1)));
     }
 
     #[test]

@@ -17,7 +17,9 @@
 //!
 //! Rows: port attributes (`device` = `mlx5_0`, `port` = 1), keyed as sysfs keys the same facts
 //! (`state`, `phys_state`, `lid`, `sm_lid`) plus `netdev`, `netdev_index`, `subnet_prefix`, `lmc`;
-//! other keys are kept under their own name. No samples. Host and time: `# host:`/timestamp lines
+//! other keys are kept under their own name; `state` and `physical_state` also give the gauges
+//! `port_state_id` and `port_phys_state_id` (as sysfs does), and each device `node_type` = `hca`.
+//! Host and time: `# host:`/timestamp lines
 //! (before a JSON document too), else the driver's fallbacks.
 
 use crate::error::{Error, Position, Result};
@@ -90,6 +92,8 @@ pub struct RdmaLinkReader {
     json_start: Option<Position>,
     /// A text record was read (a `caps:` line must follow one).
     in_record: bool,
+    /// Devices whose `node_type` attribute was written.
+    described: ahash::AHashSet<String>,
 }
 
 impl RdmaLinkReader {
@@ -101,6 +105,23 @@ impl RdmaLinkReader {
     fn attribute(&mut self, device: &str, port: u16, key: &str, value: &str, ctx: &mut ReadContext<'_>) -> Result<()> {
         let time_ns = self.directives.time_ns(ctx)?;
         let host = self.directives.host(ctx);
+        // The states are the canonical gauges sysfs gives for the same port, so `port_down`
+        // judges a POLLING port of an `rdma link` listing as it judges one read from sysfs.
+        if self.described.insert(device.to_owned()) {
+            // `rdma` lists the host's own RDMA devices: channel adapters (a POLLING one takes
+            // the host off the fabric, as `port_down` judges HCA ports).
+            let node = crate::formats::ibstat::PortRows { time_ns, host: &host, device, port: None };
+            node.attribute(ctx, "node_type", "hca")?;
+        }
+        let rows = crate::formats::ibstat::PortRows { time_ns, host: &host, device, port: Some(port) };
+        match key {
+            "state" => rows.logical_state(ctx, value)?,
+            "physical_state" => rows.physical_state(ctx, value)?,
+            _ => {}
+        }
+        if matches!(key, "state" | "physical_state") {
+            return Ok(());
+        }
         let a = Attribute { time_ns, host: 0, device: 0, port: Some(port), key: key_for(key), value };
         ctx.push_attribute(&host, device, &a)
     }

@@ -240,7 +240,7 @@ fn parse_u64(s: &str) -> Option<u64> {
 
 /// `400 Gb/sec (4X NDR)` -> (`50_000_000_000` B/s, `Some(4)`). The kernel prints the effective data
 /// rate with at most a `.5` fraction; up to six fraction digits stay exact (1 Gb/s = 125e6 B/s).
-fn parse_rate(v: &str) -> Option<(u64, Option<u64>)> {
+pub(crate) fn parse_rate(v: &str) -> Option<(u64, Option<u64>)> {
     let (num, rest) = v.split_once(' ')?;
     let rest = rest.trim_start().strip_prefix("Gb/sec")?;
     let (int, frac) = num.split_once('.').unwrap_or((num, ""));
@@ -263,7 +263,7 @@ fn parse_rate(v: &str) -> Option<(u64, Option<u64>)> {
 }
 
 /// `4: ACTIVE` -> (4, `ACTIVE`).
-fn parse_state(v: &str) -> Option<(u64, &str)> {
+pub(crate) fn parse_state(v: &str) -> Option<(u64, &str)> {
     let (id, name) = v.split_once(':')?;
     Some((parse_u64(id.trim())?, name.trim()))
 }

@@ -1,0 +1,9 @@
+//! Fuzz the `Format::IbvDevinfo` reader through the real driver (see `common/mod.rs`).
+#![no_main]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| common::run_target("ibv_devinfo", data));
