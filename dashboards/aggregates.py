@@ -14,11 +14,13 @@ from typing import Any
 import fabricscope
 import polars as pl
 from data import Dataset
-from fabricscope.findings import SEVERITIES, document
-from fabricscope.findings import links_to_replace as replacement_table
-from fabricscope.incidents import Incident, incident_documents
-from fabricscope.profiles import profile_for_port
-from fabricscope.vocabulary import counters_by_direction, counters_with_role
+from fabricscope.fabric.model import node_key, port_key
+from fabricscope.fabric.profiles import profile_for_port
+from fabricscope.incidents.correlate import Incident, incident_documents
+from fabricscope.incidents.findings import document
+from fabricscope.incidents.findings import links_to_replace as replacement_table
+from fabricscope.incidents.severity import SEVERITIES, Severity
+from fabricscope.reading.vocabulary import counters_by_direction, counters_with_role
 
 # Counters by role (the core's vocabulary), most preferred first: the detectors' choice.
 BYTES = {d: counters_with_role(f"{d}_bytes") for d in ("tx", "rx")}
@@ -30,9 +32,6 @@ LINK_SPEED, LINK_WIDTH = (*counters_with_role("link_speed"), *counters_with_role
 
 MAX_POINTS = 2000
 """Most points per plotted series; longer series are averaged into time buckets."""
-
-
-SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}  # info 0, warning 1, critical 2
 
 
 SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#7f7f7f", "ok": "#2ca02c"}
@@ -55,7 +54,7 @@ def findings_by_kind(ds: Dataset) -> pl.DataFrame:
 
 
 def links_to_replace(ds: Dataset) -> pl.DataFrame:
-    """The wear-out forecasts, soonest crossing first (:func:`fabricscope.findings.links_to_replace`)."""
+    """The wear-out forecasts, soonest crossing first (:func:`fabricscope.incidents.findings.links_to_replace`)."""
     return replacement_table(ds.findings)
 
 
@@ -109,7 +108,7 @@ def worst_ports(ds: Dataset, limit: int = 10) -> pl.DataFrame:
                 "kinds": pl.String,
             }
         )
-    rank = pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8)
+    rank = Severity.rank_expr()
     return (
         f.with_columns(rank.alias("_rank"))
         .group_by("host", "device", "port")
@@ -141,7 +140,7 @@ def ports(ds: Dataset) -> pl.DataFrame:
     p = ds.network_ports.with_columns(port_id())  # NVLink/PCIe/GPU devices are not ports
     w = worst_ports(ds, limit=1_000_000).select("host", "device", "port", "worst", "findings")
     p = p.join(w, on=["host", "device", "port"], how="left", nulls_equal=True)
-    rank = pl.col("worst").replace_strict(SEVERITY_RANK, default=-1, return_dtype=pl.Int8)
+    rank = pl.when(pl.col("worst").is_null()).then(-1).otherwise(Severity.rank_expr("worst"))
     return p.with_columns(pl.col("findings").fill_null(0)).sort(
         [rank, "findings", "port_id"], descending=[True, True, False]
     )
@@ -383,77 +382,35 @@ def port_findings(ds: Dataset, host: str, device: str, port: int | None) -> pl.D
 def link_health(ds: Dataset) -> pl.DataFrame:
     """The links table with each cable's worst finding over both ends.
 
-    A link end matches findings on its (GUID, port), where the finding's device is the GUID
-    (switch counters from perfquery/UFM), or on the host/device that owns the GUID. Every reader
-    stores GUIDs in one spelling (``fabricscope.io.normalize_guid``), so they join as they are. Adds
-    ``lower``/``upper`` (end names), ``health`` (ok/info/warning/critical), ``kinds``.
+    Which findings each cable carries is the fabric model's answer
+    (:meth:`fabricscope.fabric.model.Fabric.cable_findings`). Adds
+    ``lower``/``upper`` (end names), ``lower_node``/``upper_node`` (the fabric model's node names,
+    :meth:`fabricscope.fabric.model.Fabric.node_names`), ``health`` (ok/info/warning/critical), ``kinds``.
     """
     links = ds.tables.get("links")
     if links is None or links.is_empty():
         return pl.DataFrame()
-    f = ds.findings.filter(pl.col("severity") != "info").with_columns(
-        pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8).alias("_rank")
+    # the worst finding over both ends of each cable: the fabric model pairs ends and findings
+    lk = (
+        links.with_row_index("_link")
+        .with_columns(pl.col("port").cast(pl.Int64), pl.col("peer_port").cast(pl.Int64))
+        .join(ds.fabric.cable_findings(ds.findings), on="_link", how="left")
     )
-    by_guid = f.filter(pl.col("device").str.starts_with("0x")).select(
-        pl.col("device").alias("node_guid"), "port", "_rank", "kind"
-    )
-    lk = links.with_row_index("_link").with_columns(pl.col("port").cast(pl.Int64), pl.col("peer_port").cast(pl.Int64))
-    # An Ethernet end (lldpctl) has no GUID and no port number: it is keyed by its node name
-    # ("<host> <netdev>", as rdma-ndd names an HCA) and matches that NIC's findings on any port.
-    key = {p: pl.coalesce(pl.col(f"{p}node_guid"), pl.col(f"{p}node_name")) for p in ("", "peer_")}
-    both = pl.concat(
-        [
-            lk.select("_link", key[""].alias("node_guid"), "port"),
-            lk.select("_link", key["peer_"].alias("node_guid"), pl.col("peer_port").alias("port")),
-        ]
-    )
-    # Which host and device each link end is: the fabric model's (sysfs GUIDs, node descriptions,
-    # LLDP ends), under the canonical names the findings carry.
-    by_host = f.join(ds.fabric.devices(), on=["host", "device"], how="inner").select(
-        "node_guid", "port", "_rank", "kind"
-    )
-    ends = pl.concat([by_guid, by_host])
-    hit = (
-        pl.concat(
-            [
-                both.join(ends, on=["node_guid", "port"], how="inner"),
-                both.filter(pl.col("port").is_null()).drop("port").join(ends.drop("port"), on="node_guid", how="inner"),
-            ],
-            how="diagonal",
-        )
-        .group_by("_link")
-        .agg(pl.col("_rank").max(), pl.col("kind").unique().sort().str.join(", ").alias("kinds"))
-    )
-
-    def name(prefix: str) -> pl.Expr:
-        n = pl.col(f"{prefix}node_name").fill_null(pl.col(f"{prefix}node_guid"))
-        port = pl.col(f"{prefix}port").cast(pl.String)
-        if f"{prefix}port_name" in lk.columns:
-            # an Ethernet end's node name already ends in its netdev; a switch port is named
-            port = pl.coalesce(port, pl.col(f"{prefix}port_name"))
-        return pl.concat_str([n.str.replace(r"^MF0;", "").str.replace(r":.*$", ""), pl.lit(":"), port])
-
+    # Each end's node by the model's name for it (a switch's own name, not its description).
+    names = ds.fabric.node_names()
     return (
-        lk.join(hit, on="_link", how="left")
+        lk.with_columns(node_key().alias("_lower"), node_key("peer_").alias("_upper"))
+        .join(names.rename({"node": "_lower", "name": "lower_node"}), on="_lower", how="left")
+        .join(names.rename({"node": "_upper", "name": "upper_node"}), on="_upper", how="left")
         .with_columns(
-            name("").alias("lower"),
-            name("peer_").alias("upper"),
-            pl.col("node_name")
-            .fill_null(pl.col("node_guid"))
-            .str.replace(r"^MF0;", "")
-            .str.replace(r":.*$", "")
-            .alias("lower_node"),
-            pl.col("peer_node_name")
-            .fill_null(pl.col("peer_node_guid"))
-            .str.replace(r"^MF0;", "")
-            .str.replace(r":.*$", "")
-            .alias("upper_node"),
+            pl.concat_str([pl.col("lower_node"), pl.lit(":"), port_key()]).alias("lower"),
+            pl.concat_str([pl.col("upper_node"), pl.lit(":"), port_key("peer_")]).alias("upper"),
             pl.col("_rank")
             .replace_strict(dict(enumerate(SEVERITIES)), default="ok", return_dtype=pl.String)
             .alias("health"),
             pl.col("kinds").fill_null(""),
         )
-        .drop("_link", "_rank")
+        .drop("_link", "_rank", "_lower", "_upper")
     )
 
 

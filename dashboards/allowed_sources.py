@@ -24,9 +24,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fabricscope.dashboard import remote_from_environment
-from fabricscope.history import is_history
-from fabricscope.remote import RemoteOptions, redact
+from fabricscope.doors.dashboard import remote_from_environment
+from fabricscope.reading.history import is_history
+from fabricscope.reading.prometheus import RemoteOptions
+from fabricscope.transport import redact
 
 ENV_DATA = "FABRICSCOPE_DATA"
 

@@ -28,7 +28,7 @@ from allowed_sources import (
 from data import Dataset, fingerprint, load_remote, load_source, load_upload, source_kind
 from fabricscope.redaction import markdown_text
 
-_log = logging.getLogger("fabricscope.dashboard")
+_log = logging.getLogger("fabricscope.doors.dashboard")
 
 #: The time-range presets: label -> seconds back from the range's end (None: custom since/until).
 RANGES: dict[str, int | None] = {

@@ -7,7 +7,7 @@ Everything the pages show comes through here, from fabricscope's public API only
 * **server**: a configured Prometheus server pulled over a time range (or an exporter endpoint
   scraped), read and analysed by the same ``run_analysis``;
 * **history**: when the chosen directory is a ``fabricscope cron`` history
-  (``fabricscope.history.is_history``), its stored samples and findings are shown.
+  (``fabricscope.reading.history.is_history``), its stored samples and findings are shown.
 
 What may be read is decided in :mod:`allowed_sources`; the sidebar widgets are in :mod:`components`; the
 plot-ready aggregates in :mod:`aggregates`.
@@ -31,16 +31,13 @@ import fabricscope
 import polars as pl
 import streamlit as st
 from allowed_sources import remote_sources
-from fabricscope.dashboard import analysis_from_environment
 from fabricscope.detect import empty_views
-from fabricscope.fabric import Fabric
-from fabricscope.findings import overall_status
-from fabricscope.history import History, is_history
+from fabricscope.doors.dashboard import analysis_from_environment
+from fabricscope.fabric.model import Fabric
+from fabricscope.incidents.findings import overall_status
 from fabricscope.pipeline import ordered_findings
-from fabricscope.remote import RemoteOptions, probe
-
-# The formats whose reader fills the `links` table, as the core declares them.
-TOPOLOGY_FORMATS = frozenset(f["name"] for f in fabricscope.formats().to_dicts() if f["emits_links"])
+from fabricscope.reading.history import History, is_history
+from fabricscope.reading.prometheus import RemoteOptions, probe
 
 
 def fingerprint(path: Path) -> tuple[int, int, int]:
@@ -64,7 +61,7 @@ class Dataset:
         label: What was loaded (relative source name, ``history: ...``, the uploaded names, or a
             server URL without credentials with its range).
         mode: ``analysis``, ``server``, ``history`` or ``upload``.
-        findings: Findings frame (:data:`fabricscope.findings.FINDINGS_SCHEMA`), worst first.
+        findings: Findings frame (:data:`fabricscope.incidents.findings.FINDINGS_SCHEMA`), worst first.
         rates: The rated counter intervals.
         gauges: Latest value of every gauge series (link rate, width, state, ...).
         attributes: Port attributes (link layer, GUIDs, ...).
@@ -140,11 +137,6 @@ def _analyse(paths: list[str], label: str, mode: str, remote: RemoteOptions | No
     analysis = fabricscope.run_analysis(
         paths, **{"strict": False, **analysis_from_environment()}, remote=remote, keep_detail=True
     )
-    tables = dict(analysis.tables)
-    links_from = [r.path for r in analysis.reports if r.format in TOPOLOGY_FORMATS]
-    if links_from:
-        # topology() recomputes tiers over all topology inputs together and keeps each cable once.
-        tables["links"] = fabricscope.topology(links_from, strict=False)
     return Dataset(
         label=label,
         mode=mode,
@@ -152,7 +144,8 @@ def _analyse(paths: list[str], label: str, mode: str, remote: RemoteOptions | No
         rates=analysis.rates,
         gauges=analysis.gauges,
         attributes=analysis.attributes,
-        tables=tables,
+        # `links` is the fabric model's: every input's cables merged once, tiered over the whole fabric.
+        tables=dict(analysis.tables),
         views=analysis.views,
         inputs=analysis.inputs,
         analysis=analysis,

@@ -7,7 +7,7 @@ import fabricscope
 import polars as pl
 import streamlit as st
 from fabricscope.detect.underperformance import expected_busbw
-from fabricscope.profiles import get_profile
+from fabricscope.fabric.profiles import get_profile
 from fabricscope.redaction import markdown_text
 
 st.title("Expected vs achieved")
@@ -147,7 +147,7 @@ if tp.height:
     st.dataframe(tp, hide_index=True, width="stretch")
     st.caption(
         "Peak and median of each port's busier direction over its link rate gauge; "
-        "achievable ratios from the port's detected profile (fabricscope.profiles)."
+        "achievable ratios from the port's detected profile (fabricscope.fabric.profiles)."
     )
 else:
     st.caption("No port with both byte counters and a link rate.")

@@ -7,6 +7,7 @@ import altair as alt
 import components
 import polars as pl
 import streamlit as st
+from fabricscope.incidents.severity import PAGING, SEVERITIES
 from fabricscope.redaction import markdown_text
 
 st.title("Fabric health")
@@ -104,8 +105,8 @@ if by_kind.height:
             color=alt.Color(
                 "severity:N",
                 scale=alt.Scale(
-                    domain=["critical", "warning", "info"],
-                    range=[aggregates.SEVERITY_COLOURS[s] for s in ("critical", "warning", "info")],
+                    domain=list(reversed(SEVERITIES)),
+                    range=[aggregates.SEVERITY_COLOURS[s] for s in reversed(SEVERITIES)],
                 ),
             ),
             tooltip=["kind", "severity", "findings"],
@@ -116,7 +117,7 @@ if by_kind.height:
 st.subheader("Findings")
 if ds.findings.height:
     severities = st.multiselect(
-        "Severity", ["critical", "warning", "info"], default=["critical", "warning"], key="overview_severity"
+        "Severity", list(reversed(SEVERITIES)), default=list(reversed(PAGING)), key="overview_severity"
     )
     shown = ds.findings.filter(pl.col("severity").is_in(severities))
     # The message first after what and where: it is what a person reads; the grid cuts long cells.

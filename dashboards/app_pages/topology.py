@@ -5,7 +5,7 @@ import altair as alt
 import components
 import polars as pl
 import streamlit as st
-from fabricscope.entities import conflicts_frame
+from fabricscope.fabric.entities import conflicts_frame
 from fabricscope.redaction import markdown_text
 
 st.title("Topology")
@@ -150,7 +150,7 @@ else:
         st.success("No warning or critical finding on any port.")
 
 
-# Every name the inputs use for one host, HCA or switch (fabricscope.entities): what joined them.
+# Every name the inputs use for one host, HCA or switch (fabricscope.fabric.entities): what joined them.
 entities = ds.tables.get("entities")
 if entities is not None and entities.height:
     named = (
@@ -169,7 +169,7 @@ if entities is not None and entities.height:
         st.caption("FQDN and short host names, node GUIDs and LIDs, switch descriptions: joined across inputs.")
         st.dataframe(named.select("kind", "name", "aliases", "sources"), hide_index=True, width="stretch")
 
-# Names two inputs map differently (fabricscope.entities.Conflict): what was decided, as analyze,
+# Names two inputs map differently (fabricscope.fabric.entities.Conflict): what was decided, as analyze,
 # the report and cron list them.
 if ds.conflicts:
     st.subheader("Names the inputs disagree on")

@@ -12,8 +12,8 @@ from fabricscope.redaction import markdown_text
 st.title("What-if")
 ds = components.current()
 
-# The module, not the function `fabricscope.advise` the package exports under the same name.
-advise = importlib.import_module("fabricscope.advise")
+# The module, not the function `fabricscope.fabric.advise` the package exports under the same name.
+advise = importlib.import_module("fabricscope.fabric.advise")
 
 defaults = advise.load_inputs()
 st.caption(

@@ -12,17 +12,18 @@ Example:
 
 from fabricscope import exceptions
 from fabricscope._native import __version__
-from fabricscope.advise import advise
-from fabricscope.history import History
-from fabricscope.incidents import Incident, correlate
-from fabricscope.io import InputReport, ReaderPool, ReadResult, Scan, scan
-from fabricscope.loader import load, read
-from fabricscope.packets import PcapResult, read_pcap
+from fabricscope.fabric.advise import advise
+from fabricscope.fabric.profiles import get_profile, profiles
+from fabricscope.fabric.topology import format_topology, topology
+from fabricscope.incidents.correlate import Incident, correlate
 from fabricscope.pipeline import Analysis, analyze, run_analysis
-from fabricscope.profiles import get_profile, profiles
-from fabricscope.remote import Connection, RemoteOptions
-from fabricscope.topology import format_topology, topology
-from fabricscope.vocabulary import SCHEMA_VERSION, counters, formats
+from fabricscope.reading.history import History
+from fabricscope.reading.load import load, read
+from fabricscope.reading.packets import PcapResult, read_pcap
+from fabricscope.reading.prometheus import RemoteOptions
+from fabricscope.reading.scan import InputReport, ReaderPool, ReadResult, Scan, scan
+from fabricscope.reading.vocabulary import SCHEMA_VERSION, counters, formats
+from fabricscope.transport import Connection
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -1,5 +1,5 @@
 """``python -m fabricscope``."""
 
-from fabricscope.cli import main
+from fabricscope.doors.cli import main
 
 raise SystemExit(main())

@@ -14,26 +14,31 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope.config import load_config
 from fabricscope.detect import empty_views
-from fabricscope.engines import Filters, ReadOptions, analyze_tables, get_engine, merge_tables
-from fabricscope.engines.base import FUTURE_MARGIN_S
-from fabricscope.engines.units import raise_if_nothing_read
-from fabricscope.entities import Conflict, rename_hosts
-from fabricscope.entities import apply as apply_entities
-from fabricscope.fabric import Fabric
-from fabricscope.findings import FINDINGS_SCHEMA, STATUS_EXIT, analysed_anything, document_order, overall_status
-from fabricscope.incidents import Incident, correlate
-from fabricscope.io import InputReport, ReadResult, TimeLike, empty_attributes, input_set_mtime
-from fabricscope.loader import read_sources
-from fabricscope.profiles import get_profile
-from fabricscope.remote import RemoteOptions
+from fabricscope.detect.config import load_config
+from fabricscope.engines import analyze_tables, get_engine, merge_tables
+from fabricscope.fabric.entities import Conflict, rename_hosts
+from fabricscope.fabric.model import Fabric
+from fabricscope.fabric.profiles import get_profile
+from fabricscope.incidents.correlate import Incident, correlate
+from fabricscope.incidents.findings import (
+    FINDINGS_SCHEMA,
+    STATUS_EXIT,
+    analysed_anything,
+    document_order,
+    overall_status,
+)
+from fabricscope.reading.load import read_sources
+from fabricscope.reading.options import FUTURE_MARGIN_S, Filters, ReadOptions
+from fabricscope.reading.prometheus import RemoteOptions
+from fabricscope.reading.scan import InputReport, ReadResult, TimeLike, empty_attributes, input_set_mtime
+from fabricscope.reading.units import raise_if_nothing_read
 
 __all__ = ["FRAME_INPUT", "Analysis", "Source", "analyze", "input_rows", "ordered_findings", "run_analysis"]
 
 Source = str | os.PathLike[str] | pl.DataFrame | ReadResult
 """What :func:`run_analysis` analyses: a path, URL or ``fabricscope cron`` history (read by the engine),
-a samples frame, or a :class:`fabricscope.io.ReadResult` already read (its reports become ``inputs``);
+a samples frame, or a :class:`fabricscope.reading.scan.ReadResult` already read (its reports become ``inputs``);
 or a list of any of them, analysed as one input set."""
 
 FRAME_INPUT = "<frame>"
@@ -45,29 +50,29 @@ class Analysis:
     """The result of one analysis run.
 
     Attributes:
-        findings: Frame with :data:`fabricscope.findings.FINDINGS_SCHEMA`, worst first.
+        findings: Frame with :data:`fabricscope.incidents.findings.FINDINGS_SCHEMA`, worst first.
         inputs: Per input: path, format, records, rejected (the contract's ``inputs``).
         rates: The rates every detector saw.
         reports: The readers' per-input reports; a samples frame given to :func:`run_analysis` is
             one report named ``<frame>`` (:data:`FRAME_INPUT`).
         tables: Every side table read (``nccl_results``, ``perftest_results``, ``links`` ...), by name,
             and ``entities``: every name the inputs use for a host, HCA, switch or cable
-            (:mod:`fabricscope.entities`).
+            (:mod:`fabricscope.fabric.entities`).
         views: The frames detectors explain themselves with, by name, every declared one present
             (``DetectorSpec.views``): ``layers`` (utilisation per host, window and layer),
             ``go_back_n`` (loss and modelled go-back-N efficiency per NIC and interval) ...; empty
             with its schema when nothing applies or the detail was not kept.
         times: First and last sample time per reader format (after filters), for summaries.
-        incidents: Findings grouped by root cause (:func:`fabricscope.incidents.correlate`), worst
+        incidents: Findings grouped by root cause (:func:`fabricscope.incidents.correlate.correlate`), worst
             first; findings in none stay standalone.
         status: The verdict from the findings and the inputs together
-            (:func:`fabricscope.findings.overall_status`): ``unknown`` when an input could not be
+            (:func:`fabricscope.incidents.findings.overall_status`): ``unknown`` when an input could not be
             read or nothing was analysed, unless a finding is critical. Every front door shows this one.
         analysed: Whether any input measured the fabric: counter samples or results, not only its
-            topology (:func:`fabricscope.findings.analysed_anything`).
+            topology (:func:`fabricscope.incidents.findings.analysed_anything`).
         gauges: The last reading of every gauge series (link rate, width, state ...), with the detail kept.
         attributes: Every port attribute read, with the detail kept.
-        fabric: The fabric model every step used (:mod:`fabricscope.fabric`): names, HCAs,
+        fabric: The fabric model every step used (:mod:`fabricscope.fabric.model`): names, HCAs,
             switches, cables (``tables["links"]`` is its merged links table), conflicts.
     """
 
@@ -80,7 +85,7 @@ class Analysis:
     times: pl.DataFrame = field(default_factory=pl.DataFrame)
     incidents: list[Incident] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
-    """Names two inputs map differently and what was decided, sorted (:class:`fabricscope.entities.Conflict`):
+    """Names two inputs map differently and what was decided, sorted (:class:`fabricscope.fabric.entities.Conflict`):
     the one list every front door shows."""
     status: str = "ok"
     analysed: bool = True
@@ -117,7 +122,7 @@ def input_rows(reports: Sequence[InputReport]) -> list[dict[str, Any]]:
 def ordered_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """Worst first, then by kind and entity, in the findings schema's columns.
 
-    The order the JSON document lists them (:func:`fabricscope.findings.document_order`), so every
+    The order the JSON document lists them (:func:`fabricscope.incidents.findings.document_order`), so every
     door lists one order.
     """
     return document_order(findings).select(FINDINGS_SCHEMA.names())
@@ -200,7 +205,7 @@ def run_analysis(
 
     Args:
         data: Paths, URLs or ``fabricscope cron`` history directories to read (one or a list), a
-            samples frame, or a :class:`fabricscope.io.ReadResult` already read; or a list mixing
+            samples frame, or a :class:`fabricscope.reading.scan.ReadResult` already read; or a list mixing
             them, analysed as one input set: the paths are read in this process (whatever
             ``engine``) by the reader :func:`fabricscope.load` uses, the frames' rows join theirs in
             list order, and ``inputs`` lists each frame as ``<frame>`` and each ``ReadResult``'s
@@ -221,15 +226,15 @@ def run_analysis(
         since: Analyse only samples at or after this time (datetime, epoch seconds, ISO 8601).
         until: Analyse only samples before this time.
         hosts: Analyse only these hosts.
-        limits: Raise reader resource limits (names in ``fabricscope.io.LIMITS``; docs/security.md).
+        limits: Raise reader resource limits (names in ``fabricscope.reading.scan.LIMITS``; docs/security.md).
         keep_detail: Keep every rate row and the detectors' views (``rates``, ``views``) in the result;
             default: when ``engine`` is None. Without it ``rates`` holds only what the fabric-wide
             detectors read, so memory stays bounded on large inputs.
         remote: How to read URL inputs (a Prometheus server or an exporter endpoint): matchers,
-            step, authentication, TLS (:class:`fabricscope.remote.RemoteOptions`); a server is
+            step, authentication, TLS (:class:`fabricscope.reading.prometheus.RemoteOptions`); a server is
             pulled over ``since``/``until`` (default: the last hour).
         host_aliases: Explicit ``alias -> host`` names (``--host-alias``), over the FQDN/short-name
-            join of :func:`fabricscope.entities.resolve`.
+            join of :func:`fabricscope.fabric.entities.resolve`.
         memory: A memory budget in bytes: analyse with the streaming engine
             (:mod:`fabricscope.engines.streaming`), whose peak memory follows the budget, not the input.
             None: the local engine streams by itself when its estimated peak is above its budget
@@ -334,11 +339,12 @@ def run_analysis(
     # under its best names, one per cable; every other frame with its path-named hosts.
     fabric = ran.fabric
     _name_hosts_from_paths(ran, fabric)
-    findings = ordered_findings(apply_entities(ran.findings, fabric.entities, fabric.links))
+    findings = ordered_findings(fabric.name_findings(ran.findings))
     tables = {**ran.tables, "entities": fabric.entities.table}
     if "links" in tables:
         tables["links"] = fabric.links
-    analysed = analysed_anything(sum(r.rows for r in ran.reports), tables)
+    # Port and link states (attributes alone: `rdma link`, `nvidia-smi nvlink -s`) are judged too.
+    analysed = analysed_anything(sum(r.rows for r in ran.reports), {**tables, "attributes": ran.attributes})
     # The correlation step, once, whichever front door and engine computed the findings.
     # The interval of every rate row, not of the rows kept: the same with or without the detail.
     interval = ran.interval_s
@@ -367,8 +373,8 @@ def run_analysis(
 def _name_hosts_from_paths(ran: Any, fabric: Fabric) -> None:
     """Rename each host-less input's placeholder host to the host its path names, in every frame.
 
-    The names are the fabric model's (:attr:`fabricscope.fabric.Fabric.path_hosts`); findings are
-    renamed with the rest of their names by :func:`fabricscope.entities.apply`.
+    The names are the fabric model's (:attr:`fabricscope.fabric.model.Fabric.path_hosts`); findings are
+    renamed with the rest of their names by :meth:`fabricscope.fabric.model.Fabric.name_findings`.
     """
     names = {p: fabric.host(p) or h for p, h in fabric.path_hosts.items()}
     if not names:
@@ -408,7 +414,7 @@ def analyze(
         limits: Raise reader resource limits (see :func:`run_analysis`).
 
     Returns:
-        One row per finding (schema: ``fabricscope.findings.FINDINGS_SCHEMA``), worst first.
+        One row per finding (schema: ``fabricscope.incidents.findings.FINDINGS_SCHEMA``), worst first.
 
     Example:
         >>> import fabricscope

@@ -1,6 +1,6 @@
 """Public documents that thresholds and models cite.
 
-Every threshold's ``source`` in :data:`fabricscope.config.DEFAULTS` and in a finding's evidence names a
+Every threshold's ``source`` in :data:`fabricscope.detect.config.DEFAULTS` and in a finding's evidence names a
 document a user can open (a vendor manual page, a kernel document, a project's file or issue, a paper),
 or says ``fabricscope default: <why>``. The constants here are those citations, written once.
 """
@@ -8,6 +8,7 @@ or says ``fabricscope default: <why>``. The constants here are those citations, 
 from __future__ import annotations
 
 __all__ = [
+    "DCGM_HEALTH",
     "DCQCN",
     "GBN",
     "IBQUERYERRORS",
@@ -24,6 +25,10 @@ __all__ = [
     "default",
 ]
 
+DCGM_HEALTH = (
+    "NVIDIA DCGM modules/health/DcgmHealthWatch.cpp MonitorNvLinkErrorCounts and DcgmGPUHardwareLimits.h "
+    "(https://github.com/NVIDIA/DCGM)"
+)
 NVSENTINEL = "NVIDIA NVSentinel, docs/configuration/nic-health-monitor.md (https://github.com/NVIDIA/NVSentinel)"
 IBQUERYERRORS = "ibqueryerrors(8), rdma-core infiniband-diags: any error counter above its threshold, default 0"
 UFM_CBW = (

@@ -1,7 +1,7 @@
 """What every detector module declares and receives: :class:`DetectorSpec` and :class:`AnalysisInput`.
 
 A detector module exports exactly one ``SPEC``; the registry (:mod:`fabricscope.detect`), the config
-defaults (:data:`fabricscope.config.DEFAULTS`), the finding kinds, the engines' routing and the detector
+defaults (:data:`fabricscope.detect.config.DEFAULTS`), the finding kinds, the engines' routing and the detector
 tables in the README and ``docs/detectors.md`` are all derived from these specs.
 """
 
@@ -13,9 +13,9 @@ from typing import Any, Literal, TypeVar
 
 import polars as pl
 
-from fabricscope.detect._relations import Chain, Relation
-from fabricscope.fabric import Fabric
-from fabricscope.profiles import Profile
+from fabricscope.fabric.model import Fabric
+from fabricscope.fabric.profiles import Profile
+from fabricscope.fabric.relations import Chain, Relation
 
 __all__ = ["AnalysisInput", "DetectorSpec", "Scope", "View"]
 
@@ -32,13 +32,13 @@ class AnalysisInput:
 
     Attributes:
         samples: The canonical samples table.
-        rates: Output of :func:`fabricscope.rates.rates`.
+        rates: Output of :func:`fabricscope.detect.rates.rates`.
         gauges: Gauge samples over time (``is_counter`` false), with a float ``value``.
         attributes: The port-attributes table.
-        config: Thresholds (:func:`fabricscope.config.load_config`).
+        config: Thresholds (:func:`fabricscope.detect.config.load_config`).
         profile: A profile forced by the user (``--profile``), else None (detect per port).
         tables: Other tables (``links`` ...), by name.
-        fabric: The analysis' fabric model (:class:`fabricscope.fabric.Fabric`): which node GUID a
+        fabric: The analysis' fabric model (:class:`fabricscope.fabric.model.Fabric`): which node GUID a
             device has, what is cabled to a port, every host's canonical name.
         computed: The shared computations of this input (:meth:`once`), by name. Not an argument:
             every input starts with its own, so each partition of an engine has its own, and an
@@ -117,8 +117,6 @@ class DetectorSpec:
         chains: The causal chains this detector is the primary root of (their argument, source,
             action, title and magnitude bound).
         relations: Every chain in which its findings may be a root or a consequence.
-        root_order: Precedence among roots (lower is more fundamental: a physical fault explains
-            the loss it causes, the loss explains congestion); None when it never roots a chain.
         direction: ``rx``/``tx`` of one of its findings when the evidence and metric name do not
             say it (None: read ``direction`` from the evidence, else the metric's prefix).
         actions: What fixes a fault this detector finds, by finding spec (``kind``, or
@@ -138,7 +136,6 @@ class DetectorSpec:
     fault: bool = True
     chains: tuple[Chain, ...] = ()
     relations: tuple[Relation, ...] = ()
-    root_order: int | None = None
     direction: Callable[[dict[str, Any]], str | None] | None = None
     actions: Mapping[str, str] = field(default_factory=dict)
 
@@ -154,5 +151,6 @@ class DetectorSpec:
             if missing:
                 raise ValueError(f"detector {self.name}: a fault detector declares the action that fixes {missing}")
         for spec in self.actions:
-            if spec.partition(":")[0] not in self.kinds:
+            # ``kind``, ``kind:direction`` or ``kind@layer`` (the fix of the kind on one layer)
+            if spec.partition(":")[0].partition("@")[0] not in self.kinds:
                 raise ValueError(f"detector {self.name}: an action for {spec!r}, which it does not emit")

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput
-from fabricscope.profiles import profile_for_port
-from fabricscope.vocabulary import counters_with_role
+from fabricscope.fabric.profiles import profile_for_port
+from fabricscope.reading.vocabulary import counters_with_role
 
 PORT_KEYS = ["host", "device", "port"]
 

@@ -27,9 +27,9 @@ from fabricscope.detect._common import (
     series_of,
     typical_interval,
 )
-from fabricscope.findings import merge_windows
-from fabricscope.profiles import Profile, get_profile
-from fabricscope.vocabulary import counters_by_direction, counters_with_role
+from fabricscope.fabric.profiles import Profile, get_profile
+from fabricscope.incidents.findings import merge_windows
+from fabricscope.reading.vocabulary import counters_by_direction, counters_with_role
 
 # Loss signals per side (what this NIC received, rx; what it sent, tx) and traffic per direction,
 # by role (the core's vocabulary); traffic counters most preferred first: RoCE vport counters, the

@@ -37,12 +37,12 @@ from typing import Any
 import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, View
-from fabricscope.detect._relations import JOB, SAME_HOST, SAME_PORT, Relation
 from fabricscope.detect._shared import network_wide, window_start
-from fabricscope.findings import make_findings, merge_windows
-from fabricscope.profiles import get_profile, nvlink_profile_for_gpu
+from fabricscope.fabric.profiles import get_profile, nvlink_profile_for_gpu
+from fabricscope.fabric.relations import JOB, SAME_HOST, SAME_PORT, Relation
+from fabricscope.incidents.findings import make_findings, merge_windows
+from fabricscope.reading.vocabulary import counters_with_role
 from fabricscope.sources import NCCL_ACHIEVABLE, NGC_PERF, default
-from fabricscope.vocabulary import counters_with_role
 
 __all__ = ["LAYERS_SCHEMA", "SPEC", "detect", "layer_utilisation"]
 

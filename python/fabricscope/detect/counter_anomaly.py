@@ -20,9 +20,10 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings
-from fabricscope.detect._relations import SAME_PORT, Relation
-from fabricscope.findings import make_findings
-from fabricscope.rates import overflow_table
+from fabricscope.detect.rates import overflow_table
+from fabricscope.fabric.relations import SAME_PORT, Relation
+from fabricscope.incidents.findings import make_findings
+from fabricscope.reading.vocabulary import counters
 from fabricscope.sources import default
 
 KIND = "counter_anomaly"
@@ -39,6 +40,17 @@ _ADVICE = {
 def error_counters(config: dict) -> set[str]:
     """Counters whose every increment is a fault event: the link-error counters and link-downed."""
     return {*config["link_errors"], "link_downed_events"}
+
+
+@functools.cache
+def _layers() -> dict[str, str]:
+    """Each canonical counter's layer (``network``, ``nvlink`` ...), from the core's vocabulary."""
+    return {c["name"]: c["layer"] for c in counters().select("name", "layer").iter_rows(named=True)}
+
+
+def layer_of(counter: str) -> str:
+    """The layer a counter describes (``network`` for a name the vocabulary does not hold)."""
+    return _layers().get(counter, "network")
 
 
 @functools.cache
@@ -167,7 +179,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 "device": a["device"],
                 "port": a["port"],
                 "priority": a["priority"],
-                "layer": "network",
+                "layer": layer_of(a["counter"]),
                 "start": a["saturated_first"],
                 "end": a["saturated_last"],
                 "metric": a["counter"],
@@ -194,11 +206,17 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             pl.col("source").cast(pl.String).min(),  # not .first(): row order differs between engines
         )
     )
+    # A driver reload resets every NVLink counter of a GPU at once: one info per GPU, not per counter.
+    reloads: dict[tuple[str, str], list[dict]] = {}
     for a in agg.iter_rows(named=True):
         for flag, advice in _ADVICE.items():
             n = a[flag]
             # Saturation is reported from the readings themselves (above), once per series.
             if not n or flag == "saturated":
+                continue
+            layer = layer_of(a["counter"])
+            if flag == "reset" and layer == "nvlink":
+                reloads.setdefault((a["host"], a["device"]), []).append(a)
                 continue
             rows.append(
                 {
@@ -208,7 +226,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     "device": a["device"],
                     "port": a["port"],
                     "priority": a["priority"],
-                    "layer": "network",
+                    "layer": layer,
                     "start": a[f"{flag}_first"],
                     "end": a[f"{flag}_last"],
                     "metric": a["counter"],
@@ -223,6 +241,34 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                     },
                 }
             )
+    for (host, device), series in reloads.items():
+        names = sorted({a["counter"] for a in series})
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "info",
+                "host": host,
+                "device": device,
+                "port": None,
+                "priority": None,
+                "layer": "nvlink",
+                "start": min(a["reset_first"] for a in series),
+                "end": max(a["reset_last"] for a in series),
+                "metric": names[0],
+                "observed": float(len(series)),
+                "expected": 0.0,
+                "message": f"{device}: {len(series)} NVLink counter series reset ({', '.join(names)}): "
+                "driver reload or reboot; the intervals were dropped",
+                "evidence": {
+                    "rule": "counter_anomaly.reset",
+                    "threshold_source": inp.config[KIND]["source"],
+                    "intervals": sum(a["reset"] for a in series),
+                    "series": len(series),
+                    "links": sorted({a["port"] for a in series if a["port"] is not None}),
+                    "source": min(a["source"] for a in series),
+                },
+            }
+        )
     return make_findings(rows)
 
 

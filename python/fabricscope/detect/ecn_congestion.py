@@ -23,11 +23,11 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed, typical_interval
-from fabricscope.detect._relations import JOB, SAME_LEAF, Chain, Relation, evidence
 from fabricscope.detect._shared import traffic, with_traffic
-from fabricscope.findings import make_findings, merge_windows
+from fabricscope.fabric.relations import JOB, SAME_LEAF, Chain, Relation, evidence
+from fabricscope.incidents.findings import make_findings, merge_windows
+from fabricscope.reading.vocabulary import counters_with_role
 from fabricscope.sources import DCQCN, default
-from fabricscope.vocabulary import counters_with_role
 
 KIND = "ecn_congestion"
 
@@ -338,7 +338,6 @@ SPEC = DetectorSpec(
     relations=RELATIONS,
     direction=_direction,
     chains=(INCAST_ECN,),
-    root_order=7,
     rates_needed=_ecn_loop,
     defaults={
         "warning_marked_ratio": 0.01,

@@ -13,11 +13,11 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, typical_interval
-from fabricscope.detect._relations import BELOW_SPINE, CABLE, JOB, SAME_LEAF, Chain, Relation
-from fabricscope.findings import make_findings, merge_windows
-from fabricscope.profiles import get_profile
+from fabricscope.fabric.profiles import get_profile
+from fabricscope.fabric.relations import BELOW_SPINE, CABLE, JOB, SAME_LEAF, Chain, Relation
+from fabricscope.incidents.findings import make_findings, merge_windows
+from fabricscope.reading.vocabulary import counters_with_role
 from fabricscope.sources import UFM_CBW, XMITWAIT_64, default
-from fabricscope.vocabulary import counters_with_role
 
 KIND = "ib_congestion"
 # Bytes the port sent, by role, most preferred first (IB data counters are scaled to bytes by the
@@ -158,7 +158,6 @@ SPEC = DetectorSpec(
     scope="partition",
     relations=RELATIONS,
     chains=(SPINE_CREDIT_STARVATION,),
-    root_order=8,
     defaults={
         "bits_per_tick": 64,
         "warning_wait_ratio": 0.10,

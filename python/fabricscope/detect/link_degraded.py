@@ -5,6 +5,12 @@ same link layer and same adapter model (``hca_type`` where known), at least
 ``majority_min_ports`` of them: a 4X NDR port among 4X NDR peers that trained
 at 2X or at HDR speed is degraded ("Could be" in iblinkinfo terms). Ports not ACTIVE are skipped:
 a port down for maintenance is not degraded.
+
+A port is judged against its own technology, never an invented default: network interfaces (no
+RDMA port: node_exporter's ``node_network_speed_bytes``) are compared with network interfaces only,
+and where their adapter model is unknown only when the source gives a width beside the majority's
+(a 1 GbE management NIC among 10 GbE ones is another technology, not a degraded link). A rate that
+is not positive (node_exporter's -125000 for a speed of -1) is unknown, never a fault.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
-from fabricscope.detect._relations import CABLE, SAME_PORT, Chain, Relation, ratio
-from fabricscope.findings import make_findings
+from fabricscope.fabric.relations import CABLE, SAME_PORT, Chain, Relation, ratio
+from fabricscope.incidents.findings import make_findings
 
 KIND = "link_degraded"
 
@@ -24,7 +30,7 @@ KIND = "link_degraded"
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Find ports that trained below what they should."""
     cfg = inp.config["link_degraded"]
-    facts = port_facts(inp).filter(pl.col("link_rate_bytes_per_s").is_not_null())
+    facts = port_facts(inp).filter(pl.col("link_rate_bytes_per_s") > 0)
     facts = facts.filter(pl.col("port_state_id").is_null() | (pl.col("port_state_id") == 4.0))
     if facts.is_empty():
         return make_findings([])
@@ -35,14 +41,18 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         .with_columns(pl.col("host", "device").cast(pl.String))
     )
     facts = facts.join(hca, on=["host", "device"], how="left").with_columns(
-        pl.col("link_layer").fill_null("unknown"), pl.col("hca_type").fill_null("unknown")
+        pl.col("link_layer").fill_null("unknown"),
+        pl.col("hca_type").fill_null("unknown"),
+        # A network interface (no RDMA port: node_exporter's `node_network_speed_bytes`, sysfs
+        # `speed`) is compared with network interfaces only, never with RDMA ports.
+        pl.col("port").is_null().alias("_netdev"),
     )
     majority = {}
-    for (layer, model), grp in facts.group_by("link_layer", "hca_type"):
+    for (layer, model, netdev), grp in facts.group_by("link_layer", "hca_type", "_netdev"):
         if grp.height >= cfg["majority_min_ports"]:
             rate_mode = grp["link_rate_bytes_per_s"].mode().max()
             lanes = grp["link_width_lanes"].drop_nulls()
-            majority[(layer, model)] = (rate_mode, lanes.mode().max() if len(lanes) else None, grp.height)
+            majority[(layer, model, netdev)] = (rate_mode, lanes.mode().max() if len(lanes) else None, grp.height)
     # The window: when the port was seen at its current rate.
     seen = (
         inp.gauges.filter(pl.col("counter") == "link_rate_bytes_per_s")
@@ -63,9 +73,13 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 inp.profile.lanes,
                 f"profile {inp.profile.name}",
             )
-        elif (f["link_layer"], f["hca_type"]) in majority:
-            exp_rate, exp_lanes, n = majority[(f["link_layer"], f["hca_type"])]
+        elif (f["link_layer"], f["hca_type"], f["_netdev"]) in majority:
+            exp_rate, exp_lanes, n = majority[(f["link_layer"], f["hca_type"], f["_netdev"])]
             basis = f"majority of {n} {f['link_layer']} ports of adapter type {f['hca_type']}"
+            # Network interfaces of unknown models are of any technology (a 1 GbE management
+            # port beside 10 GbE ones): only a width beside the majority's says they share one.
+            if f["_netdev"] and f["hca_type"] == "unknown" and (f["link_width_lanes"] is None or exp_lanes is None):
+                continue
         else:
             continue
         rate, lanes = f["link_rate_bytes_per_s"], f["link_width_lanes"]
@@ -154,7 +168,6 @@ SPEC = DetectorSpec(
     scope="fabric",
     relations=RELATIONS,
     chains=(DEGRADED_LINK_RING,),
-    root_order=2,
     rates_needed=no_rates,
     defaults={
         "majority_min_ports": 3,

@@ -15,8 +15,8 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, port_facts, typical_interval
-from fabricscope.detect._relations import CABLE, SAME_PORT, Chain, Relation, loss_rate
-from fabricscope.findings import empty_findings, make_findings, merge_windows
+from fabricscope.fabric.relations import CABLE, SAME_PORT, Chain, Relation, loss_rate
+from fabricscope.incidents.findings import empty_findings, make_findings, merge_windows
 from fabricscope.sources import IBQUERYERRORS, NVSENTINEL, default
 
 KIND = "link_errors"
@@ -156,7 +156,6 @@ SPEC = DetectorSpec(
     scope="partition",
     relations=RELATIONS,
     chains=(LINK_LOSS_GO_BACK_N,),
-    root_order=1,
     defaults={
         # warning_per_s: rate for a warning, averaged over the finding's window but at least over
         # window_s (or the whole observation when shorter); critical_per_s: peak rate of one

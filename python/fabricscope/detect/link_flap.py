@@ -10,8 +10,8 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings, rate_rows, typical_interval
-from fabricscope.detect._relations import Relation
-from fabricscope.findings import make_findings, merge_windows
+from fabricscope.fabric.relations import Relation
+from fabricscope.incidents.findings import make_findings, merge_windows
 from fabricscope.sources import NVSENTINEL
 
 KIND = "link_flap"
@@ -135,7 +135,6 @@ SPEC = DetectorSpec(
     detect=detect,
     scope="fabric",
     relations=RELATIONS,
-    root_order=0,
     rates_needed=_link_downed,
     defaults={
         "source_downed": f"{NVSENTINEL}: any link_downed increase is fatal; UFM PDR deterministic plugin rule 1, both "

@@ -42,9 +42,9 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import entity_strings
-from fabricscope.findings import empty_findings, make_findings
+from fabricscope.incidents.findings import empty_findings, make_findings
+from fabricscope.reading.vocabulary import counters_with_role
 from fabricscope.sources import default
-from fabricscope.vocabulary import counters_with_role
 
 KIND = "link_wearout"
 _HOUR_S = 3600.0

@@ -11,6 +11,12 @@
   ``_buf_discard``, ``_cong_discard``) on a priority whose PFC is not enabled (per-priority
   counters present, pause counters for it absent) or whose ECN is disabled in the sysfs
   configuration (``ecn/roce_np/enable/<p>`` or ``ecn/roce_rp/enable/<p>`` = 0).
+* From the configuration itself (``mlnx_qos -i <if>``, the sysfs ECN switches), before any loss:
+  ``lossless_misconfig.pfc_priority_mismatch``: the host's pause counters count pause on a priority
+  PFC is not enabled on (its RoCE traffic is lossy); ``pfc_fleet_mismatch``/``trust_mismatch``: its
+  PFC priorities or trust mode differ from what more than half of at least ``fleet_min_hosts``
+  interfaces have; ``ecn_np_disabled``/``ecn_rp_disabled``: ECN off on the RoCE priority (the
+  traffic's, else the fleet's single lossless priority). Each names the command that fixes it.
 """
 
 from __future__ import annotations
@@ -19,11 +25,11 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, keyed
-from fabricscope.detect._relations import SAME_HOST, Chain, Relation
 from fabricscope.detect._shared import loss_intervals
-from fabricscope.findings import make_findings
+from fabricscope.fabric.relations import SAME_HOST, Chain, Relation
+from fabricscope.incidents.findings import make_findings
+from fabricscope.reading.vocabulary import counters_by_direction, counters_with_role
 from fabricscope.sources import MLX5_PAUSE
-from fabricscope.vocabulary import counters_by_direction, counters_with_role
 
 KIND = "lossless_misconfig"
 
@@ -202,13 +208,198 @@ def _priority_not_lossless(inp: AnalysisInput, cfg: dict, facts: pl.DataFrame) -
     return rows
 
 
+# Pause counters whose priority says which priority a host's RoCE traffic is lossless on.
+TRAFFIC_PAUSE = tuple(PAUSE)
+
+
+def _qos_config(inp: AnalysisInput) -> pl.DataFrame:
+    """Per (host, interface): the configuration ``mlnx_qos`` and the sysfs ECN switches stated (last value)."""
+    a = inp.attributes
+    if a.is_empty():
+        return pl.DataFrame(schema={"host": pl.String, "device": pl.String, "key": pl.String, "value": pl.String})
+    return (
+        a.with_columns(pl.col("key").cast(pl.String), pl.col("host", "device").cast(pl.String))
+        .filter(pl.col("key").str.contains(r"^(qos\.(trust|pfc\.priorities)|ecn\.roce_(np|rp)\.enable\.[0-7])$"))
+        .sort("time")
+        .group_by("host", "device", "key")
+        .agg(pl.col("value").last().cast(pl.String))
+    )
+
+
+def _traffic_priority(inp: AnalysisInput) -> dict[str, int]:
+    """Per host: the priority its pause counters counted the most pause on (its lossless RoCE priority).
+
+    Read from the readings (a lone ``ethtool -S`` snapshot counts since boot; several, what rose
+    between them), so a single capture of the counters is enough.
+    """
+    s = inp.samples
+    if s.is_empty():
+        return {}
+    p = s.filter(pl.col("counter").cast(pl.String).is_in(list(TRAFFIC_PAUSE)) & pl.col("priority").is_not_null())
+    if p.is_empty():
+        return {}
+    v = (
+        p.with_columns(
+            pl.col("host").cast(pl.String),
+            pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64")).alias("_v"),
+        )
+        .sort("time")
+        .group_by("host", "device", "priority", pl.col("counter").cast(pl.String))
+        .agg(pl.col("_v").first().alias("a"), pl.col("_v").last().alias("b"), pl.len().alias("n"))
+        .with_columns(pl.when(pl.col("n") > 1).then(pl.col("b") - pl.col("a")).otherwise(pl.col("b")).alias("pause"))
+        .group_by("host", "priority")
+        .agg(pl.col("pause").sum())
+        .filter(pl.col("pause") > 0)
+        .sort(["host", "pause", "priority"], descending=[False, True, False])
+    )
+    out: dict[str, int] = {}
+    for host, prio, _ in v.iter_rows():
+        out.setdefault(host, int(prio))
+    return out
+
+
+def _pfc_vector(prios: list[int]) -> str:
+    return ",".join("1" if p in prios else "0" for p in range(8))
+
+
+def _majority(values: list[str]) -> str | None:
+    """The value more than half of the fleet has, else None."""
+    if not values:
+        return None
+    best = max(set(values), key=lambda v: (values.count(v), v))
+    return best if values.count(best) * 2 > len(values) else None
+
+
+def _config_audit(inp: AnalysisInput, cfg: dict) -> list[dict]:
+    """A host whose stated lossless configuration differs from its traffic's priority or from the fleet's."""
+    conf = _qos_config(inp)
+    if conf.is_empty():
+        return []
+    by: dict[tuple[str, str], dict[str, str]] = {}
+    for host, device, key, value in conf.iter_rows():
+        by.setdefault((host, device), {})[key] = value or ""
+    traffic = _traffic_priority(inp)
+    fleet_min = cfg["fleet_min_hosts"]
+    # the fleet is every interface the fabric model holds, not only this partition's hosts
+    fleet = inp.fabric.lossless_config if inp.fabric is not None and inp.fabric.lossless_config else by
+    pfc_sets = [c["qos.pfc.priorities"] for c in fleet.values() if "qos.pfc.priorities" in c]
+    trusts = [c["qos.trust"] for c in fleet.values() if "qos.trust" in c]
+    fleet_pfc = _majority(pfc_sets) if len(pfc_sets) >= fleet_min else None
+    fleet_trust = _majority(trusts) if len(trusts) >= fleet_min else None
+    t0 = inp.samples["time"].min() if inp.samples.height else None
+    times = (
+        inp.attributes.with_columns(pl.col("host", "device").cast(pl.String))
+        .group_by("host", "device")
+        .agg(pl.col("time").min().alias("start"), pl.col("time").max().alias("end"))
+    )
+    when = {(h, d): (a, b) for h, d, a, b in times.iter_rows()}
+    rows = []
+
+    def finding(host: str, device: str, prio: int | None, metric: str, what: str, fix: str, ev: dict) -> None:
+        start, end = when.get((host, device), (t0, t0))
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "warning",
+                "host": host,
+                "device": device,
+                "port": None,
+                "priority": prio,
+                "layer": "network",
+                "start": start,
+                "end": end,
+                "metric": metric,
+                "observed": None,
+                "expected": None,
+                "message": f"{what}; fix: {fix}",
+                "evidence": {"threshold_source": cfg["config_source"], "fix": fix, **ev},
+            }
+        )
+
+    for (host, device), c in sorted(by.items()):
+        used = traffic.get(host)
+        if "qos.pfc.priorities" in c:
+            enabled = [int(p) for p in c["qos.pfc.priorities"].split(",") if p.strip().isdigit()]
+            if used is not None and used not in enabled:
+                want = sorted({*enabled, used}) if cfg["keep_other_pfc"] else [used]
+                finding(
+                    host,
+                    device,
+                    used,
+                    "pfc_priority_mismatch",
+                    f"RoCE traffic pauses on priority {used} but PFC is enabled on "
+                    + (f"priority {', '.join(map(str, enabled))}" if enabled else "no priority")
+                    + f" of {device}: priority {used} is lossy on this NIC",
+                    f"mlnx_qos -i {device} --pfc {_pfc_vector(want)}",
+                    {
+                        "rule": "lossless_misconfig.pfc_priority_mismatch",
+                        "pfc_priorities": enabled,
+                        "traffic_priority": used,
+                    },
+                )
+            elif fleet_pfc is not None and c["qos.pfc.priorities"] != fleet_pfc:
+                want = [int(p) for p in fleet_pfc.split(",") if p.strip().isdigit()]
+                finding(
+                    host,
+                    device,
+                    want[0] if len(want) == 1 else None,
+                    "pfc_fleet_mismatch",
+                    f"PFC is enabled on priority {c['qos.pfc.priorities'] or 'none'} of {device}, on "
+                    f"{fleet_pfc or 'none'} on {pfc_sets.count(fleet_pfc)} of {len(pfc_sets)} interfaces of the fleet",
+                    f"mlnx_qos -i {device} --pfc {_pfc_vector(want)}",
+                    {
+                        "rule": "lossless_misconfig.pfc_fleet_mismatch",
+                        "pfc_priorities": enabled,
+                        "fleet_pfc_priorities": want,
+                    },
+                )
+        if "qos.trust" in c:
+            trust = c["qos.trust"]
+            want = fleet_trust if fleet_trust is not None else None
+            if want is not None and trust != want:
+                finding(
+                    host,
+                    device,
+                    None,
+                    "trust_mismatch",
+                    f"{device} trusts {trust} while {trusts.count(want)} of {len(trusts)} interfaces of the fleet "
+                    f"trust {want}: its RoCE packets (DSCP {cfg['roce_dscp']}) "
+                    + ("are classified by their VLAN priority, untagged ones to priority 0" if trust == "pcp" else "")
+                    + ("are classified by DSCP, the fleet by VLAN priority" if trust == "dscp" else ""),
+                    f"mlnx_qos -i {device} --trust {want}",
+                    {"rule": "lossless_misconfig.trust_mismatch", "trust": trust, "fleet_trust": want},
+                )
+        # ECN (DCQCN) on the RoCE priority: the traffic's, else the fleet's one lossless priority
+        prio = used
+        if prio is None and fleet_pfc and fleet_pfc.isdigit():
+            prio = int(fleet_pfc)
+        if prio is None:
+            continue
+        for point in ("np", "rp"):
+            key = f"ecn.roce_{point}.enable.{prio}"
+            if c.get(key, "").strip() == "0":
+                finding(
+                    host,
+                    device,
+                    prio,
+                    f"ecn_{point}_disabled",
+                    f"ECN is off on priority {prio} of {device} (ecn/roce_{point}/enable/{prio} = 0): "
+                    + ("it marks no congestion notification for" if point == "np" else "it never slows down for")
+                    + f" its RoCE traffic on priority {prio}",
+                    f"echo 1 > /sys/class/net/{device}/ecn/roce_{point}/enable/{prio}",
+                    {"rule": f"lossless_misconfig.ecn_{point}_disabled", "traffic_priority": used},
+                )
+    return rows
+
+
 def detect(inp: AnalysisInput) -> pl.DataFrame:
-    """Find RoCE loss without PFC or ECN, and drops on priorities that are not lossless."""
+    """Find RoCE loss without PFC or ECN, drops on lossy priorities, and a lossless configuration that is off."""
     cfg = inp.config[KIND]
     facts = _device_facts(inp)
     rows = _no_protection(inp, cfg, facts)
     if not facts.is_empty():
         rows += _priority_not_lossless(inp, cfg, facts)
+    rows += _config_audit(inp, cfg)
     return make_findings(rows)
 
 
@@ -245,9 +436,17 @@ SPEC = DetectorSpec(
     scope="partition",
     relations=RELATIONS,
     chains=(LOSSLESS_OFF_DROPS,),
-    root_order=4,
     defaults={
         "min_events": 10,
+        # configuration audit: the fleet's majority counts from this many interfaces on (fewer
+        # cannot outvote one odd host); a fix adds the traffic's priority to the enabled ones
+        # (true) or enables it alone (false, NVIDIA's one lossless priority)
+        "fleet_min_hosts": 3,
+        "keep_other_pfc": False,
+        "roce_dscp": 26,
+        "config_source": "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' and MLNX_OFED 'Quality of Service "
+        "(QoS)': RoCE traffic on priority 3 (DSCP 26) lossless with PFC, trust dscp, ECN (DCQCN) on; "
+        "mlnx-tools mlnx_qos --pfc/--trust; kernel mlx5 sysfs ecn/roce_np|roce_rp/enable/<prio>",
         "source": "NVIDIA 'RoCE Configuration for NVIDIA Spectrum Ethernet' (lossless RoCE needs PFC and ECN); "
         f"NetQ 'netq check roce'; {MLX5_PAUSE}; rx_prio<p>_pause counts only on PFC-enabled priorities",
     },

@@ -30,12 +30,12 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, View
 from fabricscope.detect._common import entity_strings, port_facts, transport_name, transport_names
-from fabricscope.detect._relations import CABLE, FAN_IN, JOB, SAME_COUNT, SAME_HOST, SAME_LEAF, SAME_PORT, Relation
 from fabricscope.detect._shared import LOSS_COUNTERS, loss_intervals, loss_windows, stalled_intervals, with_traffic
-from fabricscope.findings import make_findings
-from fabricscope.profiles import get_profile
+from fabricscope.fabric.profiles import get_profile
+from fabricscope.fabric.relations import CABLE, FAN_IN, JOB, SAME_COUNT, SAME_HOST, SAME_LEAF, SAME_PORT, Relation
+from fabricscope.incidents.findings import make_findings
+from fabricscope.reading.vocabulary import counters_with_role
 from fabricscope.sources import GBN, default
-from fabricscope.vocabulary import counters_with_role
 
 KIND = "lossy_collapse"
 
@@ -254,7 +254,6 @@ SPEC = DetectorSpec(
     detect=detect,
     scope="fabric",
     relations=RELATIONS,
-    root_order=5,
     rates_needed=_loss_and_traffic,
     views={"go_back_n": View(go_back_n, GO_BACK_N_SCHEMA)},
     defaults={

@@ -26,7 +26,8 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import NIC, transport_name, transport_names
-from fabricscope.detect._relations import (
+from fabricscope.detect._shared import loss_intervals, loss_windows
+from fabricscope.fabric.relations import (
     CABLE,
     FAN_IN,
     JOB,
@@ -38,8 +39,7 @@ from fabricscope.detect._relations import (
     Relation,
     fan_root,
 )
-from fabricscope.detect._shared import loss_intervals, loss_windows
-from fabricscope.findings import make_findings
+from fabricscope.incidents.findings import make_findings
 from fabricscope.sources import default
 
 KIND = "packet_loss"
@@ -195,7 +195,6 @@ SPEC = DetectorSpec(
     scope="partition",
     relations=RELATIONS,
     chains=(LOSS_FAN_IN,),
-    root_order=6,
     defaults={
         "warning_p": 1e-6,
         "min_events": 10,

@@ -16,9 +16,9 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import rate_rows
-from fabricscope.detect._relations import CABLE, JOB, PAUSE_ACROSS_LEAVES, SAME_LEAF, SAME_PORT, Relation, prio_name
 from fabricscope.detect._shared import MEANING, PAUSE, SERIES, over_shortest_span, pause_intervals
-from fabricscope.findings import make_findings, merge_windows
+from fabricscope.fabric.relations import CABLE, JOB, PAUSE_ACROSS_LEAVES, SAME_LEAF, SAME_PORT, Relation, prio_name
+from fabricscope.incidents.findings import make_findings, merge_windows
 from fabricscope.sources import MLX5_PAUSE, default
 
 KIND = "pfc_congestion"

@@ -1,6 +1,6 @@
-"""``pfc_storm`` (critical): a priority paused (nearly) all the time, or the NIC's storm watchdog firing.
+"""``pfc_storm``: a priority paused (nearly) all the time, or a storm watchdog (the NIC's, the switch's) firing.
 
-Three rules, all critical:
+The rules are critical, except the switch watchdog's (a warning: the switch already contained the storm):
 
 * ``pfc_storm.pause_ratio``: pause covering at least ``storm_ratio`` (99%) of a window of at
   least ``window_s`` (200 ms, the SONiC/Juniper watchdog). With counters the window is the
@@ -37,6 +37,12 @@ Three rules, all critical:
   refresh interval and quanta, the longest stretch without an XON and the paused time per
   priority on that capture interface. A capture shows every frame as received at the capture
   point, so "direction" is the capture interface (a mirror port of one link direction).
+
+* ``pfc_storm.switch_watchdog`` (warning): a switch's own PFC watchdog (SONiC ``show pfcwd
+  stats``) declared a storm on a port's priority (the storm count rose, or is above zero in a lone
+  snapshot, or the queue is ``stormed`` now) and dropped at least ``switch_min_drops`` packets. The
+  finding is on the switch port (host = the switch, device = the port); the port's peer, when an
+  LLDP table or lldpctl was read, is named from the fabric model's cable (``evidence.peer``).
 """
 
 from __future__ import annotations
@@ -49,11 +55,11 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec
 from fabricscope.detect._common import attach_rate, keyed
-from fabricscope.detect._relations import CABLE, JOB, PAUSE_ACROSS_LEAVES, SAME_LEAF, Chain, Relation, prio_name
 from fabricscope.detect._shared import MAX_QUANTA_BITS, MEANING, SERIES, over_shortest_span, pause_intervals
-from fabricscope.findings import make_findings, merge_same_fault, merge_windows
+from fabricscope.fabric.relations import CABLE, JOB, PAUSE_ACROSS_LEAVES, SAME_LEAF, Chain, Relation, prio_name
+from fabricscope.incidents.findings import make_findings, merge_same_fault, merge_windows
+from fabricscope.reading.vocabulary import counters_by_direction, counters_with_role
 from fabricscope.sources import MLX5_STORM, PFCWD, XOFF_QUANTA
-from fabricscope.vocabulary import counters_by_direction, counters_with_role
 
 KIND = "pfc_storm"
 
@@ -619,6 +625,109 @@ def _xoff_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:
     return rows
 
 
+# The switch's PFC watchdog (SONiC pfcwd) per port and priority: storms it declared, packets it dropped.
+SWITCH_STORMS = "pfcwd_storms_detected_events"
+SWITCH_DROPS = tuple(counters_with_role("switch_watchdog_drops"))
+SWITCH_STATE = "pfcwd_stormed_state"
+
+
+def _switch_watchdog_rule(inp: AnalysisInput, cfg: dict) -> list[dict]:
+    """A switch port whose PFC watchdog declared a storm and dropped packets (warning).
+
+    Read from the readings themselves, not from rates: a ``show pfcwd stats`` is usually one
+    snapshot, whose counts run since the counters were last cleared. A storm is declared when
+    the storm count rose between readings, or (one reading) is above zero, or the queue's status
+    is ``stormed`` now; packets were dropped when the drop counts rose (one reading: are above
+    zero). The port's peer is the LLDP neighbour the fabric model knows (the switch's ``show lldp
+    table``, the host's lldpctl), when one was read.
+    """
+    names = [SWITCH_STORMS, *SWITCH_DROPS, SWITCH_STATE]
+    s = inp.samples
+    if s.is_empty() or "counter" not in s.columns:
+        return []
+    s = s.filter(pl.col("counter").cast(pl.String).is_in(names))
+    if s.is_empty():
+        return []
+    s = keyed(s).with_columns(
+        pl.col("counter").cast(pl.String),
+        pl.coalesce(pl.col("value_u64").cast(pl.Float64), pl.col("value_f64")).alias("_v"),
+    )
+    per = (
+        s.filter(pl.col("_v").is_not_null())
+        .sort("time")
+        .group_by("host", "device", "_port", "_prio", "counter")
+        .agg(
+            pl.col("port").first(),
+            pl.col("priority").first(),
+            pl.col("_v").first().alias("first"),
+            pl.col("_v").last().alias("last"),
+            pl.col("time").min().alias("start"),
+            pl.col("time").max().alias("end"),
+            pl.len().alias("readings"),
+        )
+        # one reading counts since the last clear; several count what happened between them
+        .with_columns(
+            pl.when(pl.col("readings") > 1).then(pl.col("last") - pl.col("first")).otherwise(pl.col("last")).alias("n")
+        )
+    )
+    rows = []
+    for (host, device, _port, _prio), g in per.group_by("host", "device", "_port", "_prio", maintain_order=True):
+        by = {r["counter"]: r for r in g.iter_rows(named=True)}
+        storms = by.get(SWITCH_STORMS, {}).get("n") or 0.0
+        stormed_now = (by.get(SWITCH_STATE, {}).get("last") or 0.0) >= 1.0
+        drops = {c.split("_")[1]: by[c]["n"] for c in SWITCH_DROPS if c in by and by[c]["n"] is not None}
+        dropped = sum(v for v in drops.values() if v > 0)
+        if not (storms > 0 or stormed_now) or dropped < cfg["switch_min_drops"]:
+            continue
+        first = next(iter(by.values()))
+        prio = first["priority"]
+        peer = inp.fabric.peer(str(host), str(device)) if host is not None and device is not None else None
+        behind = f"{peer[2]}" if peer else None
+        readings = max(r["readings"] for r in by.values())
+        msg = (
+            f"switch PFC watchdog on {device} {prio_name(prio)}: "
+            + (f"{storms:,.0f} storm(s) declared" if storms > 0 else "")
+            + (" and " if storms > 0 and stormed_now else "")
+            + ("stormed now" if stormed_now else "")
+            + f", {dropped:,.0f} packets dropped ("
+            + ", ".join(f"{d} {v:,.0f}" for d, v in drops.items())
+            + ")"
+            + ("" if readings > 1 else " since the counters were cleared")
+            + ": the port's peer "
+            + (f"{behind} (LLDP) " if behind else "")
+            + f"kept {prio_name(prio)} paused past the watchdog's detection time"
+        )
+        rows.append(
+            {
+                "kind": KIND,
+                "severity": "warning",
+                "host": host,
+                "device": device,
+                "port": first["port"],
+                "priority": prio,
+                "layer": "network",
+                "start": min(r["start"] for r in by.values()),
+                "end": max(r["end"] for r in by.values()),
+                "metric": "pfcwd_dropped_packets",
+                "observed": float(dropped),
+                "expected": 0.0,
+                "message": msg,
+                "evidence": {
+                    "rule": "pfc_storm.switch_watchdog",
+                    "threshold_source": PFCWD,
+                    # the switch port received the pause: the storm comes from its peer
+                    "direction": "rx",
+                    "storms_detected": storms,
+                    "stormed_now": stormed_now,
+                    "dropped": drops,
+                    "readings": readings,
+                    "peer": {"node": peer[0], "port": peer[1], "name": peer[2]} if peer else None,
+                },
+            }
+        )
+    return rows
+
+
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Find PFC storms per priority and NIC pause-storm watchdog events."""
     cfg = inp.config[KIND]
@@ -628,6 +737,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     rows += _ratio_rule(p, cfg) if not p.is_empty() else []
     rows += _watchdog_rule(inp, p, cfg)
     rows += _xoff_rule(inp, cfg)
+    rows += _switch_watchdog_rule(inp, cfg)
     if not p.is_empty():
         rows += _unbroken_rule(inp, p, cfg)
         rows += _no_transition_rule(inp, p, cfg)
@@ -686,12 +796,11 @@ PAUSE_STORM_HEAD_OF_LINE = Chain(
 SPEC = DetectorSpec(
     name=KIND,
     summary="per-priority pause ≥ 99% of a window (captures: from packet timing, millisecond windows), NIC storm "
-    "watchdogs, unbroken pause with collapsed traffic",
+    "watchdogs, unbroken pause with collapsed traffic, a switch's PFC watchdog dropping packets",
     detect=detect,
     scope="partition",
     relations=RELATIONS,
     chains=(PAUSE_STORM_HEAD_OF_LINE, PAUSE_STORM_RECEIVED),
-    root_order=3,
     defaults={
         # storm_ratio of at least window_s (or one sampling interval when longer); NIC watchdog
         # events; or pause of at least unbroken_ratio with no Xoff->Xon transition while the
@@ -704,6 +813,9 @@ SPEC = DetectorSpec(
         # gives the shortest quanta time and so the lowest estimate of the pause one XOFF holds
         # (sources.XOFF_QUANTA: IEEE 802.1Qbb quanta, the E810's 100 Gb/s top speed).
         "xoff_link_bps": 100e9,
+        # a switch's PFC watchdog (SONiC pfcwd) that declared a storm: a warning once it dropped
+        # at least this many packets (one: any drop is loss on a lossless priority)
+        "switch_min_drops": 1,
         "source": f"{PFCWD}; {MLX5_STORM}; unbroken pause with collapse: the NIC pause watchdog of Guo et al., "
         "'RDMA over Commodity Ethernet at Scale', SIGCOMM 2016, section 4.3",
     },

@@ -11,6 +11,9 @@ means depends on what else the input says about it:
 * **Disabled** is an administrative state (the subnet manager or ``ibportstate ... disable``):
   info, unless the port had a link earlier in the input (then a warning: someone turned it off).
 * **Sleep** is treated like Polling.
+* A **host with no link on any of its HCA ports** (two or more, every port it lists Polling, Disabled or Sleep,
+  whatever the reason each one has) is off the compute fabric: one warning on the host, with every
+  port in its evidence, and each port's own finding kept as information, so the server pages once.
 
 A port that comes back to LinkUp in the same input is a flap, which ``link_flap`` reports.
 """
@@ -23,7 +26,7 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import entity_strings
-from fabricscope.findings import make_findings
+from fabricscope.incidents.findings import make_findings
 
 KIND = "port_down"
 LINK_UP = 5.0
@@ -79,7 +82,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     states = inp.gauges.filter(pl.col("counter") == "port_phys_state_id")
     if states.is_empty():
         return make_findings([])
-    per_port = (
+    every_port = (
         entity_strings(states)
         .sort("time")
         .group_by(["host", "device", "port"], maintain_order=True)
@@ -89,8 +92,8 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
             pl.col("time").filter(pl.col("value") == LINK_UP).max().alias("last_up"),
             pl.col("source").last().alias("source"),
         )
-        .filter(pl.col("state").is_in(NO_LINK))
     )
+    per_port = every_port.filter(pl.col("state").is_in(NO_LINK))
     if per_port.is_empty():
         return make_findings([])
     # The state has held since the first reading of it after the last LinkUp.
@@ -103,6 +106,7 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
     )
     per_port = per_port.join(since, on=["host", "device", "port"], how="left")
     nodes = _node_facts(inp)
+    off_fabric = _hosts_off_fabric(every_port, nodes)
     cabled = {(r["node_guid"], r["port"]): r for r in inp.fabric.peers().iter_rows(named=True)}
     rows: list[dict[str, Any]] = []
     unused: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -145,6 +149,10 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
         else:
             unused.setdefault((p["host"], p["device"]), []).append({**p, "name": name, "what": what, "state": state})
             continue
+        if p["host"] in off_fabric and node_type == "hca":
+            # the host's one warning says it; the port stays listed
+            severity = "info"
+            evidence["host_off_fabric"] = True
         rows.append(
             {
                 "kind": KIND,
@@ -190,7 +198,49 @@ def detect(inp: AnalysisInput) -> pl.DataFrame:
                 },
             }
         )
+    off_ports: dict[str, list[dict[str, Any]]] = {}
+    for p in per_port.sort("host", "device", "port").iter_rows(named=True):
+        if p["host"] in off_fabric and nodes.get((p["host"], p["device"]), {}).get("node_type") == "hca":
+            off_ports.setdefault(p["host"], []).append(p)
+    rows += [_host_off_fabric_row(host, ports, cfg) for host, ports in sorted(off_ports.items())]
     return make_findings(rows)
+
+
+def _hosts_off_fabric(every_port: pl.DataFrame, nodes: dict[tuple[str, str], dict[str, str]]) -> set[str]:
+    """Hosts with two or more HCA ports whose every port's last state is without a link."""
+    states: dict[str, list[float]] = {}
+    for p in every_port.iter_rows(named=True):
+        if p["host"] and nodes.get((p["host"], p["device"]), {}).get("node_type") == "hca":
+            states.setdefault(p["host"], []).append(p["state"])
+    # one port alone is its own finding (a paste of one link says nothing of the host's others)
+    return {h for h, s in states.items() if len(s) >= 2 and all(v in NO_LINK for v in s)}
+
+
+def _host_off_fabric_row(host: str, ports: list[dict[str, Any]], cfg: dict) -> dict[str, Any]:
+    states = [f"{q['device']} port {q['port']} {PHYS_NAMES.get(q['state'], q['state'])}" for q in ports]
+    devices = sorted({q["device"] for q in ports})
+    return {
+        "kind": KIND,
+        "severity": "warning",
+        "host": host,
+        "device": devices[0] if len(devices) == 1 else None,
+        "port": None,
+        "layer": "network",
+        "start": min(q["since"] for q in ports),
+        "end": max(q["last_seen"] for q in ports),
+        "metric": "port_phys_state_id",
+        "observed": float(len(ports)),
+        "expected": 0.0,
+        "message": f"host {host} is off the fabric: none of its {len(ports)} HCA port(s) has a link "
+        f"({', '.join(states)})",
+        "evidence": {
+            "rule": f"{KIND}.host_off_fabric",
+            "threshold_source": cfg["source"],
+            "ports": [{"device": q["device"], "port": q["port"]} for q in ports],
+            "states": sorted({PHYS_NAMES.get(q["state"], str(q["state"])) for q in ports}),
+            "source": ports[0]["source"],
+        },
+    }
 
 
 SPEC = DetectorSpec(

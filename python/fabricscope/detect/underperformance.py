@@ -33,16 +33,16 @@ import polars as pl
 
 from fabricscope.detect._base import AnalysisInput, DetectorSpec, no_rates
 from fabricscope.detect._common import port_facts
-from fabricscope.detect._relations import JOB, SAME_HOST, SAME_PORT, Relation
 from fabricscope.detect._shared import network_ports
-from fabricscope.findings import make_findings, merge_windows
-from fabricscope.profiles import (
+from fabricscope.fabric.profiles import (
     Profile,
     get_profile,
     nvlink_profile_for_gpu,
     profile_for_device,
     profile_for_port,
 )
+from fabricscope.fabric.relations import JOB, SAME_HOST, SAME_PORT, Relation
+from fabricscope.incidents.findings import make_findings, merge_windows
 from fabricscope.sources import NCCL_EXPECTED, NGC_PERF, default
 
 __all__ = ["SPEC", "detect", "expected_busbw"]
@@ -357,15 +357,21 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
         # A network bound from an assumed NIC (none in the input, no --profile) may simply be the
         # wrong NIC: at most a warning, and the message says what was assumed.
         net_assumed = layer == "network" and inp.profile is None and known is None
-        should = f"the {exp / 1e9:.0f} GB/s the {layer} should give" + (
-            f" (assumed {net.name} NICs, one per GPU: no NIC in the input; add the hosts' sysfs or counters)"
-            if net_assumed
-            else ""
-        )
+        # Likewise a GPU-side bound from a GPU model the log does not name (or names generically,
+        # "NVIDIA Graphics Device"): the assumed NVLink domain may not be the one in the run.
+        gpu_assumed = layer != "network" and assumed
+        should = f"the {exp / 1e9:.0f} GB/s the {layer} should give"
+        if net_assumed:
+            should += f" (assumed {net.name} NICs, one per GPU: no NIC in the input; add the hosts' sysfs or counters)"
+        elif gpu_assumed:
+            named = f"its GPU model {gpu_name!r} matches no profile" if gpu_name else "it names no GPU model"
+            should += f" (assumed an {cfg['nvlink_profile']} NVLink domain: {named})"
         rows.append(
             {
                 "kind": KIND,
-                "severity": "critical" if ratio < cfg["nccl_critical_ratio"] and not net_assumed else "warning",
+                "severity": (
+                    "critical" if ratio < cfg["nccl_critical_ratio"] and not (net_assumed or gpu_assumed) else "warning"
+                ),
                 "host": r["host"],
                 "layer": layer,
                 "start": r["time"],

@@ -5,8 +5,8 @@ The analysis is split into three steps that every engine runs the same way:
 1. **read** - file paths (never tables) go to workers; each parses its files with the Rust readers,
    applies the host/time filters to every batch as it arrives, and assigns rows to partitions by
    host, so all series of one host (and so of each of its devices and ports) land in one
-   partition: by a stable hash of the host (:func:`partition_of`) when the number of partitions
-   is fixed (and in Ray), else (local engine) by cutting the hosts, in the order first read, into
+   partition: by a stable hash of the host (:func:`fabricscope.reading.options.partition_of`) when the
+   number of partitions is fixed (and in Ray), else (local engine) by cutting the hosts, in the order first read, into
    partitions of similar row counts.
 2. **per partition** - rates and the *per-partition* detectors (:data:`PER_PARTITION`) on one
    partition's samples, which never needs the whole table. The partition also returns the small
@@ -32,18 +32,14 @@ from fabricscope.engines.base import (
     FABRIC_WIDE,
     PER_PARTITION,
     Engine,
-    Filters,
     Partitioned,
     PartitionResult,
-    ReadOptions,
     analyze_partition,
     analyze_tables,
     fabric_of,
     fabric_wide,
     merge_tables,
-    partition_of,
     reduce_results,
-    split_by_partition,
 )
 from fabricscope.engines.local import LocalEngine
 from fabricscope.engines.ray import RayEngine
@@ -53,12 +49,10 @@ __all__ = [
     "FABRIC_WIDE",
     "PER_PARTITION",
     "Engine",
-    "Filters",
     "LocalEngine",
     "PartitionResult",
     "Partitioned",
     "RayEngine",
-    "ReadOptions",
     "StreamingEngine",
     "analyze_partition",
     "analyze_tables",
@@ -66,9 +60,7 @@ __all__ = [
     "fabric_wide",
     "get_engine",
     "merge_tables",
-    "partition_of",
     "reduce_results",
-    "split_by_partition",
 ]
 
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import math
 import os
 import sys
 import time
-import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,40 +17,35 @@ from typing import Any
 
 import polars as pl
 
-from fabricscope.captures import CAPTURE_AS, PER_PRIORITY_AS, with_capture_counters
 from fabricscope.detect import AnalysisInput, DetectorSpec, detectors_in
-from fabricscope.fabric import Fabric
-from fabricscope.fabric import build as build_fabric
-from fabricscope.findings import empty_findings
-from fabricscope.input_summary import format_times, merge_times
-from fabricscope.io import InputReport, TimeLike, _time_ns, empty_attributes, empty_samples
-from fabricscope.profiles import Profile
-from fabricscope.rates import latest_gauges, one_reading_per_time, rates, value_as_float
-from fabricscope.remote import RemoteOptions
+from fabricscope.detect.rates import latest_gauges, one_reading_per_time, rates, value_as_float
+from fabricscope.fabric.model import Fabric
+from fabricscope.fabric.model import build as build_fabric
+from fabricscope.fabric.profiles import Profile
+from fabricscope.incidents.findings import STATE_KEYS, empty_findings
+from fabricscope.reading.captures import CAPTURE_AS, PER_PRIORITY_AS, with_capture_counters
+from fabricscope.reading.options import Filters, ReadOptions, split_by_partition
+from fabricscope.reading.scan import InputReport, empty_attributes, empty_samples
+from fabricscope.reading.times import format_times, merge_times
 
 __all__ = [
     "FABRIC_WIDE",
-    "FUTURE_MARGIN_S",
     "PER_PARTITION",
     "Engine",
-    "Filters",
     "PartitionResult",
     "Partitioned",
-    "ReadOptions",
     "analyze_partition",
     "analyze_tables",
     "fabric_of",
     "fabric_wide",
     "merge_tables",
-    "partition_of",
     "reduce_results",
     "return_freed_memory",
-    "split_by_partition",
 ]
 
 PER_PARTITION = frozenset(s.name for s in detectors_in("partition"))
 """Detectors whose findings for a port depend only on that port's host: run inside partitions."""
-IDENTITY_KEYS = ("node_guid_hex", "netdev")
+IDENTITY_KEYS = ("node_guid_hex", "netdev", "qos.pfc.priorities", "qos.trust")
 """Port attributes entity resolution reads: an HCA's GUID (sysfs), the netdev an RDMA port drives
 (``ibdev2netdev``, ``rdma link show``)."""
 
@@ -60,107 +53,6 @@ FABRIC_WIDE: dict[str, Callable[[pl.DataFrame], pl.DataFrame] | None] = {
     s.name: s.rates_needed for s in detectors_in("fabric")
 }
 """Fabric-wide detectors and the rate rows (from one partition's rates) each needs (None: all of them)."""
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Rows to keep, applied to each batch right after it is parsed (before rates).
-
-    Attributes:
-        since: Keep samples at or after this time (ns since the epoch, UTC), or None.
-        until: Keep samples before this time (ns), or None.
-        hosts: Keep only these hosts, or None for all.
-    """
-
-    since: int | None = None
-    until: int | None = None
-    hosts: frozenset[str] | None = None
-
-    @classmethod
-    def make(cls, since: TimeLike = None, until: TimeLike = None, hosts: Sequence[str] | None = None) -> Filters:
-        """Build filters from user-facing values (datetimes, epoch seconds, ISO 8601, host names).
-
-        Example:
-            >>> from fabricscope.engines import Filters
-            >>> Filters.make(since="2026-12-02T00:00:00Z", hosts=["gpu01"]).since
-            1796169600000000000
-        """
-        return cls(_time_ns(since), _time_ns(until), frozenset(hosts) if hosts is not None else None)
-
-    @property
-    def active(self) -> bool:
-        """Whether any filter is set."""
-        return self.since is not None or self.until is not None or self.hosts is not None
-
-    def predicates(self, *, timed: bool = True, hosts: bool = True) -> list[pl.Expr]:
-        """The filters as Polars predicates on ``host`` and ``time`` (for scans that push them down)."""
-        cond = []
-        if hosts and self.hosts is not None:
-            cond.append(pl.col("host").cast(pl.String).is_in(sorted(self.hosts)))
-        if timed and self.since is not None:
-            cond.append(pl.col("time") >= pl.lit(self.since).cast(pl.Datetime("ns", "UTC")))
-        if timed and self.until is not None:
-            cond.append(pl.col("time") < pl.lit(self.until).cast(pl.Datetime("ns", "UTC")))
-        return cond
-
-    def apply(self, df: pl.DataFrame, *, timed: bool = True) -> pl.DataFrame:
-        """Keep the rows of a samples or attributes frame that pass the filters.
-
-        Args:
-            df: A frame with ``host`` and (when ``timed``) ``time`` columns.
-            timed: Apply the time window (attributes are static facts: keep them regardless of time).
-
-        Returns:
-            The filtered frame (``df`` itself when no filter applies).
-        """
-        cond = self.predicates(timed=timed and "time" in df.columns, hosts="host" in df.columns)
-        return df.filter(cond) if cond else df
-
-
-FUTURE_MARGIN_S = 86_400.0
-"""How far past the clock a sample may be dated before it is a bad record (``--future-margin``):
-a day covers clock skew between hosts and a local time written as UTC in any time zone."""
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """Reader options shipped to workers with the file paths (see :func:`fabricscope.load`)."""
-
-    format: str = "auto"
-    host: str | None = None
-    time: TimeLike = None
-    strict: bool = True
-    # Resource limits (fabricscope.io.LIMITS names); a tuple of pairs so the options stay hashable.
-    limits: tuple[tuple[str, int], ...] = ()
-    # HTTP inputs (a Prometheus server, an exporter endpoint): range, matchers, connection.
-    remote: RemoteOptions | None = None
-    # Without `host`: read each host-less input under its own placeholder host
-    # (fabricscope.entities.path_placeholder), which the fabric model names by the host its path names.
-    host_from_path: bool = False
-    # --host-alias: (alias, canonical) pairs for the fabric model, built once the inputs are read.
-    host_aliases: tuple[tuple[str, str], ...] = ()
-    # Read a named input only if it is a regular file (a FIFO or a device is skipped with a
-    # warning, never opened blocking), as files found by walking a directory always are: cron,
-    # which runs unattended, reads its watched files this way.
-    regular_files_only: bool = False
-    # --future-margin: a sample dated more than this many seconds after `now_ns` (None: the wall
-    # clock when the input is read) is a bad record (FUTURE_MARGIN_S; inf: no bound).
-    future_margin_s: float = FUTURE_MARGIN_S
-    now_ns: int | None = None
-
-    def horizon_ns(self) -> int | None:
-        """The latest plausible sample time, in ns since the epoch (None: no bound).
-
-        Time is the data's own: a replayed file of last year is as good as one of today. Only the
-        future is bounded, by the clock (``now_ns``, else the wall clock) plus ``future_margin_s``
-        (clock skew between hosts, a local time written as UTC): a sample beyond it (a clock set
-        to 2100, a corrupt timestamp) would otherwise end every rate and, in cron, become its
-        series' watermark, so that every later real sample looked already stored.
-        """
-        if not math.isfinite(self.future_margin_s):
-            return None
-        now = self.now_ns if self.now_ns is not None else time.time_ns()
-        return now + round(self.future_margin_s * 1e9)
 
 
 @functools.cache
@@ -191,39 +83,6 @@ def return_freed_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
-
-
-def partition_of(host: str | None, partitions: int) -> int:
-    """The partition of a host: a hash that is the same in every process and on every machine.
-
-    Example:
-        >>> from fabricscope.engines import partition_of
-        >>> partition_of("gpu01", 8) == partition_of("gpu01", 8)
-        True
-    """
-    return zlib.crc32((host or "").encode()) % partitions
-
-
-def split_by_partition(df: pl.DataFrame, partitions: int) -> dict[int, pl.DataFrame]:
-    """Split a frame with a ``host`` column into partitions (:func:`partition_of`); empty ones absent."""
-    if df.is_empty():
-        return {}
-    if partitions == 1:
-        return {0: df}
-    hosts = df["host"].unique().drop_nulls()
-    # Map the categorical's physical codes (cheap integers) rather than joining on the strings.
-    mapping = {
-        code: partition_of(h, partitions)
-        for code, h in zip(hosts.to_physical().to_list(), hosts.cast(pl.String).to_list(), strict=True)
-    }
-    part = (
-        df["host"]
-        .to_physical()
-        .replace_strict(mapping, default=partition_of(None, partitions), return_dtype=pl.UInt32)
-        .alias("_part")
-    )
-    parts = df.with_columns(part).partition_by("_part", as_dict=True, include_key=False, maintain_order=True)
-    return {int(k[0]): v for k, v in parts.items()}  # type: ignore[call-overload]
 
 
 def sorted_hosts(hosts: Iterable[str | None]) -> list[str | None]:
@@ -326,7 +185,7 @@ def fabric_of(
     reports: Sequence[InputReport],
     read: ReadOptions | None,
 ) -> Fabric:
-    """The fabric model of what an engine read (:func:`fabricscope.fabric.build`).
+    """The fabric model of what an engine read (:func:`fabricscope.fabric.model.build`).
 
     Built once per analysis, after reading and before any detector runs.
 
@@ -362,7 +221,7 @@ def analyze_partition(
         samples: The partition's samples (already filtered).
         attributes: The partition's port attributes.
         tables: Side tables (``links``, ...), whole.
-        config: Thresholds (:func:`fabricscope.config.load_config`).
+        config: Thresholds (:func:`fabricscope.detect.config.load_config`).
         profile: A forced profile, or None.
         keep_detail: Return every rate row and the detectors' views, not only what the fabric-wide
             detectors read.
@@ -498,8 +357,8 @@ class EngineResult:
         seconds: Wall time per step (``read``, ``partitions``, ``fabric``), for benchmarks.
         sample_bytes: Arrow size of the samples read (after filters).
         views: The detectors' views (``layers`` ...), with ``keep_detail``.
-        times: First and last sample time per reader (:func:`fabricscope.input_summary.format_times`).
-        gauges: The last reading of every gauge series (:func:`fabricscope.rates.latest_gauges`), with
+        times: First and last sample time per reader (:func:`fabricscope.reading.times.format_times`).
+        gauges: The last reading of every gauge series (:func:`fabricscope.detect.rates.latest_gauges`), with
             ``keep_detail``.
         attributes: Every port attribute read, with ``keep_detail``.
         interval_s: The median sampling interval of all rate rows (:func:`median_interval`), None without rates.
@@ -581,7 +440,13 @@ def reduce_results(
         times=merge_times([r.times for r in results]),
         # What the report and the dashboard show beside the findings, so that they never read again.
         gauges=latest_gauges(_concat([r.gauges for r in results], empty.gauges)) if keep_detail else pl.DataFrame(),
-        attributes=_concat([r.attributes for r in results], empty_attributes()) if keep_detail else empty_attributes(),
+        # without the detail, the states alone: whether a states-only input was judged depends on them
+        attributes=_concat([r.attributes for r in results], empty_attributes())
+        if keep_detail
+        else _concat(
+            [r.attributes.filter(pl.col("key").cast(pl.String).is_in(list(STATE_KEYS))) for r in results],
+            empty_attributes(),
+        ),
         interval_s=median_interval([r.intervals for r in results]),
         fabric=part.fabric,
     )
@@ -627,9 +492,10 @@ def analyze_tables(
     attrs = split_by_partition(attributes, partitions)
     # One contiguous frame per partition: the rate kernel and the detectors run several times
     # faster on it than on a frame of many chunks (a rechunk of one chunk copies nothing).
+    # A partition of attributes alone (states, configuration files) is judged too, as the engines judge it.
     results = [
         analyze_partition(
-            part.rechunk(),
+            parts[i].rechunk() if i in parts else samples.clear(),
             attrs.get(i, attributes.clear()),
             tables,
             config,
@@ -637,7 +503,7 @@ def analyze_tables(
             keep_detail=keep_detail,
             fabric=fabric,
         )
-        for i, part in sorted(parts.items())
+        for i in sorted(parts.keys() | attrs.keys())
     ]
     seconds = {"partitions": time.perf_counter() - t0}
     part = Partitioned(results, tables, [], seconds, samples.estimated_size(), fabric)

@@ -35,22 +35,25 @@ from typing import Any
 import polars as pl
 
 from fabricscope import _native
-from fabricscope._regular import open_regular
 from fabricscope.engines.base import (
     Engine,
-    Filters,
     Partitioned,
     PartitionResult,
-    ReadOptions,
     analyze_partition,
     fabric_of,
     hosts_without_samples,
     merge_tables,
-    partition_of,
     return_freed_memory,
 )
 from fabricscope.engines.streaming import StreamingEngine, machine_memory, parse_memory
-from fabricscope.engines.units import (
+from fabricscope.exceptions import InputError
+from fabricscope.fabric.entities import rename_hosts
+from fabricscope.fabric.model import Fabric
+from fabricscope.fabric.profiles import Profile
+from fabricscope.reading._regular import open_regular
+from fabricscope.reading.options import Filters, ReadOptions, partition_of
+from fabricscope.reading.scan import InputReport, ReaderPool, empty_attributes, empty_samples
+from fabricscope.reading.units import (
     HISTORY,
     HISTORY_ATTRIBUTES,
     URL,
@@ -60,9 +63,6 @@ from fabricscope.engines.units import (
     read_units,
     work_units,
 )
-from fabricscope.exceptions import InputError
-from fabricscope.io import InputReport, ReaderPool, empty_attributes
-from fabricscope.profiles import Profile
 
 __all__ = ["LocalEngine", "auto_budget", "estimated_peak"]
 
@@ -164,10 +164,35 @@ def _rows_per_host(batch: pl.DataFrame) -> dict[str | None, int]:
 
 def _read(units: Sequence[Unit], read: ReadOptions, filters: Filters, batch_rows: int, readers: ReaderPool) -> _Read:
     reports, tables, samples, attrs = read_units(units, read, filters, 1, batch_rows, readers)
-    # The reader's batches were copied into Polars memory as they arrived (fabricscope.io);
+    # The reader's batches were copied into Polars memory as they arrived (fabricscope.reading.scan);
     # what glibc kept of them would otherwise stay resident next to the samples.
     return_freed_memory()
     return _Read(reports, tables, samples[0], [_rows_per_host(b) for b in samples[0]], attrs[0])
+
+
+def _named_from_paths(
+    fabric: Fabric,
+    batches: list[pl.DataFrame | None],
+    batch_hosts: list[dict[str | None, int]],
+    attributes: pl.DataFrame,
+    tables: dict[str, pl.DataFrame],
+) -> tuple[list[pl.DataFrame | None], list[dict[str | None, int]], pl.DataFrame, dict[str, pl.DataFrame]]:
+    """Every frame with each host-less input's placeholder host renamed to the host its path names.
+
+    A placeholder whose path names no host stays until the findings are named: two such inputs
+    are two hosts to the detectors, never one ``unknown``.
+    """
+    names = {p: fabric.host(p) or h for p, h in fabric.path_hosts.items() if h != "unknown"}
+    if not names:
+        return batches, batch_hosts, attributes, tables
+    out, hosts = [], []
+    for b, counts in zip(batches, batch_hosts, strict=True):
+        if b is not None and any(h in names for h in counts):
+            b = rename_hosts(b, names)
+            counts = _rows_per_host(b)
+        out.append(b)
+        hosts.append(counts)
+    return out, hosts, rename_hosts(attributes, names), {k: rename_hosts(v, names) for k, v in tables.items()}
 
 
 def _rows_of(frame: pl.DataFrame, hosts: list[str | None]) -> pl.DataFrame:
@@ -180,7 +205,7 @@ class LocalEngine(Engine):
 
     Args:
         partitions: Exactly this many host partitions (hash of the host,
-            :func:`fabricscope.engines.partition_of`); None groups hosts adaptively into partitions
+            :func:`fabricscope.reading.options.partition_of`); None groups hosts adaptively into partitions
             of about ``target_rows`` sample rows.
         target_rows: Most rows per partition when adaptive. Small inputs are one partition; larger
             ones are split into a multiple of ``workers`` partitions of similar size, at least seven
@@ -196,8 +221,8 @@ class LocalEngine(Engine):
         progress: The streaming engine's progress bar when it takes over (None: only on a terminal).
 
     Example:
-        >>> from fabricscope.engines import Filters, ReadOptions
-        >>> from fabricscope.config import load_config
+        >>> from fabricscope.reading.options import Filters, ReadOptions
+        >>> from fabricscope.detect.config import load_config
         >>> from fabricscope.engines.local import LocalEngine
         >>> res = LocalEngine().run(["sample_traces/prometheus"], read=ReadOptions(), filters=Filters(),
         ...                         config=load_config(None), profile=None)
@@ -267,6 +292,12 @@ class LocalEngine(Engine):
         sample_bytes = sum(b.estimated_size() for b in batches if b is not None)
         # One fabric model, from everything read, before any detector runs.
         fabric = fabric_of({h for counts in batch_hosts for h in counts}, all_attrs, whole_tables, reports, read)
+        if any(h != "unknown" for h in fabric.path_hosts.values()):
+            # A host-less input's rows are its path's host's before any detector runs: one host's
+            # data is analysed as one host, as `parse` writes it and cron stores it.
+            batches, batch_hosts, all_attrs, whole_tables = _named_from_paths(
+                fabric, batches, batch_hosts, all_attrs, whole_tables
+            )
         t1 = time.perf_counter()
 
         plan = self._plan(batch_hosts, all_attrs)
@@ -285,7 +316,10 @@ class LocalEngine(Engine):
                 b = batches[i]
                 assert b is not None  # released only after its last partition took its rows
                 pieces.append(b if wanted.issuperset(batch_hosts[i]) else _rows_of(b, hosts))
-            samples = pl.concat(pieces, how="vertical", rechunk=True) if len(pieces) > 1 else pieces[0].rechunk()
+            if not pieces:
+                samples = empty_samples()
+            else:
+                samples = pl.concat(pieces, how="vertical", rechunk=True) if len(pieces) > 1 else pieces[0].rechunk()
             del pieces
             with lock:
                 for i in used:
@@ -340,7 +374,9 @@ class LocalEngine(Engine):
             for h, n in counts.items():
                 rows[h] = rows.get(h, 0) + n
         if not rows:
-            return []
+            # states only (nvidia-smi -q, nvidia-smi nvlink -s): one partition of the attributes' hosts
+            alone = list(dict.fromkeys(hosts_without_samples(attributes, {})))
+            return [(alone, [])] if alone else []
         if self.partitions is not None:
             group_of = {h: partition_of(h, self.partitions) for h in rows}
         else:

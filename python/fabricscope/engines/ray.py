@@ -32,20 +32,19 @@ import polars as pl
 from fabricscope.engines.base import (
     IDENTITY_KEYS,
     Engine,
-    Filters,
     Partitioned,
     PartitionResult,
-    ReadOptions,
     analyze_partition,
     fabric_of,
     merge_tables,
 )
 from fabricscope.engines.streaming import analyse_in_budget
-from fabricscope.engines.units import Unit, group_units, read_units, work_units
 from fabricscope.exceptions import EngineFailedError, EngineUnavailableError, FabricscopeError
-from fabricscope.fabric import Fabric
-from fabricscope.io import empty_attributes
-from fabricscope.profiles import Profile
+from fabricscope.fabric.model import Fabric
+from fabricscope.fabric.profiles import Profile
+from fabricscope.reading.options import Filters, ReadOptions
+from fabricscope.reading.scan import empty_attributes, empty_samples
+from fabricscope.reading.units import Unit, group_units, read_units, work_units
 
 __all__ = ["RayEngine"]
 
@@ -74,13 +73,14 @@ def _analyze_task(
     *parts: tuple[pl.DataFrame | None, pl.DataFrame | None],
 ) -> PartitionResult | None:
     samples = [s for s, _ in parts if s is not None]
-    if not samples:
-        return None
     attrs = [a for _, a in parts if a is not None]
+    # a partition of attributes alone (states, configuration files) is judged as the local engine does
+    if not samples and not attrs:
+        return None
     return analyze_partition(
         # One contiguous frame: the rate kernel and the detectors run several times faster on it
         # than on one chunk per read task and batch.
-        pl.concat(samples, how="vertical_relaxed", rechunk=True),
+        pl.concat(samples, how="vertical_relaxed", rechunk=True) if samples else empty_samples(),
         pl.concat(attrs, how="vertical_relaxed") if attrs else empty_attributes(),
         tables,
         config,

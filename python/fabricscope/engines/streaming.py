@@ -3,7 +3,7 @@
 The local engine keeps every sample once in memory; this one keeps at most a memory budget. It
 reads the work units one at a time (each streamed by the Rust scanner in bounded batches,
 filtered as it arrives), routes every row to one of ``buckets`` host buckets by the stable hash
-of :func:`fabricscope.engines.partition_of`, and spills the buckets to compressed Arrow IPC files
+of :func:`fabricscope.reading.options.partition_of`, and spills the buckets to compressed Arrow IPC files
 in a temporary directory whenever the buffered rows exceed a share of the budget. It then groups
 the buckets, in bucket order, into partitions whose rows fit the budget, and analyses the
 partitions one after the other, each read back from its spill files, with exactly the
@@ -32,23 +32,20 @@ import polars as pl
 
 from fabricscope.engines.base import (
     Engine,
-    Filters,
     Partitioned,
     PartitionResult,
-    ReadOptions,
     analyze_partition,
     fabric_of,
     hosts_without_samples,
     merge_tables,
-    partition_of,
     sorted_hosts,
-    split_by_partition,
 )
-from fabricscope.engines.units import Unit, read_units, work_units
-from fabricscope.fabric import Fabric
-from fabricscope.io import InputReport, ReaderPool, empty_attributes
-from fabricscope.profiles import Profile
+from fabricscope.fabric.model import Fabric
+from fabricscope.fabric.profiles import Profile
 from fabricscope.progress import ProgressBar
+from fabricscope.reading.options import Filters, ReadOptions, partition_of, split_by_partition
+from fabricscope.reading.scan import InputReport, ReaderPool, empty_attributes
+from fabricscope.reading.units import Unit, read_units, work_units
 
 __all__ = ["StreamingEngine", "analyse_in_budget", "default_memory", "machine_memory", "parse_memory"]
 
@@ -199,8 +196,8 @@ class StreamingEngine(Engine):
         progress: Show a progress bar with an ETA on stderr (None: only when stderr is a terminal).
 
     Example:
-        >>> from fabricscope.config import load_config
-        >>> from fabricscope.engines import Filters, ReadOptions
+        >>> from fabricscope.detect.config import load_config
+        >>> from fabricscope.reading.options import Filters, ReadOptions
         >>> from fabricscope.engines.streaming import StreamingEngine
         >>> res = StreamingEngine(memory=256 << 20).run(["sample_traces/prometheus"], read=ReadOptions(),
         ...     filters=Filters(), config=load_config(None), profile=None)

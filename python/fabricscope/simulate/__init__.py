@@ -5,7 +5,7 @@ counters; writers (:mod:`fabricscope.simulate.writers`) emit them as Prometheus 
 text, ``ethtool -S`` logs, sysfs trees and ``grep -H`` dumps, ``perfquery -x`` logs and UFM
 telemetry CSV (InfiniBand), spelled from the shared counter
 vocabulary; ``truth.json`` says what a correct analysis reports. The simulator never imports
-detector thresholds (``fabricscope.config``) or detectors.
+detector thresholds (``fabricscope.detect.config``) or detectors.
 
 Example:
     >>> import tempfile
@@ -28,7 +28,9 @@ from typing import Any
 
 import polars as pl
 
+from fabricscope.incidents.severity import Severity
 from fabricscope.simulate.fabric import build_fabric
+from fabricscope.simulate.gpus import write_gpu_files
 from fabricscope.simulate.model import Fault, Simulation, Workload, run_model
 from fabricscope.simulate.scenarios import SCENARIOS, Scenario
 from fabricscope.simulate.sidefiles import (
@@ -98,6 +100,20 @@ def _entity(sim: Simulation, host: int, nic: int | None, *, roce: bool, domain: 
     return {"host": name, "device": devices, "port": n.port}
 
 
+def _gpu_entity(sim: Simulation, e: dict[str, Any], *, roce: bool, domain: str) -> dict[str, Any]:
+    """An expected finding's entity: a NIC port, a GPU link, a host, or a domain.
+
+    ``nic`` names a NIC port, ``gpu`` and ``link`` a GPU link, ``entity`` something that is no
+    host's (an NVLink domain, named as its finding names it); else the host itself.
+    """
+    if "entity" in e:
+        return {"host": e["entity"], "device": e.get("device"), "port": None}
+    if "gpu" not in e:
+        return _entity(sim, e["host"], e.get("nic"), roce=roce, domain=domain)
+    h = sim.fabric.hosts[e["host"]]
+    return {"host": f"{h.name}.{domain}" if domain else h.name, "device": [f"gpu{e['gpu']}"], "port": e.get("link")}
+
+
 def _truth(
     sc: Scenario, sim: Simulation, hosts: int, duration: float, interval: float, seed: int, domain: str = ""
 ) -> dict[str, Any]:
@@ -116,7 +132,7 @@ def _truth(
             {
                 "kind": e["kind"],
                 "severity": e["severity"],
-                **_entity(sim, e["host"], e.get("nic"), roce=roce, domain=domain),
+                **_gpu_entity(sim, e, roce=roce, domain=domain),
                 "priority": e.get("priority"),
                 "layer": e.get("layer", "network"),
                 "start": _iso(T0 + (start if start is not None else 0)),
@@ -139,7 +155,8 @@ def _truth(
     incidents = []
     for inc in sc.incidents(hosts, duration):
         r = inc["root"]
-        root = {"kind": r["kind"], **_entity(sim, r["host"], r.get("nic"), roce=roce, domain=domain)}
+        # named as an expected finding is: a NIC port, a GPU link, a host or a domain
+        root = {"kind": r["kind"], **_gpu_entity(sim, r, roce=roce, domain=domain)}
         if r.get("peer"):
             tier, index, port = r["peer"]
             root["peer"] = {"node": _switch_name(sc.prefix or sc.name, tier, index), "port": port}
@@ -284,14 +301,18 @@ def simulate(
     if runs:
         shutil.rmtree(out / "nccl-tests", ignore_errors=True)
         write_nccl_tests(sim.fabric, sc.faults(h, d), runs, out / "nccl-tests", t0=T0, end=d)
+    if sc.extra.get("gpu"):
+        shutil.rmtree(out / "nvidia-smi", ignore_errors=True)
+        shutil.rmtree(out / "nvidia-smi-q", ignore_errors=True)
+        shutil.rmtree(out / "dcgm", ignore_errors=True)
+        write_gpu_files(
+            [h.name for h in sim.fabric.hosts], out, sc.extra["gpu"], t0=T0, samples=samples, interval=iv, seed=seed
+        )
     domain = sc.extra.get("domain", "") if "prometheus" in fmts else ""
     truth = _truth(sc, sim, h, d, iv, seed, domain)
     (out / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
     files = sorted(p for p in out.rglob("*") if p.is_file())
     return SimResult(sim, expected, truth, files, sum(p.stat().st_size for p in files))
-
-
-_RANK = {"info": 0, "warning": 1, "critical": 2}
 
 
 def _dev_ok(want: list[str] | None, got: str | None) -> bool:
@@ -332,7 +353,7 @@ def check_truth(findings: pl.DataFrame, truth: dict[str, Any]) -> dict[str, list
     missing = [
         e
         for e in truth["expected"]
-        if not any(matches(e, r, window=True) and _RANK[r["severity"]] >= _RANK[e["severity"]] for r in rows)
+        if not any(matches(e, r, window=True) and Severity(r["severity"]) >= Severity(e["severity"]) for r in rows)
     ]
     loud = [r for r in rows if r["severity"] != "info"]
     ok_list = truth["expected"] + truth.get("allowed", [])
@@ -350,7 +371,7 @@ def check_incidents(incidents: list[dict[str, Any]], truth: dict[str, Any]) -> d
     """Compare incidents (the findings document's ``incidents`` array) with a ``truth.json`` document.
 
     Args:
-        incidents: Incident documents (:func:`fabricscope.incidents.incident_documents`).
+        incidents: Incident documents (:func:`fabricscope.incidents.correlate.incident_documents`).
         truth: The truth document.
 
     Returns:

@@ -1428,6 +1428,174 @@ SCENARIOS: dict[str, Scenario] = {
             ],
         ),
         Scenario(
+            "nvlink-crc",
+            "HGX H100 training; one GPU's NVLink link 7 on one host takes ~250 CRC errors/s (and their replays) "
+            "from 30% of the run (nvidia-smi nvlink -e per link) and its driver logs XID 74 halfway (the DCGM "
+            "exporter's last-XID gauge): one incident, the link",
+            "ndr400",
+            4,
+            1,
+            _TRAIN,
+            lambda h, d: [],
+            expected=lambda h, d: [
+                {
+                    "kind": "link_errors",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "gpu": 3,
+                    "link": 7,
+                    "layer": "nvlink",
+                    "start": 0.3 * d,
+                    "end": d,
+                    "note": "CRC Errors ~250/s on GPU 3 link 7: above DCGM's 100/s health limit",
+                },
+                {
+                    "kind": "gpu_xid",
+                    "severity": "critical",
+                    "host": 1 % h,
+                    "gpu": 3,
+                    "layer": "nvlink",
+                    "start": 0.5 * d,
+                    "end": d,
+                    "note": "the driver's XID 74 (NVLINK_ERROR) on GPU 3, halfway through the errors",
+                },
+            ],
+            incidents=lambda h, d: [
+                {
+                    "rule": "nvlink_link_xid",
+                    "root": {"kind": "link_errors", "host": 1 % h},
+                    "members": [{"kind": "gpu_xid", "host": 1 % h}],
+                }
+            ],
+            allowed=lambda h, d: [{"kind": k, "host": i, "nic": None} for i in range(h) for k in ("bottleneck",)],
+            formats=("prometheus",),
+            duration=240.0,
+            interval=15.0,
+            prefix="nvlcrc",
+            extra={
+                "gpu": {
+                    "errors": {
+                        "gpu_name": "NVIDIA H100 80GB HBM3",
+                        "gpus": 8,
+                        "links": 18,
+                        "background_per_hour": 0.0,
+                        "faults": [{"host": 1, "gpu": 3, "link": 7, "crc_per_s": 250.0, "start": 0.3}],
+                    },
+                    "xids": {
+                        "gpus": 8,
+                        "gpu_name": "NVIDIA H100 80GB HBM3",
+                        "events": [{"host": 1, "gpu": 3, "code": 74, "at": 0.5}],
+                    },
+                }
+            },
+        ),
+        Scenario(
+            "trap-nvlink-background",
+            "trap: HGX B200 NVLink links with a steady background of ~3 CRC errors/hour each, and a driver "
+            "reload on one host halfway that resets every NVLink counter: nothing to report",
+            "ndr400",
+            2,
+            1,
+            _TRAIN,
+            lambda h, d: [],
+            must_not=lambda h, d: _all(h, "a few CRC errors an hour are healthy; a reset is data quality (info)"),
+            formats=("prometheus",),
+            duration=1800.0,
+            interval=60.0,
+            prefix="nvlbg",
+            extra={
+                "no_incidents": True,
+                "gpu": {
+                    "errors": {
+                        "gpu_name": "NVIDIA B200",
+                        "gpus": 8,
+                        "links": 18,
+                        "background_per_hour": 3.0,
+                        "reloads": [{"host": 0, "at": 0.5}],
+                    }
+                },
+            },
+        ),
+        Scenario(
+            "nvl72-tray-lost",
+            "GB200 NVL72 rack (18 compute trays of 4 GPUs): NVSwitch tray 3 fails, links 6 and 7 go inactive on "
+            "every GPU, the fabric reports every GPU's bandwidth degraded and every GPU logs XID 149: one incident, "
+            "the domain",
+            "ndr400",
+            18,
+            1,
+            _TRAIN,
+            lambda h, d: [],
+            expected=lambda h, d: (
+                [
+                    {
+                        "kind": "nvlink_fabric",
+                        "severity": "critical",
+                        "host": i,
+                        "layer": "nvlink",
+                        "note": "links 6, 7 inactive",
+                    }
+                    for i in range(h)
+                ]
+                + [
+                    {
+                        "kind": "nvlink_domain",
+                        "severity": "critical",
+                        "entity": "nvlink domain 5d2c6a90-3f61-4b8e-9a47-1c0e7b25d9f3/clique 32766",
+                        "device": ["nvswitch tray 3"],
+                        "layer": "nvlink",
+                        "note": "every compute tray lost links 6 and 7: the switch tray they share",
+                    }
+                ]
+                + [
+                    {
+                        "kind": "gpu_xid",
+                        "severity": "warning",
+                        "host": i,
+                        "layer": "nvlink",
+                        "start": 0.5 * d,
+                        "end": d,
+                        "note": "XID 149 (NVLINK_NETIR_ERROR) on every GPU when the tray's links went down",
+                    }
+                    for i in range(h)
+                ]
+            ),
+            allowed=lambda h, d: [{"kind": k, "host": i, "nic": None} for i in range(h) for k in ("bottleneck",)],
+            incidents=lambda h, d: [
+                {
+                    "rule": "nvlink_domain_down",
+                    "root": {
+                        "kind": "nvlink_domain",
+                        "entity": "nvlink domain 5d2c6a90-3f61-4b8e-9a47-1c0e7b25d9f3/clique 32766",
+                        "device": ["nvswitch tray 3"],
+                    },
+                    "members": [{"kind": k, "host": i} for i in range(h) for k in ("nvlink_fabric", "gpu_xid")],
+                }
+            ],
+            formats=("prometheus",),
+            duration=120.0,
+            interval=15.0,
+            hosts_per_leaf=6,
+            prefix="nvl72",
+            extra={
+                "gpu": {
+                    "nvl72": {
+                        "gpus": 4,
+                        "links": 18,
+                        "cluster_uuid": "5d2c6a90-3f61-4b8e-9a47-1c0e7b25d9f3",
+                        "clique": 32766,
+                        "lost_tray": 3,
+                        "links_per_tray": 2,
+                    },
+                    "xids": {
+                        "gpus": 4,
+                        "gpu_name": "NVIDIA GB200",
+                        "events": [{"host": None, "gpu": None, "code": 149, "at": 0.5}],
+                    },
+                }
+            },
+        ),
+        Scenario(
             "trap-missing-samples",
             "trap: the collector on one host missed scrapes (one 4-scrape hole, isolated misses)",
             "ndr400",

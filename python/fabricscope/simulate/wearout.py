@@ -75,9 +75,15 @@ def _cumulative(link: WearLink, hours: int, rng: np.random.Generator) -> np.ndar
 
 
 def write_wearout(
-    outdir: Path, links: list[WearLink], *, days: int = 14, threshold_per_h: float = 120.0, seed: int = 7
+    outdir: Path,
+    links: list[WearLink],
+    *,
+    days: int = 14,
+    threshold_per_h: float = 120.0,
+    seed: int = 7,
+    start: dt.datetime = _START,
 ) -> dict[str, object]:
-    """Write ``days`` daily node_exporter files of ``links`` and ``truth.json`` into ``outdir``.
+    """Write ``days`` daily node_exporter files of ``links`` from ``start``, and ``truth.json``, into ``outdir``.
 
     Returns:
         The truth document (also written to ``truth.json``).
@@ -93,15 +99,15 @@ def write_wearout(
             for h in range(day * 24, day * 24 + 24):
                 if h % step:
                     continue
-                t = _START + dt.timedelta(hours=h)
+                t = start + dt.timedelta(hours=h)
                 v = values[link.host][h]
                 lines.append(
                     f'{_METRIC}{{device="mlx5_0",instance="{link.host}:9100",job="node",port="1"}} '
                     f"{v:g} {int(t.timestamp() * 1000)}"
                 )
-        name = (_START + dt.timedelta(days=day)).strftime("node-%Y-%m-%d.prom")
+        name = (start + dt.timedelta(days=day)).strftime("node-%Y-%m-%d.prom")
         (outdir / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    end = _START + dt.timedelta(hours=hours - 1)
+    end = start + dt.timedelta(hours=hours - 1)
     truth: dict[str, object] = {
         "end": end.isoformat().replace("+00:00", "Z"),
         "threshold_per_h": threshold_per_h,

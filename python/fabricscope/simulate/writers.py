@@ -49,7 +49,7 @@ def spellings() -> dict[str, dict[str, tuple[str, int]]]:
     ``node_infiniband_*`` for Prometheus, the new-style ``rx_prio{p}_*`` for ethtool, and the
     ``counters/``/``hw_counters/`` file for sysfs.
     """
-    from fabricscope.vocabulary import counters
+    from fabricscope.reading.vocabulary import counters
 
     out: dict[str, dict[str, tuple[str, int]]] = {}
     for row in counters().iter_rows(named=True):
@@ -83,7 +83,7 @@ def vendor_spellings(driver: str) -> dict[tuple[str, bool], str]:
     From the vocabulary's vendor spellings (``ethtool:rx_pfc_ena_frames_pri{p} [bnxt_en]``): the
     templated name for per-priority rows, the plain one for rows with priority null.
     """
-    from fabricscope.vocabulary import counters
+    from fabricscope.reading.vocabulary import counters
 
     out: dict[tuple[str, bool], str] = {}
     for row in counters().iter_rows(named=True):

@@ -1,5 +1,0 @@
-"""``fabricscope report``: one self-contained HTML (or Markdown) report from inputs or a history."""
-
-from fabricscope.report.build import ReportData, gather, render_html, render_markdown, write_report
-
-__all__ = ["ReportData", "gather", "render_html", "render_markdown", "write_report"]
