@@ -1,5 +1,5 @@
 """Run ``fabricscope ARGS`` as the console script in a process of its own, or as the same
-``fabricscope.cli.main`` in this process.
+``fabricscope.doors.cli.main`` in this process.
 
 In a process of its own a run pays a Python start-up and the imports (polars, the detectors):
 about 1.5 s, most of a small input's run. In this process the arguments, the files written, the
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from fabricscope.cli import main as cli_main
+from fabricscope.doors.cli import main as cli_main
 
 CLI = str(Path(sys.executable).with_name("fabricscope"))
 

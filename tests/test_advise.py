@@ -9,15 +9,15 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.advise import AdviseInputs, advise, load_inputs
-from fabricscope.cli import main
+from fabricscope.doors.cli import main
+from fabricscope.fabric.advise import AdviseInputs, advise, load_inputs
 
 from .test_bottleneck import counter
 from .test_rates import samples
 from .test_underperformance import H100, nccl_rows, perf, perf_row, ranks
 
 
-def row(a: fabricscope.advise.Advice, **where: float) -> dict:
+def row(a: fabricscope.fabric.advise.Advice, **where: float) -> dict:
     df = a.allreduce
     for k, v in where.items():
         df = df.filter(pl.col(k) == v)
@@ -151,10 +151,10 @@ def test_cli_tables_and_json(capsys: pytest.CaptureFixture[str], tmp_path: Path)
 @pytest.mark.parametrize(
     "name",
     [
-        "fabricscope.advise",
+        "fabricscope.fabric.advise",
         "fabricscope.detect.bottleneck",
         "fabricscope.detect.underperformance",
-        "fabricscope.profiles",
+        "fabricscope.fabric.profiles",
     ],
 )
 def test_docstring_examples(name: str) -> None:

@@ -23,8 +23,8 @@ from typing import Any
 
 import polars as pl
 import pytest
-from fabricscope.alertmanager import ALERTNAME, AlertmanagerOptions, incident_alerts
-from fabricscope.cron.incident_lifecycle import INCIDENTS_SCHEMA
+from fabricscope.doors.cron.alertmanager import ALERTNAME, AlertmanagerOptions, incident_alerts
+from fabricscope.doors.cron.incident_lifecycle import INCIDENTS_SCHEMA
 
 from . import alertmanager_server as am
 from .conftest import SAMPLES
@@ -299,9 +299,9 @@ def test_example_alert_rules_pass_promtool() -> None:
 def test_rules_name_only_metrics_the_textfile_writes(tmp_path: Path) -> None:
     import re
 
-    from fabricscope.cron.fault_lifecycle import active_findings
-    from fabricscope.history import LIFECYCLE_SCHEMA
-    from fabricscope.textfile import write_textfile
+    from fabricscope.doors.cron.fault_lifecycle import active_findings
+    from fabricscope.doors.cron.textfile import write_textfile
+    from fabricscope.reading.history import LIFECYCLE_SCHEMA
 
     tf = tmp_path / "f.prom"
     ports = pl.DataFrame({"host": ["h"], "device": ["mlx5_0"], "port": [1]})

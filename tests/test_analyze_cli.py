@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from fabricscope.cli import main
 from fabricscope.detect import KINDS
-from fabricscope.findings import SCHEMA_ID_V2
+from fabricscope.doors.cli import main
+from fabricscope.incidents.findings import SCHEMA_ID_V2
 
 
 def _doc(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:

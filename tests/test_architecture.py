@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from fabricscope import _native
-from fabricscope.config import DEFAULTS
-from fabricscope.detect import SPECS
+from fabricscope.detect import SPECS, STAGE_MODULES
+from fabricscope.detect.config import DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "python" / "fabricscope"
@@ -221,7 +221,7 @@ def test_counter_lists_are_read_from_the_core_not_copied() -> None:
 
 
 def test_counter_roles_reach_python_in_their_preference_order() -> None:
-    from fabricscope.vocabulary import counters_by_direction, counters_with_role, roles
+    from fabricscope.reading.vocabulary import counters_by_direction, counters_with_role, roles
 
     assert counters_with_role("tx_bytes") == (
         "vport_rdma_tx_unicast_bytes",
@@ -236,7 +236,7 @@ def test_counter_roles_reach_python_in_their_preference_order() -> None:
     assert counters_by_direction("xoff_frames") == {"rx_xoff_frames": "rx", "tx_xoff_frames": "tx"}
     # A counter may carry several roles: ice's XOFF frames are pause frames too.
     assert "rx_xoff_frames" in counters_with_role("rx_pause_frames")
-    assert len(roles()) == 41
+    assert len(roles()) == 42
     with pytest.raises(ValueError, match="unknown counter role 'tx_byte'"):
         counters_with_role("tx_byte")
 
@@ -246,7 +246,7 @@ def test_incidents_module_names_no_detector_kind() -> None:
     detectors (``DetectorSpec.chains``/``relations``), so no finding kind is spelled in its code."""
     from fabricscope.detect import KINDS
 
-    tree = ast.parse((PACKAGE / "incidents.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "incidents" / "correlate.py").read_text(encoding="utf-8"))
     docstrings = {
         id(n.body[0].value)
         for n in ast.walk(tree)
@@ -267,7 +267,7 @@ def test_incidents_module_names_no_detector_kind() -> None:
 
 
 def test_every_chain_has_roots_and_its_relations_name_declared_chains() -> None:
-    from fabricscope.incidents import RULES
+    from fabricscope.incidents.correlate import RULES
 
     names = {r.name for r in RULES}
     for spec in SPECS.values():
@@ -284,6 +284,8 @@ def test_every_chain_has_roots_and_its_relations_name_declared_chains() -> None:
         "degraded_link_ring",
         "spine_credit_starvation",
         "loss_fan_in",
+        "nvlink_domain_down",
+        "nvlink_link_xid",
     }
 
 
@@ -291,8 +293,15 @@ DETECT = "fabricscope.detect"
 
 
 def detector_modules(graph: dict[str, set[str]]) -> set[str]:
-    """The registry's detector modules: every module of ``fabricscope.detect`` not starting with ``_``."""
-    return {m for m in graph if m.startswith(f"{DETECT}.") and not m.rpartition(".")[2].startswith("_")}
+    """The registry's detector modules: every module of ``fabricscope.detect`` not starting with ``_``,
+    but the stage's own modules (``STAGE_MODULES``: the rates, the thresholds' defaults)."""
+    return {
+        m
+        for m in graph
+        if m.startswith(f"{DETECT}.")
+        and not m.rpartition(".")[2].startswith("_")
+        and m.rpartition(".")[2] not in STAGE_MODULES
+    }
 
 
 def test_the_detector_modules_are_the_registry() -> None:
@@ -366,9 +375,73 @@ def test_the_fabric_is_modelled_once() -> None:
     # fabric model (the engines only pass those attributes along), never by a detector, the
     # incidents or the dashboard.
     assert modules_spelling("node_guid_hex") == {
-        "python/fabricscope/entities.py",
+        "python/fabricscope/fabric/entities.py",
         "python/fabricscope/engines/base.py",
     }
     # Tiers (a switch cabled to an HCA that is not a SHARP aggregation node is a leaf) are computed
     # by the Rust core's link set, for one input and for the merged fabric alike.
     assert modules_spelling("aggregation node") == set()
+
+
+# What only the fabric model does: resolve a GUID, read a node description, pair a cable's ends.
+# The core's functions for these (fabricscope._native) and their Python wrappers in the model.
+FABRIC_ONLY_FUNCTIONS = frozenset({"normalize_guid", "hca_host_device", "switch_name", "merge_links"})
+# Literals that mean the same work done by hand: a node description's HCA marker ("host mlx5_0 ...
+# MF0;" is how rdma-ndd names an HCA) and the links table's far-end column, which only the model
+# pairs with the near end.
+FABRIC_ONLY_LITERALS = ("mf0;", "peer_node_guid")
+# The simulator writes node descriptions (it is a tool's output, not a reading of one).
+FABRIC_LITERAL_WRITERS = frozenset({"python/fabricscope/simulate/sidefiles.py"})
+
+
+def fabric_work_outside_the_model(paths: list[Path]) -> list[str]:
+    """Each place outside ``fabricscope/fabric`` that calls or imports a fabric-only function or
+    spells a fabric-only literal, as ``path:line: what``."""
+    found: list[str] = []
+    for path in paths:
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            what = None
+            if isinstance(node, ast.Attribute) and node.attr in FABRIC_ONLY_FUNCTIONS:
+                what = node.attr
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fabricscope"):
+                what = next((a.name for a in node.names if a.name in FABRIC_ONLY_FUNCTIONS), None)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and rel not in FABRIC_LITERAL_WRITERS:
+                what = next((lit for lit in FABRIC_ONLY_LITERALS if lit in node.value.lower()), None)
+            if what:
+                found.append(f"{rel}:{getattr(node, 'lineno', 0)}: {what}")
+    return found
+
+
+def _outside_the_model() -> list[Path]:
+    fabric = PACKAGE / "fabric"
+    package = [p for p in PACKAGE.rglob("*.py") if fabric not in p.parents]
+    return sorted(package + list((ROOT / "dashboards").rglob("*.py")))
+
+
+def test_only_the_fabric_model_resolves_guids_reads_descriptions_or_pairs_cables() -> None:
+    assert fabric_work_outside_the_model(_outside_the_model()) == []
+
+
+def test_fabric_work_outside_the_model_is_seen(tmp_path: Path) -> None:
+    # The check sees each way of doing the model's work elsewhere (a file under the repository root,
+    # as the real modules are).
+    probe = ROOT / "dashboards" / f"_probe_{tmp_path.name}.py"
+    probe.write_text(
+        "from fabricscope import _native\n"
+        "from fabricscope.fabric.entities import normalize_guid\n"
+        "a = _native.hca_host_device('h mlx5_0')\n"
+        "b = text.endswith('MF0;')\n"
+        "c = links['peer_node_guid']\n",
+        encoding="utf-8",
+    )
+    try:
+        found = fabric_work_outside_the_model([probe])
+    finally:
+        probe.unlink()
+    assert sorted(f.split(":", 1)[1] for f in found) == [
+        "2: normalize_guid",
+        "3: hca_host_device",
+        "4: mf0;",
+        "5: peer_node_guid",
+    ]

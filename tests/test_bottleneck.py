@@ -9,8 +9,8 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.config import load_config
 from fabricscope.detect.bottleneck import LAYERS_SCHEMA
+from fabricscope.detect.config import load_config
 
 from .test_rates import T0, samples
 

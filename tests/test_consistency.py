@@ -22,7 +22,7 @@ from typing import Any
 
 import fabricscope
 import pytest
-from fabricscope.config import DEFAULTS
+from fabricscope.detect.config import DEFAULTS
 from fabricscope.simulate import SCENARIOS
 
 REPO = Path(__file__).resolve().parent.parent

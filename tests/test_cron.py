@@ -17,8 +17,8 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.cron import CronOptions, run_cron
-from fabricscope.history import STORED_SAMPLES_SCHEMA, History, is_history, to_stored
+from fabricscope.doors.cron import CronOptions, run_cron
+from fabricscope.reading.history import STORED_SAMPLES_SCHEMA, History, is_history, to_stored
 
 from .conftest import SAMPLES
 
@@ -186,7 +186,7 @@ def test_lifecycle_one_alert_per_fault_then_resolved(tmp_path: Path) -> None:
 def test_incident_lifecycle_first_seen_last_seen_resolved(tmp_path: Path) -> None:
     # Same runs as above: the storm (root) with its own pause ratio and drops is one incident that
     # two runs see and the third, with new data after the storm, resolves with its root.
-    from fabricscope.cron.incident_lifecycle import read_incidents
+    from fabricscope.doors.cron.incident_lifecycle import read_incidents
 
     inp = tmp_path / "in"
     inp.mkdir()
@@ -350,11 +350,19 @@ def test_compaction_and_retention(tmp_path: Path) -> None:
     cron(tmp_path, [inp], compact_min_parts=2)
     assert [p.name[:6] for p in part_dir.glob("*.parquet")] == ["part-c"]
     assert history_samples(tmp_path / "hist").equals(one_shot(ETH))
-    # The data is from 2026-12-04; a run 31 days later keeping 30 days drops it.
+    # Retention counts back from the data's time, not the clock's: a run 31 days later that brings
+    # nothing newer keeps the data of 2026-12-04 (a replay of old files stays judged) ...
     later = dt.datetime(2027, 1, 5, tzinfo=dt.timezone.utc)
     cron(tmp_path, [inp], retain_days=30, now=later)
-    assert History(tmp_path / "hist").samples().collect().height == 0
-    assert not list((tmp_path / "hist" / "samples").glob("date=*"))
+    assert History(tmp_path / "hist").samples().collect().height == one_shot(ETH).height
+    # ... and a sample 31 days newer than it makes it older than the 30 days kept.
+    (inp / "later.prom").write_text(
+        "# TYPE node_infiniband_symbol_error_total counter\n"
+        'node_infiniband_symbol_error_total{instance="gpu99:9100",device="mlx5_0",port="1"} 0 1799107200000\n'
+    )
+    cron(tmp_path, [inp], retain_days=30, now=later)
+    assert [d.name for d in (tmp_path / "hist" / "samples").glob("date=*")] == ["date=2027-01-05"]
+    assert History(tmp_path / "hist").samples().collect()["host"].unique().to_list() == ["gpu99"]
 
 
 def test_history_is_readable_by_polars_and_duckdb(tmp_path: Path) -> None:
@@ -442,7 +450,7 @@ def test_topology_is_kept_in_the_state(tmp_path: Path) -> None:
 
 
 def test_context_lines_keep_the_directives_a_tail_needs() -> None:
-    from fabricscope.cron.directives import context_lines
+    from fabricscope.doors.cron.directives import context_lines
 
     text = (
         "# host: gpu17\n"

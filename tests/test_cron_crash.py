@@ -19,8 +19,8 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.history import STORED_SAMPLES_SCHEMA, History, to_stored
-from fabricscope.rates import SERIES_KEYS
+from fabricscope.detect.rates import SERIES_KEYS
+from fabricscope.reading.history import STORED_SAMPLES_SCHEMA, History, to_stored
 
 from .conftest import SAMPLES
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.findings import FINDINGS_SCHEMA
+from fabricscope.incidents.findings import FINDINGS_SCHEMA
 
 from .test_rates import samples
 

@@ -9,12 +9,14 @@ import pytest
 
 MODULES = [
     "fabricscope",
-    "fabricscope.io",
-    "fabricscope.loader",
-    "fabricscope.vocabulary",
+    "fabricscope.reading.scan",
+    "fabricscope.reading.load",
+    "fabricscope.reading.vocabulary",
+    "fabricscope.reading.prometheus",
+    "fabricscope.transport",
     "fabricscope.exceptions",
-    "fabricscope.input_summary",
-    "fabricscope._text_table",
+    "fabricscope.doors.input_summary",
+    "fabricscope.doors._text_table",
 ]
 
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.cli import main
-from fabricscope.config import load_config
 from fabricscope.detect import DETECTORS, SPECS
-from fabricscope.engines import FABRIC_WIDE, PER_PARTITION, Filters, ReadOptions, partition_of, split_by_partition
+from fabricscope.detect.config import load_config
+from fabricscope.doors.cli import main
+from fabricscope.engines import FABRIC_WIDE, PER_PARTITION
 from fabricscope.engines.local import LocalEngine
 from fabricscope.engines.ray import RayEngine, work_units
-from fabricscope.entities import apply
 from fabricscope.exceptions import FormatError
 from fabricscope.pipeline import run_analysis
+from fabricscope.reading.options import Filters, ReadOptions, partition_of, split_by_partition
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "sample_traces"
@@ -100,7 +100,7 @@ def test_adaptive_partitions_on_threads_give_the_in_memory_findings(whole: fabri
     assert one.partitions == 1
     assert res.rows == one.rows  # every sample row in exactly one partition
     # the in-memory analysis is these findings under their entities' names, one per cable
-    named = apply(res.findings, res.fabric.entities, res.fabric.links)
+    named = res.fabric.name_findings(res.findings)
     assert _stable(named).equals(_stable(whole.findings.select(res.findings.columns)))
 
 
@@ -295,7 +295,7 @@ def test_ray_worker_errors_name_the_file(tmp_path: Path, ray_local: None) -> Non
 
 @pytest.mark.parametrize(
     "name",
-    ["fabricscope.engines", "fabricscope.engines.local", "fabricscope.engines.units", "fabricscope.simulate.scale"],
+    ["fabricscope.engines", "fabricscope.engines.local", "fabricscope.reading.units", "fabricscope.simulate.scale"],
 )
 def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import doctest
@@ -309,7 +309,7 @@ def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _history(root: Path, src: Path) -> Path:
     """A cron history (Hive layout, stored schema) holding what ``src`` reads."""
-    from fabricscope.history import partition_dir, to_stored
+    from fabricscope.reading.history import partition_dir, to_stored
 
     res = fabricscope.load(str(src))
     stored = to_stored(res.samples).with_columns(pl.col("time").dt.date().alias("_d"))

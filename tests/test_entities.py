@@ -16,8 +16,9 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.entities import ENTITIES_SCHEMA, Conflict, apply, conflicts_frame, resolve, switch_name
-from fabricscope.findings import make_findings
+from fabricscope.fabric.entities import ENTITIES_SCHEMA, Conflict, apply, conflicts_frame, resolve, switch_name
+from fabricscope.fabric.model import build
+from fabricscope.incidents.findings import make_findings
 
 from . import cli_runner
 
@@ -246,7 +247,7 @@ def test_guid_and_lid_findings_take_the_hosts_name_and_merge_per_cable() -> None
             _f("link_errors", "unknown", "0x98039b0300bb0002", 1, metric="symbol_errors", message="x"),
         ]
     )
-    out = apply(f, ent, links)
+    out = apply(f, ent, build(tables={"links": links}).cable_ends())
     rows = out.select("kind", "host", "device", "port").rows()
     assert rows == [
         ("link_degraded", "gpu02", "mlx5_0", 1),
@@ -274,7 +275,7 @@ def test_one_port_two_metrics_stay_two_findings_and_disjoint_windows_stay_apart(
             _f("link_degraded", "mgmt01", "0x98039b0300bb0001", 2, **later),
         ]
     )
-    out = apply(f, ent, _links())
+    out = apply(f, ent, build(tables={"links": _links()}).cable_ends())
     assert out.height == 4
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.cli import main
-from fabricscope.fabric import build, merged_links
-from fabricscope.loader import load
+from fabricscope.doors.cli import main
+from fabricscope.fabric.model import build, merged_links
+from fabricscope.reading.load import load
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -22,6 +23,7 @@ ETHTOOL_LOOP = FIXTURES / "ethtool" / "constructed" / "ens1f0np0-ethtool-loop.lo
 def _sysfs_guid(host: str, device: str, guid: str) -> pl.DataFrame:
     return pl.DataFrame(
         {
+            "time": [datetime(2026, 12, 1, tzinfo=UTC)],
             "host": [host],
             "device": [device],
             "port": [1],

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fabricscope.findings import document
+from fabricscope.incidents.findings import document
 from fabricscope.pipeline import run_analysis
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,7 +102,7 @@ if __name__ == "__main__":
         sys.exit("usage: python tests/test_findings_golden.py --write")
     # The golden file records the Polars reference engine's findings.
     import fabricscope.engines.base as engine_base
-    from fabricscope.rates import rates_reference
+    from fabricscope.detect.rates import rates_reference
 
     engine_base.rates = rates_reference  # type: ignore[assignment]
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)

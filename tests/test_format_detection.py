@@ -62,16 +62,23 @@ FIXTURE_FORMATS: list[tuple[str, str]] = [
     ("ib/telegraf/*", "telegraf"),
     ("ib/ufm/*", "ufm-json"),
     ("ibdev2netdev/*", "ibdev2netdev"),
+    ("ibstat/*", "ibstat"),
+    ("ibstatus/*", "ibstatus"),
+    ("ibv-devinfo/*", "ibv-devinfo"),
+    ("dcgmi-dmon/*", "dcgmi-dmon"),
     ("identity/ibnetdiscover/*", "ibnetdiscover"),
     ("identity/lldpctl/*.json", "lldpctl-json"),
     ("identity/lldpctl/*/*.json", "lldpctl-json"),
     ("identity/prometheus/*", "prometheus"),
     ("identity/sysfs-grep/*", "sysfs-grep"),
     ("lldpctl/*.json", "lldpctl-json"),
+    ("mlxlink/*.json", "mlxlink-json"),
+    ("mlxlink/*.txt", "mlxlink"),
     ("lldpctl/*", "lldpctl-keyvalue"),
     ("nccl-tests/*.json", "nccl-tests-json"),
     ("nccl-tests/*", "nccl-tests"),
     ("nvidia-smi/*", "nvidia-smi-nvlink"),
+    ("nvidia-smi-q/*.txt", "nvidia-smi-q"),
     ("perftest/*", "perftest"),
     ("prometheus-api/*.om", "openmetrics"),
     ("prometheus-api/*.json", "prometheus-api"),
@@ -80,6 +87,8 @@ FIXTURE_FORMATS: list[tuple[str, str]] = [
     ("rdma-link/*", "rdma-link"),
     ("rdma-statistic/*", "rdma-statistic"),
     ("sonic_lldp/*", "sonic-lldp-table"),
+    ("mlnx_qos/*", "mlnx-qos"),
+    ("sonic_pfc/*", "sonic-pfc"),
 ]
 
 # Copied sysfs trees: the directory is the input.
@@ -98,6 +107,9 @@ WRITER_DIRS: dict[str, str] = {
     "sonic-lldp": "sonic-lldp-table",
     "nccl-tests": "nccl-tests",
     "pcap": "pcap",
+    "nvidia-smi": "nvidia-smi-nvlink",
+    "nvidia-smi-q": "nvidia-smi-q",
+    "dcgm": "prometheus",
 }
 
 # Sample traces outside a writer's directory.
@@ -107,11 +119,13 @@ SAMPLE_FORMATS: list[tuple[str, str]] = [
 ]
 
 # Simulator runs that between them use every writer: RoCE with lldpctl topology and nccl-tests
-# runs; RoCE with ibdev2netdev; RoCE with SONiC LLDP tables; InfiniBand with perfquery, UFM and
-# ibnetdiscover. (The sample traces hold the vendor ethtool dialects.)
+# runs; RoCE with ibdev2netdev; an NVL72 rack's GPU files; RoCE with SONiC LLDP tables; InfiniBand with
+# perfquery, UFM and ibnetdiscover. (The sample traces hold the vendor ethtool dialects.)
 SIMULATED: list[tuple[str, str, list[str]]] = [
     ("roce", "chain-pause-storm", ["--format", "prometheus,ethtool,sysfs,sysfs-grep"]),
     ("ibdev2netdev", "roce-no-lossless", ["--format", "ethtool"]),
+    # the GPU side: nvidia-smi nvlink -s, nvidia-smi -q and the DCGM exporter's XID gauge
+    ("nvl72", "nvl72-tray-lost", ["--format", "prometheus"]),
     ("sonic", "chain-pause-storm", ["--format", "ethtool", "--lldp", "sonic"]),
     ("ib", "chain-bad-cable", ["--format", "perfquery,ufm-csv"]),
 ]

@@ -11,8 +11,8 @@ import fabricscope
 import polars as pl
 import pytest
 from fabricscope import _atomic
-from fabricscope.cron import CronOptions, run_cron
-from fabricscope.history import (
+from fabricscope.doors.cron import CronOptions, run_cron
+from fabricscope.reading.history import (
     LIFECYCLE_SCHEMA,
     RUNS_SCHEMA,
     STORED_SAMPLES_SCHEMA,
@@ -29,12 +29,15 @@ from .conftest import SAMPLES
 @pytest.mark.parametrize(
     "name",
     [
-        "fabricscope.history",
+        "fabricscope.reading.history",
         "fabricscope._atomic",
-        "fabricscope.textfile",
-        "fabricscope.cron.fault_lifecycle",
-        "fabricscope.cron.outputs",
-        "fabricscope.report.build",
+        "fabricscope.doors.cron.textfile",
+        "fabricscope.doors.cron.fault_lifecycle",
+        "fabricscope.doors.cron.outputs",
+        "fabricscope.doors.report.build",
+        "fabricscope.doors.report.gather",
+        "fabricscope.doors.report.html",
+        "fabricscope.doors.report.markdown",
     ],
 )
 def test_docstring_examples(name: str) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import fabricscope
 import pytest
-from fabricscope.cli import main
+from fabricscope.doors.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"

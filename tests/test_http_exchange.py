@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from fabricscope import alertmanager
-from fabricscope.remote import Connection
+from fabricscope.doors.cron import alertmanager
+from fabricscope.transport import Connection
 
 from tests import alertmanager_server as am
 from tests.hostile_http import EXPORTER_TEXT, chunked_cut_short, cut_short, slow_headers

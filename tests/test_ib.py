@@ -8,7 +8,7 @@ import fabricscope
 import polars as pl
 import pytest
 from fabricscope.exceptions import FabricscopeError
-from fabricscope.topology import LINKS_SCHEMA, format_topology, topology
+from fabricscope.fabric.topology import LINKS_SCHEMA, format_topology, topology
 
 IB = Path(__file__).resolve().parent / "fixtures" / "ib"
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import polars as pl
 import pytest
-from fabricscope.cli import _common, main
-from fabricscope.topology import topology
+from fabricscope.doors.cli import _common, main
+from fabricscope.fabric.topology import topology
 
 from tests.cli_runner import run_cli
 

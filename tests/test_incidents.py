@@ -9,8 +9,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from fabricscope.findings import SCHEMA_ID, SCHEMA_ID_V2, document, make_findings
-from fabricscope.incidents import RULES, correlate, incident_documents, standalone_mask
+from fabricscope.incidents.correlate import RULES, correlate, incident_documents, standalone_mask
+from fabricscope.incidents.findings import SCHEMA_ID, SCHEMA_ID_V2, document, make_findings
 from fabricscope.simulate import SCENARIOS, check_incidents
 
 from . import cli_runner
@@ -48,6 +48,8 @@ def test_every_incident_scenario_is_listed() -> None:
         "guid-cable-end",
         "storm-one-leaf",
         "trap-two-storms-one-leaf",
+        "nvl72-tray-lost",
+        "nvlink-crc",
     }
 
 
@@ -794,8 +796,8 @@ def test_analyze_report_cron_and_alerts_show_the_same_incidents(tmp_path: Path, 
     credit waits nothing relates (no topology, no job): each port's fault one incident, its two windows
     in it (the fault identity cron tracks).
     """
-    from fabricscope.alertmanager import AlertmanagerOptions, incident_alerts
-    from fabricscope.cron.incident_lifecycle import read_incidents
+    from fabricscope.doors.cron.alertmanager import AlertmanagerOptions, incident_alerts
+    from fabricscope.doors.cron.incident_lifecycle import read_incidents
 
     src = COMMITTED / scenario
     out = tmp_path / "a.json"

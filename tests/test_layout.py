@@ -1,4 +1,4 @@
-"""Package layout: only the command line (``fabricscope.cli``) parses arguments and prints."""
+"""Package layout: only the command line (``fabricscope.doors.cli``) parses arguments and prints."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_the_walk_catches_what_it_forbids(tmp_path: Path) -> None:
 
 
 def test_cli_is_a_package_with_one_module_per_command() -> None:
-    names = {p.stem for p in (PACKAGE / "cli").glob("*.py")}
+    names = {p.stem for p in (PACKAGE / "doors" / "cli").glob("*.py")}
     assert {"__init__", "parse", "analyze", "topology", "cron", "report", "simulate", "advise", "dashboard"} <= names
     assert not (PACKAGE / "cli.py").exists()
     assert not (PACKAGE / "cron.py").exists()

@@ -172,3 +172,32 @@ def test_cli_report_lists_links_to_replace_soonest_first(fourteen_days: tuple[Pa
     html_out = tmp_path / "r.html"
     assert _cli("report", str(out), "-o", str(html_out), "--max-ports", "0", "-q").returncode == 1
     assert "<h2 id='replace'>Links to replace (2)</h2>" in html_out.read_text()
+
+
+def test_cli_daily_cron_runs_over_year_old_files_forecast_like_analyze(tmp_path: Path) -> None:
+    """A replay: files whose samples are a year old. The roll-up keeps the hours by the data's
+    time (the newest sample), so cron names the rising link as analyze does on the same files."""
+    import datetime as dt
+
+    days = tmp_path / "days"
+    start = dt.datetime(2025, 11, 16, tzinfo=dt.timezone.utc)
+    links = [
+        WearLink("old-rising.example", "rising", 5.0, doubling_h=48.0),
+        WearLink("old-steady.example", "steady", 6.0),
+    ]
+    write_wearout(days, links, start=start)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    args = ["cron", "--inputs", str(inputs), "--state", str(tmp_path / "s"), "--history", str(tmp_path / "h")]
+    for day in sorted(days.glob("node-*.prom")):
+        (inputs / day.name).write_bytes(day.read_bytes())
+        run = _cli(*args, "--json", str(tmp_path / "run.json"), process=False)
+    assert run.returncode == 1, run.stdout + run.stderr
+    doc = json.loads((tmp_path / "run.json").read_text())
+    (f,) = [x for x in doc["findings"] if x["kind"] == "link_wearout"]
+    assert f["host"] == "old-rising.example" and f["evidence"]["hours_used"] == 335
+    a = _cli("analyze", str(days), "--json", str(tmp_path / "a.json"), process=False)
+    (g,) = [x for x in json.loads((tmp_path / "a.json").read_text())["findings"] if x["kind"] == "link_wearout"]
+    assert f["evidence"]["threshold_eta_s"] == pytest.approx(g["evidence"]["threshold_eta_s"], rel=1e-6), a.stdout
+    # the history keeps the replayed days: retention counts back from the data's newest sample
+    assert len(list((tmp_path / "h" / "samples").glob("date=2025-*"))) == 14

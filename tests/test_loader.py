@@ -12,7 +12,7 @@ import fabricscope
 import polars as pl
 import pytest
 from fabricscope.exceptions import DecompressionError, UnknownFormatError
-from fabricscope.history import History
+from fabricscope.reading.history import History
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 

@@ -11,20 +11,20 @@ import fabricscope
 import polars as pl
 import pytest
 from fabricscope import _native
-from fabricscope.cli import build_parser
-from fabricscope.cron.directives import context_lines
-from fabricscope.cron.manifest import units as cron_units
-from fabricscope.engines.units import FILE, WALKED, work_units
-from fabricscope.io import (
+from fabricscope.doors.cli import build_parser
+from fabricscope.doors.cron.directives import context_lines
+from fabricscope.doors.cron.manifest import units as cron_units
+from fabricscope.fabric.entities import normalize_guid
+from fabricscope.fabric.topology import LINKS_SCHEMA, topology
+from fabricscope.reading.load import load
+from fabricscope.reading.scan import (
     LIMITS,
     attributes_schema,
     empty_attributes,
     links_schema,
-    normalize_guid,
     samples_schema,
 )
-from fabricscope.loader import load
-from fabricscope.topology import LINKS_SCHEMA, topology
+from fabricscope.reading.units import FILE, WALKED, work_units
 
 from .conftest import FIXTURES, SAMPLES
 

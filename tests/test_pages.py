@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fabricscope.findings import make_findings
-from fabricscope.incidents import EPISODE_GAP, correlate
+from fabricscope.incidents.correlate import EPISODE_GAP, correlate
+from fabricscope.incidents.findings import make_findings
 from fabricscope.simulate import simulate
 
 from . import alertmanager_server as am

@@ -19,9 +19,9 @@ from typing import Any
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.findings import STATUS_EXIT
-from fabricscope.incidents import incident_documents
-from fabricscope.report.build import gather
+from fabricscope.doors.report.build import gather
+from fabricscope.incidents.correlate import incident_documents
+from fabricscope.incidents.findings import STATUS_EXIT
 
 from .cli_runner import CLI, run_cli
 
@@ -120,7 +120,7 @@ def _from_document(path: Path) -> pl.DataFrame:
 
 
 # The input sets whose CLI doors also run as a process (the console script, its exit status and
-# its output files); every other set runs the same `fabricscope.cli.main` in this process, which
+# its output files); every other set runs the same `fabricscope.doors.cli.main` in this process, which
 # spares a Python start-up per run (about 1.5 s, three runs per set) and changes nothing else: the
 # arguments, the documents written and the exit status are the command line's.
 IN_A_PROCESS = {"mixed", "scenario/pfc-storm", "verdict/alltoall-10x8"}

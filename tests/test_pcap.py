@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import fabricscope
-import fabricscope.packets
+import fabricscope.reading.packets
 import polars as pl
 import pytest
-from fabricscope.cli import main
+from fabricscope.doors.cli import main
 from fabricscope.exceptions import FormatError
 
 CAPTURES = Path(__file__).resolve().parent / "fixtures" / "captures"
@@ -100,7 +100,7 @@ def test_hostile_capture_strict_and_lenient(tmp_path: Path) -> None:
 def test_no_events_gives_typed_empty_table() -> None:
     res = fabricscope.read_pcap(CAPTURES / "wireshark" / "dhcp.pcapng")
     assert res.events.height == 0
-    assert res.events.columns == list(fabricscope.packets.EVENTS_SCHEMA)
+    assert res.events.columns == list(fabricscope.reading.packets.EVENTS_SCHEMA)
     assert _final(res.samples, "capture_packets") == 4
 
 
@@ -117,6 +117,6 @@ def test_sample_trace_and_docstrings() -> None:
     truth = json.loads(Path("sample_traces/pcap/roce_pfc.pcap.truth.json").read_text())
     res = fabricscope.read_pcap("sample_traces/pcap/roce_pfc.pcap")
     assert res.events.filter(pl.col("kind") == "ce").height == truth["ce"]
-    result = doctest.testmod(fabricscope.packets, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(fabricscope.reading.packets, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0
     assert result.failed == 0

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import polars as pl
 import pytest
-from fabricscope.rates import latest_gauges, rates, rates_reference
+from fabricscope.detect.rates import latest_gauges, rates, rates_reference
 
 T0 = dt.datetime(2026, 12, 2, 8, 0, tzinfo=dt.timezone.utc)
 

@@ -7,9 +7,9 @@ import datetime as dt
 
 import polars as pl
 import pytest
-from fabricscope import rates as rates_module
-from fabricscope.io import samples_schema
-from fabricscope.rates import SERIES_KEYS, overflow_table, rates, rates_reference
+from fabricscope.detect import rates as rates_module
+from fabricscope.detect.rates import SERIES_KEYS, overflow_table, rates, rates_reference
+from fabricscope.reading.scan import samples_schema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from fabricscope.entities import Conflict, apply, resolve
-from fabricscope.findings import empty_findings
+from fabricscope.fabric.entities import Conflict, apply, resolve
+from fabricscope.incidents.findings import empty_findings
 
 from . import cli_runner
 
@@ -34,6 +34,8 @@ def attributes(tmp_path: Path, path: Path, *extra: str) -> tuple[str, dict[tuple
     assert r.returncode == 0, r.stdout + r.stderr
     fmt = json.loads(r.stdout)["inputs"][0]["format"]
     df = pl.read_parquet(tmp_path / "s.attributes.parquet").with_columns(pl.col("device", "key").cast(pl.String))
+    # `rdma link` also names each device an HCA (`node_type`, for `port_down`): not an identity fact
+    df = df.filter(pl.col("key") != "node_type")
     assert set(df["host"].cast(pl.String)) == {"h1"}
     rows = {(d, p, k): v for d, p, k, v in df.select("device", "port", "key", "value").iter_rows()}
     assert len(rows) == df.height  # no (device, port, key) twice
@@ -143,7 +145,10 @@ def test_hostile_lines_name_what_was_expected(tmp_path: Path, fmt: str, good: st
     r = fabricscope("parse", str(path), *args, "--lenient", "--json", process=process)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)["inputs"][0]
-    assert (report["bad_records"], report["attribute_rows"]) == (1, 2 if fmt == "ibdev2netdev" else 1)
+    assert (report["bad_records"], report["attribute_rows"]) == (
+        1,
+        2,
+    )  # ibdev2netdev: two lines; rdma-link: the line and its device's `node_type`
 
 
 @pytest.mark.parametrize("fmt", ["ibdev2netdev", "rdma-link"])
@@ -157,7 +162,10 @@ def test_invalid_utf8_truncated_json_and_empty(tmp_path: Path, fmt: str) -> None
     r = fabricscope("parse", str(bad), *args, "--lenient", process=process)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)["inputs"][0]
-    assert (report["bad_records"], report["attribute_rows"]) == (1, 2 if fmt == "ibdev2netdev" else 1)
+    assert (report["bad_records"], report["attribute_rows"]) == (
+        1,
+        2,
+    )  # ibdev2netdev: two lines; rdma-link: the line and its device's `node_type`
     r = fabricscope("parse", str(bad), *args, process=process)
     assert r.returncode != 0 and "UTF-8 text" in r.stderr, r.stderr
     empty = tmp_path / "empty.txt"

@@ -201,3 +201,33 @@ def test_lldp_port_ids_that_are_an_ifindex_take_the_port_description() -> None:
         ("gpu-r12 eth0", "eth0", "spn-500-paula-sw", "ge-0/0/17"),
         ("gpu-r12 eth1", "eth1", "spn-500-paula-dtg01-sw.spn.disney.com", "Ethernet48"),
     ]
+
+
+def test_nccl_log_with_open_mpi_warnings_between_runs(tmp_path: Path) -> None:
+    """nccl-tests 2.18.3, two runs of one log, each after Open MPI's `1st MCA variable: ...` help text."""
+    out = tmp_path / "m.parquet"
+    src = FIX / "nccl-tests/spcx-2node-16gpu-mca-warnings-2.18.3.log"
+    r = fabricscope("parse", str(src), "--json", "-o", str(out), "--time", "0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["inputs"][0]["bad_records"] == 0
+    res = pl.read_parquet(tmp_path / "m.nccl_results.parquet")
+    assert sorted(res["run"].unique().to_list()) == [0, 1]
+    assert res.height == 96  # 24 sizes x out-of-place/in-place x 2 runs
+    row = res.filter(
+        (pl.col("run") == 1) & (pl.col("size_bytes") == 16_777_216) & (pl.col("placement") == "out_of_place")
+    )
+    assert row["time_us"].to_list() == [8506.65] and row["busbw_gb_per_s"].to_list() == [3.70]
+    assert set(res["avg_busbw_gb_per_s"].to_list()) == {17.8413, 16.5583}
+
+
+def test_perftest_table_without_banner_named_by_its_command(tmp_path: Path) -> None:
+    out = tmp_path / "p.parquet"
+    r = fabricscope(
+        "parse", str(FIX / "perftest/send_bw_no_banner_arm_issue65.txt"), "-q", "-o", str(out), "--time", "0"
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = pl.read_parquet(tmp_path / "p.perftest_results.parquet")
+    assert res["test"].to_list() == ["send_bw", "send_bw"]  # not unknown_bw
+    assert res["device"].to_list() == ["mlx5_0", "mlx5_0"]
+    assert res["size_bytes"].to_list() == [1024, 1024]
+    assert res["iterations"].to_list() == [1000, 1000]

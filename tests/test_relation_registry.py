@@ -9,12 +9,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from fabricscope.cron.outputs import status_line
 from fabricscope.detect import SPECS
 from fabricscope.detect._base import DetectorSpec
-from fabricscope.detect._relations import CABLE, RELATION_KINDS, SAME_PORT, Relation, RelationKind
-from fabricscope.findings import exit_status, make_findings
-from fabricscope.incidents import RELATIONS, RULES, _rules, correlate
+from fabricscope.doors.cron.outputs import status_line
+from fabricscope.fabric.relations import CABLE, RELATION_KINDS, SAME_PORT, Relation, RelationKind
+from fabricscope.incidents.correlate import RELATIONS, RULES, _rules, correlate
+from fabricscope.incidents.findings import exit_status, make_findings
 
 from . import cli_runner
 
@@ -26,7 +26,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_misspelt_relation_fails_where_it_is_declared() -> None:
-    with pytest.raises(TypeError, match=r"'same_prot' is not a registered relation.*same_port, same_host, cable"):
+    registered = r"'same_prot' is not a registered relation.*same_port, same_host, same_nvlink_domain, cable"
+    with pytest.raises(TypeError, match=registered):
         Relation("link_loss_go_back_n", "consequence", "packet_loss", ("same_prot",))  # type: ignore[arg-type]
     # a string spelt right is refused too: relations are accepted by reference only
     with pytest.raises(TypeError, match="by reference"):
@@ -72,6 +73,7 @@ def test_every_relation_an_accepted_consequence_names_is_registered_and_document
     assert RELATIONS == (
         "same_port",
         "same_host",
+        "same_nvlink_domain",
         "cable",
         "same_count",
         "fan_in",
@@ -114,7 +116,8 @@ def test_cli_every_fault_alone_carries_its_detectors_fix(tmp_path: Path) -> None
     alone = [i for i in doc["incidents"] if i["rule"] == "single_fault"]
     # one per fault: the storm's own received loss on its NIC is no page of its own (it is inside the
     # storm's incident, the same physical root), nor the capture's ECN marks beside its loss; the
-    # GUID-only scenario's flap is one more (its UFM view held in the host's finding)
+    # GUID-only scenario's flap is one more (its UFM view held in the host's finding); the NVLink CRC
+    # scenario's link is no single fault: its GPU's XID joins it (rule nvlink_link_xid)
     assert len(alone) == 18
     assert not [i["action"] for i in doc["incidents"] if i["action"].startswith("investigate")]
     by_kind = {i["root"]["kind"]: i for i in alone}

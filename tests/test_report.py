@@ -13,8 +13,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from fabricscope.cron import CronOptions, run_cron
-from fabricscope.report.build import gather, render_html, render_markdown, write_report
+from fabricscope.doors.cron import CronOptions, run_cron
+from fabricscope.doors.report.build import gather, render_html, render_markdown, write_report
 
 from .conftest import SAMPLES
 
@@ -54,7 +54,7 @@ def test_report_renders_for_every_sample_trace(trace: Path, tmp_path: Path) -> N
     data = gather([trace], strict=False)
     # Plot the worst port of each trace here (a plot takes about a second; more ports per trace
     # are slower, not more telling).
-    from fabricscope.report.build import _plot_port, _port_frames
+    from fabricscope.doors.report.plots import _plot_port, _port_frames
 
     for key, pr, pf in _port_frames(data, 1):
         svg = _plot_port(key, pr, pf, data.gauges)
@@ -141,7 +141,7 @@ def test_report_over_a_history_shows_lifecycle(tmp_path: Path) -> None:
 
 
 def test_threshold_sources_are_extracted_from_nested_evidence() -> None:
-    from fabricscope.report.build import _sources_of
+    from fabricscope.doors.report.content import _sources_of
 
     ev = '{"threshold_source": "A", "also_fired": [{"source": "B"}, {"threshold_source": "A"}], "n": 1}'
     assert _sources_of(ev) == ["A", "B"]
@@ -149,8 +149,8 @@ def test_threshold_sources_are_extracted_from_nested_evidence() -> None:
 
 
 def test_empty_findings_render(tmp_path: Path) -> None:
-    from fabricscope.findings import empty_findings
-    from fabricscope.report.build import ReportData
+    from fabricscope.doors.report import ReportData
+    from fabricscope.incidents.findings import empty_findings
 
     d = ReportData("t", ["x"], empty_findings(), pl.DataFrame(), pl.DataFrame(), [])
     doc = render_html(d)
@@ -168,7 +168,7 @@ def test_bottleneck_view_and_advisor_sections() -> None:
     if data.layers is not None and data.layers.height:
         assert "Utilisation per layer" in text
         assert "utilisation_ratio" in text
-    if importlib.util.find_spec("fabricscope.advise") is not None:
+    if importlib.util.find_spec("fabricscope.fabric.advise") is not None:
         assert isinstance(data.advice, dict), data.advice
         assert "allreduce" in text and "breakeven" in text
     else:
@@ -176,7 +176,7 @@ def test_bottleneck_view_and_advisor_sections() -> None:
 
 
 def test_report_leads_with_the_verdict_and_keeps_inputs_last() -> None:
-    from fabricscope.report.build import _groups
+    from fabricscope.doors.report.content import _groups
 
     data = gather([SAMPLES / "scenarios" / "pfc-storm"])
     doc = render_html(data)
@@ -234,7 +234,7 @@ def test_report_without_matplotlib_is_whole_but_for_its_plots(tmp_path: Path) ->
     out = tmp_path / "r.html"
     code = (
         "import sys; sys.modules['matplotlib'] = None\n"
-        "from fabricscope.cli import main\n"
+        "from fabricscope.doors.cli import main\n"
         f"raise SystemExit(main(['report', {str(SAMPLES / 'scenarios' / 'pfc-storm')!r}, '-o', {str(out)!r}, '-q']))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -7,8 +7,8 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.cli import main
-from fabricscope.rates import rates
+from fabricscope.detect.rates import rates
+from fabricscope.doors.cli import main
 from fabricscope.simulate.scale import DEVICES_PER_HOST, parse_scale, scale_counters, write_scale
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import fabricscope
 import polars as pl
 import pytest
-from fabricscope.config import DEFAULTS
 from fabricscope.detect import VIEWS, AnalysisInput, _shared
+from fabricscope.detect.config import DEFAULTS
 from fabricscope.detect.lossy_collapse import GO_BACK_N_SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,7 +2,7 @@
 
 ``ibdev2netdev``, ``rdma link show``, ``lldpctl`` and SONiC's ``show lldp table`` name ports,
 netdevs and cables; no counter and no result is in them, so no verdict about the fabric exists.
-The status comes from the one shared function (``fabricscope.findings.overall_status`` with
+The status comes from the one shared function (``fabricscope.incidents.findings.overall_status`` with
 ``analysed_anything``), so ``analyze`` and ``report`` agree; with counters beside them the same
 files only add names.
 """

@@ -274,12 +274,18 @@ def test_real_nccl_fixtures_meet_expectations() -> None:
     assert res.filter(pl.col("host") == "ztan-mig-235z")["busbw_gb_per_s"].max() == 338.82
     # 16xH100 at 91% of 371 GB/s, 2xH100 all_gather at 83%, the 10x8 all-to-all at 98% of its NIC
     # share; the log without rank lines and the single-GPU run are not judged. The 2-node EFA logs
-    # (3.12 GB/s) name no NIC: judged against an assumed NDR400 NIC, so a warning that says so.
-    f = a.findings.filter(pl.col("kind") == "underperformance")
+    # (3.12 GB/s) name no NIC: judged against an assumed NDR400 NIC, so a warning that says so. The
+    # Spectrum-X log's two 2x8 runs (P2P and SHM disabled, ~35 GB/s) name their GPUs "NVIDIA Graphics
+    # Device", which no profile matches: judged against an assumed H100 NVLink domain, so warnings too.
+    f = a.findings.filter(pl.col("kind") == "underperformance").sort("host", "observed")
     assert f.select("host", "metric", "observed", "expected", "severity").rows() == [
-        ("test-nccl-efa-worker-0", "busbw_gb_per_s", 3.12, 47.0, "warning")
+        ("R6KD-CX8aaS-GPU-14", "busbw_gb_per_s", 34.73, 371.25, "warning"),
+        ("R6KD-CX8aaS-GPU-14", "busbw_gb_per_s", 35.08, 371.25, "warning"),
+        ("test-nccl-efa-worker-0", "busbw_gb_per_s", 3.12, 47.0, "warning"),
     ]
-    assert "assumed ndr400" in f["message"][0]
+    msgs = f["message"].to_list()
+    assert "assumed an nvlink4 NVLink domain: its GPU model 'NVIDIA Graphics Device' matches no profile" in msgs[0]
+    assert "assumed ndr400" in msgs[2]
 
 
 def test_real_perftest_fixtures() -> None:

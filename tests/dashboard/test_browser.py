@@ -116,7 +116,7 @@ def test_every_page_in_chromium(server: str) -> None:
 
 
 def test_report_in_chromium(tmp_path: Path) -> None:
-    from fabricscope.report.build import write_report
+    from fabricscope.doors.report.build import write_report
 
     report = tmp_path / "report.html"
     write_report([SAMPLES / "scenarios" / "pfc-storm"], report, max_ports=2)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fabricscope.cli import main
-from fabricscope.dashboard import find_app, streamlit_command
+from fabricscope.doors.cli import main
+from fabricscope.doors.dashboard import find_app, streamlit_command
 
 from tests.dashboard.conftest import APP, ROOT
 
@@ -31,11 +31,11 @@ def test_find_app_explicit_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_find_app_installed_without_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fabricscope.dashboard as d
+    import fabricscope.doors.dashboard as d
 
     # The package installed from a wheel, away from any checkout: the copy inside the package is used.
     package = tmp_path / "site-packages" / "fabricscope"
-    monkeypatch.setattr(d, "__file__", str(package / "dashboard.py"))
+    monkeypatch.setattr(d, "__file__", str(package / "doors" / "dashboard.py"))
     monkeypatch.delenv("FABRICSCOPE_DASHBOARD_APP", raising=False)
     with pytest.raises(FileNotFoundError, match="this installation lacks it"):
         d.find_app()
@@ -47,7 +47,7 @@ def test_find_app_installed_without_checkout(tmp_path: Path, monkeypatch: pytest
 
 
 def test_default_data_is_the_sample_traces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fabricscope.dashboard import default_data_dir
+    from fabricscope.doors.dashboard import default_data_dir
 
     assert default_data_dir(APP) == ROOT / "sample_traces"
     installed = tmp_path / "site-packages" / "fabricscope" / "_dashboard_app" / "app.py"
@@ -87,17 +87,17 @@ def test_argument_errors(argv: list[str], status: int, message: str, capsys: pyt
 def test_docstring_examples() -> None:
     import doctest
 
-    import fabricscope.dashboard
+    import fabricscope.doors.dashboard
 
-    result = doctest.testmod(fabricscope.dashboard, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(fabricscope.doors.dashboard, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 3 and result.failed == 0
 
 
 def test_prometheus_sources_reach_the_app_without_their_secrets_on_the_command_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import fabricscope.cli.dashboard as cli_dashboard
-    from fabricscope.dashboard import remote_from_environment
+    import fabricscope.doors.cli.dashboard as cli_dashboard
+    from fabricscope.doors.dashboard import remote_from_environment
 
     seen: dict[str, object] = {}
 
@@ -160,7 +160,7 @@ def test_prometheus_sources_reach_the_app_without_their_secrets_on_the_command_l
 def test_prometheus_must_be_a_url(
     url: str, message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fabricscope.cli.dashboard as cli_dashboard
+    import fabricscope.doors.cli.dashboard as cli_dashboard
 
     def run_server(cmd: list[str], env: dict[str, str]) -> int:
         raise AssertionError("a bad --prometheus must stop the command before the server starts")
@@ -176,7 +176,7 @@ def test_no_data_outside_a_checkout_says_what_to_point_it_at(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # From a wheel, away from a checkout: no sample_traces/ to default to.
-    import fabricscope.cli.dashboard as cli_dashboard
+    import fabricscope.doors.cli.dashboard as cli_dashboard
 
     monkeypatch.setattr(cli_dashboard, "default_data_dir", lambda app: None)
     assert main(["dashboard"]) == 3
@@ -190,8 +190,8 @@ def test_analysis_options_reach_the_app(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The options of `analyze` the dashboard takes travel to every run_analysis of the app.
-    import fabricscope.cli.dashboard as cli_dashboard
-    from fabricscope.dashboard import ENV_ANALYSIS, analysis_from_environment
+    import fabricscope.doors.cli.dashboard as cli_dashboard
+    from fabricscope.doors.dashboard import ENV_ANALYSIS, analysis_from_environment
 
     seen: dict[str, dict[str, str]] = {}
 

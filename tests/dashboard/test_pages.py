@@ -165,7 +165,7 @@ def test_port_loss_and_go_back_n_match_the_lossy_collapse_finding() -> None:
 
 def test_port_go_back_n_follows_the_configured_thresholds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # `fabricscope dashboard --config` plots the model the detector judged with, not the defaults.
-    from fabricscope.dashboard import ENV_ANALYSIS, analysis_environment
+    from fabricscope.doors.dashboard import ENV_ANALYSIS, analysis_environment
 
     source = SAMPLES / "scenarios/lossy-collapse"
     default = data._analyse([str(source)], "lossy-collapse", "analysis")
@@ -368,7 +368,7 @@ def test_expected_perftest_and_nccl_results(tmp_path: Path, monkeypatch: pytest.
 def test_whatif_runs_the_advisor_interactively() -> None:
     import importlib
 
-    advise = importlib.import_module("fabricscope.advise")  # the package exports the function as `advise`
+    advise = importlib.import_module("fabricscope.fabric.advise")  # the package exports the function as `advise`
     at = run("whatif", "scenarios/nvlink-saturated")
     assert [s.value for s in at.subheader] == ["All-reduce time", "InfiniBand vs RoCEv2 break-even"]
     assert len(charts(at)) == 2
@@ -564,7 +564,7 @@ def test_upload_directories_are_removed_when_the_server_process_exits(tmp_path: 
 
 def test_the_analysis_options_of_the_command_apply_to_the_data_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     # `fabricscope dashboard --hosts H` shows what `fabricscope analyze --hosts H` finds, status included.
-    from fabricscope.dashboard import ENV_ANALYSIS, analysis_environment
+    from fabricscope.doors.dashboard import ENV_ANALYSIS, analysis_environment
 
     source = SAMPLES / "scenarios/pfc-storm"
     monkeypatch.setenv(ENV_ANALYSIS, analysis_environment({"hosts": ["pfcstorm-gpu03"]}))

@@ -15,8 +15,9 @@ import allowed_sources
 import data
 import polars as pl
 import pytest
-from fabricscope.dashboard import ENV_REMOTE_FILE, remote_environment
-from fabricscope.remote import Connection, RemoteOptions
+from fabricscope.doors.dashboard import ENV_REMOTE_FILE, remote_environment
+from fabricscope.reading.prometheus import RemoteOptions
+from fabricscope.transport import Connection
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import rendered_markdown as rendered

@@ -389,7 +389,7 @@ def test_unknown_or_bad_limits_are_value_errors() -> None:
         fabricscope.load("sample_traces", limits={"max_lines": 5})
     with pytest.raises(ValueError, match="positive integer"):
         fabricscope.load("sample_traces", limits={"max_labels": 0})
-    assert set(fabricscope.io.LIMITS) == {
+    assert set(fabricscope.reading.scan.LIMITS) == {
         "max_line_bytes",
         "max_labels",
         "max_decompressed_bytes",
@@ -527,7 +527,7 @@ def test_a_rust_panic_is_an_internal_error_not_an_abort() -> None:
 
 
 def test_cli_limit_flag_raises_and_lowers_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from fabricscope.cli import main
+    from fabricscope.doors.cli import main
 
     p = tmp_path / "labels.prom"
     p.write_bytes(b'x_total{a="1",b="2",instance="h"} 1\n')
