@@ -89,6 +89,7 @@ bench: setup
 docs: setup
 	$(PY) docs/generate_counters.py > docs/counters.md
 	$(PY) docs/generate_detectors.py
+	$(PY) docs/generate_architecture.py
 
 # A portable wheel for PyPI-style indexes: manylinux_2_28 (glibc 2.28: RHEL/Rocky 8, Ubuntu 20.04 and
 # later), abi3 (one wheel for CPython >= 3.10), linked with zig (PyPI's ziglang) so no container is

@@ -1,4 +1,4 @@
-"""Correlation's cost against the number of findings: the slope of ``fabricscope.incidents.correlate``.
+"""Correlation's cost against the number of findings: the slope of ``fabricscope.incidents.correlate.correlate``.
 
 Each host has an erroring port (a ``link_errors`` finding), the loss its receiver measured and, for
 every other host, a sender's retransmissions of the same count (a ``same_count`` pair): 3 findings
@@ -15,8 +15,8 @@ import math
 import sys
 import time
 
-from fabricscope.findings import make_findings
-from fabricscope.incidents import correlate
+from fabricscope.incidents.correlate import correlate
+from fabricscope.incidents.findings import make_findings
 
 T = dt.datetime(2026, 12, 4, 14, tzinfo=dt.timezone.utc)
 

@@ -125,7 +125,7 @@ def main() -> None:
             f"{statistics.median(ticks):6.2f} s (median of {args.repeat})   {out[:100]}"
         )
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import fabricscope.cron"], check=True)
+        subprocess.run([sys.executable, "-c", "import fabricscope.doors.cron"], check=True)
         print(f"python + fabricscope import alone: {time.perf_counter() - t:.2f} s")
     finally:
         if args.keep is None:

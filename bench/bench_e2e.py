@@ -38,8 +38,8 @@ COUNTERS = 12
 CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
-from fabricscope.config import load_config
-from fabricscope.engines import Filters, ReadOptions
+from fabricscope.detect.config import load_config
+from fabricscope.reading.options import Filters, ReadOptions
 from fabricscope.engines.local import LocalEngine
 t_import = time.perf_counter() - t0
 workers = int(sys.argv[2])

@@ -1,4 +1,4 @@
-"""Body read speed of ``fabricscope.remote.HttpClient``: two source trees, same run, interleaved.
+"""Body read speed of ``fabricscope.transport.HttpClient``: two source trees, same run, interleaved.
 
     python bench/bench_http_body.py --baseline OTHER_CHECKOUT/python [--candidate python] [--mib 128] [--repeat 5]
 
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Runs in the child, under the tree's PYTHONPATH: one request, its wall time and body size.
 CLIENT = """
 import sys, time
-from fabricscope.remote import Connection, HttpClient
+from fabricscope.transport import Connection, HttpClient
 client = HttpClient(sys.argv[1], Connection(retries=0))
 t = time.perf_counter()
 _, body = client.request("/body")

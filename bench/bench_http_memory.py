@@ -44,7 +44,7 @@ SERIES = 1000
 # Runs in the child under the tree's PYTHONPATH: RSS before, one request, the body size.
 REQUEST = """
 import resource, sys
-from fabricscope.remote import Connection, HttpClient
+from fabricscope.transport import Connection, HttpClient
 def rss():
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) * 1024

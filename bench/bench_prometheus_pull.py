@@ -83,7 +83,7 @@ def build(openmetrics: Path, samples: int) -> tuple[int, int]:
 
 def run_fabricscope(url: str, since: int, until: int, api: str) -> int:
     import fabricscope
-    from fabricscope.remote import RemoteOptions
+    from fabricscope.reading.prometheus import RemoteOptions
 
     step = float(STEP_S) if api == "query_range" else None
     res = fabricscope.load(url, remote=RemoteOptions(since=since, until=until, step_s=step, api=api))

@@ -9,9 +9,9 @@ presorted: grouped by series):
 
 * baseline: the naive Polars rate anybody writes first (sort by series and time, diff over
   series), without wrap, saturation, reset, gap or duplicate handling;
-* fabricscope.rates.rates_reference: the same rules in Polars expressions (the engine before the
+* fabricscope.detect.rates.rates_reference: the same rules in Polars expressions (the engine before the
   native kernel);
-* fabricscope.rates.rates (the native kernel plus its Python glue: input codes, keys per series).
+* fabricscope.detect.rates.rates (the native kernel plus its Python glue: input codes, keys per series).
 
 Prints the load average before and after and a Markdown table: the median wall time of
 ``--repeat`` runs, rows per second of wall time, the CPU time (all threads) of the same run, and
@@ -25,7 +25,7 @@ import os
 import time
 
 import polars as pl
-from fabricscope.rates import SERIES_KEYS, rates, rates_reference
+from fabricscope.detect.rates import SERIES_KEYS, rates, rates_reference
 
 
 def build(rows: int) -> pl.DataFrame:
@@ -112,9 +112,9 @@ def main() -> None:
         ("naive", "naive Polars sort + diff over series (no wrap/saturation/reset/gap rules)", naive, "shuffled"),
         ("reference", "`rates_reference` (Polars engine)", rates_reference, "time-ordered"),
         ("reference", "`rates_reference` (Polars engine)", rates_reference, "shuffled"),
-        ("native", "`fabricscope.rates.rates` (native kernel)", rates, "time-ordered"),
-        ("native", "`fabricscope.rates.rates` (native kernel)", rates, "shuffled"),
-        ("native", "`fabricscope.rates.rates` (native kernel)", rates, "presorted by series"),
+        ("native", "`fabricscope.detect.rates.rates` (native kernel)", rates, "time-ordered"),
+        ("native", "`fabricscope.detect.rates.rates` (native kernel)", rates, "shuffled"),
+        ("native", "`fabricscope.detect.rates.rates` (native kernel)", rates, "presorted by series"),
     ]
     results = [
         (label, order, *timed(fn, inputs[order], args.repeat))

@@ -10,7 +10,7 @@ for the readers that emit topology links) and takes that child's peak RSS from `
 small interpreter of its own that starts the command (see ``MEASURE``).
 
 Baseline (same run): the peak RSS of the interpreter with fabricscope imported, idle
-(``python -c "import fabricscope.cli"``), subtracted: the headline ratio is
+(``python -c "import fabricscope.doors.cli"``), subtracted: the headline ratio is
 ``(peak - idle) / input size``. A second ratio subtracts the peak of the same command on a small
 input of the same format (a few records) instead, which also takes out the command's fixed costs
 (Polars' thread pools, the streaming buffers, the Parquet writer): what reading costs per byte of
@@ -404,7 +404,7 @@ def main() -> int:
         f"max_document_bytes {limit:,}; load {load[0]:.1f}"
     )
     print()
-    idle, _, _ = peak_rss_kib([sys.executable, "-c", "import fabricscope.cli"], args.workdir)
+    idle, _, _ = peak_rss_kib([sys.executable, "-c", "import fabricscope.doors.cli"], args.workdir)
     print(f"baseline: the interpreter with fabricscope imported, idle: {idle / 1024:,.0f} MiB peak RSS")
     print()
     print(

@@ -21,7 +21,7 @@ import types
 from collections.abc import Callable
 from pathlib import Path
 
-import fabricscope.report.build as current
+from fabricscope.doors.report import gather, plots
 
 REPO = Path(__file__).resolve().parent.parent
 TRACE = REPO / "sample_traces" / "scenarios" / "pfc-storm"
@@ -30,7 +30,7 @@ TRACE = REPO / "sample_traces" / "scenarios" / "pfc-storm"
 def load_revision(rev: str) -> types.ModuleType:
     """The report builder module as it was at ``rev``."""
     text = subprocess.run(
-        ["git", "show", f"{rev}:python/fabricscope/report/build.py"],
+        ["git", "show", f"{rev}:python/fabricscope/doors/report/build.py"],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -54,8 +54,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
     args = ap.parse_args()
     before = load_revision(args.before)
-    data = current.gather([TRACE], strict=False)
-    ports = current._port_frames(data, args.ports)
+    data = gather([TRACE], strict=False)
+    ports = plots._port_frames(data, args.ports)
 
     def cpu(plot: Callable[..., object]) -> float:
         start = time.process_time()
@@ -66,8 +66,8 @@ def main() -> None:
     runs: dict[str, list[float]] = {f"SVG and PNG ({args.before})": [], "SVG (HTML report)": [], "PNG (Markdown)": []}
     for _ in range(args.rounds):
         runs[f"SVG and PNG ({args.before})"].append(cpu(before._plot_port))
-        runs["SVG (HTML report)"].append(cpu(lambda *a: current._plot_port(*a, "svg")))
-        runs["PNG (Markdown)"].append(cpu(lambda *a: current._plot_port(*a, "png")))
+        runs["SVG (HTML report)"].append(cpu(lambda *a: plots._plot_port(*a, "svg")))
+        runs["PNG (Markdown)"].append(cpu(lambda *a: plots._plot_port(*a, "png")))
     base = min(runs[f"SVG and PNG ({args.before})"])
     print(f"{len(ports)} ports of {TRACE.name}, best of {args.rounds} rounds, CPU seconds per port:")
     for name, seconds in runs.items():

@@ -22,7 +22,7 @@ def main() -> None:
     print("- **roles** name what analyses read a counter for (`tx_bytes`, `rx_loss`, ...), with the")
     print("  counter's preference in each role: where a port has several counters of a role, an")
     print("  analysis that needs one takes the lowest number with data. Detectors, the report and the")
-    print("  dashboard ask `fabricscope.vocabulary.counters_with_role(role)`; a counter gets a role")
+    print("  dashboard ask `fabricscope.reading.vocabulary.counters_with_role(role)`; a counter gets a role")
     print("  in `vocabulary.rs` and every analysis of that role reads it. **stands for** names the")
     print("  counter a capture counter is read as (its roles come through that counter).")
     print()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricscope.detect import SPECS
-from fabricscope.detect._relations import RELATION_KINDS
+from fabricscope.fabric.relations import RELATION_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCOPE = {"partition": "per host", "fabric": "fabric-wide"}
