@@ -19,8 +19,9 @@ import polars as pl
 
 from fabricscope.detect import AnalysisInput, DetectorSpec, detectors_in
 from fabricscope.detect.rates import latest_gauges, one_reading_per_time, rates, value_as_float
-from fabricscope.fabric.model import Fabric
+from fabricscope.fabric.model import LOSSLESS_CONFIG_KEYS, Fabric
 from fabricscope.fabric.model import build as build_fabric
+from fabricscope.fabric.nvlink import DOMAIN_KEYS
 from fabricscope.fabric.profiles import Profile
 from fabricscope.incidents.findings import STATE_KEYS, empty_findings
 from fabricscope.reading.captures import CAPTURE_AS, PER_PRIORITY_AS, with_capture_counters
@@ -45,9 +46,9 @@ __all__ = [
 
 PER_PARTITION = frozenset(s.name for s in detectors_in("partition"))
 """Detectors whose findings for a port depend only on that port's host: run inside partitions."""
-IDENTITY_KEYS = ("node_guid_hex", "netdev", "qos.pfc.priorities", "qos.trust")
-"""Port attributes entity resolution reads: an HCA's GUID (sysfs), the netdev an RDMA port drives
-(``ibdev2netdev``, ``rdma link show``)."""
+IDENTITY_KEYS = ("node_guid_hex", "netdev", *LOSSLESS_CONFIG_KEYS, *DOMAIN_KEYS)
+"""Port attributes the fabric model reads: an HCA's GUID (sysfs), the netdev an RDMA port drives
+(``ibdev2netdev``, ``rdma link show``), a host's lossless configuration and a GPU's NVLink domain."""
 
 FABRIC_WIDE: dict[str, Callable[[pl.DataFrame], pl.DataFrame] | None] = {
     s.name: s.rates_needed for s in detectors_in("fabric")

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["NULL_UUID", "domain_label", "gpu_domains", "latest_gpu_attributes"]
+__all__ = ["DOMAIN_KEYS", "NULL_UUID", "domain_label", "gpu_domains", "latest_gpu_attributes"]
+
+DOMAIN_KEYS = ("fabric_cluster_uuid", "fabric_clique_id")
+"""The GPU attributes that place a GPU in its NVLink domain (ClusterUUID and CliqueId)."""
 
 NULL_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -67,7 +70,7 @@ def gpu_domains(attributes: pl.DataFrame | None) -> pl.DataFrame:
         >>> gpu_domains(None).columns
         ['host', 'device', 'nvlink_domain']
     """
-    g = latest_gpu_attributes(attributes, ["fabric_cluster_uuid", "fabric_clique_id"])
+    g = latest_gpu_attributes(attributes, list(DOMAIN_KEYS))
     return g.select(
         "host",
         "device",

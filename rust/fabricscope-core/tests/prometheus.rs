@@ -361,6 +361,9 @@ fn dcgm_gpus_sentinels_and_metadata() {
         expected.push(attr(T, "gpu017", dev, None, "modelName", "NVIDIA H100 80GB HBM3"));
         expected.push(attr(T, "gpu017", dev, None, "DCGM_FI_DRIVER_VERSION", "550.54.15"));
     }
+    // the XID gauge's code and message, once per GPU that reports one
+    expected.push(attr(T, "gpu017", "gpu3", None, "err_code", "79"));
+    expected.push(attr(T, "gpu017", "gpu3", None, "err_msg", "GPU has fallen off the bus"));
     assert_eq!(out.attrs, expected);
 }
 
