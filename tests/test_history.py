@@ -19,6 +19,7 @@ from fabricscope.reading.history import (
     History,
     is_history,
     partition_dir,
+    sorted_for_history,
     to_canonical,
     to_stored,
 )
@@ -67,18 +68,27 @@ def test_empty_history_has_contract_schemas(tmp_path: Path) -> None:
     assert h.attributes() is None
 
 
-def test_partition_names_are_escaped_and_read_back(tmp_path: Path) -> None:
-    df = to_stored(fabricscope.read(SAMPLES / "ethtool")).with_columns(pl.lit("rack 1/gpu=7").alias("host"))
-    d = partition_dir(tmp_path, "samples", dt.date(2026, 12, 2), "rack 1/gpu=7")
-    assert d.name == "host=rack%201%2Fgpu%3D7"
-    _atomic.write_parquet(d / "part-x.parquet", df)
+def test_a_day_partition_holds_every_host_and_is_read_back(tmp_path: Path) -> None:
+    one = to_stored(fabricscope.read(SAMPLES / "ethtool"))
+    df = pl.concat([one.with_columns(pl.lit(h).alias("host")) for h in ("rack 1/gpu=7", "gpu2")])
+    d = partition_dir(tmp_path, "samples", dt.date(2026, 12, 2))
+    assert d.relative_to(tmp_path).as_posix() == "samples/date=2026-12-02"
+    _atomic.write_parquet(d / "part-x.parquet", sorted_for_history(df))
     h = History(tmp_path)
     assert is_history(tmp_path)
-    assert h.samples(hosts=["rack 1/gpu=7"]).collect().height == df.height
+    assert h.samples(hosts=["rack 1/gpu=7"]).collect().height == one.height
     assert h.samples(hosts=["other"]).collect().height == 0
     # The same files read by Polars' own Hive reader.
     direct = pl.scan_parquet(tmp_path / "samples" / "**" / "*.parquet", hive_partitioning=True).collect()
-    assert direct["host"].unique().to_list() == ["rack 1/gpu=7"]
+    assert sorted(direct["host"].unique().to_list()) == ["gpu2", "rack 1/gpu=7"]
+    assert direct["date"].unique().to_list() == [dt.date(2026, 12, 2)]
+
+
+def test_histories_of_the_host_directory_layout_are_read(tmp_path: Path) -> None:
+    # the earlier layout: samples/date=D/host=H/part-*.parquet
+    df = to_stored(fabricscope.read(SAMPLES / "ethtool"))
+    _atomic.write_parquet(tmp_path / "samples" / "date=2026-12-02" / "host=gpu1" / "part-x.parquet", df)
+    assert History(tmp_path).samples(hosts=[df["host"][0]]).collect().height == df.height
 
 
 def test_time_and_host_filters(tmp_path: Path) -> None:

@@ -242,6 +242,7 @@ def write_parquet(
     mode: int | None = None,
     staging: Path | None = None,
     before_rename: Callable[[], None] | None = None,
+    row_group_size: int | None = None,
 ) -> None:
     """Atomically replace ``target`` with ``df`` as zstd Parquet (see :func:`atomic_file`).
 
@@ -251,6 +252,7 @@ def write_parquet(
         mode: File mode for the result.
         staging: Directory for the temporary file (see :func:`atomic_file`).
         before_rename: Called after the data is written and before the rename (crash tests).
+        row_group_size: Rows per row group (None: Polars' default).
 
     Example:
         >>> import tempfile, pathlib, polars as pl
@@ -261,7 +263,7 @@ def write_parquet(
     """
     with atomic_file(target, mode=mode, staging=staging) as out:
         try:
-            df.write_parquet(out, compression="zstd")
+            df.write_parquet(out, compression="zstd", row_group_size=row_group_size)
         except OSError as e:
             raise OutputError(os.fspath(target), f"cannot write: {e.strerror or e}") from None
         if before_rename is not None:

@@ -3,27 +3,30 @@
 Layout (a contract: the dashboard, DuckDB and Polars read it directly)::
 
     HISTORY/
-      samples/date=YYYY-MM-DD/host=H/part-<run_id>.parquet    canonical samples, strings for dictionaries
-      findings/date=YYYY-MM-DD/host=H/part-<run_id>.parquet   FINDINGS_SCHEMA + run_id + fault_id
+      samples/date=YYYY-MM-DD/part-<run_id>.parquet    canonical samples, strings for dictionaries
+      findings/date=YYYY-MM-DD/part-<run_id>.parquet   FINDINGS_SCHEMA + run_id + fault_id
       lifecycle.parquet     one row per fault: first_seen, last_seen, resolved_at, runs, ...
       runs.parquet          one row per cron run
       attributes.parquet    latest port attributes (link layer, rate text, ...) for analysis
 
-Partition values are percent-encoded (a host named ``a/b`` is ``host=a%2Fb``); a finding without
-a host is filed under ``host=_none_``. Temporary files live in ``HISTORY/.staging`` and never
-match ``**/*.parquet`` globs under ``samples/`` or ``findings/``.
+A run adds one part per table and day its data spans, whatever the number of hosts: a fabric of
+10,000 hosts is not 20,000 files a run. Rows are sorted by host, device, port, counter and time,
+in row groups of :data:`ROW_GROUP_ROWS`, so a reader that wants a few hosts (or a time range)
+decodes only their row groups: Parquet's statistics prune the rest. Histories written with a
+``host=H`` directory level below the day (the earlier layout) are read the same way. Temporary
+files live in ``HISTORY/.staging`` and never match ``**/*.parquet`` globs under ``samples/`` or
+``findings/``.
 
 From DuckDB::
 
     SELECT * FROM read_parquet('HISTORY/samples/**/*.parquet', hive_partitioning = true,
-                               hive_types = {'date': DATE, 'host': VARCHAR});
+                               hive_types = {'date': DATE});
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,17 +40,24 @@ from fabricscope.reading.scan import samples_schema
 __all__ = [
     "LIFECYCLE_SCHEMA",
     "ROLLUP_FILE",
+    "ROW_GROUP_ROWS",
     "RUNS_SCHEMA",
     "STORED_SAMPLES_SCHEMA",
     "History",
     "is_history",
+    "part_files",
     "partition_dir",
     "read_rollup",
+    "sorted_for_history",
     "to_canonical",
     "to_stored",
 ]
 
-NO_HOST = "_none_"
+ROW_GROUP_ROWS = 131_072
+"""Rows per Parquet row group of a history part: small enough that the statistics of host and
+time prune a read of a few hosts, large enough that a part of a million rows has a few dozen."""
+PART_SORT = ("host", "device", "port", "counter", "time")
+"""The order of a part's rows (see the module docstring); null hosts (findings of the fabric) first."""
 ROLLUP_FILE = "wearout_hourly.parquet"
 """The hourly roll-up of error counts (:data:`fabricscope.detect.link_wearout.HOURLY_SCHEMA`) cron fits
 wear-out trends to: weeks of judgement without rereading weeks of samples."""
@@ -137,16 +147,27 @@ def is_history(path: str | os.PathLike[str]) -> bool:
     return p.is_dir() and ((p / "runs.parquet").is_file() or (p / "samples").is_dir())
 
 
-def partition_dir(root: Path, table: str, date: dt.date, host: str | None) -> Path:
-    """The Hive partition directory of one (date, host) in ``table`` (``samples`` or ``findings``).
+def partition_dir(root: Path, table: str, date: dt.date) -> Path:
+    """The Hive partition directory of one day in ``table`` (``samples`` or ``findings``).
 
     Example:
         >>> import datetime as dt, pathlib
-        >>> partition_dir(pathlib.Path("H"), "samples", dt.date(2026, 12, 2), "gpu/1").as_posix()
-        'H/samples/date=2026-12-02/host=gpu%2F1'
+        >>> partition_dir(pathlib.Path("H"), "samples", dt.date(2026, 12, 2)).as_posix()
+        'H/samples/date=2026-12-02'
     """
-    h = urllib.parse.quote(host if host else NO_HOST, safe="-_.")
-    return root / table / f"date={date.isoformat()}" / f"host={h}"
+    return root / table / f"date={date.isoformat()}"
+
+
+def sorted_for_history(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` in the order of a history part (:data:`PART_SORT`, the columns it has).
+
+    Example:
+        >>> import polars as pl
+        >>> sorted_for_history(pl.DataFrame({"host": ["b", "a"], "time": [1, 2]}))["host"].to_list()
+        ['a', 'b']
+    """
+    cols = [c for c in PART_SORT if c in df.columns]
+    return df.sort(cols, nulls_last=False, maintain_order=True) if cols else df
 
 
 def to_stored(samples: pl.DataFrame) -> pl.DataFrame:
@@ -180,6 +201,29 @@ def _utc(t: dt.datetime | str | None) -> dt.datetime | None:
     if isinstance(t, str):
         t = dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
     return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+
+
+def part_files(table_dir: Path, first: dt.date | None = None, last: dt.date | None = None) -> list[Path]:
+    """The part files of a history table's days from ``first`` to ``last``, in path order.
+
+    A day's parts sit in its ``date=`` directory (or, in histories of the earlier layout, one level
+    below it, in ``host=`` directories); anything else under the table is not a part.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> part_files(pathlib.Path(tempfile.mkdtemp()) / "samples")
+        []
+    """
+    out: list[Path] = []
+    for ddir in sorted(table_dir.glob("date=*")):
+        try:
+            day = dt.date.fromisoformat(ddir.name.removeprefix("date="))
+        except ValueError:
+            continue
+        if (first is not None and day < first) or (last is not None and day > last):
+            continue
+        out.extend(sorted([*ddir.glob("*.parquet"), *ddir.glob("host=*/*.parquet")]))
+    return out
 
 
 class History:
@@ -216,15 +260,10 @@ class History:
             :func:`to_canonical` for :func:`fabricscope.run_analysis`.
         """
         since_t, until_t = _utc(since), _utc(until)
-        files = self._files(
-            "samples",
-            since_t.date() if since_t else None,
-            until_t.date() if until_t else None,
-            None if hosts is None else set(hosts),
-        )
+        files = self._files("samples", since_t.date() if since_t else None, until_t.date() if until_t else None)
         if not files:
             return pl.LazyFrame(schema={**STORED_SAMPLES_SCHEMA, "date": pl.Date})
-        # Partitions are pruned from the paths above; the file's own host column is exact.
+        # Days are pruned from the paths above; hosts and times by each part's row-group statistics.
         lf = pl.scan_parquet(files, hive_partitioning=False).select(
             *STORED_SAMPLES_SCHEMA.names(), pl.col("time").dt.date().alias("date")
         )
@@ -247,22 +286,9 @@ class History:
         df = to_canonical(lf.filter(*where) if where else lf)
         return df.collect() if isinstance(df, pl.LazyFrame) else df
 
-    def _files(self, table: str, first: dt.date | None, last: dt.date | None, hosts: set[str] | None) -> list[Path]:
-        """Part files of the partitions in a date range and host set (pruning by directory name)."""
-        out = []
-        for ddir in sorted((self.path / table).glob("date=*")):
-            try:
-                day = dt.date.fromisoformat(ddir.name.removeprefix("date="))
-            except ValueError:
-                continue
-            if (first is not None and day < first) or (last is not None and day > last):
-                continue
-            for hdir in sorted(ddir.glob("host=*")):
-                host = urllib.parse.unquote(hdir.name.removeprefix("host="))
-                if hosts is not None and host not in hosts:
-                    continue
-                out.extend(checked_parquet(p) for p in sorted(hdir.glob("*.parquet")))
-        return out
+    def _files(self, table: str, first: dt.date | None, last: dt.date | None) -> list[Path]:
+        """Part files of the days from ``first`` to ``last`` (pruning by directory name)."""
+        return [checked_parquet(p) for p in part_files(self.path / table, first, last)]
 
     def findings(self, since: dt.datetime | str | None = None, until: dt.datetime | str | None = None) -> pl.LazyFrame:
         """Stored findings of every run: FINDINGS_SCHEMA plus ``run_id``, ``fault_id``, ``date``.
@@ -271,7 +297,7 @@ class History:
             since: Only findings ending at or after this time.
             until: Only findings starting before this time.
         """
-        files = self._files("findings", None, None, None)
+        files = self._files("findings", None, None)
         if not files:
             lf = pl.LazyFrame(schema={**STORED_FINDINGS_SCHEMA, "date": pl.Date})
         else:

@@ -13,7 +13,7 @@ import polars as pl
 from fabricscope import _native
 from fabricscope.exceptions import FabricscopeError, FormatError, InputError, UnknownFormatError
 from fabricscope.fabric.entities import path_placeholder, rename_hosts
-from fabricscope.reading.history import History, is_history, partition_dir
+from fabricscope.reading.history import History, is_history, part_files
 from fabricscope.reading.options import Filters, ReadOptions, split_by_partition
 from fabricscope.reading.prometheus import RemoteOptions, is_url, load_url
 from fabricscope.reading.scan import InputReport, ReaderPool, empty_samples, scan
@@ -48,23 +48,12 @@ side outputs beside it (``OUT.attributes.parquet``, ``OUT.links.parquet`` ...)."
 
 
 def _history_units(root: Path, filters: Filters) -> list[Unit]:
-    # The history's Hive layout (samples/date=YYYY-MM-DD/host=H/part-*.parquet) prunes whole
-    # directories by the filters before any file is opened.
-    first = _date(filters.since)
-    last = _date(filters.until)
-    hosts = {partition_dir(root, "samples", dt.date(2000, 1, 1), h).name for h in filters.hosts or ()}
-    units: list[Unit] = []
-    for day in sorted((root / "samples").glob("date=*")):
-        try:
-            d = dt.date.fromisoformat(day.name.removeprefix("date="))
-        except ValueError:
-            continue
-        if (first and d < first) or (last and d > last):
-            continue
-        for host_dir in sorted(day.glob("host=*")):
-            if filters.hosts is not None and host_dir.name not in hosts:
-                continue
-            units.extend((str(f), HISTORY) for f in sorted(host_dir.glob("*.parquet")))
+    # The history's Hive layout (samples/date=YYYY-MM-DD/part-*.parquet) prunes whole days by the
+    # time filters before any file is opened; hosts are pruned inside each part (its row groups'
+    # statistics), by the filters' predicates.
+    units: list[Unit] = [
+        (str(f), HISTORY) for f in part_files(root / "samples", _date(filters.since), _date(filters.until))
+    ]
     if (root / "attributes.parquet").is_file():
         units.append((str(root), HISTORY_ATTRIBUTES))
     return units

@@ -19,6 +19,7 @@ __all__ = [
     "formats",
     "roles",
     "stand_ins",
+    "traffic_counters",
 ]
 
 SCHEMA_VERSION: int = _native.SCHEMA_VERSION
@@ -98,6 +99,60 @@ def stand_ins() -> dict[str, str]:
         'np_ecn_marked_roce_packets'
     """
     return {c["name"]: c["stands_for"] for c in _native.counters() if c["stands_for"] is not None}
+
+
+_TRAFFIC_ROLES = frozenset(
+    f"{d}_{what}"
+    for d in ("rx", "tx")
+    for what in ("bytes", "packets", "priority_bytes", "priority_packets", "stack_bytes", "stack_packets", "wire_bytes")
+) | {"to_device_messages", "to_host_messages"}
+# Counters of no role that still count volume: the names' endings, unless the name says it counts
+# a loss, an error or a congestion signal (vl15_dropped_packets, tx_ecn_marked_packets ...).
+_VOLUME_ENDINGS = ("_bytes", "_packets", "_bits", "_requests", "_blocks", "_symbols", "_ticks", "_bandwidth_total")
+_NOT_VOLUME = (
+    "drop",
+    "discard",
+    "error",
+    "nak",
+    "retrans",
+    "ecn",
+    "cnp",
+    "pause",
+    "marked",
+    "psn",
+    "lost",
+    "stall",
+    "invalid",
+)
+
+
+@cache
+def traffic_counters() -> frozenset[str]:
+    """Counters that move in healthy operation: bytes, packets, requests, corrected FEC blocks and bits.
+
+    A fabric's quiet state is these counters moving and the others standing still: cron carries
+    a port's lookback to its next run only while something else moved (docs/cron.md).
+
+    Example:
+        >>> import fabricscope.reading.vocabulary as v
+        >>> "port_xmit_data_bytes" in v.traffic_counters(), "symbol_errors" in v.traffic_counters()
+        (True, False)
+        >>> "fec_correctable_blocks" in v.traffic_counters(), "vl15_dropped_packets" in v.traffic_counters()
+        (True, False)
+    """
+    out = set()
+    for c in _native.counters():
+        roles = set(c["roles"])
+        name = c["name"]
+        if roles:
+            volume = roles <= _TRAFFIC_ROLES
+        else:
+            volume = (name.endswith(_VOLUME_ENDINGS) or name.startswith("cxl_")) and not any(
+                w in name for w in _NOT_VOLUME
+            )
+        if volume and c["kind"] == "counter":
+            out.add(name)
+    return frozenset(out)
 
 
 def counters_by_direction(signal: str, layer: str = "network") -> dict[str, str]:

@@ -28,7 +28,14 @@ from fabricscope.doors.cron.outputs import status_line
 from fabricscope.doors.cron.reading import drop_stored, pull_servers, read_plans
 from fabricscope.doors.cron.recovery import crash_point, recover, recover_quiet
 from fabricscope.doors.cron.retention import compact, retain
-from fabricscope.doors.cron.state import State, commit_state, empty_series, last_per_series, load_state, rebuild_state
+from fabricscope.doors.cron.state import (
+    State,
+    carried_lookback,
+    commit_state,
+    last_per_series,
+    load_state,
+    rebuild_state,
+)
 from fabricscope.doors.cron.textfile import write_textfile
 from fabricscope.exceptions import FabricscopeError
 from fabricscope.fabric.entities import Conflict, hosts_named
@@ -45,14 +52,16 @@ from fabricscope.incidents.severity import Status
 from fabricscope.pipeline import run_analysis
 from fabricscope.reading.history import (
     ROLLUP_FILE,
+    ROW_GROUP_ROWS,
     RUNS_SCHEMA,
     STORED_FINDINGS_SCHEMA,
-    STORED_SAMPLES_SCHEMA,
     History,
     partition_dir,
     read_rollup,
+    sorted_for_history,
     to_canonical,
 )
+from fabricscope.reading.vocabulary import traffic_counters
 
 
 def _run_id(prev: str | None, plans: list[Plan]) -> str:
@@ -63,15 +72,14 @@ def _run_id(prev: str | None, plans: list[Plan]) -> str:
     return h.hexdigest()
 
 
-def _partitioned(
-    df: pl.DataFrame, time_col: pl.Expr, run_time: dt.datetime
-) -> dict[tuple[dt.date, str | None], pl.DataFrame]:
+def _partitioned(df: pl.DataFrame, time_col: pl.Expr, run_time: dt.datetime) -> dict[dt.date, pl.DataFrame]:
+    """``df`` split by the day of ``time_col``, each day in the order of a history part."""
     if df.is_empty():
         return {}
     keyed = df.with_columns(time_col.fill_null(pl.lit(run_time)).dt.date().alias("_date"))
     return {
-        (k[0], k[1]): g.drop("_date")
-        for k, g in keyed.partition_by(["_date", "host"], as_dict=True, maintain_order=True).items()
+        k[0]: sorted_for_history(g.drop("_date"))
+        for k, g in keyed.partition_by("_date", as_dict=True, maintain_order=True).items()
     }
 
 
@@ -82,8 +90,8 @@ def data_time(*frames: pl.DataFrame) -> dt.datetime | None:
         >>> import datetime as dt, polars as pl
         >>> t = dt.datetime(2025, 1, 2, tzinfo=dt.timezone.utc)
         >>> none = pl.DataFrame(schema={"time": pl.Datetime("ns", "UTC")})
-        >>> data_time(pl.DataFrame({"time": [t]}), none)
-        datetime.datetime(2025, 1, 2, 0, 0, tzinfo=datetime.timezone.utc)
+        >>> data_time(pl.DataFrame({"time": [t]}), none).isoformat()
+        '2025-01-02T00:00:00+00:00'
     """
     newest = [f["time"].max() for f in frames if "time" in f.columns and f.height]
     got = [x for x in newest if isinstance(x, dt.datetime)]
@@ -194,6 +202,7 @@ def _run_locked(
     cfg = load_config(opts.config)
 
     findings = empty_findings()
+    carry_next = st.window
     run_incidents: list[Incident] = []
     conflicts: list[Conflict] = []
     rollup = read_rollup(history)
@@ -205,20 +214,17 @@ def _run_locked(
     # So are inputs of states or configuration alone (ibstat, nvidia-smi -q, mlnx_qos), as analyze judges them.
     if not new.is_empty() or judged_tables or not new_attrs.is_empty():
         hosts = new["host"].unique().to_list()
-        t_min = new["time"].min()
-        back = (
-            hist.samples(since=t_min - dt.timedelta(seconds=opts.lookback_s), hosts=hosts)  # type: ignore[operator]
-            .select(STORED_SAMPLES_SCHEMA.names())
-            .collect()
-            if opts.lookback_s > 0 and t_min is not None
-            else empty_series()
-        )
+        # The lookback comes from the state, not the history: the last reading of every series and
+        # the carried readings of the ports where something moved (state.carried_lookback). A run
+        # reads its new samples and a bounded state, however long the history grew.
         prev = st.series.filter(pl.col("host").is_in(hosts))
-        # History and the last readings overlap each other and the new samples: one reading per
-        # series and time from them, none where the new samples have one. Readings within the new
-        # samples stay as read (two inputs may hold the same reading), as `analyze` keeps them.
+        carried = st.window.filter(pl.col("host").is_in(hosts))
+        # The carried readings and the last readings overlap each other and the new samples: one
+        # reading per series and time from them, none where the new samples have one. Readings
+        # within the new samples stay as read (two inputs may hold the same reading), as
+        # `analyze` keeps them.
         key = [*SERIES_KEYS, "time"]
-        old = pl.concat([back, prev]).unique(subset=key, keep="last", maintain_order=True)
+        old = pl.concat([carried, prev]).unique(subset=key, keep="last", maintain_order=True)
         old = old.join(new.select(key), on=key, how="anti", nulls_equal=True)
         window = pl.concat([old, new])
         analysis = run_analysis(
@@ -272,6 +278,10 @@ def _run_locked(
             .agg(pl.col("time").max().alias("data_end"))
             .with_columns(pl.col("port").cast(pl.Int64))
         )
+        since = data_now - dt.timedelta(seconds=opts.lookback_s)
+        carry = carried_lookback(window, analysis.rates, analysis.findings, since, traffic_counters())
+        # hosts this run brought nothing for keep their carried readings, within the lookback
+        carry_next = pl.concat([st.window.filter(~pl.col("host").is_in(hosts) & (pl.col("time") >= since)), carry])
 
     lifecycle, tagged = update_lifecycle(hist.lifecycle(), findings, covered, started_wall)
     incident_lifecycle = update_incidents(read_incidents(history), run_incidents, lifecycle, started_wall)
@@ -282,8 +292,8 @@ def _run_locked(
     finding_parts = _partitioned(tagged, pl.coalesce("start", "end"), started_wall)
     writes: list[tuple[str, pl.DataFrame]] = []
     for table, parts in (("samples", sample_parts), ("findings", finding_parts)):
-        for (day, host), df in parts.items():
-            rel = partition_dir(Path(), table, day, host) / f"part-{run_id}.parquet"
+        for day, df in parts.items():
+            rel = partition_dir(Path(), table, day) / f"part-{run_id}.parquet"
             writes.append((rel.as_posix(), df))
 
     files_read = sum(1 for p in plans if p.read_path)
@@ -333,7 +343,7 @@ def _run_locked(
     crash_point("after-journal")
     staging = history / ".staging"
     for i, (rel, df) in enumerate(writes):
-        _atomic.write_parquet(history / rel, df, staging=staging)
+        _atomic.write_parquet(history / rel, df, staging=staging, row_group_size=ROW_GROUP_ROWS)
         if i == len(writes) // 2:
             crash_point("mid-parts")
     _atomic.write_parquet(history / "lifecycle.parquet", lifecycle)
@@ -364,7 +374,7 @@ def _run_locked(
             if old_entry is not None:
                 files[p.unit.path] = old_entry
     series = last_per_series(pl.concat([st.series, new])) if not new.is_empty() else st.series
-    commit_state(state, State(files, run_id, series, attrs, links), run_id)
+    commit_state(state, State(files, run_id, series, attrs, links, carry_next), run_id)
     (state / "pending.json").unlink(missing_ok=True)
     crash_point("after-commit")
 
