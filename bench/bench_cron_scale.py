@@ -57,7 +57,10 @@ def write_scrape(path: Path, hosts: int, k: int, step_s: int) -> None:
             for h in range(hosts):
                 erroring = h % 1000 == 7
                 for d in range(HCAS):
-                    v = 1_000_000 + per_step * k
+                    # every port at its own load (30-100 %), as real counters differ: the history's
+                    # compression is measured on values that vary, not on one repeated number
+                    load = 0.3 + ((h * HCAS + d) * 2654435761 % 1000) / 1430
+                    v = 1_000_000 + (h * HCAS + d) * 7919 + round(per_step * load) * k
                     if name == "node_infiniband_symbol_error_total" and erroring and d == 0:
                         v = 40 * k * k  # accelerating: a link wearing out
                     lines.append(
@@ -116,7 +119,7 @@ def series(base: Path, hosts: int, runs: int, step: int, label: str) -> list[dic
         before = len(history_files(work / "hist"))
         wall, rss, line = timed(cron_cmd(inp, work))
         files = history_files(work / "hist")
-        parts = [p for p in files if p.parts[-3] == "samples" or "samples" in p.parts]
+        parts = [p for p in files if p.relative_to(work / "hist").parts[0] == "samples"]
         stored = sum(p.stat().st_size for p in parts)
         samples = (k + 1) * hosts * HCAS * len(COUNTERS)
         rows.append({"run": k + 1, "wall_s": wall, "rss_mib": rss, "files_added": len(files) - before})

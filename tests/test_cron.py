@@ -479,3 +479,42 @@ def test_context_lines_keep_the_directives_a_tail_needs() -> None:
     # The next tail only adds a newer timestamp: the rest carries over.
     assert context_lines(b"1796200020\n     rx_bytes: 7\n", ctx)[-1] == "1796200020"
     assert context_lines(b"1796200020\n", ctx)[0] == "# host: gpu17"
+
+
+def _scrape(k: int, errors_on: str = "gpu1") -> str:
+    """Scrape k of three hosts, 60 s apart: traffic everywhere, symbol errors rising on one port."""
+    ts = 1_796_200_000_000 + k * 60_000
+    lines = []
+    for name, per_step in (
+        ("node_infiniband_port_data_transmitted_bytes_total", 2.5e9),
+        ("node_infiniband_symbol_error_total", 0),
+    ):
+        lines.append(f"# TYPE {name} counter")
+        for h in ("gpu0", errors_on, "gpu2"):
+            v = per_step * k + (50 * k if h == errors_on and "symbol" in name else 0)
+            lines.append(f'{name}{{device="mlx5_0",instance="{h}:9100",port="1"}} {v:.14g} {ts}')
+    return "\n".join(lines) + "\n"
+
+
+def test_the_lookback_carried_is_the_moving_ports_and_the_history_is_not_reread(tmp_path: Path) -> None:
+    inp = tmp_path / "in"
+    inp.mkdir()
+    for k in range(4):
+        (inp / f"scrape-{k}.prom").write_text(_scrape(k))
+        res = cron(tmp_path, [inp])
+    state = json.loads((tmp_path / "state" / "state.json").read_text())
+    window = pl.read_parquet(tmp_path / "state" / state["window_file"])
+    # only the erroring port's readings are carried (both of its series, for its ratios), the
+    # quiet ports' last readings are the state's series
+    assert sorted(set(window["host"].to_list())) == ["gpu1"]
+    assert window.height == 2 * 4
+    assert res.document["status"] == "warning"
+    assert [f["host"] for f in res.document["faults"] if f["kind"] == "link_errors"] == ["gpu1"]
+    # the history is written, never read for the lookback: a run over a history whose parts are
+    # gone (moved away for an offline copy) judges its new scrape the same
+    shutil.rmtree(tmp_path / "hist" / "samples")
+    (inp / "scrape-4.prom").write_text(_scrape(4))
+    res = cron(tmp_path, [inp])
+    assert [f["host"] for f in res.document["faults"] if f["kind"] == "link_errors"] == ["gpu1"]
+    # one part per table and day, whatever the hosts
+    assert [p.name for p in (tmp_path / "hist" / "samples").rglob("*.parquet")] == [f"part-{res.run_id}.parquet"]

@@ -39,7 +39,8 @@ def test_dcgm_4_4_1_rows_are_samples_one_delay_apart(tmp_path: Path) -> None:
     assert s.height == 24
     assert set(s["device"]) == {"gpu0"}
     assert "VIUTL" not in set(s["counter"])
-    xider = s.filter(pl.col("counter") == "XIDER").sort("time")
+    # field 230 (XIDER) is the last XID, as DCGM_FI_DEV_XID_ERRORS is
+    xider = s.filter(pl.col("counter") == "gpu_last_xid").sort("time")
     assert xider["value"].to_list() == [0.0, 0.0, 0.0]
     # `-d 1000` from the echoed command: one second apart
     secs = [t.timestamp() for t in xider["time"].to_list()]

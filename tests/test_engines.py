@@ -309,14 +309,14 @@ def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _history(root: Path, src: Path) -> Path:
     """A cron history (Hive layout, stored schema) holding what ``src`` reads."""
-    from fabricscope.reading.history import partition_dir, to_stored
+    from fabricscope.reading.history import partition_dir, sorted_for_history, to_stored
 
     res = fabricscope.load(str(src))
     stored = to_stored(res.samples).with_columns(pl.col("time").dt.date().alias("_d"))
-    for (day, host), part in stored.partition_by(["_d", "host"], as_dict=True).items():
-        out = partition_dir(root, "samples", day, host)
+    for (day,), part in stored.partition_by(["_d"], as_dict=True).items():
+        out = partition_dir(root, "samples", day)
         out.mkdir(parents=True)
-        part.drop("_d").write_parquet(out / "part-r1.parquet")
+        sorted_for_history(part.drop("_d")).write_parquet(out / "part-r1.parquet")
     res.attributes.with_columns(pl.col("host", "device", "key", "source").cast(pl.String)).write_parquet(
         root / "attributes.parquet"
     )
@@ -330,10 +330,12 @@ def test_history_directory_is_read_by_the_engines(tmp_path: Path) -> None:
     assert "link_errors" in set(hist.findings["kind"])
     assert _stable(hist.findings).equals(_stable(direct.findings))
     assert {i["format"] for i in hist.inputs} == {"parquet"}
-    # Filters prune the Hive directories before any file is opened, then rows inside the files.
+    # Time filters prune the days' directories before any file is opened; hosts are rows inside
+    # a day's part (its row groups' statistics).
     f = Filters.make(hosts=["symerr-gpu02"])
     units = work_units([str(root)], filters=f)
-    assert [Path(p).parent.name for p, k in units if k == "history"] == ["host=symerr-gpu02"]
+    assert [Path(p).parent.name for p, k in units if k == "history"] == ["date=2026-12-04"]
+    assert run_analysis([str(root)], engine="local", hosts=["nobody"]).findings.is_empty()
     assert not work_units([str(root)], filters=Filters.make(since="2026-12-05T00:00:00Z"))[:-1]
     kw = {"hosts": ["symerr-gpu02"], "since": "2026-12-04T16:02:00Z"}
     a = run_analysis([str(root)], engine="local", **kw)

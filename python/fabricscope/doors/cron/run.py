@@ -373,7 +373,12 @@ def _run_locked(
             # dropped then as already stored).
             if old_entry is not None:
                 files[p.unit.path] = old_entry
-    series = last_per_series(pl.concat([st.series, new])) if not new.is_empty() else st.series
+    series = st.series
+    if not new.is_empty():
+        # every new reading is newer than its series' stored one (drop_stored): the new samples'
+        # last readings replace theirs, the other series keep what they had
+        latest = last_per_series(new)
+        series = pl.concat([series.join(latest, on=SERIES_KEYS, how="anti", nulls_equal=True), latest])
     commit_state(state, State(files, run_id, series, attrs, links, carry_next), run_id)
     (state / "pending.json").unlink(missing_ok=True)
     crash_point("after-commit")
