@@ -226,3 +226,89 @@ def test_key_widths_of_other_drivers(tmp_path: Path) -> None:
     assert names["value"].to_list() == ["Tesla K80", "Tesla K80"]
     assert names["time"].dt.epoch("s").to_list() == [1523276759, 1523276819]
     assert a.filter(pl.col("key") == "gpu_uuid")["value"].to_list() == ["GPU-00000000-1111-2222-3333-444444444444"]
+
+
+def test_cron_pages_the_lost_tray_once_with_its_72_xids(nvl72: Path, tmp_path: Path) -> None:
+    # 18 trays' fabric state, one domain finding and an XID on each of the 72 GPUs: one page in
+    # the Nagios line and the textfile, the domain's
+    r = cli(
+        "cron",
+        "--inputs",
+        str(nvl72),
+        "--state",
+        str(tmp_path / "s"),
+        "--history",
+        str(tmp_path / "h"),
+        "--textfile",
+        str(tmp_path / "t.prom"),
+        "--json",
+        str(tmp_path / "a.json"),
+        process=False,
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout.startswith("FABRICSCOPE CRITICAL - 1 critical: nvlink_domain nvlink domain 5d2c6a90")
+    text = (tmp_path / "t.prom").read_text()
+    assert 'fabricscope_incidents{severity="critical"} 1' in text
+    assert 'fabricscope_incidents{severity="warning"} 0' in text
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert sum(1 for f in doc["findings"] if f["kind"] == "gpu_xid") == 72
+    [inc] = [i for i in doc["incident_lifecycle"] if i["severity"] != "info"]
+    assert inc["root_kind"] == "nvlink_domain"
+
+
+_TRAY_Q = Path(__file__).resolve().parents[1] / "sample_traces" / "scenarios" / "nvl72-tray-lost" / "nvidia-smi-q"
+
+
+def _two_node_job(d: Path, second_domain: str, busbw_gb_per_s: float) -> Path:
+    """Two GB200 trays' ``nvidia-smi -q`` (healthy) and an all_reduce_perf log of their 8 GPUs."""
+    d.mkdir()
+    first = (_TRAY_Q / "nvl72-gpu01.txt").read_text()
+    healthy = first.replace(": Unhealthy", ": Healthy").replace(": Degraded", ": Full")
+    uuid = "5d2c6a90-3f61-4b8e-9a47-1c0e7b25d9f3"
+    (d / "tray-a.txt").write_text(healthy)
+    (d / "tray-b.txt").write_text(healthy.replace("nvl72-gpu01", "nvl72-gpu02").replace(uuid, second_domain))
+    lines = ["1796400000", "# nThread 1 nGpus 1 minBytes 8589934592 maxBytes 8589934592", "#", "# Using devices"]
+    for rank in range(8):
+        host = "nvl72-gpu01" if rank < 4 else "nvl72-gpu02"
+        lines.append(
+            f"#  Rank {rank:>2} Group  0 Pid {41000 + rank:>6} on {host} device {rank % 4:>2} "
+            f"[0000:{0x18 + rank % 4:02x}:00] NVIDIA GB200"
+        )
+    algbw = busbw_gb_per_s * 8 / (2 * 7)
+    us = 8589934592 / (algbw * 1e9) * 1e6
+    cols = f"{us:>9.0f} {algbw:>7.2f} {busbw_gb_per_s:>7.2f} {0:>6}"
+    lines += [
+        "#",
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+        "     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+        f"  8589934592    2147483648     float     sum      -1 {cols} {cols}",
+        "# Out of bounds values : 0 OK",
+        f"# Avg bus bandwidth    : {busbw_gb_per_s:.3f} ",
+    ]
+    (d / "all_reduce_perf.log").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_a_job_inside_one_nvlink_domain_is_judged_against_nvlink_across_two_against_the_network(
+    tmp_path: Path,
+) -> None:
+    # 300 GB/s of bus bandwidth between two trays: poor for one NVL72 domain (NVLink5), more than
+    # the network could carry between two domains
+    same = _two_node_job(tmp_path / "same", "5d2c6a90-3f61-4b8e-9a47-1c0e7b25d9f3", 300.0)
+    _, doc = _analyze(same, tmp_path)
+    [f] = [f for f in doc["findings"] if f["kind"] == "underperformance"]
+    assert f["layer"] == "nvlink" and f["severity"] == "critical"
+    assert f["evidence"]["nvlink_domains"] == [DOMAIN]
+    assert "its 2 nodes share the NVLink domain " + DOMAIN in f["evidence"]["expectation_source"]
+    other = "0b9f7c1e-2d4a-4f6b-8c3d-9e5a1b7f2c40"
+    split = _two_node_job(tmp_path / "split", other, 300.0)
+    _, doc = _analyze(split, tmp_path)
+    assert [f for f in doc["findings"] if f["kind"] == "underperformance"] == []
+    # and a slow one across the boundary is judged against the network, naming both domains
+    slow = _two_node_job(tmp_path / "slow", other, 20.0)
+    _, doc = _analyze(slow, tmp_path)
+    [f] = [f for f in doc["findings"] if f["kind"] == "underperformance"]
+    assert f["layer"] == "network"
+    assert sorted(f["evidence"]["nvlink_domains"]) == sorted([DOMAIN, f"{other}/clique 32766"])
+    assert "the traffic between them crosses the network" in f["evidence"]["expectation_source"]

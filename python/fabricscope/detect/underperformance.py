@@ -19,7 +19,11 @@ expectation:
   NVLink generation (from the rank lines' GPU name); across nodes, ring collectives get the
   lesser of that and NICs per node x the NIC's achievable rate (46-48 GB/s per NDR400 NIC),
   all-to-all the per-GPU NIC share x N/(N-1) x (n-1)/n, send/recv one NIC. NICs per node: the
-  host's ports in the same analysis, else one per GPU (DGX/HGX layout).
+  host's ports in the same analysis, else one per GPU (DGX/HGX layout). The NVLink domain is the
+  boundary, not the node: when every node of the run reports one NVLink domain (``nvidia-smi -q``
+  ClusterUUID and CliqueId: an NVL72 rack), nodes of one domain are judged against NVLink as
+  within a node, nodes of several against the network, and the evidence names the domains
+  (``nvlink_domains``).
 * ``busy_but_slow``: a NIC port busy (sending or unable to send: PortXmitWait, received pause)
   at least ``busy_ratio`` of a window while its throughput stayed below ``counter_min_ratio`` of
   its line rate (info: the cause is reported by ``ib_congestion`` or the PFC detectors).
@@ -316,7 +320,10 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
     # run's ranks first, and use a run's GPU model alone only when all its ranks agree.
     gpu_by_host: dict[tuple[int, str], str] = {}
     gpu_by_run: dict[int, str] = {}
+    hosts_of_run: dict[int, list[set[str]]] = {}
     if ranks is not None and not ranks.is_empty():
+        for run, hosts in ranks.group_by("run").agg(pl.col("host").unique()).iter_rows():
+            hosts_of_run.setdefault(run, []).append(set(hosts))
         named = ranks.filter(pl.col("gpu_name").is_not_null())
         for run, host, name in named.group_by("run", "host").agg(pl.col("gpu_name").mode().first()).iter_rows():
             gpu_by_host[(run, host)] = name
@@ -338,9 +345,13 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
         known = nic_by_host.get(r["host"])
         net = inp.profile or (get_profile(known[1]) if known else get_profile(cfg["network_profile"]))
         gpu_name = gpu_by_host.get((r["run"], r["host"]), gpu_by_run.get(r["run"]))
+        domains = _run_domains(inp, hosts_of_run.get(r["run"], []), r["host"]) if r["n_nodes"] > 1 else None
+        # Nodes of one NVLink domain (an NVL72 rack) exchange over NVLink: the bound is NVLink's,
+        # as within a node. Nodes of several domains cross the network between them.
+        one_domain = domains is not None and len(domains) == 1
         judged = expected_busbw(
             gpu_name,
-            r["n_nodes"],
+            1 if one_domain else r["n_nodes"],
             r["gpus_per_node"],
             nics_per_node=known[0] if known else None,
             network=net,
@@ -350,6 +361,13 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
         if judged is None:
             continue  # no sourced bound for this collective across nodes
         exp, layer, basis, assumed = judged
+        if domains:
+            basis += (
+                f"; its {r['n_nodes']} nodes share the NVLink domain {next(iter(domains))}"
+                if one_domain
+                else f"; its nodes span the NVLink domains {', '.join(sorted(domains))}: "
+                "the traffic between them crosses the network"
+            )
         measured = r["busbw_gb_per_s"] * 1e9
         ratio = measured / exp
         if ratio >= cfg["nccl_min_ratio"]:
@@ -399,10 +417,30 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
                     "size_bytes": r["size_bytes"],
                     "placements": dict(zip(r["_places"], r["_all_busbw"], strict=True)),
                     "run": r["run"],
+                    "nvlink_domains": sorted(domains) if domains else None,
                 },
             }
         )
     return rows
+
+
+def _run_domains(inp: AnalysisInput, runs: list[set[str]], log_host: str) -> set[str] | None:
+    """The NVLink domains of a run's nodes, None unless every node's GPUs name exactly one.
+
+    Runs are numbered per log: of the runs with its number, the one whose ranks hold the log's
+    host. A node whose GPUs report no domain (no ``nvidia-smi -q`` fabric block, no DCGM fabric
+    fields) leaves the placement unknown, and the run is judged by its node count alone.
+    """
+    hosts = next((h for h in runs if log_host in h), None)
+    if not hosts or not inp.fabric.nvlink_domains:
+        return None
+    by_host: dict[str, set[str]] = {}
+    for (host, _device), domain in inp.fabric.nvlink_domains.items():
+        by_host.setdefault(host, set()).add(domain)
+    found = [by_host.get(h, set()) for h in hosts]
+    if any(len(d) != 1 for d in found):
+        return None
+    return set().union(*found)
 
 
 def _busy_but_slow(inp: AnalysisInput, cfg: dict[str, Any]) -> list[dict[str, Any]]:
