@@ -235,6 +235,29 @@ def write_text(target: str | os.PathLike[str], text: str, *, mode: int | None = 
     write_bytes(target, text.encode("utf-8"), mode=mode)
 
 
+def sink_parquet(
+    target: str | os.PathLike[str],
+    lf: pl.LazyFrame,
+    *,
+    staging: Path | None = None,
+    row_group_size: int | None = None,
+) -> None:
+    """Atomically replace ``target`` with ``lf`` as zstd Parquet, streamed (see :func:`atomic_file`).
+
+    Example:
+        >>> import tempfile, pathlib, polars as pl
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "f.parquet"
+        >>> sink_parquet(p, pl.LazyFrame({"a": [1, 2]}))
+        >>> pl.read_parquet(p)["a"].to_list()
+        [1, 2]
+    """
+    with atomic_file(target, staging=staging) as out:
+        try:
+            lf.sink_parquet(out, compression="zstd", row_group_size=row_group_size)
+        except (OSError, pl.exceptions.PolarsError) as e:
+            raise OutputError(os.fspath(target), f"cannot write: {e}") from None
+
+
 def write_parquet(
     target: str | os.PathLike[str],
     df: pl.DataFrame,

@@ -349,6 +349,9 @@ def _parse_into(args: argparse.Namespace, scratch: Path) -> int:
                 for name, frame in held:
                     write(name, rename_hosts(frame, names))
             _parsed(progress, done, bytes_total, rows, force=True)
+            # Arrow's pool keeps what the writers freed: returned before the fabric model is built
+            # from the outputs, so the two never add up in the process's peak
+            pa.default_memory_pool().release_unused()
             progress.close()
             for url in urls:
                 reports.append(_pull(url, args, emit, show))
