@@ -312,3 +312,35 @@ def test_a_job_inside_one_nvlink_domain_is_judged_against_nvlink_across_two_agai
     assert f["layer"] == "network"
     assert sorted(f["evidence"]["nvlink_domains"]) == sorted([DOMAIN, f"{other}/clique 32766"])
     assert "the traffic between them crosses the network" in f["evidence"]["expectation_source"]
+
+
+PROM_FIX = Path(__file__).resolve().parent / "fixtures" / "prometheus"
+
+
+def test_dcgm_fabric_fields_are_judged_as_the_fabric_block(tmp_path: Path) -> None:
+    # gpu0: Success but the health mask says degraded bandwidth; gpu1: the fabric manager failed;
+    # gpu2: not supported, healthy mask; gpu3: DCGM's blank (unknown)
+    _, doc = _analyze(PROM_FIX / "dcgm-fabric-fields.prom", tmp_path)
+    [f] = [f for f in doc["findings"] if f["kind"] == "nvlink_fabric"]
+    assert (f["host"], f["severity"], f["layer"]) == ("hgx-a01", "critical", "nvlink")
+    assert "gpu1: fabric status Failure" in f["message"]
+    assert "gpu0: bandwidth Degraded" in f["message"]
+    assert "gpu2" not in f["message"] and "gpu3" not in f["message"]
+
+
+@pytest.mark.parametrize(("model", "found"), [("NVIDIA H100 80GB HBM3", True), ("NVIDIA GB200", False)])
+def test_fabric_manager_not_started_is_a_fault_on_hgx_not_on_a_rack_scale_gpu(
+    tmp_path: Path, model: str, found: bool
+) -> None:
+    # DCGM reports Not Started where no fabric manager runs: a GB200's NVSwitches are the rack's
+    line = (
+        f'DCGM_FI_DEV_FABRIC_MANAGER_STATUS{{gpu="0",UUID="GPU-0",device="nvidia0",modelName="{model}",'
+        'Hostname="node1"} 1\n'
+    )
+    p = tmp_path / "dcgm.prom"
+    p.write_text("# TYPE DCGM_FI_DEV_FABRIC_MANAGER_STATUS gauge\n" + line)
+    _, doc = _analyze(p, tmp_path)
+    got = [f for f in doc["findings"] if f["kind"] == "nvlink_fabric"]
+    assert bool(got) is found
+    if found:
+        assert "gpu0: fabric state Not Started" in got[0]["message"]

@@ -1,7 +1,15 @@
 """``nvlink_fabric``: GPUs whose NVLink fabric registration or health is not good, and whole domains.
 
 Read from the GPUs' attributes: ``nvidia-smi -q``'s Fabric block (``fabric_state``,
-``fabric_status``, ``fabric_health_*``) and ``nvidia-smi nvlink -s``'s ``link_state`` per link.
+``fabric_status``, ``fabric_health_*``) and ``nvidia-smi nvlink -s``'s ``link_state`` per link; and
+from DCGM's gauges of the same facts (dcgm-exporter, :func:`dcgm_fabric_attributes`):
+``DCGM_FI_DEV_FABRIC_MANAGER_STATUS`` (``dcgmFabricManagerStatus_t``: 3 Success, 4 Failure, 1 Not
+Started, 2 In Progress; 0 Not Supported, 5 Unrecognized and 6 NVML Too Old say nothing of the
+fabric) and ``DCGM_FI_DEV_FABRIC_HEALTH_MASK`` (NVML's ``NVML_GPU_FABRIC_HEALTH_MASK_*``: 2-bit
+degraded bandwidth, route recovery, route unhealthy and access timeout recovery at bits 0, 2, 4,
+6, 1 true and 2 false; 4-bit incorrect configuration at bit 8, 1 none and 2 or more incorrect).
+A GB200/GB300 GPU whose status is Not Started is not judged by it: its NVSwitches are the rack's,
+managed outside the node, and DCGM reports Not Started where no fabric manager runs.
 
 * A GPU whose fabric State is known and not ``Completed`` (``Not Started``, ``In Progress``), or
   whose Status is known and not ``Success`` (``Insufficient Resources`` ...), has not joined its
@@ -61,6 +69,106 @@ _TRUE_IS_BAD = {
 }
 
 
+FM_STATUS = "gpu_fabric_manager_status"
+HEALTH_MASK = "gpu_fabric_health_mask"
+"""The DCGM gauges this detector reads besides the attributes (the core's vocabulary names)."""
+_FM_STATUS = {
+    3: ("Completed", "Success"),
+    4: ("Completed", "Failure"),
+    2: ("In Progress", None),
+    1: ("Not Started", None),
+}
+# (attribute, shift, width): a boolean sub-field is 1 true, 2 false, 0 not supported
+_HEALTH_BITS = (
+    ("fabric_health_bandwidth", 0, 0x3),
+    ("fabric_route_recovery", 2, 0x3),
+    ("fabric_route_unhealthy", 4, 0x3),
+    ("fabric_access_timeout_recovery", 6, 0x3),
+)
+_RACK_SCALE = ("GB200", "GB300")
+
+
+def dcgm_fabric_attributes(inp: AnalysisInput) -> pl.DataFrame:
+    """DCGM's fabric gauges as the Fabric block's attributes (``fabric_state``, ``fabric_health_*`` ...).
+
+    One row per GPU, key and reading, in the attributes schema; none for a value that says
+    nothing of the fabric (a sentinel, Not Supported, a health bit not supported).
+
+    Example:
+        >>> import datetime as dt, polars as pl
+        >>> from fabricscope.detect._base import AnalysisInput
+        >>> t = dt.datetime(2026, 12, 4, tzinfo=dt.timezone.utc)
+        >>> g = pl.DataFrame({"time": [t, t], "host": ["h", "h"], "device": ["gpu0", "gpu0"], "port": [None, None],
+        ...                   "counter": ["gpu_fabric_manager_status", "gpu_fabric_health_mask"],
+        ...                   "value": [4.0, float(1 | 2 << 2 | 2 << 4 | 2 << 6 | 1 << 8)]})
+        >>> a = dcgm_fabric_attributes(AnalysisInput(pl.DataFrame(), pl.DataFrame(), g, pl.DataFrame(), {}))
+        >>> dict(zip(a["key"], a["value"]))["fabric_health_bandwidth"], dict(zip(a["key"], a["value"]))["fabric_status"]
+        ('Degraded', 'Failure')
+    """
+    g = inp.gauges
+    schema = {
+        "time": pl.Datetime("ns", "UTC"),
+        "host": pl.String,
+        "device": pl.String,
+        "port": pl.UInt16,
+        "key": pl.String,
+        "value": pl.String,
+        "source": pl.String,
+    }
+    if g.is_empty() or "counter" not in g.columns:
+        return pl.DataFrame(schema=schema)
+    fabric = g.filter(
+        pl.col("counter").cast(pl.String).is_in([FM_STATUS, HEALTH_MASK])
+        & pl.col("value").is_finite()
+        & (pl.col("value") >= 0)
+        & (pl.col("value") < 2**32)
+    )
+    if fabric.is_empty():
+        return pl.DataFrame(schema=schema)
+    rack = _rack_scale_gpus(inp)
+    rows = []
+    for t, host, device, counter, value in fabric.select(
+        "time",
+        pl.col("host").cast(pl.String),
+        pl.col("device").cast(pl.String),
+        pl.col("counter").cast(pl.String),
+        "value",
+    ).iter_rows():
+        code = int(value)
+        at = {"time": t, "host": host, "device": device, "port": None, "source": "dcgm"}
+        if counter == FM_STATUS:
+            state, status = _FM_STATUS.get(code, (None, None))
+            if code == 1 and (host, device) in rack:
+                state = None
+            if state is not None:
+                rows.append({**at, "key": "fabric_state", "value": state})
+            if status is not None:
+                rows.append({**at, "key": "fabric_status", "value": status})
+            continue
+        for key, shift, width in _HEALTH_BITS:
+            bit = (code >> shift) & width
+            if bit in (1, 2):
+                words = ("Degraded", "Full") if key == "fabric_health_bandwidth" else ("True", "False")
+                rows.append({**at, "key": key, "value": words[bit - 1]})
+        config = (code >> 8) & 0xF
+        if config:
+            rows.append({**at, "key": "fabric_incorrect_configuration", "value": "True" if config >= 2 else "False"})
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+def _rack_scale_gpus(inp: AnalysisInput) -> set[tuple[str, str]]:
+    """GPUs whose model (DCGM's ``modelName``, ``nvidia-smi -q``'s Product Name) is a rack-scale one."""
+    a = inp.attributes
+    if a.is_empty() or "key" not in a.columns:
+        return set()
+    named = a.filter(pl.col("key").cast(pl.String).is_in(["modelName", "gpu_name"]))
+    return {
+        (str(h), str(d))
+        for h, d, v in named.select("host", "device", "value").iter_rows()
+        if v is not None and any(m in str(v) for m in _RACK_SCALE)
+    }
+
+
 def _inactive_links(inp: AnalysisInput) -> dict[tuple[str, str], tuple[list[int], int]]:
     """Per GPU: its links last seen inactive, and how many links it reported (``nvidia-smi nvlink -s``)."""
     a = inp.attributes
@@ -116,14 +224,25 @@ def _degraded(r: dict[str, Any]) -> bool:
 def detect(inp: AnalysisInput) -> pl.DataFrame:
     """Judge every GPU's fabric registration, health and links; a fault of a whole domain roots one finding."""
     cfg = inp.config[KIND]
-    gpus = latest_gpu_attributes(inp.attributes, _KEYS)
+    dcgm = dcgm_fabric_attributes(inp)
+    attributes = inp.attributes
+    if dcgm.height:
+        attributes = (
+            pl.concat(
+                [attributes.with_columns(pl.col(pl.Categorical).cast(pl.String)), dcgm.select(attributes.columns)],
+                how="vertical_relaxed",
+            )
+            if not attributes.is_empty()
+            else dcgm
+        )
+    gpus = latest_gpu_attributes(attributes, _KEYS)
     links = _inactive_links(inp)
     known = {(r["host"], r["device"]) for r in gpus.iter_rows(named=True)}
     extra = [{"host": h, "device": d} for (h, d) in links if (h, d) not in known]
     rows_in = gpus.to_dicts() + [{**dict.fromkeys(gpus.columns), **e} for e in extra]
     if not rows_in:
         return empty_findings()
-    t_end = inp.attributes["time"].max() if not inp.attributes.is_empty() else None
+    t_end = attributes["time"].max() if not attributes.is_empty() else None
     judged = []
     for r in rows_in:
         inactive, n = links.get((r["host"], r["device"]), ([], 0))
@@ -274,7 +393,8 @@ RELATIONS = (
 
 SPEC = DetectorSpec(
     name=KIND,
-    summary="GPUs not registered with their NVLink fabric (state, status), degraded fabric health, inactive "
+    summary="GPUs not registered with their NVLink fabric (state, status: nvidia-smi -q or DCGM's fabric manager "
+    "status), degraded fabric health (the Fabric block or DCGM's health mask), inactive "
     "links; a fault of a whole NVLink domain as one finding",
     detect=detect,
     scope="fabric",
@@ -289,7 +409,9 @@ SPEC = DetectorSpec(
             "link n of a GPU leads to NVSwitch chip n and chips 2k, 2k+1 sit in tray k (18 links, 18 chips, 9 "
             "trays on GB200 NVL72); the rack's own cabling map is authoritative, so the tray is 'suspected'"
         ),
-        "source": "NVML nvmlGpuFabricInfo (state Completed, status Success, health summary and mask); "
+        "source": "NVML nvmlGpuFabricInfo (state Completed, status Success, health summary and mask; the mask's "
+        "sub-fields NVML_GPU_FABRIC_HEALTH_MASK_*, docs.nvidia.com/deploy/nvml-api/group__nvmlFabricDefs.html); "
+        "DCGM dcgmFabricManagerStatus_t (dcgm_structs.h, fields 170 and 174 in dcgm_fields.h); "
         "Azure/azhpc-images pull request 506 (State Completed with Status 'Insufficient Resources' must fail); "
         "NVIDIA Health Validation NVLink checks (inactive links > 0: critical, "
         "https://docs.nvidia.com/health-validation/reference/checks/nvlink)",

@@ -417,7 +417,8 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
                     "size_bytes": r["size_bytes"],
                     "placements": dict(zip(r["_places"], r["_all_busbw"], strict=True)),
                     "run": r["run"],
-                    "nvlink_domains": sorted(domains) if domains else None,
+                    # where the run's nodes sit, when every node says (an NVL72 rack's trays)
+                    **({"nvlink_domains": sorted(domains)} if domains else {}),
                 },
             }
         )

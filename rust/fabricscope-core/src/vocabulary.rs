@@ -643,6 +643,10 @@ pub static COUNTERS: &[CounterDef] = &[
     // (dcgm-exporter holds it until it restarts), so a change of value is the event.
     c("gpu_last_xid", StateId, GAU, NOOVF, DEV, false, "The last XID error the GPU's driver reported, 0 for none (DCGM_FI_DEV_XID_ERRORS, field 230)"),
     c("gpu_memory_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "GPU memory temperature (DCGM_FI_DEV_MEMORY_TEMP)"),
+    // Codes too: dcgmFabricManagerStatus_t (dcgm_structs.h) and the NVML fabric health mask
+    // (nvmlGpuFabricInfoV_t.healthMask, NVML_GPU_FABRIC_HEALTH_MASK_*), decoded by nvlink_fabric.
+    c("gpu_fabric_manager_status", StateId, GAU, NOOVF, DEV, false, "The GPU's fabric manager status: 0 not supported, 1 not started, 2 in progress, 3 success, 4 failure, 5 unrecognized, 6 NVML too old (DCGM_FI_DEV_FABRIC_MANAGER_STATUS, field 170)"),
+    c("gpu_fabric_health_mask", StateId, GAU, NOOVF, DEV, false, "The GPU's NVLink fabric health mask: 2-bit degraded bandwidth, route recovery, route unhealthy, access timeout recovery (1 true, 2 false) and 4-bit incorrect configuration (DCGM_FI_DEV_FABRIC_HEALTH_MASK, field 174)"),
     // --- switch vitals (`ibswinfo`): per switch, or per fan/PSU sub-device `<switch>/fan<n>`, `<switch>/psu<n>` ---
     c("switch_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "Switch ASIC temperature now (ibswinfo `temperature (C)`, `cur.temp (C)`)"),
     c("switch_max_temperature_celsius", Celsius, GAU, NOOVF, DEV, false, "Highest switch ASIC temperature recorded by the device (ibswinfo `max temp (C)`, `max.temp (C)`)"),
@@ -1044,6 +1048,8 @@ pub static SPELLINGS: &[Spelling] = &[
     s(PROM, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "pcie_replay_events"),
     s(PROM, "DCGM_FI_DEV_GPU_TEMP", "gpu_temperature_celsius"),
     s(PROM, "DCGM_FI_DEV_XID_ERRORS", "gpu_last_xid"),
+    s(PROM, "DCGM_FI_DEV_FABRIC_MANAGER_STATUS", "gpu_fabric_manager_status"),
+    s(PROM, "DCGM_FI_DEV_FABRIC_HEALTH_MASK", "gpu_fabric_health_mask"),
     s(PROM, "DCGM_FI_DEV_MEMORY_TEMP", "gpu_memory_temperature_celsius"),
     s(PROM, "DCGM_FI_DEV_PCIE_LINK_GEN", "pcie_link_generation"),
     s(PROM, "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_link_max_generation"),
