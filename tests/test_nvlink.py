@@ -344,3 +344,53 @@ def test_fabric_manager_not_started_is_a_fault_on_hgx_not_on_a_rack_scale_gpu(
     assert bool(got) is found
     if found:
         assert "gpu0: fabric state Not Started" in got[0]["message"]
+
+
+RACKS = Path(__file__).resolve().parents[1] / "sample_traces" / "scenarios" / "nvl72-jobs-two-racks"
+
+
+def test_two_racks_scenario_judges_each_job_at_its_domain_boundary(tmp_path: Path) -> None:
+    # through the CLI: the job inside rack A against NVLink5, the job across the racks against the network
+    code, doc = _analyze(RACKS, tmp_path, process=True)
+    assert code == 2
+    truth = json.loads((RACKS / "truth.json").read_text())
+    assert check_truth(fabricscope.run_analysis([str(RACKS)]).findings, truth) == {
+        "missing": [],
+        "unexpected": [],
+        "forbidden": [],
+    }
+    [f] = [f for f in doc["findings"] if f["kind"] == "underperformance"]
+    assert (f["host"], f["layer"], f["severity"]) == ("racks-gpu01", "nvlink", "critical")
+    assert f["evidence"]["nvlink_domains"] == [DOMAIN]
+    assert "of the 774 GB/s the nvlink should give" in f["message"]
+    # through cron: one page, the rack-A job's
+    r = cli(
+        "cron",
+        "--inputs",
+        str(RACKS),
+        "--state",
+        str(tmp_path / "s"),
+        "--history",
+        str(tmp_path / "h"),
+        "--textfile",
+        str(tmp_path / "t.prom"),
+        process=False,
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout.startswith("FABRICSCOPE CRITICAL - 1 critical: underperformance racks-gpu01")
+    assert 'fabricscope_incidents{severity="critical"} 1' in (tmp_path / "t.prom").read_text()
+
+
+def test_dashboard_overview_shows_the_rack_job_against_nvlink(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    from tests.dashboard.conftest import APP
+
+    monkeypatch.setenv("FABRICSCOPE_DATA", str(RACKS.parent))
+    at = AppTest.from_file(str(APP), default_timeout=180)
+    at.query_params["source"] = RACKS.name
+    at.switch_page("app_pages/overview.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    texts = " ".join(str(e.value) for e in (*at.markdown, *at.caption, *at.error, *at.warning, *at.info, *at.success))
+    assert "underperformance" in texts and "racks-gpu01" in texts

@@ -33,7 +33,7 @@ def _json(*args: str, process: bool = True) -> str:
 
 
 def test_every_sample_trace_is_covered() -> None:
-    assert len(TRACE_DIRS) == 47
+    assert len(TRACE_DIRS) == 48
     assert {
         "prometheus",
         "sysfs",

@@ -322,8 +322,13 @@ def _nccl(inp: AnalysisInput, cfg: dict[str, Any], facts: pl.DataFrame) -> list[
     gpu_by_run: dict[int, str] = {}
     hosts_of_run: dict[int, list[set[str]]] = {}
     if ranks is not None and not ranks.is_empty():
-        for run, hosts in ranks.group_by("run").agg(pl.col("host").unique()).iter_rows():
-            hosts_of_run.setdefault(run, []).append(set(hosts))
+        # each rank list (in read order, restarting at rank 0) is one log's run: two logs' run 0
+        # are two jobs
+        for run, rank, host in ranks.select("run", "rank", pl.col("host").cast(pl.String)).iter_rows():
+            jobs = hosts_of_run.setdefault(run, [])
+            if rank == 0 or not jobs:
+                jobs.append(set())
+            jobs[-1].add(host)
         named = ranks.filter(pl.col("gpu_name").is_not_null())
         for run, host, name in named.group_by("run", "host").agg(pl.col("gpu_name").mode().first()).iter_rows():
             gpu_by_host[(run, host)] = name

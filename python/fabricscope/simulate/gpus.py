@@ -10,7 +10,8 @@ Fabric block with 42-column keys. A scenario's ``extra["gpu"]`` says what to wri
   "link", "crc_per_s", "start", "recovery"}], "reloads": [{"host", "at"}]}`` (fractions of the duration);
 * ``nvl72``: ``{"gpus", "links", "cluster_uuid", "clique", "lost_tray", "links_per_tray"}``: every host a
   compute tray of one NVLink domain; a lost switch tray takes the same links of every GPU down and
-  the fabric reports every GPU's bandwidth degraded;
+  the fabric reports every GPU's bandwidth degraded. ``"cluster_uuids": [...]`` instead: several
+  racks, the hosts split among them in order;
 * ``xids``: ``{"gpus", "gpu_name", "events": [{"host", "gpu", "code", "at"}]}``: the DCGM exporter's
   last-XID gauge per GPU (``dcgm/xid.prom``), the code from its event on.
 """
@@ -111,9 +112,12 @@ def _write_nvl72(names: list[str], out: Path, spec: dict[str, Any], t_s: float, 
     down = set(range(lost * per, lost * per + per)) if lost is not None else set()
     (out / "nvidia-smi").mkdir(parents=True, exist_ok=True)
     (out / "nvidia-smi-q").mkdir(parents=True, exist_ok=True)
+    # several racks: the hosts split in order, one NVLink domain (ClusterUUID) each
+    racks = list(spec.get("cluster_uuids") or [spec["cluster_uuid"]])
     for hi, host in enumerate(names):
         uuids = [_uuid(rng) for _ in range(gpus)]
         chassis = f"1821725{seed:02d}{hi:04d}"
+        cluster = racks[hi * len(racks) // len(names)]
         s_lines = [f"# host: {host}", str(int(t_s))]
         q = [
             f"# host: {host}",
@@ -149,7 +153,7 @@ def _write_nvl72(names: list[str], out: Path, spec: dict[str, Any], t_s: float, 
                 _kv(8, "State", "Completed"),
                 _kv(8, "Status", "Success"),
                 _kv(8, "CliqueId", spec.get("clique", 32766)),
-                _kv(8, "ClusterUUID", spec["cluster_uuid"]),
+                _kv(8, "ClusterUUID", cluster),
                 "        Health",
                 _kv(12, "Summary", "Unhealthy" if degraded else "Healthy"),
                 _kv(12, "Bandwidth", "Degraded" if degraded else "Full"),

@@ -1596,6 +1596,54 @@ SCENARIOS: dict[str, Scenario] = {
             },
         ),
         Scenario(
+            "nvl72-jobs-two-racks",
+            "two GB200 NVL72 racks, three compute trays each: an all_reduce on two trays of rack A runs at the "
+            "NIC rate (its NVLink fabric unused) and is underperformance against NVLink; the same rate on a tray of "
+            "each rack is what the network gives: nothing",
+            "ndr400",
+            6,
+            1,
+            _TRAIN,
+            lambda h, d: [],
+            expected=lambda h, d: [
+                {
+                    "kind": "underperformance",
+                    "severity": "critical",
+                    "host": 0,
+                    "layer": "nvlink",
+                    "note": "trays 1 and 2 share rack A's NVLink domain: judged against NVLink5, not the NICs",
+                    "start": 0.5 * d,
+                    "end": 0.5 * d,
+                }
+            ],
+            allowed=lambda h, d: [{"kind": "bottleneck", "host": i, "nic": None} for i in range(h)],
+            must_not=lambda h, d: [
+                (i, None, "the cross-rack all_reduce at the NIC rate is what the network gives") for i in (2, 3, 4, 5)
+            ],
+            formats=("prometheus",),
+            duration=60.0,
+            interval=15.0,
+            hosts_per_leaf=6,
+            prefix="racks",
+            jobs=lambda h, d: [
+                {"hosts": [0, 1], "at": 0.5 * d, "gpus": 4, "gpu_name": "NVIDIA GB200"},
+                {"hosts": [2, 3], "at": 0.6 * d, "gpus": 4, "gpu_name": "NVIDIA GB200"},
+            ],
+            extra={
+                "gpu": {
+                    "nvl72": {
+                        "gpus": 4,
+                        "links": 18,
+                        "cluster_uuids": [
+                            "5d2c6a90-3f61-4b8e-9a47-1c0e7b25d9f3",
+                            "0b9f7c1e-2d4a-4f6b-8c3d-9e5a1b7f2c40",
+                        ],
+                        "clique": 32766,
+                    },
+                }
+            },
+        ),
+        Scenario(
             "trap-missing-samples",
             "trap: the collector on one host missed scrapes (one 4-scrape hole, isolated misses)",
             "ndr400",

@@ -209,13 +209,18 @@ def ring_busbw_bytes_per_s(fabric: Fabric, faults: list[Fault], hosts: list[int]
 def write_nccl_tests(
     fabric: Fabric, faults: list[Fault], runs: list[dict[str, Any]], outdir: Path, *, t0: int, end: float
 ) -> None:
-    """One ``all_reduce_perf`` log per run (``{"hosts": [index...], "at": seconds}``), 8 GPUs per host."""
+    """One ``all_reduce_perf`` log per run (``{"hosts": [index...], "at": seconds}``), 8 GPUs per host.
+
+    A run may name its GPUs (``"gpus"`` per host, ``"gpu_name"`` as the rank lines print it):
+    an NVL72 tray has 4 GB200s.
+    """
     outdir.mkdir(parents=True, exist_ok=True)
     for n_run, run in enumerate(runs):
         hosts = list(run["hosts"])
         at = float(run["at"])
         busbw = ring_busbw_bytes_per_s(fabric, faults, hosts, at, end)
-        gpus = len(fabric.hosts[hosts[0]].gpus)
+        gpus = int(run.get("gpus", len(fabric.hosts[hosts[0]].gpus)))
+        gpu_name = str(run.get("gpu_name", "NVIDIA H100 80GB HBM3"))
         n = len(hosts) * gpus
         lines = [
             str(t0 + round(at)),
@@ -229,7 +234,7 @@ def write_nccl_tests(
             for g in range(gpus):
                 lines.append(
                     f"#  Rank {rank:>2} Group  0 Pid {41000 + rank:>6} on {fabric.hosts[i].name} device {g:>2} "
-                    f"[0000:{0x18 + 0x10 * g:02x}:00] NVIDIA H100 80GB HBM3"
+                    f"[0000:{0x18 + 0x10 * g:02x}:00] {gpu_name}"
                 )
                 rank += 1
         lines += [
