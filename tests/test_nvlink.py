@@ -361,7 +361,7 @@ def test_two_racks_scenario_judges_each_job_at_its_domain_boundary(tmp_path: Pat
     }
     [f] = [f for f in doc["findings"] if f["kind"] == "underperformance"]
     assert (f["host"], f["layer"], f["severity"]) == ("racks-gpu01", "nvlink", "critical")
-    assert f["evidence"]["nvlink_domains"] == [DOMAIN]
+    assert f["evidence"]["nvlink_domains"] == ["3a7e51c2-94d0-4b6f-a1e8-6c2f0d9b7a15/clique 32766"]
     assert "of the 774 GB/s the nvlink should give" in f["message"]
     # through cron: one page, the rack-A job's
     r = cli(

@@ -1634,8 +1634,9 @@ SCENARIOS: dict[str, Scenario] = {
                     "nvl72": {
                         "gpus": 4,
                         "links": 18,
+                        # racks of their own: nvl72-tray-lost's domain is another scenario's
                         "cluster_uuids": [
-                            "5d2c6a90-3f61-4b8e-9a47-1c0e7b25d9f3",
+                            "3a7e51c2-94d0-4b6f-a1e8-6c2f0d9b7a15",
                             "0b9f7c1e-2d4a-4f6b-8c3d-9e5a1b7f2c40",
                         ],
                         "clique": 32766,
